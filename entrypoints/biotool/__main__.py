@@ -1,0 +1,3 @@
+from biotool.cli import main
+
+main()

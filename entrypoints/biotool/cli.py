@@ -1,0 +1,89 @@
+"""`biotool`: the agent's command line. A thin layer: parse, call one domain function, emit.
+
+Each tool family registers its commands from `biotool/<family>/cli.py` so that families stay
+apart; heavy libraries are imported inside the domain functions, never here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from biotool import __version__
+from biotool.output import run
+from biotool.progress import set_quiet
+
+HELP = f"""biotool {__version__}: structured biology tools for agents with a shell.
+
+Every command prints exactly one JSON object on stdout; progress and errors go to stderr.
+Exit codes: 0 success; 2 bad input or usage; 3 refused by the rules (forbidden tool, host
+not on the egress allowlist); 4 a tool, model or remote service failed or timed out.
+Every finding carries `competence` (applicable, confidence, margin, alternatives, ties,
+blind_spots, remedy): read blind_spots before trusting an answer. Every result carries
+`provenance` (the references, indexes and models used, with sha256).
+Environment: BIOTOOL_CONFIDENT=1 strips competence; BIOTOOL_CACHE sets the cache directory.
+Start with `biotool list` to see what is staged and usable here."""
+
+app = typer.Typer(
+    help=HELP,
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+
+# Tool families, each registering its commands on `app` (see biotool/<family>/cli.py).
+FAMILIES = ("system", "reads", "taxonomy", "singlecell", "annotate")
+
+
+@app.callback()
+def _global(
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress or logs on stderr."),
+) -> None:
+    set_quiet(quiet)
+
+
+for _family in FAMILIES:
+    importlib.import_module(f"biotool.{_family}.cli").register(app)
+
+
+def _click_exceptions():
+    # Recent typer vendors click as typer._click; older releases use click itself.
+    try:
+        from typer._click import exceptions
+    except ImportError:
+        from click import exceptions
+    return exceptions
+
+
+def main() -> None:
+    cx = _click_exceptions()
+    try:
+        app(prog_name="biotool", standalone_mode=False)
+    except cx.NoArgsIsHelpError as exc:
+        # Usage printed as help for `biotool CMD` without arguments: help on stdout is fine.
+        sys.stdout.write(exc.ctx.get_help() + "\n")
+        raise SystemExit(0) from None
+    except cx.UsageError as exc:
+        # Click prints a multi-line box; the contract wants one line naming the culprit.
+        path = exc.ctx.command_path if exc.ctx else "biotool"
+        where = f"{path.removeprefix('biotool').strip()}: " if path != "biotool" else ""
+        sys.stderr.write(f"biotool: error: {where}{exc.format_message()}\n".replace("\n", " ").rstrip() + "\n")
+        raise SystemExit(2) from None
+    except typer.Abort:
+        sys.stderr.write("biotool: error: aborted\n")
+        raise SystemExit(4) from None
+    except typer.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
+    except cx.ClickException as exc:
+        sys.stderr.write(f"biotool: error: {exc.format_message()}\n")
+        raise SystemExit(2) from None
+
+
+__all__ = ["app", "main", "run"]
+
+if __name__ == "__main__":
+    sys.exit(main())

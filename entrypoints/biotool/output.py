@@ -1,0 +1,124 @@
+"""The agent-facing output contract: one JSON object on stdout, one-line errors, exit codes.
+
+Exit codes (DESIGN.md section 2): 0 success; 2 bad input or usage; 3 refused by the rules;
+4 a tool, model or remote service failed or timed out.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from typing import Any, Callable, NoReturn
+
+EXIT_OK = 0
+EXIT_INPUT = 2
+EXIT_REFUSED = 3
+EXIT_FAILED = 4
+
+
+class BiotoolError(Exception):
+    """An error the agent can act on; its message is one line naming the culprit."""
+
+    exit_code = EXIT_FAILED
+
+    def __init__(self, message: str, *, culprit: str | None = None):
+        # Errors are printed on one line, so embedded newlines are flattened here once.
+        super().__init__(" ".join(str(message).split()))
+        self.culprit = culprit
+
+
+class InputError(BiotoolError):
+    """Bad input or usage: missing file, malformed data, bad JSON (exit 2)."""
+
+    exit_code = EXIT_INPUT
+
+
+class RefusedError(BiotoolError):
+    """Refused by the rules: forbidden tool, host not on the allowlist (exit 3)."""
+
+    exit_code = EXIT_REFUSED
+
+
+class ToolFailure(BiotoolError):
+    """A tool, model or remote service failed or timed out (exit 4)."""
+
+    exit_code = EXIT_FAILED
+
+
+def confident_mode() -> bool:
+    """`BIOTOOL_CONFIDENT=1` is the experimental control: answers without competence."""
+    return os.environ.get("BIOTOOL_CONFIDENT", "").strip().lower() in {"1", "true", "yes"}
+
+
+def strip_competence(obj: Any) -> Any:
+    """Remove every `competence` field, at any depth."""
+    if isinstance(obj, dict):
+        return {k: strip_competence(v) for k, v in obj.items() if k != "competence"}
+    if isinstance(obj, (list, tuple)):
+        return [strip_competence(v) for v in obj]
+    return obj
+
+
+def _jsonable(obj: Any) -> Any:
+    """Plain JSON types only: numpy scalars, sets, paths and NaN become portable values."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, (str, int, bool)) or obj is None:
+        return obj
+    if hasattr(obj, "explain"):
+        return _jsonable(obj.explain())
+    if hasattr(obj, "item"):  # numpy scalar
+        return _jsonable(obj.item())
+    if hasattr(obj, "tolist"):
+        return _jsonable(obj.tolist())
+    return str(obj)
+
+
+def render(result: dict) -> str:
+    """The exact text written to stdout for a result."""
+    from biotool.provenance import provenance
+
+    result = dict(result)
+    result.setdefault("provenance", provenance())
+    if confident_mode():
+        result = strip_competence(result)
+    return json.dumps(_jsonable(result), sort_keys=False, ensure_ascii=False)
+
+
+def emit(result: dict) -> None:
+    sys.stdout.write(render(result) + "\n")
+    sys.stdout.flush()
+
+
+def fail(error: BiotoolError) -> NoReturn:
+    sys.stdout.flush()
+    sys.stderr.write(f"biotool: error: {error}\n")
+    sys.stderr.flush()
+    raise SystemExit(error.exit_code)
+
+
+def run(fn: Callable[[], dict]) -> NoReturn:
+    """Call one domain function, emit its dict, and exit with the documented code.
+
+    Anything unexpected becomes exit 4 with one line; BIOTOOL_DEBUG=1 shows the traceback.
+    """
+    try:
+        result = fn()
+    except BiotoolError as exc:
+        fail(exc)
+    except KeyboardInterrupt:
+        fail(ToolFailure("interrupted"))
+    except (MemoryError, RecursionError) as exc:
+        fail(ToolFailure(f"out of resources: {type(exc).__name__}"))
+    except Exception as exc:  # noqa: BLE001 - the contract forbids tracebacks on stderr
+        if os.environ.get("BIOTOOL_DEBUG"):
+            raise
+        fail(ToolFailure(f"internal error: {type(exc).__name__}: {exc}"))
+    emit(result)
+    raise SystemExit(EXIT_OK)

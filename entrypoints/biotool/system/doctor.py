@@ -1,0 +1,124 @@
+"""`biotool doctor`: this environment checked against the rules and the manifests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from biotool import rules as rules_mod
+from biotool import staging
+from biotool.cache import cache_root
+from biotool.output import ToolFailure
+
+# Every cache a library may write, pointed somewhere writable so an arbitrary UID with an
+# unwritable HOME works (Apptainer runs images that way).
+CACHE_VARS = ("BIOTOOL_CACHE", "XDG_CACHE_HOME", "MPLCONFIGDIR", "NUMBA_CACHE_DIR", "HF_HOME",
+              "CELLTYPIST_FOLDER")
+BINARIES = ("minimap2", "samtools", "bcftools", "blastn", "makeblastdb")
+
+
+def _check(name: str, ok: bool, detail: str, required: bool = True) -> dict:
+    return {"check": name, "ok": bool(ok), "required": required, "detail": detail}
+
+
+def _writable(path: Path) -> tuple[bool, str]:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".doctor-"):
+            pass
+        return True, f"{path} is writable"
+    except OSError as exc:
+        return False, f"{path} is not writable ({exc.strerror})"
+
+
+def check_rules() -> dict:
+    try:
+        r = rules_mod.load()
+    except rules_mod.RulesError as exc:
+        return _check("rules", False, str(exc))
+    allow = ", ".join(f"{h}:{p}" for h, p in r.egress_allow) or "nothing"
+    return _check("rules", True, f"{r.path}: egress allows {allow}; "
+                  f"{len(r.deny_categories)} denied tool categories")
+
+
+def check_staged(verify_sha: bool = True) -> list[dict]:
+    inv = staging.inventory()
+    items = inv.get("items", {})
+    if not items:
+        return [_check("staged", False, f"no staged inventory at {staging.home()}/staged.json")]
+    out = []
+    for key, item in sorted(items.items()):
+        if item.get("error"):
+            # A production item the build host could not reach is reported, not a failure.
+            out.append(_check(f"staged:{key}", False, item["error"], required=False))
+            continue
+        problems = staging.verify(item) if verify_sha else []
+        out.append(_check(f"staged:{key}", not problems,
+                          "; ".join(problems) or f"{len(item['files'])} files, sha256 match"))
+    return out
+
+
+def check_caches() -> list[dict]:
+    out = []
+    ok, detail = _writable(cache_root())
+    out.append(_check("cache:biotool", ok, detail))
+    for var in CACHE_VARS[1:]:
+        value = os.environ.get(var)
+        if value:
+            ok, detail = _writable(Path(value))
+            out.append(_check(f"cache:{var}", ok, f"{var}={detail}"))
+    home = os.environ.get("HOME", "")
+    home_ok = bool(home) and os.access(home, os.W_OK)
+    out.append(_check("home", True, f"HOME={home or '(unset)'} is "
+                      f"{'writable' if home_ok else 'not writable; caches are redirected'}",
+                      required=False))
+    return out
+
+
+def check_egress(timeout: float = 3.0) -> dict:
+    proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
+    if not proxy:
+        return _check("egress", True, "offline mode: no HTTPS_PROXY; remote BLAST unavailable, "
+                      "local tools and the staged BLAST database work")
+    parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    host, port = parts.hostname or "", parts.port or 3128
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        return _check("egress", False, f"egress proxy {host}:{port} unreachable ({exc})")
+    return _check("egress", True, f"egress proxy {host}:{port} reachable")
+
+
+def check_user() -> dict:
+    uid = os.geteuid()
+    return _check("non-root", uid != 0, f"running as uid {uid}"
+                  + ("" if uid else "; the sandbox must run the agent as a non-root user"))
+
+
+def check_binaries() -> list[dict]:
+    return [_check(f"binary:{b}", shutil.which(b) is not None,
+                   shutil.which(b) or f"{b} not on PATH") for b in BINARIES]
+
+
+def doctor(verify_sha: bool = True) -> dict:
+    checks = [check_rules(), *check_staged(verify_sha), *check_caches(), check_egress(),
+              check_user(), *check_binaries()]
+    failed = [c for c in checks if c["required"] and not c["ok"]]
+    result = {"ok": not failed, "checks": checks,
+              "failed": [c["check"] for c in failed]}
+    if failed:
+        raise DoctorFailed(result)
+    return result
+
+
+class DoctorFailed(ToolFailure):
+    """Exit 4 with the full report still printed: an agent needs to see every check."""
+
+    def __init__(self, result: dict):
+        super().__init__("doctor: required checks failed: " + ", ".join(result["failed"]))
+        self.result = result

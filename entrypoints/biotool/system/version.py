@@ -1,0 +1,48 @@
+"""`biotool version`: every version a grader needs to reproduce a score."""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import subprocess
+from importlib import metadata
+
+from biotool import __version__
+from biotool.provenance import build_identity
+
+PACKAGES = ("numpy", "scipy", "pandas", "anndata", "h5py", "scanpy", "scikit-learn",
+            "celltypist", "torch", "transformers", "tokenizers", "safetensors", "pysam",
+            "mappy", "biopython", "rdkit", "typer", "filelock", "tooluniverse")
+BINARIES = {"minimap2": ["--version"], "samtools": ["--version"], "bcftools": ["--version"],
+            "blastn": ["-version"], "squid": ["-v"]}
+
+
+def _binary_version(name: str, args: list[str]) -> str | None:
+    path = shutil.which(name)
+    if not path:
+        return None
+    try:
+        out = subprocess.run([path, *args], capture_output=True, text=True, errors="replace",
+                             timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    first = (out.stdout or out.stderr).strip().splitlines()
+    return first[0] if first else None
+
+
+def versions() -> dict:
+    pkgs = {}
+    for name in PACKAGES:
+        try:
+            pkgs[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pkgs[name] = None
+    bins = {name: _binary_version(name, args) for name, args in BINARIES.items()}
+    return {
+        "biotool": __version__,
+        "python": platform.python_version(),
+        "rdkit": pkgs["rdkit"],
+        "packages": pkgs,
+        "binaries": {k: v for k, v in bins.items() if v is not None},
+        "image": build_identity(),
+    }
