@@ -1,0 +1,63 @@
+"""Fixtures shared by every unit test: a staged demo home and a biotool runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+REFS = REPO / "refs"
+DEMO = REFS / "demo"
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> dict:
+        return json.loads(self.stdout)
+
+
+@pytest.fixture(scope="session")
+def staged_home(tmp_path_factory) -> Path:
+    """The demo manifests staged through the real staging code into a temporary home."""
+    from biotool import staging
+
+    home = tmp_path_factory.mktemp("biotool-home")
+    staging.stage(REFS, home, ["demo"])
+    return home
+
+
+@pytest.fixture
+def biotool_env(staged_home, tmp_path, monkeypatch) -> dict:
+    """Environment for a biotool process: the staged home, a private cache, no proxy."""
+    env = {k: v for k, v in os.environ.items()
+           if k.lower() not in ("https_proxy", "http_proxy", "all_proxy")}
+    env.update(BIOTOOL_HOME=str(staged_home), BIOTOOL_CACHE=str(tmp_path / "cache"))
+    env.pop("BIOTOOL_CONFIDENT", None)
+    monkeypatch.setenv("BIOTOOL_HOME", str(staged_home))
+    monkeypatch.setenv("BIOTOOL_CACHE", str(tmp_path / "cache"))
+    return env
+
+
+@pytest.fixture
+def biotool(biotool_env):
+    """Run `biotool ARGS...` as the agent would: a subprocess; returns code, stdout, stderr."""
+
+    def run(*args: str, env: dict | None = None, input: str | None = None,
+            timeout: float = 300) -> Result:
+        proc = subprocess.run([sys.executable, "-m", "biotool", *args], capture_output=True,
+                              text=True, env={**biotool_env, **(env or {})}, input=input,
+                              timeout=timeout)
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+
+    return run

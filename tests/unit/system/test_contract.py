@@ -1,0 +1,75 @@
+"""The agent-facing contract of DESIGN.md section 2, on the foundation commands."""
+
+import json
+
+from biotool.competence import bounded, not_applicable
+from biotool.output import render, strip_competence
+
+
+def test_bounded_clamps_and_explains():
+    c = bounded(1.7, -0.2, alternatives=-1, ties=2, blind_spots="low depth", remedy="more reads")
+    assert c.explain() == {"applicable": True, "confidence": 1.0, "margin": 0.0,
+                           "alternatives": 0, "ties": 2, "blind_spots": ["low depth"],
+                           "remedy": "more reads"}
+    assert bounded(float("nan"), 0.5).confidence == 0.0
+    assert not_applicable("no reads").explain()["applicable"] is False
+
+
+def test_confident_mode_strips_competence_at_every_depth(monkeypatch):
+    result = {"competence": bounded(0.5, 0.5), "calls": [{"pos": 1, "competence": bounded(1, 1)}]}
+    assert "competence" in render(result)
+    monkeypatch.setenv("BIOTOOL_CONFIDENT", "1")
+    text = render(result)
+    assert "competence" not in text and json.loads(text)["calls"] == [{"pos": 1}]
+    assert strip_competence({"a": [{"competence": 1, "b": 2}]}) == {"a": [{"b": 2}]}
+
+
+def test_every_result_carries_provenance():
+    out = json.loads(render({"x": 1}))
+    assert out["provenance"]["biotool"]
+
+
+def test_list_reports_staged_and_unstaged_items(biotool):
+    r = biotool("list")
+    assert r.code == 0, r.stderr
+    out = r.json
+    items = {i["name"]: i for i in out["items"]}
+    assert items["MN908947.3"]["usable"] is True
+    # Production items are named in the manifests but not staged here, and say why.
+    assert items["GRCh38"]["usable"] is False and "BIOTOOL_STAGE=production" in items["GRCh38"]["reason"]
+    assert {f["family"] for f in out["families"]} >= {"system", "reads", "taxonomy"}
+
+
+def test_references_list_indexes_with_sha256(biotool):
+    out = biotool("references").json
+    ref = next(r for r in out["references"] if r["name"] == "MN908947.3")
+    assert set(ref["indexes"]) >= {"faidx", "minimap2:map-ont", "minimap2:sr"}
+    assert all(len(i["sha256"]) == 64 for i in ref["indexes"].values())
+    assert any(u["name"] == "MN908947.3" for u in out["provenance"]["used"])
+
+
+def test_doctor_detects_a_tampered_staged_file(biotool, staged_home, tmp_path):
+    import shutil
+
+    home = tmp_path / "home"
+    shutil.copytree(staged_home, home)
+    fasta = home / "references" / "phiX174" / "phiX174.fasta"
+    fasta.write_text(fasta.read_text().replace("A", "C", 1))
+    r = biotool("doctor", env={"BIOTOOL_HOME": str(home)})
+    assert r.code == 4
+    report = json.loads(r.stdout)
+    bad = next(c for c in report["checks"] if c["check"] == "staged:reference/phiX174")
+    assert bad["ok"] is False and "sha256" in bad["detail"]
+    assert r.stderr.count("\n") == 1 and "staged:reference/phiX174" in r.stderr
+
+
+def test_usage_errors_are_one_line_exit_2(biotool):
+    r = biotool("no-such-command")
+    assert r.code == 2 and r.stdout == "" and r.stderr.count("\n") == 1
+    r = biotool("doctor", "--bogus")
+    assert r.code == 2 and "--bogus" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_version_names_rdkit_and_packages(biotool):
+    out = biotool("version").json
+    assert out["biotool"] and "rdkit" in out and "torch" in out["packages"]
