@@ -1,13 +1,89 @@
-"""Commands of the annotate family (being built; see its issue)."""
+"""`biotool call`: annotation tools (built-in and ToolUniverse) under the tool policy."""
 
 from __future__ import annotations
 
+import sys
+from typing import Optional
+
 import typer
+
+from biotool.output import run
+
+CALL_HELP = """Call one annotation tool by name with JSON arguments.
+
+  biotool call --list                      every tool, offered here or not, and why not
+  biotool call NAME --schema               the tool's argument and result JSON schemas
+  biotool call NAME '{"sequence": "ATG..."}'
+  biotool call NAME @args.json | -         arguments from a file or stdin
+
+Built-in tools (local, no network): seq_stats, reverse_complement, translate, find_orfs,
+align_pairwise, primer_tm, restriction_sites, gene_lookup, variant_annotate. Sequence tools
+take `sequence` or a staged `reference` (+ seqid, start, end, strand). Examples:
+  biotool call translate '{"sequence": "ATGGCC", "frame": "all", "table": 11}'
+  biotool call gene_lookup '{"query": "S"}'
+  biotool call variant_annotate '{"gene": "S", "hgvs": "c.1841A>G"}'
+  biotool call variant_annotate '{"reference": "MN908947.3", "position": 23403, "ref": "A", "alt": "G"}'
+With the optional extra biotool[tooluniverse], ToolUniverse tools are listed and called the
+same way (prefix tu: to choose them over a built-in of the same name); only its offline
+compute tools are offered here.
+
+The tool policy (rules file [tools]) refuses dataset, accession and literature look-ups by
+category and by name, whatever the spelling (case, look-alike letters, separators); a tool
+that needs a host not on the egress allowlist is not offered. Exit codes: 2 bad JSON, a field
+that does not fit the schema (named), or an unknown tool (with close names); 3 refused by the
+policy or the allowlist (the rule is named); 4 the tool failed."""
 
 
 def describe() -> dict:
-    return {"commands": [], "summary": "annotate tools", "requires": {}}
+    from biotool.annotate.calls import summary
+
+    tools = summary()
+    return {"commands": ["call"],
+            "summary": "annotation tools via `biotool call NAME JSON`: sequence statistics, "
+                       "translation, ORFs, alignment, primer Tm, restriction sites, gene "
+                       "look-up, variant annotation (HGVS); ToolUniverse when installed",
+            "tools": tools,
+            "requires": {"python": ["Bio"]}}
 
 
 def register(app: typer.Typer) -> None:
-    return None
+    @app.command("call", help=CALL_HELP)
+    def call_cmd(
+        name: Optional[str] = typer.Argument(None, help="Tool name (see --list)."),
+        args: Optional[str] = typer.Argument(
+            None, help="Arguments as a JSON object, @FILE, or - for stdin (default {})."),
+        schema: bool = typer.Option(False, "--schema", help="Print the tool's JSON schemas."),
+        list_: bool = typer.Option(False, "--list", help="List every tool and whether it is "
+                                   "offered here (with the reason when not)."),
+        filter_: str = typer.Option("", "--filter", help="With --list: only names or "
+                                    "categories containing this text."),
+        offered: bool = typer.Option(False, "--offered", help="With --list: offered tools "
+                                     "only."),
+        max_chars: int = typer.Option(0, "--max-chars", min=0, help="Bound the JSON output to "
+                                      "about this many characters by cutting the longest "
+                                      "strings and lists (marked truncated); 0 = no bound."),
+    ) -> None:
+        from biotool.annotate import calls
+        from biotool.output import InputError
+
+        def go() -> dict:
+            if list_:
+                return calls.shrink(calls.list_tools(filter_, offered), max_chars)
+            if not name:
+                raise InputError("name: give a tool name, or --list to see them",
+                                 culprit="name")
+            if schema:
+                return calls.schema(name)
+            text = args
+            if text == "-":
+                text = sys.stdin.read()
+            elif text and text.startswith("@"):
+                try:
+                    with open(text[1:], encoding="utf-8") as fh:
+                        text = fh.read()
+                except OSError as exc:
+                    raise InputError(f"args: cannot read {text[1:]}: {exc.strerror}",
+                                     culprit=text[1:]) from None
+            return calls.call(name, text, max_chars)
+
+        run(go)

@@ -1,13 +1,125 @@
-"""Commands of the reads family (being built; see its issue)."""
+"""Commands of the reads family: align, breakpoints, variants."""
 
 from __future__ import annotations
 
+from typing import List, Optional
+
 import typer
+
+from biotool.output import run
+
+REF_HELP = ("Staged reference name or alias (see `biotool references`, e.g. MN908947.3), or a "
+            "FASTA path, which is indexed on the fly into the cache.")
+PRESET_HELP = ("minimap2 preset: auto (sr when median read length <= 350 and mean quality >= "
+               "20, else map-ont), sr, map-ont or map-pb.")
+REGION_HELP = "Limit to chr:start-end (1-based, inclusive) or a whole contig name."
+TIMEOUT_HELP = ("Time budget in seconds: when it runs out the command returns what it has, "
+                "flagged truncated: true, instead of being killed.")
 
 
 def describe() -> dict:
-    return {"commands": [], "summary": "reads tools", "requires": {}}
+    return {"commands": ["align", "breakpoints", "variants"],
+            "summary": "reads against a reference: placement, base-exact breakpoints, variants",
+            "requires": {"binaries": ["minimap2", "samtools"],
+                         "python": ["mappy", "pysam", "numpy", "scipy"]}}
 
 
 def register(app: typer.Typer) -> None:
-    return None
+    @app.command("align")
+    def align_cmd(
+        fastq: str = typer.Option(..., "--fastq", help="Reads (FASTQ, plain or gzip)."),
+        reference: str = typer.Option(..., "--reference", help=REF_HELP),
+        n_reads: int = typer.Option(20000, "--n-reads", help="Size of the seeded random sample."),
+        preset: str = typer.Option("auto", "--preset", help=PRESET_HELP),
+        seed: int = typer.Option(0, "--seed", help="Sampling seed (same seed, same sample)."),
+        top: int = typer.Option(5, "--top", help="How many loci to list."),
+    ) -> None:
+        """Where do these reads come from? Aligns a seeded sample of reads (minimap2 via
+        mappy on the staged index) and reports n_reads (sampled), n_reads_in_file, mapped,
+        mapped_fraction, mean_mapq, strands and top_loci [{contig, window [start, end]
+        1-based, reads, share}], each read placed by its primary alignment's midpoint in
+        1 kb windows. competence: confidence = mapped fraction, margin = top locus share, a
+        blind spot when fewer than 100 reads map. Use breakpoints/variants for the whole
+        library. Exit 2 on bad input (malformed/empty FASTQ, FASTA given as FASTQ,
+        reference not staged)."""
+        from biotool.reads.align import align_sample
+
+        run(lambda: align_sample(fastq, reference, n_reads, preset, seed, top))
+
+    @app.command("breakpoints")
+    def breakpoints_cmd(
+        reference: str = typer.Option(..., "--reference", help=REF_HELP),
+        fastq: Optional[List[str]] = typer.Option(None, "--fastq", help=(
+            "Reads (FASTQ, plain or gzip); give --fastq twice for the two mate files of a "
+            "paired library. Aligned whole into a cached, sorted, indexed BAM.")),
+        bam: Optional[str] = typer.Option(None, "--bam", help=(
+            "Instead of --fastq: a coordinate-sorted BAM with its .bai index, aligned to "
+            "--reference.")),
+        region: Optional[str] = typer.Option(None, "--region", help=REGION_HELP),
+        top: int = typer.Option(10, "--top", help="How many consensus positions to list."),
+        min_mapq: int = typer.Option(20, "--min-mapq", help="Ignore alignments below this MAPQ."),
+        threads: int = typer.Option(2, "--threads", help="Threads for minimap2 and sorting."),
+        timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
+        preset: str = typer.Option("auto", "--preset", help=PRESET_HELP),
+    ) -> None:
+        """Where sequenced molecules stop agreeing with the reference, at base resolution
+        (e.g. a Cas9 cut site, a deletion, a junction). Counts four signatures per
+        position, separately: reads starting there, reads ending there, clips (soft or hard,
+        >= 5 bases) there, and indel junctions there. Convention, for every signature: pos
+        is the 1-based LAST reference base covered BEFORE the break (an alignment starting at
+        1-based base b counts at pos b-1; one ending at base b counts at pos b). An indel is
+        consistent with a break anywhere in its span (a deletion of bases s..e spans s-1..e,
+        widened across repeats), so it counts at every pos of its span. Output: consensus
+        [{contig, pos, starts, ends, clips, indels, support, agreeing, intact, depth,
+        broken_fraction, competence}] ranked by support times the number of signatures that
+        agree there (>= 2 reads and >= 10% of the support each); by_signature gives the best pos of each signature alone (indels: the
+        span where most agree); bam is the cached alignment for reuse with --bam; truncated: true
+        when --timeout cut the work short. Exit 2 on
+        bad input (malformed FASTQ, mate files of different lengths, BAM without index,
+        reference not staged, region outside the contig); 4 if minimap2/samtools fail."""
+        from biotool.reads.breakpoints import breakpoints
+
+        run(lambda: breakpoints(reference, fastq=list(fastq or []) or None,
+                                bam=[bam] if bam else None, region=region, top=top,
+                                min_mapq=min_mapq, threads=threads, timeout=timeout,
+                                preset=preset))
+
+    @app.command("variants")
+    def variants_cmd(
+        reference: str = typer.Option(..., "--reference", help=REF_HELP),
+        fastq: Optional[List[str]] = typer.Option(None, "--fastq", help=(
+            "Reads (FASTQ, plain or gzip), one library per --fastq; a paired library as "
+            "R1.fq,R2.fq. Each is aligned whole into a cached, sorted, indexed BAM.")),
+        bam: Optional[List[str]] = typer.Option(None, "--bam", help=(
+            "Instead of --fastq: coordinate-sorted, indexed BAMs (repeat --bam for several "
+            "samples; they are pooled and per-sample counts kept).")),
+        region: Optional[str] = typer.Option(None, "--region", help=REGION_HELP),
+        min_depth: int = typer.Option(10, "--min-depth", help="Floor: informative depth."),
+        min_af: float = typer.Option(0.2, "--min-af", help="Floor: allele fraction."),
+        top: int = typer.Option(25, "--top", help="How many variants to list (all go to --vcf)."),
+        vcf: Optional[str] = typer.Option(None, "--vcf", help=(
+            "Also write every variant above the floor to this .vcf.gz (bgzipped, with a "
+            ".tbi index; readable by bcftools).")),
+        min_mapq: int = typer.Option(20, "--min-mapq", help="Ignore alignments below this MAPQ."),
+        min_bq: int = typer.Option(13, "--min-bq", help="Ignore bases below this quality."),
+        threads: int = typer.Option(2, "--threads", help="Threads for minimap2 and sorting."),
+        timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
+        preset: str = typer.Option("auto", "--preset", help=PRESET_HELP),
+    ) -> None:
+        """Substitutions and indels the reads support, each with depth (reads informing the
+        position: a base passing --min-bq or a deletion over it), alt_reads, af (alt_reads /
+        depth), strand counts fwd/rev and per-sample counts, ranked by alt_reads then af.
+        Nothing below the floor (--min-depth, --min-af) is listed; n_below_floor says how
+        many candidate alleles seen in 2+ reads fell below it. pos is 1-based; an indel's pos
+        is the base before it and ref/alt include that base (VCF convention), shifted fully
+        left in repeats. Also median_depth, fraction_assessed (share of positions with depth
+        >= --min-depth) and competence saying what the depth cannot show. Exit 2 on bad
+        input (malformed FASTQ, BAM without index, reference not staged, region outside the
+        contig); 4 if minimap2/samtools fail."""
+        from biotool.reads.variants import variants
+
+        groups = [[p for p in f.split(",") if p] for f in (fastq or [])]
+        run(lambda: variants(reference, fastq=groups or None, bam=list(bam or []) or None,
+                             region=region, min_depth=min_depth, min_af=min_af, top=top,
+                             vcf=vcf, min_mapq=min_mapq, min_bq=min_bq, threads=threads,
+                             timeout=timeout, preset=preset))

@@ -1,13 +1,104 @@
-"""Commands of the singlecell family (being built; see its issue)."""
+"""Commands of the singlecell family: `biotool celltype`."""
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
+
+from biotool.output import InputError, run
+
+CELLTYPE_HELP = """Which cell types are in a single-cell sample, from pretrained models, with
+the limits stated. Prints one JSON object.
+
+\b
+INPUT (one of):
+  --matrix M   .h5ad (X, or .raw when X is scaled); a 10x folder (v2 genes.tsv or v3
+               features.tsv, gzipped or not); a 10x .h5; any folder holding one .mtx(.gz)
+               and two labelling files under any names (counts.mtx.gz + genes.tsv.gz +
+               cells.tsv.gz works: labellings are assigned to axes by their lengths); or a
+               cell-by-gene .csv/.tsv (cell names in column 1, gene names in the header).
+               Counts are normalised to 10k per cell + log1p; already-normalised data are
+               detected and reported under matrix.normalisation.
+  --genes G1,G2,...  one cell's genes, highest expression first (Cell2Sentence only).
+
+SPECIES: read from the gene names (human CD3E upper case; mouse Cd3e title case, Gm12345,
+...Rik). Unknown widens the CellTypist panel to every species; Cell2Sentence then needs
+--organism.
+
+\b
+MODELS:
+  celltypist   --reference auto scores every staged CellTypist model of the species by fit
+               (mean max probability over cells) and reports the ranking, the winner's
+               margin over the runner-up, reference_is_conclusive (fit >= 0.5 and margin >=
+               0.05, else a caveat) and the winner's composition. --reference NAME (or a
+               .pkl path) uses that model only: it will label cells of types it never saw.
+               Feature coverage (model genes present in the data) is reported.
+  c2s-celltype Cell2Sentence: samples --n-cells cells, writes each cell's top 200 genes into
+               C2S's prompt, and tallies the generated cell types into a composition.
+               Loaded once, batched, GPU (bf16) when present. Stops at --budget-seconds
+               and returns the partial composition with truncated: true.
+  all          both, plus `agreement` (do they name the same types, cell by cell). No
+               merged consensus label is produced.
+
+Models staged here: `biotool list`. Exit codes: 2 bad input (missing/corrupt/empty matrix,
+labellings that fit neither axis, model genes not covered by the data, a --c2s-model
+folder without tokenizer); 4 model failure (a staged model broken or missing files)."""
 
 
 def describe() -> dict:
-    return {"commands": [], "summary": "singlecell tools", "requires": {}}
+    return {"commands": ["celltype"],
+            "summary": "cell types in single-cell data: CellTypist reference panel by fit, "
+                       "Cell2Sentence per-cell composition",
+            "requires": {"binaries": [],
+                         "python": ["scanpy", "anndata", "celltypist", "torch", "transformers"]}}
 
 
 def register(app: typer.Typer) -> None:
-    return None
+    @app.command("celltype", help=CELLTYPE_HELP)
+    def celltype_cmd(
+        matrix: Optional[str] = typer.Option(None, "--matrix", "-m",
+                                             help="Expression matrix file or folder (see above)."),
+        genes: Optional[str] = typer.Option(None, "--genes",
+                                            help="Comma-separated genes of one cell, highest "
+                                                 "expression first (with --model c2s-celltype)."),
+        model: str = typer.Option("celltypist", "--model",
+                                  help="celltypist | c2s-celltype | all."),
+        reference: str = typer.Option("auto", "--reference",
+                                      help="auto (score the species' panel) or a staged "
+                                           "CellTypist model name, or a .pkl path."),
+        organism: str = typer.Option("auto", "--organism", help="auto | human | mouse."),
+        n_cells: int = typer.Option(8, "--n-cells",
+                                    help="Cells sampled for Cell2Sentence (seeded)."),
+        budget_seconds: float = typer.Option(90.0, "--budget-seconds",
+                                             help="Time budget; Cell2Sentence stops between "
+                                                  "batches and flags truncated: true."),
+        c2s_model: str = typer.Option("c2s-celltype", "--c2s-model",
+                                      help="Staged Cell2Sentence model name/alias, or a folder "
+                                           "with config.json, weights and tokenizer."),
+        batch_size: int = typer.Option(8, "--batch-size",
+                                       help="Cells per Cell2Sentence generation batch."),
+        seed: int = typer.Option(0, "--seed", help="Seed for sampling cells."),
+    ) -> None:
+        def go() -> dict:
+            import os
+            import warnings
+
+            # Library deprecation chatter (celltypist, anndata) is not the agent's concern.
+            warnings.simplefilter("ignore", FutureWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            # Caches and downloads must never happen at run time (read-only image, offline).
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            from biotool.singlecell.celltype import celltype_genes, celltype_matrix
+
+            if (matrix is None) == (genes is None):
+                raise InputError("celltype: give exactly one of --matrix or --genes")
+            if genes is not None:
+                if model != "c2s-celltype":
+                    raise InputError("--genes: only --model c2s-celltype reads a ranked gene list")
+                return celltype_genes(genes, organism, c2s_model, budget_seconds)
+            return celltype_matrix(matrix, model, reference, organism, n_cells, budget_seconds,
+                                   c2s_model, batch_size, seed)
+
+        run(go)

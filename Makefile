@@ -1,0 +1,154 @@
+# biotool sandbox: build, test, demo and bench targets. Every target works from a fresh clone
+# on a Debian 12 host with docker (see .ci/run for what CI installs first).
+#
+#   make base             Debian bookworm base image from debootstrap (no registry needed)
+#   make wheels           the wheelhouse the image installs from (no index inside the build)
+#   make image            biotool-sandbox:latest (target sandbox) and biotool-egress:latest
+#   make test             unit tests, then the image, then the image tests
+#   make demo             the enforced stack running a short agent session (biotool-sandbox demo)
+#   make bench            --help time in the container, image size, build time
+#   make cuda-lock-check  proves image/requirements-cuda.lock resolves (no GPU, no download)
+#   make sif              Apptainer image from the built docker image
+#   make lock             re-resolve both lock files from image/requirements.in
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := image
+
+PYTHON ?= python3
+TORCH_VARIANT ?= cpu
+BIOTOOL_IMAGE ?= biotool-sandbox:latest
+BIOTOOL_EGRESS_IMAGE ?= biotool-egress:latest
+BIOTOOL_STAGE ?= demo
+BASE_TAG ?= biotool-base:bookworm
+# Empty: the recipe picks biotool-base:bookworm if present, else debian:bookworm-slim if it
+# can be pulled, else builds the base with debootstrap (make base).
+BASE_IMAGE ?=
+PYPI_INDEX ?= https://pypi.org/simple
+WHEELHOUSE := wheelhouse
+OUT := out
+LOCK := image/requirements-$(TORCH_VARIANT).lock
+# The engine here is 20.10: the classic builder, which the Dockerfile is written for.
+export DOCKER_BUILDKIT := 0
+# Reproducible project wheel: same sources, same bytes, so docker's layer cache holds.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 315532800)
+export SOURCE_DATE_EPOCH
+REVISION ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+
+ifeq ($(TORCH_VARIANT),cpu)
+# This host's pip config (find-links /opt/wheels) supplies torch's +cpu build.
+PIP_FOR_VARIANT := $(PYTHON) -m pip
+else ifeq ($(TORCH_VARIANT),cuda)
+# Ignore host pip config so PyPI's CUDA torch, not a local +cpu wheel, is fetched.
+PIP_FOR_VARIANT := $(PYTHON) -m pip --isolated
+PIP_VARIANT_OPTS := --index-url $(PYPI_INDEX) $(shell test -f /etc/ssl/certs/ca-certificates.crt && echo --cert /etc/ssl/certs/ca-certificates.crt)
+else
+$(error TORCH_VARIANT must be cpu or cuda, not $(TORCH_VARIANT))
+endif
+
+.PHONY: base wheels project-wheel image image-sandbox image-egress lock cuda-lock-check \
+        sif docker-archive test test-unit test-image demo bench clean
+
+base:
+	image/base/build.sh $(BASE_TAG)
+
+# ---------------------------------------------------------------- wheelhouse
+
+wheels: $(WHEELHOUSE)/$(TORCH_VARIANT)/.complete project-wheel
+
+# Every pinned dependency as a wheel; mappy has no wheel on PyPI and is compiled here.
+$(WHEELHOUSE)/$(TORCH_VARIANT)/.complete: $(LOCK)
+	rm -rf $(WHEELHOUSE)/$(TORCH_VARIANT).partial
+	mkdir -p $(WHEELHOUSE)/$(TORCH_VARIANT).partial
+	if [ -d $(WHEELHOUSE)/$(TORCH_VARIANT) ]; then \
+	    cp -l $(WHEELHOUSE)/$(TORCH_VARIANT)/*.whl $(WHEELHOUSE)/$(TORCH_VARIANT).partial/ 2>/dev/null || true; fi
+	$(PIP_FOR_VARIANT) wheel --no-deps $(PIP_VARIANT_OPTS) \
+	    --find-links $(WHEELHOUSE)/$(TORCH_VARIANT).partial \
+	    -r $(LOCK) -w $(WHEELHOUSE)/$(TORCH_VARIANT).partial
+	# Drop wheels of versions the lock no longer pins, so the build context stays small.
+	$(PYTHON) image/lockfile.py prune $(LOCK) $(WHEELHOUSE)/$(TORCH_VARIANT).partial
+	rm -rf $(WHEELHOUSE)/$(TORCH_VARIANT)
+	mv $(WHEELHOUSE)/$(TORCH_VARIANT).partial $(WHEELHOUSE)/$(TORCH_VARIANT)
+	touch $@
+
+# The project itself, rebuilt every time (cheap); byte-identical when sources are unchanged.
+project-wheel:
+	rm -rf $(WHEELHOUSE)/project.partial
+	$(PYTHON) -m pip wheel --no-deps --no-build-isolation --no-index -q \
+	    -w $(WHEELHOUSE)/project.partial .
+	rm -rf build $(WHEELHOUSE)/project
+	mv $(WHEELHOUSE)/project.partial $(WHEELHOUSE)/project
+
+lock:
+	$(PYTHON) image/lockfile.py lock cpu
+	$(PYTHON) image/lockfile.py lock cuda
+
+# Resolve the CUDA lock against PyPI as a clean machine would, reading wheel metadata only.
+cuda-lock-check:
+	mkdir -p $(OUT)
+	$(PYTHON) -m pip --isolated install --dry-run --ignore-installed --quiet \
+	    --index-url $(PYPI_INDEX) \
+	    $$(test -f /etc/ssl/certs/ca-certificates.crt && echo --cert /etc/ssl/certs/ca-certificates.crt) \
+	    --report $(OUT)/cuda-lock-report.json -r image/requirements-cuda.lock
+	$(PYTHON) image/lockfile.py check $(OUT)/cuda-lock-report.json image/requirements-cuda.lock
+
+# ---------------------------------------------------------------- images
+
+image: wheels
+	mkdir -p $(OUT)
+	base="$(BASE_IMAGE)"; \
+	if [ -z "$$base" ]; then base=$$(BASE_TAG=$(BASE_TAG) image/base/select.sh); fi; \
+	echo "image: base $$base, torch $(TORCH_VARIANT), revision $(REVISION)"; \
+	args=(--build-arg BASE_IMAGE=$$base --build-arg TORCH_VARIANT=$(TORCH_VARIANT) \
+	      --build-arg BIOTOOL_STAGE=$(BIOTOOL_STAGE) --build-arg REVISION=$(REVISION) \
+	      --build-arg IMAGE_NAME=$(BIOTOOL_IMAGE)); \
+	t0=$$(date +%s.%N); \
+	docker build "$${args[@]}" --target egress -t $(BIOTOOL_EGRESS_IMAGE) .; \
+	t1=$$(date +%s.%N); \
+	docker build "$${args[@]}" --target sandbox -t $(BIOTOOL_IMAGE) .; \
+	t2=$$(date +%s.%N); \
+	$(PYTHON) -c 'import json,sys; a=sys.argv; json.dump({"sandbox": a[1], "egress": a[2], "base": a[3], "torch_variant": a[4], "revision": a[5], "egress_build_s": round(float(a[7])-float(a[6]), 1), "sandbox_build_s": round(float(a[8])-float(a[7]), 1), "finished": a[9]}, open(a[10], "w"), indent=1)' \
+	    $(BIOTOOL_IMAGE) $(BIOTOOL_EGRESS_IMAGE) $$base $(TORCH_VARIANT) $(REVISION) $$t0 $$t1 $$t2 \
+	    "$$(date -u +%FT%TZ)" $(OUT)/last-build.json; \
+	(cat $(OUT)/last-build.json | tr -d '\n'; echo) >> $(OUT)/builds.jsonl; \
+	echo "image: built $(BIOTOOL_IMAGE) and $(BIOTOOL_EGRESS_IMAGE) ($(OUT)/last-build.json)"
+
+# A `docker save` archive: what to copy to an HPC site that has Apptainer but no docker.
+docker-archive:
+	mkdir -p $(OUT)
+	docker save $(BIOTOOL_IMAGE) -o $(OUT)/biotool-sandbox.tar
+	@echo "wrote $(OUT)/biotool-sandbox.tar"
+
+# SIF from the docker daemon, or from an archive with SIF_SOURCE=docker-archive.
+SIF_SOURCE ?= docker-daemon
+sif:
+	@command -v apptainer >/dev/null || { \
+	    echo "make sif: apptainer is not installed on this host." >&2; \
+	    echo "  Install it (https://apptainer.org/docs/admin/main/installation.html), or run" >&2; \
+	    echo "  'make docker-archive', copy $(OUT)/biotool-sandbox.tar to a host with apptainer and run" >&2; \
+	    echo "  apptainer build --build-arg BOOTSTRAP=docker-archive --build-arg FROM=biotool-sandbox.tar biotool-sandbox.sif image/apptainer.def" >&2; \
+	    exit 2; }
+	mkdir -p $(OUT)
+	if [ "$(SIF_SOURCE)" = docker-archive ]; then \
+	    $(MAKE) docker-archive; from=$(OUT)/biotool-sandbox.tar; else from=$(BIOTOOL_IMAGE); fi; \
+	apptainer build --force --build-arg BOOTSTRAP=$(SIF_SOURCE) --build-arg FROM=$$from \
+	    $(OUT)/biotool-sandbox.sif image/apptainer.def
+
+# ---------------------------------------------------------------- tests, demo, bench
+
+test: test-unit test-image
+
+test-unit:
+	$(PYTHON) -m pytest -q tests/unit
+
+test-image: image
+	$(PYTHON) -m pytest -q tests/image
+
+demo: image
+	biotool-sandbox demo
+
+bench: image
+	$(PYTHON) bench/image_bench.py
+
+clean:
+	rm -rf $(WHEELHOUSE) $(OUT) .base build

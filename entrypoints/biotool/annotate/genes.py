@@ -1,0 +1,127 @@
+"""Gene look-up by symbol or ID in the staged gene annotation table (refs/annotations.toml).
+
+Symbols are not unique (influenza "HA" is in two strains here; one GeneID can carry two CDS),
+so every answer lists all matches and says how many tie.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+
+from biotool.competence import bounded, not_applicable
+from biotool.output import InputError
+from biotool.provenance import provenance, used
+
+TABLE_FORMAT = "gene-table"
+ID_COLUMNS = ("gene_id", "locus_tag", "protein_id", "seqid")
+
+
+def table_record() -> dict:
+    """The staged gene table's inventory record; InputError if none is staged."""
+    from biotool import staging
+
+    for item in staging.staged_items("database"):
+        if item.get("format") == TABLE_FORMAT and item.get("files") and not item.get("error"):
+            return item
+    raise InputError("reference: no gene annotation table is staged here (manifest "
+                     "refs/annotations.toml, database demo-gene-annotation); see `biotool list`",
+                     culprit="reference")
+
+
+def parse_cds(text: str) -> list[tuple[int, int]]:
+    segs = []
+    for part in text.split(","):
+        a, _, b = part.partition("..")
+        segs.append((int(a), int(b)))
+    return segs
+
+
+_ROWS: dict[str, list[dict]] = {}
+
+
+def rows() -> tuple[list[dict], dict]:
+    """All rows of the staged table, each with parsed `segments`, and the provenance item."""
+    from biotool import staging
+
+    rec = table_record()
+    path = str(staging.path_of(rec))
+    if path not in _ROWS:
+        with open(path, newline="") as fh:
+            lines = [ln for ln in fh if not ln.startswith("#")]
+        out = []
+        for row in csv.DictReader(lines, delimiter="\t"):
+            row["segments"] = parse_cds(row["cds"])
+            row["synonym_list"] = [s for s in row["synonyms"].split(";") if s]
+            out.append(row)
+        _ROWS[path] = out
+    return _ROWS[path], used("database", rec["name"], rec["sha256"])
+
+
+def _norm(text: str) -> str:
+    from biotool.annotate.policy import fold
+
+    return fold(text).casefold().strip()
+
+
+def describe_row(row: dict) -> dict:
+    segs = row["segments"]
+    length = sum(b - a + 1 for a, b in segs)
+    return {"symbol": row["symbol"], "gene": row["gene"], "gene_id": row["gene_id"] or None,
+            "locus_tag": row["locus_tag"] or None, "synonyms": row["synonym_list"],
+            "product": row["product"], "protein_id": row["protein_id"] or None,
+            "reference": row["reference"], "seqid": row["seqid"], "strand": row["strand"],
+            "start": min(a for a, _ in segs), "end": max(b for _, b in segs),
+            "cds_segments": [list(s) for s in segs], "cds_length_nt": length,
+            "protein_length_aa": length // 3 - 1, "annotation_source": row["source"]}
+
+
+def find(query: str, reference: str | None = None) -> tuple[list[dict], str, list[dict], dict]:
+    """(matching rows, how they matched, all rows considered, provenance item)."""
+    table, prov = rows()
+    if reference:
+        from biotool.annotate.sequences import reference_record
+
+        ref = reference_record(reference)
+        table = [r for r in table if r["reference"] == ref["name"] or r["seqid"] == reference]
+    q = _norm(query)
+    for how, test in (
+        ("symbol", lambda r: _norm(r["symbol"]) == q),
+        ("gene", lambda r: _norm(r["gene"]) == q),
+        ("id", lambda r: any(r[c] and _norm(r[c]) == q for c in ID_COLUMNS)),
+        ("synonym", lambda r: any(_norm(s) == q for s in r["synonym_list"])),
+    ):
+        hits = [r for r in table if test(r)]
+        if hits:
+            return hits, how, table, prov
+    return [], "", table, prov
+
+
+def gene_lookup(args: dict) -> dict:
+    query = args["query"]
+    hits, how, table, prov = find(query, args.get("reference"))
+    if not hits:
+        names = sorted({r["symbol"] for r in table} | {r["gene"] for r in table})
+        close = difflib.get_close_matches(query, names, n=3, cutoff=0.5)
+        return {"query": query, "matches": [], "count": 0,
+                "competence": not_applicable(
+                    f"no gene {query!r} in the staged table (it covers only the demo "
+                    "references)", remedy=f"did you mean {', '.join(close)}?" if close else
+                    "check the symbol; the table holds " + ", ".join(names[:40])),
+                "provenance": provenance(prov)}
+    matches = [describe_row(r) for r in hits]
+    refs = sorted({m["reference"] + ":" + m["seqid"] for m in matches})
+    spots = []
+    if len(matches) > 1:
+        spots.append(f"{len(matches)} records match {query!r} ({', '.join(refs)}); "
+                     "name the reference or use an ID")
+    if how == "synonym":
+        spots.append("matched a synonym, not the official symbol")
+    conf = (1.0 if how in ("symbol", "id") else 0.8) / len(matches)
+    return {"query": query, "matched_on": how, "count": len(matches), "matches": matches,
+            "competence": bounded(conf, 1.0 if len(matches) == 1 else 0.0,
+                                  alternatives=len(matches) - 1, ties=len(matches) - 1,
+                                  blind_spots=spots,
+                                  remedy="pass reference (and an ID) to pick one"
+                                  if len(matches) > 1 else ""),
+            "provenance": provenance(prov)}

@@ -1,0 +1,79 @@
+"""`biotool align`: where a seeded sample of reads lands on a reference (minimap2 via mappy)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from biotool.competence import bounded
+from biotool.output import InputError
+from biotool.provenance import provenance
+from biotool.reads import fastq
+from biotool.reads.reference import resolve
+
+WINDOW = 1000
+FEW_MAPPED = 100
+
+
+def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
+                 preset: str = "auto", seed: int = 0, top: int = 5) -> dict:
+    import mappy
+
+    ref = resolve(reference)
+    recs, total = fastq.sample(fastq_path, n_reads, seed)
+    shape = fastq.library_shape(recs)
+    if preset == "auto":
+        preset, why = fastq.auto_preset(shape)
+    else:
+        why = "given with --preset"
+    index, _ = ref.index(preset)
+    aligner = mappy.Aligner(str(index), preset=preset)
+    if not aligner:
+        raise InputError(f"--reference {reference}: minimap2 could not load index {index}")
+    loci: Counter = Counter()
+    strands: Counter = Counter()
+    mapq_sum = mapped = 0
+    for _name, seq, _qual in recs:
+        hit = next((h for h in aligner.map(seq.decode()) if h.is_primary), None)
+        if hit is None:
+            continue
+        mapped += 1
+        mapq_sum += hit.mapq
+        strands["+" if hit.strand > 0 else "-"] += 1
+        mid = (hit.r_st + hit.r_en) // 2
+        loci[(hit.ctg, mid // WINDOW)] += 1
+    n = len(recs)
+    top_loci = [{"contig": ctg, "window": [b * WINDOW + 1, (b + 1) * WINDOW], "reads": c,
+                 "share": round(c / mapped, 4)} for (ctg, b), c in loci.most_common(top)]
+    frac = mapped / n if n else 0.0
+    spots = []
+    if mapped < FEW_MAPPED:
+        spots.append(f"only {mapped} reads mapped: locus shares rest on fewer than "
+                     f"{FEW_MAPPED} reads")
+    if n < total:
+        spots.append(f"a sample of {n} of {total} reads: loci covered by under ~{total // n or 1} "
+                     "reads of the library may be absent from top_loci")
+    if frac < 0.5:
+        spots.append(f"{1 - frac:.0%} of sampled reads did not map: wrong reference, "
+                     "contamination or adapters")
+    competence = bounded(confidence=frac, margin=top_loci[0]["share"] if top_loci else 0.0,
+                         alternatives=max(0, len(loci) - 1), blind_spots=spots,
+                         remedy="raise --n-reads or align the whole library "
+                                "(biotool breakpoints/variants align every read)")
+    return {
+        "reference": ref.name,
+        "preset": preset,
+        "preset_reason": why,
+        "n_reads": n,
+        "n_reads_in_file": total,
+        "mapped": mapped,
+        "mapped_fraction": round(frac, 4),
+        "mean_mapq": round(mapq_sum / mapped, 1) if mapped else None,
+        "strands": dict(strands),
+        "window_size": WINDOW,
+        "top_loci": top_loci,
+        "note": "window is 1-based inclusive; a read is placed by the midpoint of its primary "
+                "alignment",
+        "competence": competence,
+        "provenance": provenance(*ref.provenance(preset)),
+    }

@@ -1,0 +1,341 @@
+"""`biotool breakpoints`: where molecules stop agreeing with the reference, per base.
+
+Convention for every signature: `pos` is the 1-based last reference base covered before the
+break (a read whose alignment starts at 1-based base b breaks at pos b-1; one that ends at
+base b breaks at pos b). An indel is consistent with a break anywhere in its span, widened
+by the repeat it sits in, so it supports every position of that span, not one edge.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+
+from biotool.competence import bounded, not_applicable
+from biotool.provenance import provenance
+from biotool.reads import region as region_mod
+from biotool.reads.bam import open_bam
+from biotool.reads.indel import deletion_span, insertion_left, insertion_right
+from biotool.reads.inputs import bams_for, deadline_from
+from biotool.reads.reference import resolve
+
+CONVENTION = ("pos is the 1-based last reference base covered before the break: a read "
+              "whose alignment starts at 1-based base b counts at pos b-1, one that ends at "
+              "base b counts at pos b; an indel counts at every pos of its span (a deletion "
+              "of bases s..e spans s-1..e, widened across repeats; an insertion after base p "
+              "spans p, widened likewise)")
+MIN_CLIP = 5    # shorter clips are indistinguishable from mismatches at a read end
+MIN_AGREE = 2   # reads a signature needs at a position before it counts as agreeing
+AGREE_SHARE = 0.1  # ... and this share of the position's support, so stray clips do not count
+KINDS = ("starts", "ends", "clips", "indels")
+PAD = 2000      # reference fetched around the region, so repeats at its edge can widen spans
+
+
+def _span_deletion(seq: str, off: int, r: int, k: int) -> tuple[int, int]:
+    """Span (pos convention) of a deletion of 0-based bases r..r+k-1: bases lo+1..lo+k
+    (1-based) deleted shifted fully left break at pos lo at the earliest; shifted fully
+    right they end at pos hi+k."""
+    lo, hi = deletion_span(seq, off, r, k)
+    return lo, hi + k
+
+
+def _span_insertion(seq: str, off: int, r: int, ins: str) -> tuple[int, int]:
+    """Span of an insertion before 0-based base r (after 1-based base r), across repeats."""
+    lo, _ = insertion_left(seq, off, r, ins)
+    return lo, insertion_right(seq, off, r, ins)
+
+
+def tally(bam, contig: str, start: int, end: int, refseq: str, off: int, min_mapq: int,
+          deadline: float | None) -> dict:
+    """Per-position signature counts for one region of one BAM (0-based half-open region).
+
+    This loop is the command's hot path, so it stays lean: plain dicts, attribute lookups
+    bound once, and the CIGAR walked only for reads that have more than one operation.
+    """
+    starts, ends, clips, spans = {}, {}, {}, {}
+    read_lo, read_hi = [], []
+    lo_append, hi_append = read_lo.append, read_hi.append
+    n = kept = 0
+    truncated = False
+    check_every = 4096
+    for read in bam.fetch(contig, start, end):
+        n += 1
+        if deadline is not None and not n % check_every and time.monotonic() > deadline:
+            truncated = True
+            break
+        if read.flag & 0xF04 or read.mapping_quality < min_mapq:  # unmapped/secondary/qc/dup
+            continue
+        kept += 1
+        rs = read.reference_start
+        re_ = read.reference_end
+        lo_append(rs)
+        hi_append(re_)
+        cig = read.cigartuples
+        if len(cig) == 1:
+            if start <= rs <= end:
+                starts[rs] = starts.get(rs, 0) + 1
+            if start <= re_ <= end:
+                ends[re_] = ends.get(re_, 0) + 1
+            continue
+        lclip = rclip = 0
+        for op, ln in cig:
+            if op == 4 or op == 5:
+                lclip += ln
+            else:
+                break
+        for op, ln in reversed(cig):
+            if op == 4 or op == 5:
+                rclip += ln
+            else:
+                break
+        if start <= rs <= end:
+            d = clips if lclip >= MIN_CLIP else starts
+            d[rs] = d.get(rs, 0) + 1
+        if start <= re_ <= end:
+            d = clips if rclip >= MIN_CLIP else ends
+            d[re_] = d.get(re_, 0) + 1
+        r = rs
+        q = 0
+        for op, ln in cig:
+            if op == 0 or op == 7 or op == 8:
+                r += ln
+                q += ln
+            elif op == 2:
+                if start <= r <= end:
+                    key = _span_deletion(refseq, off, r, ln)
+                    spans[key] = spans.get(key, 0) + 1
+                r += ln
+            elif op == 1:
+                if start <= r <= end:
+                    seq = read.query_sequence or ""
+                    key = _span_insertion(refseq, off, r, seq[q:q + ln].upper())
+                    spans[key] = spans.get(key, 0) + 1
+                q += ln
+            elif op == 3:
+                r += ln
+            elif op == 4:
+                q += ln
+    return {"starts": Counter(starts), "ends": Counter(ends), "clips": Counter(clips),
+            "spans": Counter(spans), "read_lo": read_lo, "read_hi": read_hi,
+            "reads_seen": n, "reads_used": kept, "truncated": truncated}
+
+
+def _merge(parts: list[dict]) -> dict:
+    out = {"starts": Counter(), "ends": Counter(), "clips": Counter(), "spans": Counter(),
+           "read_lo": [], "read_hi": [], "reads_seen": 0, "reads_used": 0, "truncated": False}
+    for p in parts:
+        for k in ("starts", "ends", "clips", "spans"):
+            out[k].update(p[k])
+        out["read_lo"] += p["read_lo"]
+        out["read_hi"] += p["read_hi"]
+        out["reads_seen"] += p["reads_seen"]
+        out["reads_used"] += p["reads_used"]
+        out["truncated"] |= p["truncated"]
+    return out
+
+
+def _table(t: dict):
+    """Candidate positions with their four counts and the reads spanning them intact."""
+    import numpy as np
+
+    span_items = list(t["spans"].items())
+    lo = np.array([s[0] for s, _ in span_items], dtype=np.int64)
+    hi = np.array([s[1] for s, _ in span_items], dtype=np.int64)
+    w = np.array([c for _, c in span_items], dtype=np.int64)
+    order_lo = np.argsort(lo, kind="stable")
+    order_hi = np.argsort(hi, kind="stable")
+    lo_sorted, hi_sorted = lo[order_lo], hi[order_hi]
+    cum_lo = np.concatenate([[0], np.cumsum(w[order_lo])])
+    cum_hi = np.concatenate([[0], np.cumsum(w[order_hi])])
+    cand = set(t["starts"]) | set(t["ends"]) | set(t["clips"]) | set(lo.tolist())
+    pos = np.array(sorted(cand), dtype=np.int64)
+    # Indel reads at p: spans with lo <= p minus spans with hi < p.
+    indels = cum_lo[np.searchsorted(lo_sorted, pos, "right")] - cum_hi[np.searchsorted(hi_sorted, pos, "left")]
+    rlo = np.sort(np.array(t["read_lo"], dtype=np.int64))
+    rhi = np.sort(np.array(t["read_hi"], dtype=np.int64))
+    # Reads crossing the boundary after pos: start < pos and end > pos.
+    crossing = np.searchsorted(rlo, pos, "left") - np.searchsorted(rhi, pos, "right")
+    return pos, indels, crossing
+
+
+def _indel_plateau(t: dict) -> dict | None:
+    """The positions covered by the most indel spans (where all indel evidence agrees)."""
+    if not t["spans"]:
+        return None
+    events = Counter()
+    for (lo, hi), c in t["spans"].items():
+        events[lo] += c
+        events[hi + 1] -= c
+    points = sorted(events)
+    best, span, cur = 0, None, 0
+    for j, p in enumerate(points[:-1]):
+        cur += events[p]
+        seg = [p, points[j + 1] - 1]  # positions carrying the running count `cur`
+        if cur > best:
+            best, span = cur, seg
+        elif cur == best and span and span[1] + 1 == p:
+            span[1] = seg[1]  # the same maximum continues
+    return {"pos": span[0], "span": span, "reads": best}
+
+
+def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] | None = None,
+                region: str | None = None, top: int = 10, min_mapq: int = 20, threads: int = 2,
+                timeout: float | None = None, preset: str = "auto") -> dict:
+    import pysam
+
+    start_t, deadline = deadline_from(timeout)
+    ref = resolve(reference)
+    regions = region_mod.parse(region, ref.contigs())
+    libs, index_prov = bams_for([fastq] if fastq else [], bam or [], ref, preset, threads,
+                                deadline, start_t)
+    lib = libs[0]
+    fasta = pysam.FastaFile(str(ref.fasta))
+    parts = []
+    handle = open_bam(lib["bam"])
+    try:
+        for contig, s, e in regions:
+            if contig not in handle.references:
+                continue
+            off = max(0, s - PAD)
+            seq = fasta.fetch(contig, off, min(ref.contigs()[contig], e + PAD)).upper()
+            parts.append(tally(handle, contig, s, e, seq, off, min_mapq, deadline))
+            parts[-1]["contig"] = contig
+            if parts[-1]["truncated"]:
+                break
+    finally:
+        handle.close()
+    if not parts:
+        raise_missing(lib["bam"], regions)
+    import numpy as np
+
+    tables = []
+    by_signature = {}
+    for part in parts:
+        contig = part["contig"]
+        if not part["reads_used"]:
+            continue
+        pos, indels, crossing = _table(part)
+        cols = {k: np.array([part[k].get(p, 0) for p in pos.tolist()], dtype=np.int64)
+                for k in ("starts", "ends", "clips")}
+        cols["indels"] = indels
+        tables.append((contig, pos, cols, crossing))
+        for kind in ("starts", "ends", "clips"):
+            if part[kind]:
+                p, c = max(part[kind].items(), key=lambda kv: (kv[1], -kv[0]))
+                if c > by_signature.get(kind, {}).get("reads", 0):
+                    by_signature[kind] = {"contig": contig, "pos": p, "reads": c}
+        plateau = _indel_plateau(part)
+        if plateau and plateau["reads"] > by_signature.get("indels", {}).get("reads", 0):
+            by_signature["indels"] = {"contig": contig, **plateau}
+    rows, scores = _ranked_rows(tables, top)
+    used_reads = sum(p["reads_used"] for p in parts)
+    truncated = any(p["truncated"] for p in parts) or any(l.get("truncated") for l in libs)
+    result = {
+        "reference": ref.name,
+        "convention": CONVENTION,
+        "region": region or "all contigs",
+        "bam": lib["bam"],
+        "preset": lib.get("preset"),
+        "reads_used": used_reads,
+        "min_mapq": min_mapq,
+        "min_clip": MIN_CLIP,
+        "truncated": truncated,
+        "consensus": [],
+        "by_signature": by_signature,
+        "note": (f"consensus ranks positions by support (reads) times the number of "
+                 f"signatures that agree there (a signature agrees with at least {MIN_AGREE} "
+                 f"reads and {AGREE_SHARE:.0%} of the support); clips shorter than {MIN_CLIP} bases "
+                 "count as starts/ends; reads with mapping quality below min_mapq, secondary, "
+                 "duplicate and QC-failed alignments are ignored"),
+    }
+    if truncated:
+        result["note"] += "; the time budget ran out, so counts cover only part of the reads"
+    if not rows:
+        result["competence"] = not_applicable(
+            f"no alignments with mapping quality >= {min_mapq} in the region",
+            "check --reference and --region, or lower --min-mapq")
+    else:
+        result["consensus"] = [_with_competence(r, scores, i, truncated)
+                               for i, r in enumerate(rows)]
+        result["competence"] = result["consensus"][0]["competence"]
+    result["provenance"] = provenance(*ref.provenance(), *index_prov)
+    return result
+
+
+def _score(row: dict) -> tuple[int, int]:
+    """Reads times the number of signatures that agree: a break seen by starts, ends, clips
+    and indels alike outranks a pile of one signature (amplicon ends, indel noise)."""
+    return row["support"] * len(row["agreeing"]), row["support"]
+
+
+def _ranked_rows(tables, top: int):
+    """The `top` positions by score as dicts, and every position's score (sorted, descending)."""
+    import numpy as np
+
+    all_scores, picked = [], []
+    for contig, pos, cols, crossing in tables:
+        support = cols["starts"] + cols["ends"] + cols["clips"] + cols["indels"]
+        need = np.maximum(MIN_AGREE, AGREE_SHARE * support)
+        n_agree = sum((cols[k] >= need).astype(np.int64) for k in KINDS)
+        score = support * n_agree
+        all_scores.append(np.stack([score, support], axis=1))
+        # Sort by score, then support, both descending; keep the best `top` of this contig.
+        order = np.lexsort((-support, -score))[:top]
+        for j in order.tolist():
+            counts = {k: int(cols[k][j]) for k in KINDS}
+            s = int(support[j])
+            need_j = max(MIN_AGREE, AGREE_SHARE * s)
+            picked.append({"contig": contig, "pos": int(pos[j]), **counts, "support": s,
+                           "agreeing": [k for k in KINDS if counts[k] >= need_j],
+                           "intact": max(0, int(crossing[j]) - counts["indels"])})
+    picked.sort(key=_score, reverse=True)
+    scores = np.concatenate(all_scores) if all_scores else np.zeros((0, 2), dtype=np.int64)
+    scores = scores[np.lexsort((-scores[:, 1], -scores[:, 0]))]
+    return picked[:top], scores
+
+
+def raise_missing(bam_path: str, regions) -> None:
+    from biotool.output import InputError
+
+    names = ", ".join(c for c, _, _ in regions[:5])
+    raise InputError(f"--bam {bam_path}: its header has none of the reference contigs ({names}); "
+                     "was it aligned to this --reference?")
+
+
+def _with_competence(row: dict, scores, i: int, truncated: bool) -> dict:
+    """Competence for the i-th ranked row; `scores` holds every position's (score, support)."""
+    import numpy as np
+
+    key = _score(row)
+    top_score = int(scores[0, 0])
+    runner_score = int(scores[1, 0]) if i == 0 and len(scores) > 1 else top_score
+    same = int(np.sum((scores[:, 0] == key[0]) & (scores[:, 1] == key[1])))
+    ties = max(0, same - 1)
+    alternatives = max(0, int(np.sum(scores[:, 0] >= 0.5 * key[0])) - 1) if key[0] else 0
+    depth = row["support"] + row["intact"]
+    spots = []
+    if depth:
+        spots.append(f"depth {depth} here: a break carried by fewer than ~{max(1, math.ceil(300 / depth))}% "
+                     f"of molecules would show fewer than {MIN_AGREE + 1} reads")
+    if row["agreeing"] and not row["indels"]:
+        spots.append("only read edges (starts, ends, clips) mark this position: amplicon or "
+                     "fragment ends and adapters left on reads look the same as a break")
+    if row["indels"] and not (row["starts"] or row["ends"] or row["clips"]):
+        spots.append("only indels support this position: the break may lie anywhere in their span")
+    spots.append("rearrangements longer than the reads show only as clips (no mate/supplementary "
+                 "partner is followed)")
+    if truncated:
+        spots.append("time budget ran out: only part of the reads were counted")
+    agree = len(row["agreeing"])
+    # Saturating in reads, rising with agreeing signatures, shared with the runner-up.
+    rival = runner_score if i == 0 else top_score
+    conf = (1 - math.exp(-row["support"] / 5)) * (0.4 + 0.15 * agree) * (
+        key[0] / (key[0] + rival) if key[0] + rival else 0.0)
+    margin = 1 - runner_score / key[0] if i == 0 and key[0] else 0.0
+    return {**row, "depth": depth,
+            "broken_fraction": round(row["support"] / depth, 4) if depth else None,
+            "competence": bounded(conf, margin, alternatives=alternatives, ties=ties,
+                                  blind_spots=spots,
+                                  remedy="more reads over the site, or --region to focus; check "
+                                         "by_signature for the position each signature alone gives")}

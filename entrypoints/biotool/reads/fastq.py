@@ -1,0 +1,129 @@
+"""FASTQ reading with validation (plain or gzip), seeded sampling and pair checks.
+
+Every malformed input becomes one InputError naming the file and record, so a truncated
+download never turns into a silently smaller library.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+import zlib
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+from biotool.output import InputError
+
+Record = tuple[bytes, bytes, bytes]  # name line (without '@'), sequence, qualities
+
+
+def _open(path: Path) -> BinaryIO:
+    if not path.is_file():
+        raise InputError(f"--fastq {path}: no such file")
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def records(path: str | Path) -> Iterator[Record]:
+    """Yield (name, seq, qual) for each record; InputError on anything malformed."""
+    path = Path(path)
+    fh = _open(path)
+    n = 0
+    try:
+        with fh:
+            readline = fh.readline
+            while True:
+                head = readline()
+                if not head:
+                    break
+                if head[:1] != b"@":
+                    if n == 0 and head[:1] == b">":
+                        raise InputError(f"--fastq {path}: this is FASTA, not FASTQ (no base "
+                                         "qualities); give reads in FASTQ")
+                    if not head.strip():
+                        continue_blank = readline()
+                        if not continue_blank:
+                            break
+                        raise InputError(f"--fastq {path}: blank line inside the file "
+                                         f"after record {n}")
+                    raise InputError(f"--fastq {path}: record {n + 1} does not start with '@'")
+                seq = readline().rstrip(b"\r\n")
+                plus = readline()
+                qual = readline().rstrip(b"\r\n")
+                if not plus or plus[:1] != b"+" or (not qual and seq):
+                    raise InputError(f"--fastq {path}: truncated or malformed at record {n + 1} "
+                                     f"({head[1:].split()[0].decode(errors='replace') if head[1:].split() else '?'})")
+                if len(seq) != len(qual):
+                    raise InputError(f"--fastq {path}: record {n + 1} has {len(seq)} bases but "
+                                     f"{len(qual)} qualities (truncated or corrupt)")
+                n += 1
+                yield head[1:].rstrip(b"\r\n"), seq, qual
+    except (gzip.BadGzipFile, EOFError, zlib.error, OSError) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"--fastq {path}: gzip stream is corrupt or truncated after "
+                         f"record {n} ({type(exc).__name__})") from None
+    if n == 0:
+        raise InputError(f"--fastq {path}: empty, no reads")
+
+
+def sample(path: str | Path, n: int, seed: int = 0) -> tuple[list[Record], int]:
+    """A seeded uniform sample of at most `n` records (reservoir), and the total read count."""
+    if n < 1:
+        raise InputError("--n-reads must be at least 1")
+    rng = random.Random(seed)
+    keep: list[Record] = []
+    total = 0
+    for rec in records(path):
+        total += 1
+        if len(keep) < n:
+            keep.append(rec)
+        else:
+            j = rng.randrange(total)
+            if j < n:
+                keep[j] = rec
+    return keep, total
+
+
+def paired(path1: str | Path, path2: str | Path) -> Iterator[tuple[Record, Record]]:
+    """Mates in lockstep; InputError when one file runs out before the other."""
+    it1, it2 = records(path1), records(path2)
+    n = 0
+    while True:
+        r1 = next(it1, None)
+        r2 = next(it2, None)
+        if r1 is None and r2 is None:
+            return
+        if r1 is None or r2 is None:
+            short, other = (path1, path2) if r1 is None else (path2, path1)
+            raise InputError(f"--fastq {short}: has {n} reads but its mate file {other} has "
+                             "more; paired files must hold the same reads in the same order")
+        n += 1
+        yield r1, r2
+
+
+def as_text(rec: Record) -> bytes:
+    name, seq, qual = rec
+    return b"@" + name + b"\n" + seq + b"\n+\n" + qual + b"\n"
+
+
+def library_shape(recs: list[Record]) -> dict:
+    """Median length and mean base quality of a sample, for choosing a preset."""
+    if not recs:
+        return {"median_length": 0, "mean_quality": 0.0}
+    lengths = sorted(len(r[1]) for r in recs)
+    qsum = sum(sum(r[2]) - 33 * len(r[2]) for r in recs[:2000])
+    qlen = sum(len(r[2]) for r in recs[:2000]) or 1
+    return {"median_length": lengths[len(lengths) // 2], "mean_quality": round(qsum / qlen, 1)}
+
+
+def auto_preset(shape: dict) -> tuple[str, str]:
+    """The minimap2 preset for a library shape, and why (short accurate reads -> sr)."""
+    med, q = shape["median_length"], shape["mean_quality"]
+    if med <= 350 and q >= 20:
+        return "sr", f"median read length {med} <= 350 and mean quality {q} >= 20: short reads"
+    return "map-ont", (f"median read length {med}, mean quality {q}: long or noisy reads "
+                       "(use --preset map-pb for PacBio CLR)")

@@ -1,0 +1,149 @@
+"""Per-position allele counts for one region of one BAM, vectorised in batches.
+
+Python walks each read's CIGAR once; the per-base work (quality filter, base codes, strand
+tally) runs in numpy over thousands of reads at a time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+from biotool.reads.indel import deletion_span, insertion_left
+
+BATCH_BASES = 2_000_000
+
+
+class Pileup:
+    """Counts for region [start, end) of `contig`; `refseq` starts at 0-based `off`."""
+
+    def __init__(self, contig: str, start: int, end: int, refseq: str, off: int,
+                 min_bq: int = 13):
+        import numpy as np
+
+        self.contig, self.start, self.end = contig, start, end
+        self.min_bq = min_bq
+        self.refseq, self.off = refseq, off
+        n = end - start
+        self.bases = np.zeros(n * 8, dtype=np.int64)  # [pos][A,C,G,T][fwd,rev]
+        self.deleted = np.zeros(n + 1, dtype=np.int64)  # reads with a deletion over a base
+        self.span = np.zeros(n + 1, dtype=np.int64)  # reads whose alignment covers a base
+        self.indels: dict = defaultdict(lambda: [0, 0])  # (pos0, REF, ALT) -> [fwd, rev]
+        self.reads_used = 0
+        self.truncated = False
+        self._reset()
+
+    def _reset(self) -> None:
+        self._seq, self._qual = [], []
+        self._r, self._q, self._len, self._strand = [], [], [], []
+        self._dlo, self._dhi, self._slo, self._shi = [], [], [], []
+        self._qoff = 0
+
+    def add_bam(self, bam, min_mapq: int, deadline: float | None) -> None:
+        s, e, off, ref = self.start, self.end, self.off, self.refseq
+        n = 0
+        for read in bam.fetch(self.contig, s, e):
+            n += 1
+            if deadline is not None and n % 2000 == 0 and time.monotonic() > deadline:
+                self.truncated = True
+                break
+            if read.flag & 0xF04 or read.mapping_quality < min_mapq:
+                continue
+            seq = read.query_sequence
+            if not seq:
+                continue
+            self.reads_used += 1
+            rev = 1 if read.flag & 16 else 0
+            qual = read.query_qualities
+            q0 = self._qoff
+            self._seq.append(seq.encode())
+            self._qual.append(bytes(qual) if qual is not None else b"\x3c" * len(seq))
+            self._qoff += len(seq)
+            rs = read.reference_start
+            self._slo.append(rs)
+            self._shi.append(read.reference_end)
+            r, q = rs, 0
+            for op, ln in read.cigartuples:
+                if op == 0 or op == 7 or op == 8:
+                    self._r.append(r)
+                    self._q.append(q0 + q)
+                    self._len.append(ln)
+                    self._strand.append(rev)
+                    r += ln
+                    q += ln
+                elif op == 2:
+                    self._dlo.append(r)
+                    self._dhi.append(r + ln)
+                    if s <= r < e:
+                        lo, _ = deletion_span(ref, off, r, ln)
+                        if lo > off:
+                            key = (lo - 1, ref[lo - 1 - off:lo + ln - off], ref[lo - 1 - off])
+                            self.indels[key][rev] += 1
+                    r += ln
+                elif op == 1:
+                    if s <= r <= e:
+                        lo, ins = insertion_left(ref, off, r, seq[q:q + ln].upper())
+                        if lo > off:
+                            a = ref[lo - 1 - off]
+                            self.indels[(lo - 1, a, a + ins)][rev] += 1
+                    q += ln
+                elif op == 4:
+                    q += ln
+                elif op == 3:
+                    r += ln
+            if self._qoff >= BATCH_BASES:
+                self._flush()
+        self._flush()
+
+    def _flush(self) -> None:
+        import numpy as np
+
+        if self._len:
+            lut = _lut()
+            seq = lut[np.frombuffer(b"".join(self._seq), dtype=np.uint8)]
+            qual = np.frombuffer(b"".join(self._qual), dtype=np.uint8)
+            lens = np.asarray(self._len, dtype=np.int64)
+            first = np.cumsum(lens) - lens
+            within = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(first, lens)
+            refpos = np.repeat(np.asarray(self._r, dtype=np.int64), lens) + within
+            qpos = np.repeat(np.asarray(self._q, dtype=np.int64), lens) + within
+            strand = np.repeat(np.asarray(self._strand, dtype=np.int64), lens)
+            base = seq[qpos]
+            keep = (refpos >= self.start) & (refpos < self.end) & (base < 4) & \
+                   (qual[qpos] >= self.min_bq)
+            idx = ((refpos[keep] - self.start) * 4 + base[keep]) * 2 + strand[keep]
+            self.bases += np.bincount(idx, minlength=self.bases.size)
+        n = self.end - self.start
+        for lo_list, hi_list, arr in ((self._dlo, self._dhi, self.deleted),
+                                      (self._slo, self._shi, self.span)):
+            if lo_list:
+                lo = np.clip(np.asarray(lo_list, dtype=np.int64) - self.start, 0, n)
+                hi = np.clip(np.asarray(hi_list, dtype=np.int64) - self.start, 0, n)
+                arr += np.bincount(lo, minlength=n + 1) - np.bincount(hi, minlength=n + 1)
+        self._reset()
+
+    def finish(self) -> dict:
+        """Arrays over the region: counts (n,4,2), deleted, span coverage; and the indels."""
+        import numpy as np
+
+        n = self.end - self.start
+        return {"counts": self.bases.reshape(n, 4, 2),
+                "deleted": np.cumsum(self.deleted)[:n],
+                "span": np.cumsum(self.span)[:n],
+                "indels": dict(self.indels), "reads_used": self.reads_used,
+                "truncated": self.truncated}
+
+
+_LUT = None
+
+
+def _lut():
+    import numpy as np
+
+    global _LUT
+    if _LUT is None:
+        _LUT = np.full(256, 4, dtype=np.int64)
+        for i, b in enumerate(b"ACGT"):
+            _LUT[b] = i
+            _LUT[bytes([b]).lower()[0]] = i
+    return _LUT

@@ -1,0 +1,252 @@
+"""`biotool variants`: substitutions and indels the reads support, above a stated floor.
+
+Depth at a position counts reads that inform it: a base passing the base-quality filter, or
+a deletion over it. Allele fraction = alt reads / that depth. Indels are shifted fully left
+in repeats so every read's copy of one event counts together (VCF convention: POS is the
+base before the event). Several libraries are pooled; each keeps its own counts.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from biotool.competence import bounded, not_applicable
+from biotool.provenance import provenance, used
+from biotool.reads import region as region_mod
+from biotool.reads.bam import open_bam
+from biotool.reads.inputs import bams_for, deadline_from
+from biotool.reads.pileup import Pileup
+from biotool.reads.reference import resolve
+
+PAD = 2000
+BASES = "ACGT"
+
+
+def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str] | None = None,
+             region: str | None = None, min_depth: int = 10, min_af: float = 0.2, top: int = 25,
+             vcf: str | None = None, min_mapq: int = 20, min_bq: int = 13, threads: int = 2,
+             timeout: float | None = None, preset: str = "auto") -> dict:
+    import numpy as np
+    import pysam
+
+    from biotool.output import InputError
+
+    if min_depth < 1:
+        raise InputError("--min-depth must be at least 1")
+    if not 0 < min_af <= 1:
+        raise InputError("--min-af must be in (0, 1]")
+    start_t, deadline = deadline_from(timeout)
+    ref = resolve(reference)
+    contigs = ref.contigs()
+    regions = region_mod.parse(region, contigs)
+    libs, index_prov = bams_for(fastq or [], bam or [], ref, preset, threads, deadline, start_t)
+    fasta = pysam.FastaFile(str(ref.fasta))
+    calls, below, depths, truncated = [], 0, [], any(l.get("truncated") for l in libs)
+    reads_used = [0] * len(libs)
+    for contig, s, e in regions:
+        off = max(0, s - PAD)
+        seq = fasta.fetch(contig, off, min(contigs[contig], e + PAD)).upper()
+        per_lib = []
+        for i, lib in enumerate(libs):
+            pile = Pileup(contig, s, e, seq, off, min_bq=min_bq)
+            handle = open_bam(lib["bam"])
+            try:
+                if contig in handle.references:
+                    pile.add_bam(handle, min_mapq, deadline)
+            finally:
+                handle.close()
+            out = pile.finish()
+            reads_used[i] += out["reads_used"]
+            truncated |= out["truncated"]
+            per_lib.append(out)
+        region_calls, n_below, depth = _call(contig, s, e, seq, off, per_lib, libs,
+                                             min_depth, min_af)
+        calls += region_calls
+        below += n_below
+        depths.append(depth)
+    if not any(reads_used):
+        raise_no_reads(libs, regions, min_mapq)
+    depth_all = np.concatenate(depths) if depths else np.zeros(0)
+    median_depth = float(np.median(depth_all)) if depth_all.size else 0.0
+    assessed = float((depth_all >= min_depth).mean()) if depth_all.size else 0.0
+    calls.sort(key=lambda c: (c["alt_reads"], c["af"]), reverse=True)
+    for c in calls:
+        c["competence"] = _call_competence(c, min_depth, min_af, seq_for=(fasta, contigs))
+    result = {
+        "reference": ref.name,
+        "region": region or "all contigs",
+        "samples": [{"sample": l["sample"], "bam": l["bam"], "reads_used": n,
+                     **({"preset": l["preset"]} if l.get("preset") else {})}
+                    for l, n in zip(libs, reads_used)],
+        "floor": {"min_depth": min_depth, "min_af": min_af, "min_mapq": min_mapq,
+                  "min_base_quality": min_bq},
+        "note": (f"only variants with depth >= {min_depth} and allele fraction >= {min_af} are "
+                 f"shown: below that floor sequencing and alignment errors cannot be told apart "
+                 f"from real low-fraction alleles at these depths ({below} candidate alleles seen "
+                 "in 2+ reads fell below it). pos is 1-based; for indels pos is the base before "
+                 "the event and ref/alt include it (VCF convention), shifted fully left in "
+                 "repeats. Ranked by alt reads, then allele fraction."),
+        "median_depth": median_depth,
+        "fraction_assessed": round(assessed, 4),
+        "n_variants": len(calls),
+        "n_below_floor": below,
+        "truncated": truncated,
+        "variants": calls[:top],
+    }
+    if vcf:
+        from biotool.reads.vcf import write_vcf
+
+        result["vcf"] = write_vcf(vcf, calls, libs, ref, contigs, result["floor"], regions)
+    result["competence"] = _summary_competence(median_depth, assessed, min_depth, min_af,
+                                               len(calls), truncated)
+    bam_prov = [used("alignments", l["sample"], "", path=l["bam"]) for l in libs
+                if not l.get("aligned_here")]
+    result["provenance"] = provenance(*ref.provenance(), *index_prov, *bam_prov)
+    return result
+
+
+def raise_no_reads(libs, regions, min_mapq):
+    from biotool.output import InputError
+
+    names = ", ".join(l["bam"] for l in libs)
+    where = ", ".join(f"{c}:{s + 1}-{e}" for c, s, e in regions[:3])
+    raise InputError(f"--bam {names}: no alignments with mapping quality >= {min_mapq} in "
+                     f"{where}; was it aligned to this --reference?")
+
+
+def _call(contig, s, e, seq, off, per_lib, libs, min_depth, min_af):
+    import numpy as np
+
+    n = e - s
+    counts = sum(p["counts"] for p in per_lib)          # (n, 4, 2)
+    deleted = sum(p["deleted"] for p in per_lib)
+    span = sum(p["span"] for p in per_lib)
+    depth = counts.sum(axis=(1, 2)) + deleted
+    refcodes = np.frombuffer(seq[s - off:e - off].encode(), dtype=np.uint8)
+    lut = np.full(256, 4, dtype=np.int64)
+    for i, b in enumerate(b"ACGT"):
+        lut[b] = i
+    refc = lut[refcodes]
+    alt = counts.sum(axis=2)                            # (n, 4)
+    is_alt = np.ones((n, 4), dtype=bool)
+    known = refc < 4
+    is_alt[np.nonzero(known)[0], refc[known]] = False
+    with np.errstate(divide="ignore", invalid="ignore"):
+        af = np.where(depth[:, None] > 0, alt / depth[:, None], 0.0)
+    seen = is_alt & (alt >= 2)
+    passing = seen & (depth[:, None] >= min_depth) & (af >= min_af)
+    below = int(seen.sum() - passing.sum())
+    calls = []
+    for i, b in zip(*np.nonzero(passing)):
+        samples = []
+        for lib, p in zip(libs, per_lib):
+            d = int(p["counts"][i].sum() + p["deleted"][i])
+            a = p["counts"][i, b]
+            samples.append({"sample": lib["sample"], "depth": d, "alt_reads": int(a.sum()),
+                            "af": round(float(a.sum()) / d, 4) if d else None,
+                            "fwd": int(a[0]), "rev": int(a[1])})
+        a = counts[i, b]
+        calls.append({"contig": contig, "pos": s + int(i) + 1, "type": "SNV",
+                      "ref": seq[s + int(i) - off], "alt": BASES[b], "depth": int(depth[i]),
+                      "alt_reads": int(alt[i, b]), "af": round(float(af[i, b]), 4),
+                      "fwd": int(a[0]), "rev": int(a[1]), "samples": samples})
+    # Indels: depth is the reads spanning the anchor base and the base after it.
+    keys = set()
+    for p in per_lib:
+        keys |= set(p["indels"])
+    for key in keys:
+        pos0, r, a = key
+        i = pos0 - s
+        if not 0 <= i < n:
+            continue
+        fr = [p["indels"].get(key, [0, 0]) for p in per_lib]
+        fwd, rev = sum(x[0] for x in fr), sum(x[1] for x in fr)
+        k = fwd + rev
+        if k < 2:
+            continue
+        samples = []
+        for lib, p, x in zip(libs, per_lib, fr):
+            # Reads spanning the anchor base and the base after it can show the event.
+            sd = int(min(p["span"][i], p["span"][i + 1] if i + 1 < n else p["span"][i]))
+            sd = max(sd, sum(x))
+            samples.append({"sample": lib["sample"], "depth": sd, "alt_reads": sum(x),
+                            "af": round(sum(x) / sd, 4) if sd else None,
+                            "fwd": x[0], "rev": x[1]})
+        d = sum(x["depth"] for x in samples)
+        f = k / d if d else 0.0
+        if d < min_depth or f < min_af:
+            below += 1
+            continue
+        kind = "deletion" if len(r) > len(a) else "insertion"
+        calls.append({"contig": contig, "pos": pos0 + 1, "type": kind, "ref": r, "alt": a,
+                      "length": abs(len(r) - len(a)), "depth": d, "alt_reads": k,
+                      "af": round(f, 4), "fwd": fwd, "rev": rev, "samples": samples})
+    return calls, below, span
+
+
+def _homopolymer(fasta, contig, pos0, length) -> int:
+    """Longest run of one base touching the event, in the reference."""
+    lo = max(0, pos0 - 10)
+    s = fasta.fetch(contig, lo, min(length, pos0 + 12)).upper()
+    i = pos0 - lo + 1
+    if i >= len(s):
+        return 0
+    b = s[i]
+    j = i
+    while j < len(s) and s[j] == b:
+        j += 1
+    return j - i
+
+
+def above_floor_probability(k: int, d: int, floor: float) -> float:
+    """P(true allele fraction > floor | k alt of d reads), uniform prior: the Beta(k+1, d-k+1)
+    tail, computed as P(Binomial(d+1, floor) <= k) (an exact identity; no scipy import)."""
+    n = d + 1
+    if n > 20000:  # normal approximation; the exact sum would be slow and is not needed
+        mu, sd = n * floor, math.sqrt(n * floor * (1 - floor))
+        return 0.5 * (1 + math.erf((k + 0.5 - mu) / (sd * math.sqrt(2))))
+    lf, lq = math.log(floor), math.log1p(-floor)
+    base = math.lgamma(n + 1)
+    total = 0.0
+    for j in range(0, min(k, n) + 1):
+        total += math.exp(base - math.lgamma(j + 1) - math.lgamma(n - j + 1) + j * lf + (n - j) * lq)
+    return min(1.0, total)
+
+
+def _call_competence(c, min_depth, min_af, seq_for):
+    k, d = c["alt_reads"], c["depth"]
+    conf = above_floor_probability(k, d, min_af) if min_af < 1 else 0.0
+    spots = []
+    if d < 2 * min_depth:
+        spots.append(f"depth {d} is close to the floor of {min_depth}: the fraction is "
+                     f"known only to about +/-{1.96 * math.sqrt(max(c['af'] * (1 - c['af']), 0.01) / d):.2f}")
+    if k >= 5 and (c["fwd"] == 0 or c["rev"] == 0):
+        spots.append("every alt read is on one strand: a strand-specific artefact looks like this")
+    if c["type"] != "SNV":
+        fasta, contigs = seq_for
+        run = _homopolymer(fasta, c["contig"], c["pos"] - 1, contigs[c["contig"]])
+        if run >= 4:
+            spots.append(f"indel next to a {run}-base homopolymer: nanopore and some "
+                         "short-read chemistries make such indels as errors")
+    return bounded(conf, max(0.0, c["af"] - min_af) / max(1e-9, 1 - min_af),
+                   blind_spots=spots, remedy="more depth here, or confirm in an independent library")
+
+
+def _summary_competence(median_depth, assessed, min_depth, min_af, n_calls, truncated):
+    if median_depth == 0:
+        return not_applicable("no reads cover the region", "check --region and --reference")
+    spots = []
+    if assessed < 1:
+        spots.append(f"{1 - assessed:.1%} of positions have depth below {min_depth}: variants "
+                     "there are not assessed at all")
+    detectable = max(min_af, 3 / median_depth)
+    spots.append(f"at the median depth {median_depth:g}, alleles below AF {detectable:.2f} cannot "
+                 "be seen (the floor, and ~3 supporting reads)")
+    spots.append("structural variants and indels longer than the reads are not called "
+                 "(see biotool breakpoints)")
+    if truncated:
+        spots.append("time budget ran out: counts cover only part of the reads")
+    conf = assessed * (1 - math.exp(-median_depth / (2 * min_depth)))
+    return bounded(conf, assessed, alternatives=n_calls, blind_spots=spots,
+                   remedy="more reads (raise depth) or --min-af/--min-depth with care")

@@ -1,0 +1,206 @@
+"""`biotool celltype`: cell populations of a sample from pretrained models, limits stated."""
+
+from __future__ import annotations
+
+import time
+
+from biotool.competence import bounded, not_applicable
+from biotool.output import InputError
+from biotool.provenance import provenance
+from biotool.singlecell import celltypist_panel as ctp
+from biotool.singlecell import models as mdl
+from biotool.singlecell import species as sp
+
+MODELS = ("celltypist", "c2s-celltype", "all")
+
+
+def _species(symbols, organism: str, min_informative: int = sp.MIN_INFORMATIVE) -> dict:
+    if organism in ("human", "mouse"):
+        return {"species": organism, "source": "--organism"}
+    if organism != "auto":
+        raise InputError(f"--organism {organism}: expected auto, human or mouse")
+    found = sp.detect(symbols, min_informative)
+    found["source"] = "gene-name conventions"
+    return found
+
+
+def _celltypist(adata, species: str, reference: str) -> tuple[dict, list]:
+    if reference != "auto":
+        path, item, rec = mdl.celltypist_model(reference)
+        model = ctp.load_model(path)
+        cov = ctp.coverage(model, adata.var_names)
+        ctp.require_coverage(reference, cov)
+        s = ctp.score(adata, model)
+        tissue = (rec or {}).get("tissue", "unknown tissue")
+        spots = [f"{item['name']} was trained on {tissue}; cells of types it never saw are "
+                 "still given one of its labels (out-of-domain cells are not flagged)"]
+        if cov["fraction"] < 0.5:
+            spots.append(f"the data cover {cov['covered']} of {cov['model_features']} model genes")
+        comp = bounded(s["fit"], 0.0, blind_spots=spots,
+                       remedy="use --reference auto to see how this reference fits against the "
+                              "species' panel")
+        return ({"reference": item["name"], "fit": round(s["fit"], 4), "coverage": cov,
+                 "composition": ctp.composition(s["labels"], s["max_prob"]),
+                 "competence": comp.explain(), "_labels": s["labels"]}, [item])
+    panel = mdl.celltypist_panel(species)
+    if not panel:
+        comp = not_applicable(f"no CellTypist reference for species '{species}' is staged here",
+                              "see `biotool list`; production images stage the CellTypist panels")
+        return {"reference": None, "ranking": [], "composition": [],
+                "reference_is_conclusive": False, "competence": comp.explain(),
+                "caveat": comp.blind_spots[0]}, []
+    loaded = [(rec["name"], ctp.load_model(mdl.staging.path_of(rec))) for rec in panel]
+    rows = ctp.rank(adata, loaded)
+    scored = [r for r in rows if r["fit"] is not None]
+    items = [mdl.used("model", rec["name"], rec["sha256"], framework="celltypist")
+             for rec in panel]
+    tissues = {rec["name"]: rec.get("tissue", "") for rec in panel}
+    ranking = [{k: v for k, v in r.items() if k != "_score"} | {"tissue": tissues[r["reference"]]}
+               for r in rows]
+    if not scored:
+        comp = not_applicable("the data cover too few genes of every staged reference",
+                              "check the species and that genes are symbols, not ids")
+        return {"reference": None, "ranking": ranking, "composition": [],
+                "reference_is_conclusive": False, "competence": comp.explain(),
+                "caveat": comp.blind_spots[0]}, items
+    win = scored[0]
+    fit = win["fit"]
+    margin = fit - scored[1]["fit"] if len(scored) > 1 else None
+    conclusive = fit >= ctp.CONCLUSIVE_FIT and margin is not None and margin >= ctp.CONCLUSIVE_MARGIN
+    spots = []
+    caveat = None
+    if not conclusive:
+        if len(scored) < 2:
+            caveat = "only one reference could be scored, so there is no margin to judge fit by"
+        elif fit < ctp.CONCLUSIVE_FIT:
+            caveat = (f"best fit {fit:.2f} < {ctp.CONCLUSIVE_FIT}: no staged reference fits "
+                      "these cells; the composition below uses labels from the wrong tissue")
+        else:
+            caveat = (f"margin {margin:.3f} < {ctp.CONCLUSIVE_MARGIN} over {scored[1]['reference']}"
+                      ": the panel cannot tell these references apart")
+        spots.append(caveat)
+    if species == "unknown":
+        spots.append("species unknown: references of every species were scored")
+    ties = sum(1 for r in scored[1:] if fit - r["fit"] < 1e-3)
+    comp = bounded(fit, margin or 0.0, alternatives=len(scored) - 1, ties=ties, blind_spots=spots,
+                   remedy="" if conclusive else "stage a reference for this tissue or check "
+                                                "the species; treat the labels as unreliable")
+    s = win["_score"]
+    out = {"reference": win["reference"], "tissue": tissues[win["reference"]], "fit": fit,
+           "margin": None if margin is None else round(margin, 4),
+           "reference_is_conclusive": conclusive, "coverage": win["coverage"],
+           "ranking": ranking, "composition": ctp.composition(s["labels"], s["max_prob"]),
+           "competence": comp.explain(), "_labels": s["labels"]}
+    if caveat:
+        out["caveat"] = caveat
+    return out, items
+
+
+def _c2s(cells: list[dict], organism: str, c2s_model: str, deadline: float,
+         batch_size: int) -> tuple[dict, list]:
+    from biotool.singlecell import c2s
+
+    spec = mdl.c2s_model(c2s_model)
+    loaded = c2s.load(spec["weights"], spec["tokenizer"])
+    prompts = [c2s.prompt(c["genes"], sp.ORGANISM_NAMES[organism]) for c in cells]
+    gen = c2s.generate(loaded, prompts, batch_size=batch_size, deadline=deadline)
+    per_cell = [{"cell": c["cell"], "cell_type": a, "genes_in_sentence": len(c["genes"])}
+                for c, a in zip(cells, gen["answers"])]
+    spots = [f"composition from {gen['done']} sampled cells, not the whole sample"]
+    if gen["truncated"]:
+        spots.append(f"time budget reached: {gen['done']} of {gen['requested']} cells answered")
+    top = c2s.composition(gen["answers"])
+    share = top[0]["fraction"] if top else 0.0
+    second = top[1]["fraction"] if len(top) > 1 else 0.0
+    comp = bounded(share, share - second, alternatives=max(0, len(top) - 1), blind_spots=spots,
+                   remedy="raise --n-cells or --budget-seconds for a finer composition"
+                          if gen["truncated"] or gen["done"] < 32 else "")
+    return ({"model": spec["provenance"][0]["name"], "device": loaded.device,
+             "dtype": loaded.dtype, "organism": sp.ORGANISM_NAMES[organism],
+             "cells_requested": gen["requested"], "cells_answered": gen["done"],
+             "truncated": gen["truncated"], "composition": top, "cells": per_cell,
+             "competence": comp.explain()}, spec["provenance"])
+
+
+def _c2s_organism(species: dict) -> str:
+    if species["species"] not in ("human", "mouse"):
+        raise InputError("--organism: the species could not be read from the gene names "
+                         "(Cell2Sentence's prompt names it); pass --organism human or mouse")
+    return species["species"]
+
+
+def _agreement(ct: dict, c2s_res: dict, cell_index: dict) -> dict:
+    """Whether the two models say the same thing, cell by cell; never a merged label."""
+    def norm(s: str) -> str:
+        return " ".join(s.lower().replace("-", " ").replace(",", " ").split())
+
+    labels = ct.get("_labels")
+    pairs = [(labels[cell_index[c["cell"]]], c["cell_type"]) for c in c2s_res["cells"]
+             if labels is not None and c["cell"] in cell_index]
+    same = sum(norm(a) == norm(b) for a, b in pairs)
+    dom_ct = ct["composition"][0]["cell_type"] if ct.get("composition") else None
+    dom_c2s = c2s_res["composition"][0]["cell_type"] if c2s_res["composition"] else None
+    agree = bool(dom_ct and dom_c2s and norm(dom_ct) == norm(dom_c2s))
+    comp = bounded(same / len(pairs) if pairs else 0.0, 0.0, blind_spots=(
+        "labels are compared as text; the two models name cell types in different "
+        "vocabularies, so different wording is not necessarily different biology",))
+    return {"dominant_celltypist": dom_ct, "dominant_c2s": dom_c2s, "dominant_agree": agree,
+            "cells_compared": len(pairs), "cells_agreeing": same, "competence": comp.explain()}
+
+
+def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str = "auto",
+                    organism: str = "auto", n_cells: int = 8, budget_seconds: float = 90.0,
+                    c2s_model: str = mdl.DEFAULT_C2S, batch_size: int = 8, seed: int = 0) -> dict:
+    from biotool.singlecell import c2s, matrix
+
+    start = time.monotonic()
+    if model not in MODELS:
+        raise InputError(f"--model {model}: expected one of {', '.join(MODELS)}")
+    if n_cells < 1:
+        raise InputError(f"--n-cells {n_cells}: must be at least 1")
+    adata = matrix.load(matrix_path)
+    norm, note = matrix.normalise(adata)
+    species = _species(norm.var_names, organism)
+    out = {"matrix": {"path": str(matrix_path), "cells": int(adata.n_obs),
+                      "genes": int(adata.n_vars), "read_as": adata.uns.get("biotool_source", {}),
+                      "normalisation": note},
+           "species": species, "model": model}
+    used_items: list = []
+    if model in ("celltypist", "all"):
+        out["celltypist"], items = _celltypist(norm, species["species"], reference)
+        used_items += items
+    if model in ("c2s-celltype", "all"):
+        organism_c2s = _c2s_organism(species)
+        cells = c2s.cell_sentences(norm, n_cells, seed=seed)
+        res, items = _c2s(cells, organism_c2s, c2s_model, start + budget_seconds, batch_size)
+        out["c2s"] = res
+        used_items += items
+        out["truncated"] = res["truncated"]
+    if model == "all":
+        index = {str(n): i for i, n in enumerate(norm.obs_names)}
+        out["agreement"] = _agreement(out["celltypist"], out["c2s"], index)
+    if "celltypist" in out:
+        out["celltypist"].pop("_labels", None)
+    out.setdefault("truncated", False)
+    out["provenance"] = provenance(*used_items)
+    return out
+
+
+def celltype_genes(genes: str, organism: str = "auto", c2s_model: str = mdl.DEFAULT_C2S,
+                   budget_seconds: float = 90.0) -> dict:
+    start = time.monotonic()
+    ranked = [g.strip() for g in genes.split(",") if g.strip()]
+    if not ranked:
+        raise InputError("--genes: no gene names given (comma-separated, highest expression first)")
+    species = _species(ranked, organism, min_informative=5)
+    org = _c2s_organism(species)
+    res, items = _c2s([{"cell": "genes", "genes": ranked}], org, c2s_model,
+                      start + budget_seconds, 1)
+    answer = res["cells"][0]["cell_type"] if res["cells"] else None
+    comp = bounded(0.5 if answer else 0.0, 0.0, blind_spots=(
+        "one ranked gene list: a single cell's answer, with no composition to weigh it",
+        "the model's own certainty is not exposed by greedy generation"),
+        remedy="run on a matrix with --n-cells to see the spread of answers")
+    return {"genes": len(ranked), "species": species, "cell_type": answer,
+            "model": res["model"], "device": res["device"], "truncated": res["truncated"],
+            "competence": comp.explain(), "provenance": provenance(*items)}

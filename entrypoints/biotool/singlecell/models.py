@@ -1,0 +1,124 @@
+"""Staged single-cell models: CellTypist panels per species and Cell2Sentence weights + tokenizer.
+
+Manifest fields read here (refs/models.toml, [[model]]): `framework` ("celltypist" or
+"cell2sentence"), `organism` ("human", "mouse" or "human+mouse"), `tissue`, and for
+Cell2Sentence `tokenizer`: the name of another staged model item holding the tokenizer, or a
+path relative to the weights folder. Without it the tokenizer is looked for in the weights
+folder itself, and its absence fails at load time, never deep inside generation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from biotool import staging
+from biotool.output import InputError, ToolFailure
+from biotool.provenance import used
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
+                "pytorch_model.bin.index.json")
+DEFAULT_C2S = "c2s-celltype"
+
+
+def _organisms(record: dict) -> set[str]:
+    return set(str(record.get("organism", "")).lower().replace(",", "+").split("+")) - {""}
+
+
+def celltypist_panel(species: str) -> list[dict]:
+    """Staged, usable CellTypist models for a species; "unknown" means every species' models."""
+    out = []
+    for rec in staging.staged_items("model"):
+        if rec.get("framework") != "celltypist" or rec.get("error") or not rec.get("files"):
+            continue
+        if species in ("human", "mouse") and species not in _organisms(rec):
+            continue
+        out.append(rec)
+    return sorted(out, key=lambda r: r["name"])
+
+
+def celltypist_model(name_or_path: str) -> tuple[Path, dict, dict | None]:
+    """(path, provenance item, staged record or None) for `--reference NAME|PATH.pkl`."""
+    rec = staging.find("model", name_or_path)
+    if rec is not None:
+        if rec.get("error") or not rec.get("files"):
+            raise InputError(f"--reference {name_or_path}: not staged here "
+                             f"({rec.get('error', 'no files')}); see `biotool list`")
+        if rec.get("framework") != "celltypist":
+            raise InputError(f"--reference {name_or_path}: is a {rec.get('framework')} model, "
+                             "not a CellTypist model")
+        path = staging.path_of(rec)
+        return path, used("model", rec["name"], rec["sha256"], framework="celltypist"), rec
+    path = Path(name_or_path)
+    if "/" in name_or_path or path.suffix == ".pkl":
+        if not path.is_file():
+            raise InputError(f"--reference {name_or_path}: no such model file")
+        from biotool.cache import sha256_file
+
+        return path, used("model", path.name, sha256_file(path), framework="celltypist"), None
+    known = ", ".join(r["name"] for r in celltypist_panel("unknown")) or "none staged"
+    raise InputError(f"--reference {name_or_path}: no staged CellTypist model of that name "
+                     f"(staged: {known})")
+
+
+def _has_tokenizer(folder: Path) -> bool:
+    return folder.is_dir() and any((folder / f).is_file() for f in TOKENIZER_FILES)
+
+
+def c2s_model(name_or_path: str = DEFAULT_C2S) -> dict:
+    """{"weights", "tokenizer", "provenance": [...]} for a staged C2S model or a local folder.
+
+    A staged model that lacks weights or tokenizer is a broken image (exit 4); a folder the
+    user named that lacks them is bad input (exit 2).
+    """
+    from biotool.cache import sha256_tree
+
+    rec = staging.find("model", name_or_path)
+    if rec is None:
+        path = Path(name_or_path)
+        if not path.is_dir():
+            raise InputError(f"--c2s-model {name_or_path}: neither a staged model nor a folder "
+                             "(see `biotool list`; production images stage "
+                             "C2S-Pythia-410m-cell-type-prediction)")
+        weights, tok, err = path, path, InputError
+        items = [used("model", path.name, sha256_tree(path), framework="cell2sentence")]
+    else:
+        if rec.get("error") or not rec.get("files"):
+            raise ToolFailure(f"model {rec['name']}: not staged here "
+                              f"({rec.get('error', 'no files')}); see `biotool list`")
+        weights, err = staging.path_of(rec), ToolFailure
+        items = [used("model", rec["name"], rec["sha256"], framework="cell2sentence")]
+        tok_spec = rec.get("tokenizer")
+        if not tok_spec:
+            tok = weights
+        else:
+            tok_rec = staging.find("model", tok_spec)
+            if tok_rec is not None and tok_rec.get("files"):
+                tok = staging.path_of(tok_rec)
+                items.append(used("tokenizer", tok_rec["name"], tok_rec["sha256"]))
+            else:
+                tok = weights / tok_spec
+    if not any((weights / f).is_file() for f in WEIGHT_FILES) or not (weights / "config.json").is_file():
+        raise err(f"{weights}: no model weights (config.json with model.safetensors or "
+                  "pytorch_model.bin) in this folder")
+    if not _has_tokenizer(tok):
+        raise err(f"{tok}: no tokenizer ({', '.join(TOKENIZER_FILES[:2])}) for the weights in "
+                  f"{weights}; stage the tokenizer beside the weights or name it in the "
+                  "manifest's `tokenizer` field")
+    return {"weights": weights, "tokenizer": tok, "provenance": items}
+
+
+C2S_REPO = "vandijklab/C2S-Pythia-410m-cell-type-prediction"
+
+
+def stage_c2s_celltype(dest_dir: Path, refs_dir: Path) -> Path:
+    """Staging builder (production set): the C2S cell-type model's weights and tokenizer from
+    Hugging Face into one folder; runs only on a build host that can reach huggingface.co."""
+    from huggingface_hub import snapshot_download
+
+    out = Path(dest_dir) / "weights"
+    snapshot_download(C2S_REPO, local_dir=str(out),
+                      allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model"])
+    if not _has_tokenizer(out):
+        raise ToolFailure(f"{C2S_REPO}: the download holds no tokenizer files")
+    return out

@@ -1,0 +1,89 @@
+"""`biotool taxonomy`: which organisms the reads come from, remote (NCBI BLAST) or local."""
+
+from __future__ import annotations
+
+import time
+
+from biotool.output import InputError, ToolFailure
+from biotool.progress import log
+
+
+def choose_mode(local: bool, remote: bool) -> tuple[str, str]:
+    """("remote" | "local", why): remote when the egress proxy is reachable, unless forced."""
+    from biotool import net
+
+    if local and remote:
+        raise InputError("taxonomy: --local and --remote are exclusive")
+    if local:
+        return "local", "--local given"
+    if remote:
+        return "remote", "--remote given"
+    if net.proxy_reachable():
+        return "remote", "the egress proxy (HTTPS_PROXY) is reachable"
+    return "local", "no reachable egress proxy (HTTPS_PROXY unset or not answering): offline"
+
+
+def identify(fasta: str | None = None, fastq: str | None = None, top: int = 5,
+             sample: int = 100, timeout: float = 600.0, local: bool = False,
+             remote: bool = False, database: str | None = None, email: str = "",
+             seed: int = 0, threads: int = 1) -> dict:
+    from biotool.provenance import provenance, used
+    from biotool.taxonomy import influenza, sequences, summary
+
+    started = time.monotonic()
+    if top < 1 or top > 50:
+        raise InputError(f"--top: must be between 1 and 50, got {top}")
+    if timeout <= 0:
+        raise InputError(f"--timeout: must be positive, got {timeout}")
+    query_set = sequences.load_queries(fasta, fastq, sample, seed)
+    queries = query_set["queries"]
+    mode, why = choose_mode(local, remote)
+    if mode == "local":
+        from biotool.taxonomy.local import staged_database
+
+        staged_database(database)  # a bad --database is named before any work starts
+    left = timeout - (time.monotonic() - started)
+    log(f"taxonomy: {len(queries)} queries, {mode} search ({why})")
+    if mode == "remote":
+        from biotool.taxonomy.ncbi import remote_search
+
+        db = database or "nt"
+        found = remote_search(queries, top, left, db, email, log=log)
+        used_items = [used("service", f"NCBI BLAST {db}", None, server=found["server"],
+                           rids=found["rids"])]
+        local_db = None
+        search = {k: found[k] for k in ("server", "database", "rids", "halvings", "contacts",
+                                        "pacing")}
+    else:
+        from biotool.taxonomy.local import local_search
+
+        found = local_search(queries, top, left, database, threads=threads)
+        used_items = [used("database", found["database"], found["database_sha256"],
+                           blastdb_sha256=found["blastdb_sha256"])]
+        local_db = found["database"]
+        search = {"database": local_db, "title": found["database_title"], "program": "blastn"}
+    searched = found["searched"]
+    hits = found["hits"]
+    if not searched:
+        raise ToolFailure(f"taxonomy: --timeout {timeout:g} s ran out before any query was "
+                          f"searched ({mode}); raise --timeout or lower --sample")
+    result = {
+        "mode": mode,
+        "mode_reason": why,
+        "input": {"source": query_set["source"], "format": query_set["format"],
+                  "records": query_set["total"], "sampled": query_set["sampled"],
+                  "seed": seed},
+        "n": len(searched),
+        "truncated": bool(found["truncated"]),
+        "hits": [{"query": q, "hits": hits.get(q, [])} for q in searched],
+        "summary": summary.summarize(hits, searched, query_set["total"], local_db),
+    }
+    if found["truncated"]:
+        result["truncated_reason"] = (f"--timeout {timeout:g} s ran out: {len(searched)} of "
+                                      f"{len(queries)} queries searched")
+    flu = influenza.tiers({q: hits.get(q, []) for q in searched})
+    if flu:
+        result["influenza"] = flu
+    result["search"] = search
+    result["provenance"] = provenance(*used_items)
+    return result

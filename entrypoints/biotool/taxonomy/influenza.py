@@ -1,0 +1,147 @@
+"""Influenza subtype evidence in two tiers: strong from HA/NA hits, weak from internal segments.
+
+Only hemagglutinin (segment 4) and neuraminidase (segment 6) establish a subtype. The strain
+label on a hit to an internal segment is weak evidence, not none (reassortment and what the
+database holds both bias it). RefSeq titles often name only "segment 4" or "segment 6".
+"""
+
+from __future__ import annotations
+
+import re
+
+from biotool.competence import bounded
+
+HA, NA = 4, 6
+_SEGMENT = re.compile(r"\bsegment\s+(\d)\b", re.I)
+# Gene names in GenBank titles, checked when the title names no segment number.
+_GENES = [
+    (HA, re.compile(r"hemagglutinin|haemagglutinin|\(HA\d?\)|\bHA\d? gene", re.I)),
+    (NA, re.compile(r"neuraminidase|\(NA\)|\bNA gene", re.I)),
+    (1, re.compile(r"\bPB2\b", re.I)),
+    (2, re.compile(r"\bPB1\b", re.I)),
+    (3, re.compile(r"\(PA\)|polymerase PA\b|\bPA gene", re.I)),
+    (5, re.compile(r"nucleoprotein|\(NP\)|\bNP gene", re.I)),
+    (7, re.compile(r"matrix protein|\(M[12]?\)|\bM gene", re.I)),
+    (8, re.compile(r"nonstructural|non-structural|nuclear export|\(NS[12]?\)|\bNS gene", re.I)),
+]
+_SUBTYPE = re.compile(r"\((H\d{1,2})(N\d{1,2})\)", re.I)
+_FLU = re.compile(r"influenza [ab] virus", re.I)
+
+
+def is_influenza(hit: dict) -> bool:
+    return bool(_FLU.search(f"{hit.get('sciname', '')} {hit.get('title', '')}"))
+
+
+def segment_of(hit: dict) -> int | None:
+    title = hit.get("title", "") or ""
+    m = _SEGMENT.search(title)
+    if m:
+        return int(m.group(1))
+    for seg, pattern in _GENES:
+        if pattern.search(title):
+            return seg
+    return None
+
+
+def subtype_of(hit: dict) -> tuple[str, str] | None:
+    """(H, N) from the strain label in a hit's title or organism name, e.g. ("H1", "N1")."""
+    m = _SUBTYPE.search(f"{hit.get('title', '')} {hit.get('sciname', '')}")
+    return (m.group(1).upper(), m.group(2).upper()) if m else None
+
+
+def _add(counter: dict, key: str) -> None:
+    counter[key] = counter.get(key, 0) + 1
+
+
+def tiers(hits: dict[str, list]) -> dict | None:
+    """The tiered influenza block for per-query hits, or None when no query hit influenza."""
+    strong_h: dict[str, int] = {}
+    strong_n: dict[str, int] = {}
+    weak: dict[str, int] = {}
+    segments: dict[str, int] = {}
+    reads = unlabelled = 0
+    for qh in hits.values():
+        flu = [h for h in qh if is_influenza(h)]
+        if not flu:
+            continue
+        reads += 1
+        best = max(h.get("bit_score") or 0 for h in flu)
+        top = [h for h in flu if (h.get("bit_score") or 0) >= best]
+        segs = {segment_of(h) for h in top} - {None}
+        seg = segs.pop() if len(segs) == 1 else None
+        _add(segments, str(seg) if seg else "unknown")
+        labels = {subtype_of(h) for h in top} - {None}
+        if not labels:
+            unlabelled += 1
+            continue
+        # A read tied across strains of different subtypes supports each of them once.
+        if seg == HA:
+            for h_part in sorted({h for h, _ in labels}):
+                _add(strong_h, h_part)
+        elif seg == NA:
+            for n_part in sorted({n for _, n in labels}):
+                _add(strong_n, n_part)
+        else:
+            for h_part, n_part in sorted(labels):
+                _add(weak, h_part + n_part)
+    if reads == 0:
+        return None
+    candidates = _candidates(strong_h, strong_n, weak)
+    return {
+        "reads": reads,
+        "segments": dict(sorted(segments.items())),
+        "strong": {"basis": "hits to HA (segment 4) and NA (segment 6)", "H": strong_h,
+                   "N": strong_n},
+        "weak": {"basis": "strain labels of hits to internal segments (1, 2, 3, 5, 7, 8)",
+                 "subtypes": dict(sorted(weak.items(), key=lambda kv: -kv[1]))},
+        "unlabelled_reads": unlabelled,
+        "candidates": candidates,
+        "competence": _competence(strong_h, strong_n, candidates).explain(),
+    }
+
+
+def _candidates(strong_h: dict, strong_n: dict, weak: dict) -> list[dict]:
+    out: list[dict] = []
+    hs = sorted(strong_h, key=lambda k: -strong_h[k]) or ["H?"]
+    ns = sorted(strong_n, key=lambda k: -strong_n[k]) or ["N?"]
+    if strong_h or strong_n:
+        for h in hs:
+            for n in ns:
+                out.append({"subtype": h + n, "tier": "strong" if "?" not in h + n else "partial",
+                            "ha_reads": strong_h.get(h, 0), "na_reads": strong_n.get(n, 0),
+                            "internal_reads": weak.get(h + n, 0)})
+        out.sort(key=lambda c: -(c["ha_reads"] + c["na_reads"]))
+    named = {c["subtype"] for c in out}
+    for subtype, k in sorted(weak.items(), key=lambda kv: -kv[1]):
+        if subtype not in named:
+            out.append({"subtype": subtype, "tier": "weak", "ha_reads": 0, "na_reads": 0,
+                        "internal_reads": k})
+    return out
+
+
+def _competence(strong_h: dict, strong_n: dict, candidates: list[dict]):
+    if not candidates:
+        return bounded(0.0, 0.0, blind_spots=["influenza hits carry no subtype label"],
+                       remedy="type HA and NA directly (assemble segments 4 and 6)")
+    # There is no ranking axis between candidates: every candidate beyond the first is both
+    # an alternative and a tie.
+    extra = len(candidates) - 1
+    if len(strong_h) == 1 and len(strong_n) == 1:
+        base = 0.9
+    elif strong_h or strong_n:
+        base = 0.6
+    else:
+        base = 0.3
+    blind = ["only HA (segment 4) and NA (segment 6) establish a subtype; internal-segment "
+             "strain labels are weak evidence (reassortants, what the database holds)"]
+    if not strong_h:
+        blind.append("no read hit HA (segment 4): the H subtype is not established")
+    if not strong_n:
+        blind.append("no read hit NA (segment 6): the N subtype is not established")
+    if extra:
+        blind.append(f"{len(candidates)} candidate subtypes (a mixture, a reassortant, or "
+                     f"ambiguous hits)")
+    return bounded(base / len(candidates), 0.0 if extra else base, alternatives=extra,
+                   ties=extra, blind_spots=blind,
+                   remedy="search more reads (--sample) so that segment 4 and 6 reads are "
+                          "drawn, or assemble HA and NA and type them directly")

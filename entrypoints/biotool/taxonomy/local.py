@@ -1,0 +1,106 @@
+"""blastn against a BLAST database staged at build time (the offline path; same hit shape)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+from biotool.output import InputError, ToolFailure
+
+FIELDS = "qseqid saccver stitle pident length evalue bitscore qstart qend sstart send qlen"
+CHUNK = 500  # queries per blastn call: --timeout stops between chunks with a partial result,
+#             and each call reloads the database, so chunks are not smaller than this
+
+
+def staged_database(name: str | None) -> dict:
+    """The staged record of a BLAST database by name or alias (the first staged one if None)."""
+    from biotool import staging
+
+    if name:
+        rec = staging.find("database", name)
+        if rec is None:
+            names = [i["name"] for i in staging.staged_items("database") if not i.get("error")]
+            raise InputError(f"--database: {name!r} is not a staged BLAST database "
+                             f"(staged: {', '.join(names) or 'none'}; see `biotool list`)")
+    else:
+        # A taxonomy panel carries its organisms (`taxa`); other BLAST databases (gene
+        # annotation sets) would name no organism, so they are never the default here.
+        usable = [i for i in staging.staged_items("database") if not i.get("error")
+                  and "blastdb" in i.get("files", {}) and i.get("taxa")]
+        if not usable:
+            raise ToolFailure(f"no taxonomy BLAST database is staged under {staging.home()}; "
+                              f"local search is impossible here (see `biotool list`)")
+        rec = sorted(usable, key=lambda i: (i.get("set") != "production", i["name"]))[0]
+    if rec.get("error"):
+        raise ToolFailure(f"database {rec['name']}: {rec['error']}")
+    if "blastdb" not in rec.get("files", {}):
+        raise InputError(f"--database: {rec['name']} is not a BLAST database (no blastdb index)")
+    return rec
+
+
+def _organism(acc: str, title: str, taxa: dict) -> tuple[str, int | None]:
+    entry = taxa.get(acc) or taxa.get(acc.split(".")[0]) or {}
+    if entry:
+        return entry.get("sciname", ""), entry.get("taxid")
+    return ("" if title in ("", "N/A") else title.split(",")[0]), None
+
+
+def local_search(queries: list, top: int, timeout: float, database: str | None,
+                 threads: int = 1, clock: Callable[[], float] = time.monotonic) -> dict:
+    """blastn of `queries` [(id, seq)] against the staged database; hits in the remote shape."""
+    from biotool import staging
+    from biotool.taxonomy.sequences import to_fasta
+
+    if shutil.which("blastn") is None:
+        raise ToolFailure("blastn is not on PATH (ncbi-blast+ is missing from this environment)")
+    rec = staged_database(database)
+    db_prefix = staging.path_of(rec, "blastdb") / "db"
+    taxa = rec.get("taxa", {})
+    deadline = clock() + timeout
+    hits: dict[str, list] = {}
+    searched: list[str] = []
+    truncated = False
+    with tempfile.TemporaryDirectory(prefix="biotool-blast-") as tmp:
+        for start in range(0, len(queries), CHUNK):
+            chunk = queries[start:start + CHUNK]
+            left = deadline - clock()
+            if left <= 0:
+                truncated = True
+                break
+            qpath = Path(tmp) / f"q{start}.fa"
+            qpath.write_text(to_fasta(chunk))
+            cmd = ["blastn", "-db", str(db_prefix), "-query", str(qpath), "-outfmt",
+                   f"6 {FIELDS}", "-max_target_seqs", str(max(1, top)), "-max_hsps", "1",
+                   "-evalue", "1e-5", "-num_threads", str(max(1, threads))]
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
+            except subprocess.TimeoutExpired:
+                truncated = True
+                break
+            if proc.returncode != 0:
+                raise ToolFailure(f"blastn on {rec['name']} failed (exit {proc.returncode}): "
+                                  f"{proc.stderr.strip().splitlines()[-1:] or ['no message']}")
+            for line in proc.stdout.splitlines():
+                f = line.split("\t")
+                if len(f) != 12:
+                    continue
+                sciname, taxid = _organism(f[1], f[2], taxa)
+                hits.setdefault(f[0], []).append({
+                    "accession": f[1], "title": f[2] if f[2] != "N/A" else sciname,
+                    "taxid": taxid, "sciname": sciname, "bit_score": float(f[6]),
+                    "evalue": float(f[5]), "pident": float(f[3]), "align_len": int(f[4]),
+                    "query_len": int(f[11]), "query_from": int(f[7]), "query_to": int(f[8]),
+                    "hit_from": int(f[9]), "hit_to": int(f[10]),
+                })
+            searched.extend(q for q, _ in chunk)
+    for q in searched:
+        hits.setdefault(q, [])
+        hits[q] = sorted(hits[q], key=lambda h: -h["bit_score"])[:top]
+    return {"hits": hits, "searched": searched, "truncated": truncated,
+            "database": rec["name"], "database_sha256": rec["sha256"],
+            "database_title": rec.get("title", ""),
+            "blastdb_sha256": rec["files"]["blastdb"]["sha256"]}

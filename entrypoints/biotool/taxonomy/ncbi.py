@@ -1,0 +1,322 @@
+"""NCBI BLAST through its URL API, within NCBI's published rules.
+
+Protocol (https://blast.ncbi.nlm.nih.gov/doc/blast-help/developerinfo.html): `CMD=Put` by
+POST returns a page whose QBlastInfo comment holds `RID = ` and `RTOE = ` (seconds until the
+result is expected); after RTOE, `CMD=Get&FORMAT_OBJECT=SearchInfo` answers `Status=WAITING`,
+`READY`, `FAILED` or `UNKNOWN`; when READY, `CMD=Get&FORMAT_TYPE=JSON2_S` returns the report.
+Pacing (at most one contact every 10 s, one poll per RID per minute) is enforced by `Pacer`.
+Lessons kept: at most 40 queries per submission (large ones are silently capped), POST not
+GET (HTTP 414), few hits per query (huge replies arrive cut off), truncated JSON halves the
+batch, an empty report is a failed search, and an HTML page instead of JSON is named.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+from urllib.parse import urlencode, urlsplit
+
+from biotool.output import InputError, ToolFailure
+from biotool.taxonomy.pacing import Pacer, PastDeadline, pacing_dir
+
+NCBI_URL = "https://blast.ncbi.nlm.nih.gov/blast/Blast.cgi"
+NCBI_HOST = "blast.ncbi.nlm.nih.gov"
+NCBI_MIN_INTERVAL = 10.0   # seconds between any two contacts with the server
+NCBI_POLL_INTERVAL = 60.0  # seconds between two polls of one RID
+SAFETY_MARGIN = 1.0        # seconds added to both intervals when talking to NCBI itself
+MAX_BATCH = 40             # queries per submission; larger ones are silently capped
+MAX_INFLIGHT = 3           # submissions waiting at once
+TOOL = "biotool"
+
+_QBLAST = re.compile(r"QBlastInfoBegin(.*?)QBlastInfoEnd", re.S)
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.S | re.I)
+_RATE = re.compile(r"too many requests|rate limit|usage limit|exceeded|overload", re.I)
+
+
+class Truncated(Exception):
+    """A report that cannot be complete: cut-off JSON, or fewer query reports than queries."""
+
+
+@dataclass
+class Settings:
+    url: str = NCBI_URL
+    min_interval: float = NCBI_MIN_INTERVAL
+    poll_interval: float = NCBI_POLL_INTERVAL
+    hitlist_size: int = 5
+    email: str = ""
+    database: str = "nt"
+    program: str = "blastn"
+
+    @classmethod
+    def from_env(cls, **kw) -> "Settings":
+        """Settings with test overrides from the environment, never below NCBI's own rules.
+
+        BIOTOOL_NCBI_URL points at another server (a mock); the interval overrides
+        BIOTOOL_NCBI_MIN_INTERVAL / BIOTOOL_NCBI_POLL_INTERVAL may shorten the waits only for
+        a server that is not NCBI's, so an agent cannot talk itself out of the rules.
+        """
+        s = cls(**kw)
+        s.url = os.environ.get("BIOTOOL_NCBI_URL", s.url)
+        is_ncbi = (urlsplit(s.url).hostname or "").lower().rstrip(".") == NCBI_HOST
+        for attr, env in (("min_interval", "BIOTOOL_NCBI_MIN_INTERVAL"),
+                          ("poll_interval", "BIOTOOL_NCBI_POLL_INTERVAL")):
+            if os.environ.get(env):
+                try:
+                    value = float(os.environ[env])
+                except ValueError:
+                    raise InputError(f"{env}={os.environ[env]!r} is not a number") from None
+                floor = getattr(cls, attr) if is_ncbi else 0.0
+                setattr(s, attr, max(floor, value))
+        if not s.email:
+            s.email = os.environ.get("BIOTOOL_NCBI_EMAIL", "")
+        return s
+
+
+def qblast_info(text: str) -> dict:
+    """Key/value pairs of every QBlastInfo block of a page ("RID", "RTOE", "Status", ...)."""
+    out = {}
+    for block in _QBLAST.findall(text):
+        for line in block.splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip():
+                out[key.strip()] = value.strip()
+    return out
+
+
+def describe_page(body: str) -> str:
+    """A short name for an unexpected page: its HTML title, or its first words."""
+    m = _TITLE.search(body)
+    if m:
+        return f"an HTML page titled {' '.join(m.group(1).split())[:80]!r}"
+    words = " ".join(re.sub(r"<[^>]+>", " ", body).split())[:80]
+    return f"an HTML page ({words!r})" if body.lstrip().startswith("<") else f"{words!r}"
+
+
+def looks_rate_limited(status: int, body: str) -> bool:
+    return status == 429 or bool(_RATE.search(re.sub(r"<[^>]+>", " ", body)))
+
+
+def parse_report(body: bytes, rid: str, query_ids: list[str], top: int) -> dict[str, list]:
+    """Hits per query id from a JSON2_S report; only taxonomic and alignment fields are kept."""
+    text = body.decode("utf-8", errors="replace").strip()
+    if not text:
+        raise ToolFailure(f"NCBI BLAST RID {rid}: empty report; the search failed "
+                          f"(this is not 'nothing found')")
+    if text.startswith("<"):
+        raise ToolFailure(f"NCBI BLAST RID {rid}: got {describe_page(text)} instead of the "
+                          f"JSON report")
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        if text.startswith("{"):
+            raise Truncated(f"RID {rid}: JSON report cut off after {len(text)} bytes") from None
+        raise ToolFailure(f"NCBI BLAST RID {rid}: reply is not JSON: "
+                          f"{describe_page(text)}") from None
+    reports = doc.get("BlastOutput2") if isinstance(doc, dict) else None
+    if isinstance(reports, dict):
+        reports = [reports]
+    if not reports:
+        raise ToolFailure(f"NCBI BLAST RID {rid}: empty report (no BlastOutput2 entries); the "
+                          f"search failed (this is not 'nothing found')")
+    if len(reports) < len(query_ids):
+        raise Truncated(f"RID {rid}: {len(reports)} query reports for {len(query_ids)} queries")
+    out: dict[str, list] = {}
+    for i, entry in enumerate(reports[:len(query_ids)]):
+        search = (((entry or {}).get("report") or {}).get("results") or {}).get("search")
+        if not isinstance(search, dict):
+            raise ToolFailure(f"NCBI BLAST RID {rid}: report {i + 1} has no results.search")
+        title = str(search.get("query_title", "")).split(" ")[0]
+        qid = title if title in query_ids and title not in out else query_ids[i]
+        out[qid] = [h for h in (_hit(x, search.get("query_len")) for x in search.get("hits", [])[:top])
+                    if h]
+    return out
+
+
+def _hit(hit: dict, query_len) -> dict | None:
+    descs, hsps = hit.get("description") or [{}], hit.get("hsps") or []
+    if not hsps:
+        return None
+    d, h = descs[0], max(hsps, key=lambda x: x.get("bit_score", 0))
+    align = h.get("align_len") or 0
+    return {
+        "accession": d.get("accession") or d.get("id"),
+        "title": d.get("title", ""),
+        "taxid": d.get("taxid"),
+        "sciname": d.get("sciname") or "",
+        "bit_score": h.get("bit_score"),
+        "evalue": h.get("evalue"),
+        "pident": round(100.0 * h.get("identity", 0) / align, 2) if align else None,
+        "align_len": align,
+        "query_len": query_len,
+        "query_from": h.get("query_from"),
+        "query_to": h.get("query_to"),
+        "hit_from": h.get("hit_from"),
+        "hit_to": h.get("hit_to"),
+    }
+
+
+@dataclass
+class _Job:
+    batch: list
+    rid: str = ""
+    not_before: float = 0.0
+    polls: int = 0
+    status: str = ""
+
+
+@dataclass
+class BlastClient:
+    settings: Settings
+    pacer: Pacer
+    clock: Callable[[], float] = time.time
+    request: Callable | None = None
+    log: Callable[[str], None] = lambda msg: None
+    contacts: list = field(default_factory=list)  # (slot, what) for the result's record
+
+    def _http(self, method: str, params: dict, deadline: float) -> "object":
+        from biotool import net
+
+        req = self.request or net.request
+        params = {**params, "tool": TOOL, **({"email": self.settings.email}
+                                             if self.settings.email else {})}
+        budget = max(5.0, min(300.0, deadline - self.clock()))
+        if method == "POST":
+            return req("POST", self.settings.url, body=urlencode(params).encode(),
+                       headers={"Content-Type": "application/x-www-form-urlencoded"},
+                       timeout=budget)
+        return req("GET", f"{self.settings.url}?{urlencode(params)}", timeout=budget)
+
+    def _contact(self, what: str, deadline: float, rid: str | None = None,
+                 not_before: float = 0.0) -> float:
+        slot = self.pacer.wait_turn(rid=rid, not_before=not_before, deadline=deadline)
+        self.contacts.append((slot, what))
+        return slot
+
+    def put(self, batch: list, deadline: float) -> tuple[str, float, float]:
+        from biotool.taxonomy.sequences import to_fasta
+
+        s = self.settings
+        slot = self._contact("put", deadline)
+        resp = self._http("POST", {"CMD": "Put", "PROGRAM": s.program, "DATABASE": s.database,
+                                   "QUERY": to_fasta(batch), "HITLIST_SIZE": str(s.hitlist_size),
+                                   "FORMAT_TYPE": "JSON2_S"}, deadline)
+        text = resp.text
+        if resp.status != 200 or looks_rate_limited(resp.status, text) and "RID" not in qblast_info(text):
+            if looks_rate_limited(resp.status, text):
+                raise ToolFailure(f"NCBI BLAST ({urlsplit(s.url).hostname}) refused the submission "
+                                  f"with a rate-limit page (HTTP {resp.status}, "
+                                  f"{describe_page(text)}); wait and retry later")
+            raise ToolFailure(f"NCBI BLAST ({urlsplit(s.url).hostname}) answered the submission "
+                              f"with HTTP {resp.status}: {describe_page(text)}")
+        info = qblast_info(text)
+        rid = info.get("RID", "")
+        if not rid:
+            raise ToolFailure(f"NCBI BLAST gave no RID for the submission of {len(batch)} "
+                              f"queries: got {describe_page(text)}")
+        try:
+            rtoe = float(info.get("RTOE", "0") or 0)
+        except ValueError:
+            rtoe = 0.0
+        self.log(f"NCBI BLAST: submitted {len(batch)} queries as RID {rid} (RTOE {rtoe:.0f} s)")
+        # RTOE counts from NCBI's answer, not from our reservation of the slot.
+        return rid, rtoe, max(slot, self.clock())
+
+    def poll(self, job: _Job, deadline: float) -> str:
+        slot = self._contact(f"poll {job.rid}", deadline, rid=job.rid, not_before=job.not_before)
+        resp = self._http("GET", {"CMD": "Get", "FORMAT_OBJECT": "SearchInfo", "RID": job.rid},
+                          deadline)
+        job.polls += 1
+        status = qblast_info(resp.text).get("Status", "")
+        if resp.status != 200 or not status:
+            if looks_rate_limited(resp.status, resp.text):
+                raise ToolFailure(f"NCBI BLAST RID {job.rid}: rate-limit page while polling "
+                                  f"(HTTP {resp.status}, {describe_page(resp.text)})")
+            raise ToolFailure(f"NCBI BLAST RID {job.rid}: no Status in the SearchInfo reply "
+                              f"(HTTP {resp.status}, {describe_page(resp.text)})")
+        job.status = status
+        job.not_before = slot + self.settings.poll_interval
+        return status
+
+    def fetch(self, job: _Job, deadline: float, top: int) -> dict[str, list]:
+        self._contact(f"get {job.rid}", deadline)
+        resp = self._http("GET", {"CMD": "Get", "FORMAT_TYPE": "JSON2_S", "RID": job.rid},
+                          deadline)
+        if resp.status != 200:
+            kind = "rate-limit page" if looks_rate_limited(resp.status, resp.text) else "error"
+            raise ToolFailure(f"NCBI BLAST RID {job.rid}: HTTP {resp.status} {kind} fetching the "
+                              f"report ({describe_page(resp.text)})")
+        return parse_report(resp.body, job.rid, [q for q, _ in job.batch], top)
+
+    def search(self, queries: list, top: int, timeout: float) -> dict:
+        """Every query searched in batches of at most 40, merged; partial when time runs out."""
+        deadline = self.clock() + timeout
+        queue = [queries[i:i + MAX_BATCH] for i in range(0, len(queries), MAX_BATCH)]
+        inflight: list[_Job] = []
+        hits: dict[str, list] = {}
+        rids, halvings = [], 0
+        try:
+            while queue or inflight:
+                if queue and len(inflight) < MAX_INFLIGHT:
+                    batch = queue.pop(0)
+                    rid, rtoe, slot = self.put(batch, deadline)
+                    rids.append(rid)
+                    inflight.append(_Job(batch, rid, not_before=slot + rtoe))
+                    continue
+                job = min(inflight, key=lambda j: j.not_before)
+                status = self.poll(job, deadline)
+                if status == "WAITING":
+                    continue
+                inflight.remove(job)
+                if status == "FAILED":
+                    raise ToolFailure(f"NCBI BLAST RID {job.rid}: Status=FAILED; the search "
+                                      f"failed at NCBI (not 'nothing found')")
+                if status == "UNKNOWN":
+                    raise ToolFailure(f"NCBI BLAST RID {job.rid}: Status=UNKNOWN; NCBI does not "
+                                      f"know this RID (expired or never accepted)")
+                if status != "READY":
+                    raise ToolFailure(f"NCBI BLAST RID {job.rid}: unexpected Status={status}")
+                try:
+                    hits.update(self.fetch(job, deadline, top))
+                except Truncated as exc:
+                    if len(job.batch) == 1:
+                        raise ToolFailure(f"NCBI BLAST {exc}; query {job.batch[0][0]} alone "
+                                          f"still gives a truncated reply") from None
+                    half = len(job.batch) // 2
+                    halvings += 1
+                    self.log(f"NCBI BLAST: {exc}; retrying as two batches of "
+                             f"{half} and {len(job.batch) - half}")
+                    queue[:0] = [job.batch[:half], job.batch[half:]]
+        except PastDeadline:
+            pending = [j for j in inflight]
+            if not hits:
+                what = (f"RID {pending[0].rid} still {pending[0].status or 'not polled'} after "
+                        f"{pending[0].polls} polls") if pending else "no search finished"
+                raise ToolFailure(f"NCBI BLAST did not finish within --timeout {timeout:.0f} s "
+                                  f"({what})") from None
+        done = [q for q, _ in queries if q in hits]
+        return {"hits": hits, "searched": done, "truncated": len(done) < len(queries),
+                "rids": rids, "halvings": halvings, "contacts": len(self.contacts)}
+
+
+def remote_search(queries: list, top: int, timeout: float, database: str, email: str,
+                  clock: Callable[[], float] = time.time,
+                  sleep: Callable[[float], None] = time.sleep, log=lambda m: None) -> dict:
+    """Search `queries` [(id, seq)] at NCBI (or BIOTOOL_NCBI_URL) with pacing held on disk."""
+    settings = Settings.from_env(hitlist_size=max(1, min(top, 10)), email=email,
+                                 database=database)
+    # A second of margin at NCBI: a slot is reserved just before its request is sent, so
+    # network jitter could otherwise bring two requests a few milliseconds under the rule.
+    margin = SAFETY_MARGIN if urlsplit(settings.url).hostname == NCBI_HOST else 0.0
+    pacer = Pacer(pacing_dir(), settings.min_interval + margin,
+                  settings.poll_interval + margin, clock, sleep)
+    client = BlastClient(settings, pacer, clock=clock, log=log)
+    out = client.search(queries, top, timeout)
+    out.update(server=urlsplit(settings.url).hostname, database=database,
+               pacing={"min_interval_s": settings.min_interval,
+                       "poll_interval_s": settings.poll_interval,
+                       "max_queries_per_submission": MAX_BATCH})
+    return out

@@ -1,0 +1,1 @@
+"""Host-side launcher of biotool sandbox: compose projects per run, exec, cp, audit, down."""

@@ -1,0 +1,153 @@
+"""What a harness does as the agent inside a run's sandbox: exec a command, copy files."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import time
+from pathlib import Path, PurePosixPath
+
+from . import stack
+from .errors import EngineError, LauncherError
+
+AGENT_UID = 1000
+
+
+def _sandbox(run: str):
+    c = stack.container_of(run, "sandbox")
+    if c is None:
+        raise LauncherError(f"run {run} has no sandbox container")
+    if c.status != "running":
+        raise EngineError(f"sandbox of run {run} is {c.status}, not running")
+    return c
+
+
+def exec_(run: str, cmd: list[str], *, workdir: str = "/work", env: dict | None = None,
+          timeout: float | None = None, user: str | None = None) -> dict:
+    """Run cmd as the agent; exit code, stdout, stderr and wall time (timeout via coreutils)."""
+    if not cmd:
+        raise LauncherError("exec needs a command after the run id (biotool-sandbox exec RUN -- CMD...)")
+    c = _sandbox(run)
+    argv = list(cmd)
+    if timeout:
+        argv = ["timeout", "-k", "5", f"{timeout:g}", *argv]
+    start = time.monotonic()
+    try:
+        res = c.exec_run(argv, demux=True, workdir=workdir, environment=env or None,
+                         user=user or "")
+    except Exception as exc:  # the SDK raises APIError and friends
+        raise EngineError(f"exec in run {run} failed ({exc})") from None
+    duration = time.monotonic() - start
+    out, err = res.output if res.output else (None, None)
+    code = res.exit_code
+    return {"run": run, "command": list(cmd), "exit_code": code,
+            "timed_out": bool(timeout) and code == 124,
+            "stdout": (out or b"").decode("utf-8", "replace"),
+            "stderr": (err or b"").decode("utf-8", "replace"),
+            "duration_s": round(duration, 3)}
+
+
+def split_spec(spec: str) -> tuple[str | None, str]:
+    """'RUN:/path' -> (RUN, '/path'); a host path -> (None, path)."""
+    head, sep, tail = spec.partition(":")
+    if sep and head.startswith(stack.RUN_PREFIX) and "/" not in head:
+        stack.check_run_name(head)
+        if not tail.startswith("/"):
+            raise LauncherError(f"{spec}: the path inside the sandbox must be absolute")
+        return head, tail
+    return None, spec
+
+
+def _safe_members(tar: tarfile.TarFile, dest: Path):
+    for m in tar.getmembers():
+        target = (dest / m.name).resolve()
+        if not str(target).startswith(str(dest.resolve())) or m.issym() or m.islnk() or m.isdev():
+            raise LauncherError(f"refusing archive member {m.name!r} from the sandbox (link or outside {dest})")
+        yield m
+
+
+def cp(src: str, dest: str) -> dict:
+    """Copy into (HOST -> RUN:/path) or out of (RUN:/path -> HOST) a run's sandbox."""
+    src_run, src_path = split_spec(src)
+    dest_run, dest_path = split_spec(dest)
+    if bool(src_run) == bool(dest_run):
+        raise LauncherError("cp needs exactly one side as RUN:/path (e.g. cp in.fa bts-1a2b3c4d:/work/)")
+    if dest_run:
+        return _copy_in(dest_run, Path(src_path), dest_path)
+    return _copy_out(src_run, src_path, Path(dest_path))
+
+
+def _copy_in(run: str, src: Path, dest: str) -> dict:
+    if not src.exists():
+        raise LauncherError(f"{src} does not exist")
+    c = _sandbox(run)
+    # Into a directory (trailing slash or existing dir) keeps the name; otherwise rename.
+    probe = c.exec_run(["test", "-d", dest])
+    if dest.endswith("/") or probe.exit_code == 0:
+        parent, name = dest.rstrip("/") or "/", src.name
+    else:
+        parent, name = str(PurePosixPath(dest).parent), PurePosixPath(dest).name
+    buf = io.BytesIO()
+    files = 0
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+            nonlocal files
+            info.uid = info.gid = AGENT_UID
+            info.uname = info.gname = ""
+            files += info.isfile()
+            return info
+        tar.add(str(src), arcname=name, filter=owned)
+    try:
+        ok = c.put_archive(parent, buf.getvalue())
+    except Exception as exc:
+        raise EngineError(f"copy into {run}:{parent} failed ({exc})") from None
+    if not ok:
+        raise EngineError(f"copy into {run}:{parent} was refused by the engine")
+    return {"run": run, "direction": "in", "source": str(src),
+            "destination": f"{parent.rstrip('/')}/{name}", "files": files, "archive_bytes": len(buf.getvalue())}
+
+
+def _copy_out(run: str, src: str, dest: Path) -> dict:
+    import docker.errors
+
+    c = _sandbox(run)
+    try:
+        stream, stat = c.get_archive(src)
+    except docker.errors.NotFound:
+        raise LauncherError(f"{run}:{src} does not exist") from None
+    except Exception as exc:
+        raise EngineError(f"copy out of {run}:{src} failed ({exc})") from None
+    data = b"".join(stream)
+    into_dir = dest.is_dir()
+    target_dir = dest if into_dir else dest.parent
+    if not target_dir.is_dir():
+        raise LauncherError(f"{target_dir} is not a directory on the host")
+    files = 0
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        members = list(_safe_members(tar, target_dir))
+        root = stat["name"]
+        for m in members:
+            if not into_dir:  # rename the top entry to dest's name
+                m.name = dest.name + m.name[len(root):] if m.name.startswith(root) else m.name
+            files += m.isfile()
+        tar.extractall(target_dir, members=members, filter="data")
+    final = dest / stat["name"] if into_dir else dest
+    return {"run": run, "direction": "out", "source": src, "destination": str(final),
+            "files": files, "archive_bytes": len(data)}
+
+
+def audit(run: str) -> dict:
+    """Every egress attempt the run's proxy logged, as records, with counts."""
+    from .audit import parse_log, summarise
+
+    eg = stack.container_of(run, "egress")
+    if eg is None:
+        sb = stack.container_of(run, "sandbox")
+        return {"run": run, "offline": True, "records": [], "counts": summarise([]),
+                "note": f"run {run} has no egress proxy ({sb.labels.get(stack.SERVICE_LABEL)}): "
+                        "there is no way out to log"}
+    text = eg.logs(stdout=True, stderr=False).decode("utf-8", "replace")
+    records = parse_log(text)
+    return {"run": run, "offline": False, "records": records, "counts": summarise(records)}
+
+

@@ -1,0 +1,143 @@
+"""`biotool-sandbox`: run agent episodes in the enforced stack; every command prints one JSON object.
+
+Exit codes follow biotool's: 0 success, 2 bad input or usage (unknown run, missing file),
+4 docker or compose failed. `exec` itself exits 0 when the command ran, whatever its own exit
+code (that is in the JSON as exit_code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import LauncherError
+
+EPILOG = """\
+examples:
+  run=$(biotool-sandbox up | python3 -c 'import json,sys; print(json.load(sys.stdin)["run"])')
+  biotool-sandbox exec $run -- biotool doctor
+  biotool-sandbox cp reads.fastq $run:/work/
+  biotool-sandbox cp $run:/work/out.bam ./out.bam
+  biotool-sandbox audit $run
+  biotool-sandbox down $run
+
+images: BIOTOOL_IMAGE (default biotool-sandbox:latest), BIOTOOL_EGRESS_IMAGE
+(default biotool-egress:latest), or --image/--egress-image on up.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="biotool-sandbox", description=__doc__, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    up = sub.add_parser("up", help="start a fresh enforced stack (a new compose project); prints its run id")
+    up.add_argument("--mode", default="default", choices=["default", "gpu", "offline"],
+                    help="default: sandbox + egress proxy; gpu: same with NVIDIA GPUs reserved; "
+                         "offline: sandbox with no network at all")
+    up.add_argument("--image", help="sandbox image (overrides BIOTOOL_IMAGE)")
+    up.add_argument("--egress-image", help="egress proxy image (overrides BIOTOOL_EGRESS_IMAGE)")
+    up.add_argument("--extra-ca", metavar="PEM",
+                    help="a CA bundle the sandbox trusts instead of the system one (tests only)")
+    up.add_argument("--compose-file", help="compose.yaml to use (default: BIOTOOL_COMPOSE_FILE, the checkout's)")
+
+    ex = sub.add_parser("exec", help="run a command as the agent in a run's sandbox",
+                        description="Run CMD as the agent (uid 1000) in /work; prints exit_code, "
+                                    "stdout, stderr, duration_s.")
+    ex.add_argument("run")
+    ex.add_argument("--timeout", type=float, help="kill the command after this many seconds (exit_code 124)")
+    ex.add_argument("--workdir", default="/work")
+    ex.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
+    ex.add_argument("cmd", nargs="*", help="-- then the command and its arguments")
+
+    cp = sub.add_parser("cp", help="copy a file or directory into or out of a run's sandbox",
+                        description="Exactly one side is RUN:/absolute/path. Into an existing "
+                                    "directory (or a path ending in /) the name is kept.")
+    cp.add_argument("src")
+    cp.add_argument("dest")
+
+    au = sub.add_parser("audit", help="every allowed and denied egress attempt of a run, from the proxy log")
+    au.add_argument("run")
+
+    dn = sub.add_parser("down", help="remove a run's containers, networks and volumes (not the shared pacing volume)")
+    dn.add_argument("run")
+
+    sub.add_parser("ps", help="list the runs on this engine")
+
+    de = sub.add_parser("demo", help="up, a short agent session with every landed tool, a blocked egress attempt, audit, down")
+    de.add_argument("--image")
+    de.add_argument("--egress-image")
+    de.add_argument("--compose-file")
+    de.add_argument("--keep", action="store_true", help="leave the run up afterwards")
+    return p
+
+
+def _env_pairs(pairs: list[str]) -> dict:
+    env = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise LauncherError(f"--env {pair!r} must be KEY=VALUE")
+        env[key] = value
+    return env
+
+
+def dispatch(args: argparse.Namespace) -> dict:
+    from . import agent, stack
+
+    if args.command == "up":
+        return stack.up(args.mode, image=args.image, egress_image=args.egress_image,
+                        extra_ca=args.extra_ca, compose=args.compose_file)
+    if args.command == "exec":
+        cmd = args.cmd
+        stack.check_run_name(args.run)
+        return agent.exec_(args.run, cmd, workdir=args.workdir, env=_env_pairs(args.env),
+                           timeout=args.timeout)
+    if args.command == "cp":
+        return agent.cp(args.src, args.dest)
+    if args.command == "audit":
+        stack.check_run_name(args.run)
+        return agent.audit(args.run)
+    if args.command == "down":
+        return stack.down(args.run)
+    if args.command == "ps":
+        return {"runs": stack.runs()}
+    if args.command == "demo":
+        from .demo import demo
+        return demo(image=args.image, egress_image=args.egress_image,
+                    compose=args.compose_file, keep=args.keep)
+    raise LauncherError(f"unknown command {args.command}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Everything after the first "--" is the command to exec, options included.
+    tail: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, tail = argv[:cut], argv[cut + 1:]
+    args = parser.parse_args(argv)  # usage errors: argparse prints one line and exits 2
+    if tail:
+        if args.command != "exec":
+            parser.error(f"'--' only separates the command of exec, not of {args.command}")
+        args.cmd = [*args.cmd, *tail]
+    try:
+        result = dispatch(args)
+    except LauncherError as exc:
+        print(f"biotool-sandbox: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    sys.stdout.write(json.dumps(result, indent=None, sort_keys=False) + "\n")
+    # The demo is what `make demo` runs: a step that failed must fail the target.
+    if args.command == "demo" and not result.get("ok"):
+        print(f"biotool-sandbox: demo failed: steps {result.get('failed_steps')}, "
+              f"forbidden egress denied in audit: {result['forbidden_egress']['denied_in_audit']}",
+              file=sys.stderr)
+        return 4
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,3 @@
+from molperceive.cli import main
+
+main()

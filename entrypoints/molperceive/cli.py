@@ -1,0 +1,226 @@
+"""`molperceive`: the MolPerceive field contract, labeler, corruptor, corpus builder, gate, scorer.
+
+A thin layer: parse arguments, call one domain function, emit one JSON object on stdout.
+Conventions as biotool: one-line errors on stderr, exit 0 ok, 2 bad input (and a failing
+gate), 3 refused (an excluded field), 4 a failure (and a failing selftest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from biotool.output import EXIT_FAILED, EXIT_INPUT, BiotoolError, InputError, ToolFailure
+
+PROG = "molperceive"
+
+DESCRIPTION = """MolPerceive: does a language model perceive molecular structure from SMILES?
+Every label is recomputed from a pinned RDKit call (rdkit==2026.3.4); `molperceive contract`
+prints the fields, the exact call behind each, reason codes, scope and the request phrasings.
+
+Every command prints one JSON object on stdout. Errors are one line on stderr.
+Exit codes: 0 success; 2 bad input (unreadable file, malformed JSONL with line numbers, empty
+file, unknown field or row id) and a failing gate; 3 an excluded field was requested
+(inchikey, canonical_smiles, monoisotopic_mass, logp, tpsa, iupac_name); 4 an internal failure
+or a failing selftest.
+
+Typical use:
+  molperceive build molecules.smi --out rows.jsonl     # corpus from a SMILES list
+  molperceive gate rows.jsonl                          # every row re-checked; names failures
+  molperceive score rows.jsonl predictions.jsonl       # headline, slices, abstention"""
+
+EPILOG_SCORE = """Prediction file: one JSON object per line, either
+  {"id": "mp-000001", "answers": {"formula": "C6H6O", "atom_at_index": "O"}}
+or, to abstain on an invalid structure,
+  {"id": "mp-000002", "abstain": true, "reason": "valence_error"}.
+Fields: element_counts (a map symbol -> count, hydrogen included), formula (Hill notation with
+charge suffix), heavy_atom_count, bond_count, atom_at_index (element symbol), path_len (bonds),
+smiles_from_graph (any SMILES; scored by InChIKey identity). Reported fields (ring_count, hbd,
+...) may be answered too; they are scored apart, never in the headline. The headline pools the
+headline fields of the eval slice; chemistry-reason abstention is the headline abstention
+number, syntax and scope reasons are reported on their own lines. Rows of the scored slices
+with no prediction count as wrong."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        # argparse prints usage over several lines; the contract wants one line naming the culprit.
+        sys.stderr.write(f"{PROG}: error: {self.prog.removeprefix(PROG).strip() + ': ' if self.prog != PROG else ''}"
+                         f"{message}\n")
+        raise SystemExit(EXIT_INPUT)
+
+
+def _fields(text: str | None):
+    return [f.strip() for f in text.split(",") if f.strip()] if text else None
+
+
+def _emit(result: dict) -> None:
+    sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def _fail(message: str, code: int):
+    sys.stdout.flush()
+    sys.stderr.write(f"{PROG}: error: {' '.join(str(message).split())}\n")
+    raise SystemExit(code)
+
+
+def cmd_contract(a):
+    from molperceive import contract
+    return contract.describe()
+
+
+def cmd_selftest(a):
+    from molperceive import contract, corrupt, label
+    checks = contract.selftest() + label.selftest()
+    made = corrupt.corrupt_all("OC(=O)c1ccccc1O")   # salicylic acid reaches every reason
+    for reason in contract.REASONS:
+        ok = any(m["reason"] == reason for m in made["mutants"])
+        checks.append({"check": f"corrupt_reaches_{reason}", "ok": ok,
+                       "detail": next((m["smiles"] for m in made["mutants"] if m["reason"] == reason), "")})
+    failed = [c["check"] for c in checks if not c["ok"]]
+    result = {"passed": not failed, "checks": checks, "rdkit": label.rdkit_info()}
+    return result, (None if not failed else (EXIT_FAILED, "selftest failed: " + ", ".join(failed)))
+
+
+def cmd_label(a):
+    from molperceive import label
+    smiles = list(a.smiles)
+    if a.file:
+        from molperceive.build import read_smiles
+        smiles += [s for _, s, _ in read_smiles(a.file)]
+    if not smiles:
+        raise InputError("give at least one SMILES or --file")
+    out = [label.label(s, _fields(a.fields), k=a.k, i=a.i, j=a.j) for s in smiles]
+    info = label.rdkit_info()
+    return {"molecules": out, "rdkit": {k: info[k] for k in ("version", "pinned", "matches_pin")}}
+
+
+def cmd_corrupt(a):
+    from molperceive import corrupt
+    if a.reason:
+        import random
+        return corrupt.corrupt(a.smiles, a.reason, random.Random(a.seed) if a.seed is not None else None)
+    return corrupt.corrupt_all(a.smiles, seed=a.seed)
+
+
+def cmd_build(a):
+    from molperceive import build
+    return build.build(a.smiles_file, a.out, seed=a.seed, eval_fraction=a.eval_fraction,
+                       rows_per_molecule=a.rows_per_molecule, graph_fraction=a.graph_fraction,
+                       invalid_fraction=a.invalid_fraction, para_fraction=a.para_fraction,
+                       limit=a.limit, fields=_fields(a.fields))
+
+
+def cmd_gate(a):
+    from molperceive import gate
+    result = gate.gate(a.rows)
+    if result["passed"]:
+        return result
+    named = [f"{f['id'] or 'corpus'} ({f['check']})" for f in result["failures"]]
+    shown = ", ".join(named[:8]) + (f" and {len(named) - 8} more" if len(named) > 8 else "")
+    return result, (EXIT_INPUT, f"gate failed on {a.rows}: {shown}")
+
+
+def cmd_score(a):
+    from molperceive import score
+    report = score.score(a.rows, a.predictions, slices=_fields(a.slices), recompute=not a.no_recompute)
+    for w in report.get("warnings", []):
+        sys.stderr.write(f"{PROG}: warning: {w}\n")
+    return report
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def add(name, fn, help_, desc=None, epilog=None):
+        sp = sub.add_parser(name, help=help_, description=desc or help_, epilog=epilog,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        sp.set_defaults(fn=fn)
+        return sp
+
+    add("contract", cmd_contract, "Print the field contract: groups, pinned calls, reasons, scope, "
+        "triggers, phrasing families.")
+    add("selftest", cmd_selftest, "Check the contract's invariants and the labeler on known molecules "
+        "(phenol, cubane, glycine, Hill cases, every reason code reachable). Exit 4 if any fails.")
+    sp = add("label", cmd_label, "Label SMILES through the pinned RDKit calls: status, reason and fields.",
+             "Label SMILES through the pinned RDKit calls. Status is ok, invalid_structure or "
+             "out_of_scope, with a reason code (valence_error, kekulization_failure, "
+             "unbalanced_parenthesis, unclosed_ring_bond, unknown_element, element_not_supported, "
+             "size_out_of_range). Atom indices are RDKit's, 0-based. By default every headline field "
+             "whose arguments are given and every reported field are labelled.")
+    sp.add_argument("smiles", nargs="*", help="SMILES strings")
+    sp.add_argument("--file", help="a SMILES list, one per line (SMILES first, name optional)")
+    sp.add_argument("--fields", help="comma-separated field names (see `molperceive contract`)")
+    sp.add_argument("-k", type=int, help="atom index for atom_at_index")
+    sp.add_argument("-i", type=int, help="first atom index for path_len")
+    sp.add_argument("-j", type=int, help="second atom index for path_len")
+    sp = add("corrupt", cmd_corrupt, "Mutate a valid SMILES into one verified to yield a reason code.",
+             "Mutate a valid in-scope SMILES so that the labeler yields exactly the given reason "
+             "(all reachable reasons when --reason is omitted; unreachable ones are listed).")
+    sp.add_argument("smiles", help="a valid SMILES")
+    sp.add_argument("--reason", help="one reason code")
+    sp.add_argument("--seed", type=int, help="shuffle mutation sites with this seed")
+    sp = add("build", cmd_build, "Build corpus rows (JSONL) from a SMILES list.",
+             "Build corpus rows from a SMILES list: dedup by InChIKey, train/eval split with no "
+             "InChIKey across it, slices train, eval, mp_para (reserved phrasing families 9-12, eval "
+             "molecules only) and diag (41-70 heavy atoms), smiles_from_graph rows that show the "
+             "graph, invalid rows from verified mutations. Molecules out of scope are skipped and "
+             "counted. Deterministic for a given --seed.")
+    sp.add_argument("smiles_file", help="SMILES list, one per line (SMILES first, name optional)")
+    sp.add_argument("--out", required=True, help="output JSONL path (written atomically)")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--eval-fraction", type=float, default=0.2)
+    sp.add_argument("--rows-per-molecule", type=int, default=1, help="SMILES rows per molecule")
+    sp.add_argument("--graph-fraction", type=float, default=0.25, help="share of molecules with a graph row")
+    sp.add_argument("--invalid-fraction", type=float, default=0.1, help="share with an invalid row")
+    sp.add_argument("--para-fraction", type=float, default=0.3, help="share of eval molecules with an mp_para row")
+    sp.add_argument("--limit", type=int, help="use at most this many molecules")
+    sp.add_argument("--fields", help="comma-separated headline fields to ask (default all); must "
+                    "include a graph-determined one; excluded fields are refused (exit 3)")
+    sp = add("gate", cmd_gate, "Re-check every corpus row against the contract; exit 2 naming each failing row.",
+             "Re-check every row: no excluded field requested; fields recovered from the prose equal "
+             "the claimed fields; table phrasings, reserved families only in mp_para; a "
+             "graph-determined field on every scored row; status, reason and labels recompute to "
+             "the stored values; slice matches size; no InChIKey shared by train and an evaluation "
+             "slice; per-field label entropy (near-constant headline fields fail, reported ones "
+             "are flagged). The JSON report lists every failure with row id and line; on failure "
+             "stderr names the rows and the exit code is 2.")
+    sp.add_argument("rows", help="corpus JSONL")
+    sp = add("score", cmd_score, "Score predictions (JSONL) against corpus rows.", epilog=EPILOG_SCORE)
+    sp.add_argument("rows", help="corpus JSONL")
+    sp.add_argument("predictions", help="predictions JSONL")
+    sp.add_argument("--slices", help="comma-separated slices to score (default eval,mp_para,diag)")
+    sp.add_argument("--no-recompute", action="store_true",
+                    help="skip recomputing labels under this RDKit (no label_drift)")
+    return p
+
+
+def main(argv=None) -> None:
+    p = parser()
+    args = p.parse_args(argv)
+    if not getattr(args, "fn", None):
+        p.print_help(sys.stdout)
+        raise SystemExit(0)
+    try:
+        out = args.fn(args)
+    except BiotoolError as exc:
+        _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted", EXIT_FAILED)
+    except Exception as exc:  # noqa: BLE001 - the contract forbids tracebacks on stderr
+        if os.environ.get("BIOTOOL_DEBUG"):
+            raise
+        _fail(str(ToolFailure(f"internal error: {type(exc).__name__}: {exc}")), EXIT_FAILED)
+    result, failure = out if isinstance(out, tuple) else (out, None)
+    _emit(result)
+    if failure:
+        _fail(failure[1], failure[0])
+    raise SystemExit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""An independent SMILES syntax checker (OpenSMILES grammar), with no RDKit involved.
+
+Syntax reasons must be established by pure string checks so that they do not depend on one
+toolkit's parser; RDKit only decides chemistry (valence, kekulization). The tokenizer is also
+what `corrupt` uses to find atoms, branches and ring bonds in a SMILES string.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ELEMENTS = frozenset("""
+H He Li Be B C N O F Ne Na Mg Al Si P S Cl Ar K Ca Sc Ti V Cr Mn Fe Co Ni Cu Zn Ga Ge As Se Br
+Kr Rb Sr Y Zr Nb Mo Tc Ru Rh Pd Ag Cd In Sn Sb Te I Xe Cs Ba La Ce Pr Nd Pm Sm Eu Gd Tb Dy Ho
+Er Tm Yb Lu Hf Ta W Re Os Ir Pt Au Hg Tl Pb Bi Po At Rn Fr Ra Ac Th Pa U Np Pu Am Cm Bk Cf Es
+Fm Md No Lr Rf Db Sg Bh Hs Mt Ds Rg Cn Nh Fl Mc Lv Ts Og
+""".split())
+ORGANIC = ("Cl", "Br", "B", "C", "N", "O", "P", "S", "F", "I")   # two-letter ones first
+AROMATIC_ORGANIC = ("b", "c", "n", "o", "p", "s")
+AROMATIC_BRACKET = frozenset({"b", "c", "n", "o", "p", "s", "se", "as", "te", "si"})
+BONDS = "-=#$:/\\"
+
+# Inside brackets: isotope, symbol, chirality, hydrogens, charge, atom class.
+_BRACKET = re.compile(
+    r"^(?P<iso>\d*)(?P<sym>[A-Z][a-z]?|[a-z]{1,2}|\*)"
+    r"(?P<chiral>@(?:@|TH[12]|AL[12]|SP[1-3]|TB\d{1,2}|OH\d{1,2})?)?"
+    r"(?P<h>H\d*)?(?P<charge>[+-]{1,2}\d*)?(?::\d+)?$")
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str        # atom, bond, open, close, ring, dot
+    text: str
+    start: int
+    symbol: str = ""  # element symbol of an atom token (as written, aromatic lower case)
+    ring: str = ""    # ring-bond label ("1", "%12") of a ring token
+
+
+class SyntaxProblem(Exception):
+    """The first problem found: `reason` is a contract reason code or None (another problem)."""
+
+    def __init__(self, reason: str | None, detail: str, position: int):
+        super().__init__(detail)
+        self.reason, self.detail, self.position = reason, detail, position
+
+
+def _bracket_symbol(body: str, start: int) -> str:
+    m = _BRACKET.match(body)
+    if not m:
+        # Tell an unknown symbol apart from other malformed bracket contents.
+        lead = re.match(r"\d*([A-Z][a-z]?|[a-z]{1,2})", body)
+        if lead and lead.group(1) not in ELEMENTS | AROMATIC_BRACKET:
+            raise SyntaxProblem("unknown_element", f"unknown element in [{body}]", start)
+        raise SyntaxProblem(None, f"malformed bracket atom [{body}]", start)
+    sym = m.group("sym")
+    if sym == "*" or sym in ELEMENTS or sym in AROMATIC_BRACKET:
+        return sym
+    # "[Xx]" or "[Ch3]"-like: a letter pair that is no element, even split as symbol + H.
+    raise SyntaxProblem("unknown_element", f"unknown element {sym!r} in [{body}]", start)
+
+
+def tokenize(smiles: str) -> list[Token]:
+    """Tokens of a SMILES string; raises SyntaxProblem at the first lexical problem."""
+    out: list[Token] = []
+    pos, n = 0, len(smiles)
+    while pos < n:
+        ch = smiles[pos]
+        if ch == "[":
+            end = smiles.find("]", pos)
+            if end < 0:
+                raise SyntaxProblem(None, f"unclosed bracket atom at position {pos}", pos)
+            body = smiles[pos + 1:end]
+            out.append(Token("atom", smiles[pos:end + 1], pos, symbol=_bracket_symbol(body, pos)))
+            pos = end + 1
+        elif ch == "*":
+            out.append(Token("atom", ch, pos, symbol="*"))
+            pos += 1
+        elif ch.isalpha():
+            sym = next((o for o in ORGANIC if smiles.startswith(o, pos)), None)
+            if sym is None and ch in AROMATIC_ORGANIC:
+                sym = ch
+            if sym is None:
+                raise SyntaxProblem("unknown_element",
+                                    f"unknown element {ch!r} at position {pos}", pos)
+            out.append(Token("atom", sym, pos, symbol=sym))
+            pos += len(sym)
+        elif ch.isdigit():
+            out.append(Token("ring", ch, pos, ring=ch))
+            pos += 1
+        elif ch == "%":
+            m = re.match(r"%(\d{2})|%\((\d{1,5})\)", smiles[pos:])
+            if not m:
+                raise SyntaxProblem(None, f"malformed ring-bond label at position {pos}", pos)
+            out.append(Token("ring", m.group(0), pos, ring=m.group(1) or m.group(2)))
+            pos += len(m.group(0))
+        elif ch in BONDS:
+            out.append(Token("bond", ch, pos))
+            pos += 1
+        elif ch == "(":
+            out.append(Token("open", ch, pos))
+            pos += 1
+        elif ch == ")":
+            out.append(Token("close", ch, pos))
+            pos += 1
+        elif ch == ".":
+            out.append(Token("dot", ch, pos))
+            pos += 1
+        else:
+            raise SyntaxProblem(None, f"unexpected character {ch!r} at position {pos}", pos)
+    return out
+
+
+def check(smiles: str) -> None:
+    """Raise SyntaxProblem for the first syntax problem of `smiles`; return None if it has none."""
+    if not smiles or smiles != smiles.strip():
+        raise SyntaxProblem(None, "empty SMILES or surrounding whitespace", 0)
+    toks = tokenize(smiles)
+    depth = 0
+    open_rings: dict[str, int] = {}
+    prev = None
+    for tok in toks:
+        if tok.kind == "open":
+            if prev is None or prev.kind not in ("atom", "ring", "close"):
+                raise SyntaxProblem(None, f"branch opened without an atom at {tok.start}", tok.start)
+            depth += 1
+        elif tok.kind == "close":
+            if depth == 0:
+                raise SyntaxProblem("unbalanced_parenthesis",
+                                    f"')' at position {tok.start} closes no branch", tok.start)
+            if prev is not None and prev.kind in ("open", "bond"):
+                raise SyntaxProblem(None, f"empty branch or dangling bond at {tok.start}",
+                                    tok.start)
+            depth -= 1
+        elif tok.kind == "ring":
+            if prev is None or prev.kind not in ("atom", "ring", "bond"):
+                raise SyntaxProblem(None, f"ring-bond label {tok.text} follows no atom", tok.start)
+            if tok.ring in open_rings:
+                del open_rings[tok.ring]
+            else:
+                open_rings[tok.ring] = tok.start
+        elif tok.kind == "bond":
+            if prev is None or prev.kind in ("bond", "dot"):
+                raise SyntaxProblem(None, f"bond {tok.text!r} at {tok.start} joins nothing",
+                                    tok.start)
+        elif tok.kind == "dot":
+            if prev is None or prev.kind not in ("atom", "ring", "close"):
+                raise SyntaxProblem(None, f"'.' at {tok.start} separates nothing", tok.start)
+        prev = tok
+    if depth:
+        raise SyntaxProblem("unbalanced_parenthesis", f"{depth} branch(es) never closed",
+                            len(smiles))
+    if open_rings:
+        label, where = next(iter(open_rings.items()))
+        raise SyntaxProblem("unclosed_ring_bond",
+                            f"ring bond {label} opened at position {where} is never closed", where)
+    if prev is None or prev.kind in ("bond", "open"):
+        raise SyntaxProblem(None, "SMILES ends in a bond or an open branch", len(smiles))
+
+
+def first_problem(smiles: str) -> dict | None:
+    """{reason, detail, position} of the first syntax problem, or None for a well-formed SMILES."""
+    try:
+        check(smiles)
+    except SyntaxProblem as exc:
+        return {"reason": exc.reason, "detail": exc.detail, "position": exc.position}
+    return None

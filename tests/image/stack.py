@@ -1,0 +1,182 @@
+"""Helpers for image tests that need the enforced compose stack: runs, probes, an outside server.
+
+Imported by test_egress*.py and test_launcher*.py (fixtures are defined in those modules from
+these plain functions). Every run is brought up and torn down through the real launcher.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PROBE = (Path(__file__).parent / "probe.py").read_text(encoding="utf-8")
+ALLOWED_HOST = "blast.ncbi.nlm.nih.gov"
+SANDBOX_IMAGE = os.environ.get("BIOTOOL_IMAGE", "biotool-sandbox:latest")
+EGRESS_IMAGE = os.environ.get("BIOTOOL_EGRESS_IMAGE", "biotool-egress:latest")
+
+
+def launcher(*args: str, check: bool = True, timeout: float = 240) -> dict:
+    """Run `biotool-sandbox ARGS` as a harness would (a subprocess) and parse its JSON."""
+    env = {**os.environ, "BIOTOOL_IMAGE": SANDBOX_IMAGE, "BIOTOOL_EGRESS_IMAGE": EGRESS_IMAGE}
+    proc = subprocess.run([sys.executable, "-m", "biotool_sandbox", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=REPO)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"biotool-sandbox {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
+    out = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    out["_code"], out["_stderr"] = proc.returncode, proc.stderr
+    return out
+
+
+def require_images() -> None:
+    """Fail (not skip) with the command to run when an image under test is missing."""
+    import docker
+
+    dc = docker.from_env()
+    for tag in (SANDBOX_IMAGE, EGRESS_IMAGE):
+        try:
+            dc.images.get(tag)
+        except docker.errors.ImageNotFound:
+            raise AssertionError(f"image {tag} is not built: run `make image` first") from None
+
+
+def container(name: str):
+    import docker
+
+    return docker.from_env().containers.get(name)
+
+
+def probe(run: dict, kind: str, *args: str, service: str = "sandbox") -> dict:
+    """Run one probe from tests/image/probe.py inside a container of the run."""
+    c = container(run["containers"][service])
+    res = c.exec_run(["python3", "-c", PROBE, kind, *args], demux=True)
+    out, err = res.output
+    if res.exit_code != 0:
+        raise AssertionError(f"probe {kind} {args} crashed in {service}: {(err or b'').decode()}")
+    return json.loads(out)
+
+
+def audit(run: dict) -> list[dict]:
+    return launcher("audit", run["run"])["records"]
+
+
+def wait_for_record(run: dict, pred, timeout: float = 10) -> dict:
+    """The first audit record matching pred, polling briefly (Squid logs when a request ends)."""
+    deadline = time.monotonic() + timeout
+    records: list[dict] = []
+    while time.monotonic() < deadline:
+        records = audit(run)
+        for rec in records:
+            if pred(rec):
+                return rec
+        time.sleep(0.3)
+    raise AssertionError(f"no matching audit record; the proxy logged {json.dumps(records)[:2000]}")
+
+
+def make_test_ca(dest: Path, name: str = ALLOWED_HOST) -> dict:
+    """A throw-away CA and a server certificate for `name`, made with the openssl CLI."""
+    dest.mkdir(parents=True, exist_ok=True)
+
+    def ssl(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=dest)
+
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=biotool test CA",
+        "-keyout", "ca.key", "-out", "ca.pem", "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    ssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout", "server.key",
+        "-out", "server.csr")
+    (dest / "ext.cnf").write_text(f"subjectAltName=DNS:{name}\nextendedKeyUsage=serverAuth\n")
+    ssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+        "-days", "2", "-out", "server.pem", "-extfile", "ext.cnf")
+    for f in dest.iterdir():
+        f.chmod(0o644)
+    return {"ca": dest / "ca.pem", "cert": dest / "server.pem", "key": dest / "server.key"}
+
+
+# The outside server: HTTPS on 443 (answering as the allowed host), raw TCP listeners on 80
+# and 8443, and a UDP echo on 53. Every contact is printed, so a test can prove none came.
+SERVER = textwrap.dedent(r'''
+    import http.server, socket, socketserver, ssl, sys, threading
+
+    def log(*a):
+        print(*a, flush=True)
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"biotool-test-server: hello through the proxy\n"
+            log("HTTPS", self.client_address[0], self.headers.get("Host"), self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        def log_message(self, *a):
+            pass
+
+    class TLSServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        daemon_threads = True
+        def get_request(self):
+            sock, addr = super().get_request()
+            log("TCP 443", addr[0])
+            return sock, addr
+
+    def tcp(port):
+        s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("0.0.0.0", port)); s.listen()
+        while True:
+            c, a = s.accept(); log(f"TCP {port}", a[0]); c.close()
+
+    def udp():
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 53))
+        while True:
+            d, a = s.recvfrom(2048); log("UDP 53", a[0]); s.sendto(d, a)
+
+    for target, args in ((tcp, (80,)), (tcp, (8443,)), (udp, ())):
+        threading.Thread(target=target, args=args, daemon=True).start()
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain("/certs/server.pem", "/certs/server.key")
+    srv = TLSServer(("0.0.0.0", 443), H)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    log("READY")
+    srv.serve_forever()
+''')
+
+
+def start_outside_server(run: dict, certs: dict, name: str = ALLOWED_HOST):
+    """A server on the run's outside network that answers as `name` (a network alias)."""
+    import docker
+
+    dc = docker.from_env()
+    net = f"{run['run']}_outside"
+    cert_dir = str(Path(certs["cert"]).parent)
+    host_config = dc.api.create_host_config(binds={cert_dir: {"bind": "/certs", "mode": "ro"}})
+    netcfg = dc.api.create_networking_config({net: dc.api.create_endpoint_config(aliases=[name])})
+    created = dc.api.create_container(
+        SANDBOX_IMAGE, command=["python3", "-c", SERVER], user="0", name=f"{run['run']}-outside",
+        host_config=host_config, networking_config=netcfg,
+        labels={"org.biotool.test": "outside-server"}, entrypoint=[])
+    c = dc.containers.get(created["Id"])
+    c.start()
+    deadline = time.monotonic() + 20
+    while b"READY" not in c.logs() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    c.reload()
+    if b"READY" not in c.logs():
+        raise AssertionError(f"outside server did not start: {c.logs().decode()[-2000:]}")
+    ip = c.attrs["NetworkSettings"]["Networks"][net]["IPAddress"]
+    return c, ip
+
+
+def server_log(server) -> list[str]:
+    return server.logs().decode().splitlines()
+
+
+def outside_gateway(run: dict) -> str:
+    import docker
+
+    net = docker.from_env().networks.get(f"{run['run']}_outside")
+    return net.attrs["IPAM"]["Config"][0]["Gateway"]

@@ -1,0 +1,80 @@
+"""What the build bakes in: every locked package at its pin, the rules, the build identity."""
+
+import json
+import re
+from pathlib import Path
+
+from conftest import REPO
+
+
+def _lock(variant: str) -> dict[str, str]:
+    pins = {}
+    for line in (REPO / "image" / f"requirements-{variant}.lock").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, version = line.split("==")
+            pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return pins
+
+
+def _build_json(sandbox) -> dict:
+    ran = sandbox.run("cat /etc/biotool/build.json")
+    assert ran.code == 0, ran
+    return json.loads(ran.stdout)
+
+
+def test_build_identity_is_recorded(sandbox, images):
+    build = _build_json(sandbox)
+    assert build["image"] == images["sandbox"]
+    assert build["torch_variant"] in ("cpu", "cuda")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", build["created"])
+    assert build["revision"] and build["base_image"]
+
+
+def test_every_locked_package_is_installed_at_its_pin(sandbox):
+    variant = _build_json(sandbox)["torch_variant"]
+    ran = sandbox.run(["python", "-c",
+                       "import json; from importlib import metadata; "
+                       "print(json.dumps({d.metadata['Name']: d.version "
+                       "for d in metadata.distributions()}))"])
+    assert ran.code == 0, ran
+    installed = {re.sub(r"[-_.]+", "-", k).lower(): v for k, v in ran.json.items()}
+    wrong = {n: (v, installed.get(n)) for n, v in _lock(variant).items()
+             if installed.get(n) != v}
+    assert wrong == {}, f"lock pin vs installed: {wrong}"
+    assert installed.get("biotool-sandbox")
+
+
+def test_rules_file_is_the_repository_one(sandbox):
+    ran = sandbox.run("cat /etc/biotool/rules.toml; stat -c '%U %a' /etc/biotool/rules.toml")
+    assert ran.code == 0, ran
+    assert ran.stdout.startswith((REPO / "image" / "rules.toml").read_text())
+    assert ran.stdout.strip().endswith("root 644")
+
+
+def test_bytecode_is_precompiled(sandbox):
+    # PYTHONDONTWRITEBYTECODE stops run-time writes, so start-up relies on build-time .pyc.
+    ran = sandbox.run(["python", "-c",
+                       "import importlib.util, biotool.cli, typer, os; "
+                       "print(os.path.exists(importlib.util.cache_from_source(biotool.cli.__file__)), "
+                       "os.path.exists(importlib.util.cache_from_source(typer.__file__)), "
+                       "os.environ['PYTHONDONTWRITEBYTECODE'])"])
+    assert ran.code == 0, ran
+    assert ran.stdout.split() == ["True", "True", "1"]
+
+
+def test_egress_image_has_squid_and_the_same_rules(docker_client, images):
+    out = docker_client.containers.run(
+        images["egress"], ["-c", "squid -v | head -1; cat /etc/biotool/rules.toml"],
+        entrypoint="/bin/sh", network_mode="none", remove=True).decode()
+    assert "Squid Cache: Version" in out
+    assert (REPO / "image" / "rules.toml").read_text() in out
+
+
+def test_image_ships_no_build_leftovers(sandbox):
+    # A root-owned leftover in /tmp (say /tmp/.cache from staging) breaks the agent's caches.
+    ran = sandbox.run("ls -A /tmp | wc -l; ls /src 2>&1; ls /var/lib/apt/lists | wc -l")
+    tmp_entries, *middle, apt_lists = ran.stdout.split("\n")[:-1]
+    assert tmp_entries == "0", ran
+    assert "No such file" in " ".join(middle)
+    assert apt_lists == "0"

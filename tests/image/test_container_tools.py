@@ -1,0 +1,85 @@
+"""biotool's own commands and the Debian tools run inside the image as the agent."""
+
+import pytest
+
+
+def test_help_lists_every_family(sandbox):
+    ran = sandbox.biotool("--help")
+    assert ran.code == 0, ran
+    for word in ("list", "references", "doctor", "version"):
+        assert word in ran.stdout
+
+
+def test_doctor_passes_offline(sandbox):
+    ran = sandbox.biotool("doctor")
+    assert ran.code == 0, ran
+    report = ran.json
+    assert report["ok"] is True and report["failed"] == []
+    checks = {c["check"]: c for c in report["checks"]}
+    assert checks["non-root"]["ok"] and "uid 1000" in checks["non-root"]["detail"]
+    assert "offline mode" in checks["egress"]["detail"]
+    staged = [k for k in checks if k.startswith("staged:")]
+    assert staged and all(checks[k]["ok"] for k in staged if checks[k]["required"])
+    for cache in ("cache:biotool", "cache:MPLCONFIGDIR", "cache:NUMBA_CACHE_DIR",
+                  "cache:HF_HOME", "cache:CELLTYPIST_FOLDER"):
+        assert checks[cache]["ok"], checks[cache]
+
+
+def test_list_knows_the_staged_demo_references(sandbox):
+    ran = sandbox.biotool("list")
+    assert ran.code == 0, ran
+    text = ran.stdout
+    for name in ("MN908947.3", "phiX174", "demo-viral-panel"):
+        assert name in text
+
+
+def test_references_are_staged_with_indexes(sandbox):
+    ran = sandbox.biotool("references")
+    assert ran.code == 0, ran
+    refs = ran.json["references"]
+    by_name = {r["name"]: r for r in refs}
+    sars = by_name["MN908947.3"]
+    assert sars["usable"] is True and len(sars["sha256"]) == 64
+    assert sars["path"].startswith("/opt/biotool/")
+
+
+def test_version_names_the_build(sandbox, images):
+    ran = sandbox.biotool("version")
+    assert ran.code == 0, ran
+    v = ran.json
+    assert v["python"].startswith("3.11.")
+    assert v["rdkit"] == "2026.3.4"
+    assert v["packages"]["torch"].startswith("2.13.0")
+    assert v["image"]["image"] == images["sandbox"]
+    assert v["image"]["torch_variant"] in ("cpu", "cuda")
+    for tool in ("minimap2", "samtools", "bcftools", "blastn"):
+        assert v["binaries"].get(tool), f"{tool} missing from {v['binaries']}"
+
+
+@pytest.mark.parametrize("command", ["minimap2 --version", "samtools --version",
+                                     "bcftools --version", "tabix --version",
+                                     "blastn -version", "makeblastdb -version",
+                                     "curl --version", "ps --version"])
+def test_debian_tools_run(sandbox, command):
+    ran = sandbox.run(command)
+    assert ran.code == 0, ran
+
+
+def test_minimap2_aligns_against_the_staged_index(sandbox):
+    # The staged .mmi index is used directly: a read cut from the reference maps back to it.
+    script = (
+        "set -e; read ref idx < <(python -c 'from biotool import staging; "
+        "r = staging.find(\"reference\", \"MN908947.3\"); "
+        "print(staging.path_of(r), staging.path_of(r, \"minimap2:sr\"))'); "
+        "samtools faidx $ref MN908947.3:1001-1200 > /tmp/read.fa; "
+        "minimap2 -a $idx /tmp/read.fa 2>/dev/null | samtools view -F4 - | cut -f3,4"
+    )
+    ran = sandbox.run(script)
+    assert ran.code == 0, ran
+    assert ran.stdout.split() == ["MN908947.3", "1001"]
+
+
+def test_bad_input_is_one_line_with_exit_2(sandbox):
+    ran = sandbox.biotool("references", "--no-such-flag")
+    assert ran.code == 2, ran
+    assert "Traceback" not in ran.stderr

@@ -1,0 +1,105 @@
+"""biotool-sandbox end to end on the real engine: a run's round trip, and parallel runs isolated."""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import stack  # noqa: E402
+
+pytestmark = pytest.mark.image
+
+
+def _project_resources(run_id: str) -> dict:
+    import docker
+
+    dc = docker.from_env()
+    label = {"label": f"com.docker.compose.project={run_id}"}
+    return {"containers": dc.containers.list(all=True, filters=label),
+            "networks": dc.networks.list(filters=label),
+            "volumes": dc.volumes.list(filters=label)}
+
+
+def test_up_exec_cp_audit_down_round_trip(tmp_path):
+    stack.require_images()
+    up = stack.launcher("up")
+    run = up["run"]
+    try:
+        assert set(up["containers"]) == {"sandbox", "egress"}
+        ran = stack.launcher("exec", run, "--", "sh", "-c", "id -u; echo oops >&2; exit 7")
+        assert (ran["exit_code"], ran["stdout"], ran["stderr"]) == (7, "1000\n", "oops\n")
+        assert ran["duration_s"] >= 0
+
+        src = tmp_path / "reads.txt"
+        src.write_text("ACGT\n")
+        assert stack.launcher("cp", str(src), f"{run}:/work/")["destination"] == "/work/reads.txt"
+        ran = stack.launcher("exec", run, "--", "sh", "-c", "cat /work/reads.txt | tr ACGT TGCA > /work/out.txt")
+        assert ran["exit_code"] == 0, ran
+        out = stack.launcher("cp", f"{run}:/work/out.txt", str(tmp_path / "back.txt"))
+        assert out["direction"] == "out" and (tmp_path / "back.txt").read_text() == "TGCA\n"
+
+        timed = stack.launcher("exec", run, "--timeout", "1", "--", "sleep", "30")
+        assert timed["timed_out"] and timed["exit_code"] == 124
+
+        stack.launcher("exec", run, "--", "python3", "-c", stack.PROBE, "connect", "example.net:443")
+        records = stack.wait_for_record(up, lambda r: r["host"] == "example.net")
+        assert records["decision"] == "denied"
+
+        missing = stack.launcher("cp", f"{run}:/work/nope", str(tmp_path / "x"), check=False)
+        assert missing["_code"] == 2 and "/work/nope" in missing["_stderr"]
+    finally:
+        down = stack.launcher("down", run)
+    assert down["left"] == {"containers": 0, "networks": 0, "volumes": 0}
+    assert not any(_project_resources(run).values())
+    import docker
+    docker.from_env().volumes.get("biotool-ncbi-pacing")  # the shared volume survives
+    gone = stack.launcher("exec", run, "--", "true", check=False)
+    assert gone["_code"] == 2 and run in gone["_stderr"]
+
+
+def test_parallel_runs_share_nothing_but_the_pacing_volume():
+    stack.require_images()
+    with ThreadPoolExecutor(2) as pool:
+        a, b = pool.map(lambda _: stack.launcher("up"), range(2))
+    try:
+        assert a["run"] != b["run"]
+        assert not set(a["networks"]) & set(b["networks"])
+        marker = f"written-by-{a['run']}"
+        stack.launcher("exec", a["run"], "--", "sh", "-c",
+                       f"echo {marker} > /work/mine && echo {marker} > /run/biotool-pacing/{a['run']}")
+        seen = stack.launcher("exec", b["run"], "--", "sh", "-c", "ls /work")
+        assert "mine" not in seen["stdout"]
+        shared = stack.launcher("exec", b["run"], "--", "cat", f"/run/biotool-pacing/{a['run']}")
+        assert shared["stdout"].strip() == marker
+
+        # b's sandbox cannot reach a's proxy or sandbox, even by address.
+        a_egress = stack.container(a["containers"]["egress"])
+        a_ip = next(iter(n["IPAddress"] for k, n in a_egress.attrs["NetworkSettings"]["Networks"].items()
+                         if k.endswith("_internal")))
+        res = stack.probe(b, "tcp", a_ip, "3128")
+        assert res.get("errname") in ("EHOSTUNREACH", "ENETUNREACH"), res
+        stack.probe(b, "connect", "example.com:443")
+        stack.wait_for_record(b, lambda r: r["host"] == "example.com")
+        assert not [r for r in stack.audit(a) if r["host"] == "example.com"]
+    finally:
+        for run in (a, b):
+            stack.launcher("exec", run["run"], "--", "rm", "-f", f"/run/biotool-pacing/{a['run']}")
+            stack.launcher("down", run["run"])
+
+
+def test_offline_mode_has_no_network_and_no_proxy():
+    stack.require_images()
+    up = stack.launcher("up", "--mode", "offline")
+    try:
+        assert set(up["containers"]) == {"sandbox-offline"}
+        ifaces = stack.launcher("exec", up["run"], "--", "cat", "/proc/net/dev")["stdout"]
+        assert [l.split(":")[0].strip() for l in ifaces.splitlines()[2:]] == ["lo"]
+        env = stack.launcher("exec", up["run"], "--", "sh", "-c", "echo ${HTTPS_PROXY:-none}")
+        assert env["stdout"].strip() == "none"
+        assert stack.launcher("audit", up["run"])["offline"] is True
+    finally:
+        stack.launcher("down", up["run"])

@@ -1,0 +1,128 @@
+"""`biotool call` refuses what the policy forbids, with exit 3 naming the rule: every denied
+category, and aliasing tricks, for built-in tools and for real ToolUniverse tools."""
+
+from __future__ import annotations
+
+import pytest
+
+from biotool.output import RefusedError
+
+DENIED_CATEGORIES = ("dataset_lookup", "accession_lookup", "literature_lookup")
+BUILTIN_CATEGORIES = {"sequence_analysis": "seq_stats", "gene_annotation": "gene_lookup",
+                      "variant_annotation": "variant_annotate"}
+
+
+@pytest.mark.parametrize("category,tool", sorted(BUILTIN_CATEGORIES.items()))
+def test_denying_a_builtin_category_refuses_its_tools(rules_file, call, category, tool):
+    path = rules_file(deny_categories=[category])
+    with pytest.raises(RefusedError) as exc:
+        call(tool, {"query": "S"} if tool == "gene_lookup" else {"sequence": "ACGT"})
+    assert exc.value.exit_code == 3
+    assert f"{path} [tools] deny_categories '{category}'" in str(exc.value)
+
+
+@pytest.mark.parametrize("alias", [
+    "translate", "TRANSLATE", "Translate", "trаnslate",  # Cyrillic а
+    "ｔｒａｎｓｌａｔｅ", "trans-late", "trans_late", "tr\u200banslate", "biotool.translate",
+    "biotool:TRANSLATE", "transl4te",
+])
+def test_aliases_of_a_denied_builtin_are_refused(rules_file, call, alias):
+    rules_file(deny_patterns=["translate"])
+    with pytest.raises(RefusedError) as exc:
+        call(alias, {"sequence": "ATGGCC"})
+    assert "deny_patterns 'translate'" in str(exc.value)
+
+
+def test_the_same_builtin_runs_when_the_rule_is_absent(rules_file, call):
+    rules_file()
+    assert call("translate", {"sequence": "ATGGCC"})["frames"][0]["protein"] == "MA"
+
+
+def _one_per_category(tools):
+    out = {}
+    for tool in tools:
+        if tool.category in DENIED_CATEGORIES:
+            out.setdefault(tool.category, tool)
+    return out
+
+
+@pytest.mark.parametrize("category", DENIED_CATEGORIES)
+def test_every_denied_category_refuses_tooluniverse_tools_by_category_alone(
+        rules_file, call, tooluniverse_tools, category):
+    # No name patterns at all: the category rule by itself must refuse.
+    path = rules_file(deny_categories=list(DENIED_CATEGORIES))
+    members = [t for t in tooluniverse_tools if t.category == category]
+    assert len(members) >= 10, category
+    for tool in members[:5]:
+        with pytest.raises(RefusedError) as exc:
+            call(tool.name, {})
+        assert f"{path} [tools] deny_categories '{category}'" in str(exc.value), tool.name
+
+
+@pytest.mark.parametrize("name", [
+    "PubMed_search_articles", "pubmed_search_articles", "ＰｕｂＭｅｄ_search_articles",
+    "PubМed_search_articles",  # Cyrillic М
+    "Pub-Med.search.articles", "tu:PubMed_search_articles", "tooluniverse.PubMed_search_articles",
+    "EuropePMC_search_articles", "europe_pmc_search_articles", "GEO_search_datasets",
+    "ncbi-geo-search", "arrayexpress_search_experiments", "ArrayΕxpress_search",  # Greek Ε
+    "BioSamples_search", "ENA_get_entry", "SRA_search", "s.r.a_search",
+])
+def test_aliases_of_denied_tooluniverse_tools_are_refused(call, tooluniverse_tools, name,
+                                                          biotool_env):
+    with pytest.raises(RefusedError) as exc:
+        call(name, {})
+    assert "[tools] deny_" in str(exc.value)
+
+
+def test_shipped_rules_refuse_every_tooluniverse_tool_of_a_denied_category(tooluniverse_tools,
+                                                                         biotool_env):
+    from biotool.annotate import calls
+
+    rows = calls.list_tools()["tools"]
+    by_name = {r["name"]: r for r in rows}
+    denied = [t for t in tooluniverse_tools if t.category in DENIED_CATEGORIES]
+    assert len(denied) > 300
+    assert all(not by_name[t.name]["offered"] and "[tools]" in by_name[t.name]["rule"]
+               for t in denied)
+
+
+def test_a_tooluniverse_tool_needing_an_unlisted_host_is_not_offered(
+        rules_file, call, tooluniverse_tools):
+    from biotool.annotate import calls
+
+    tool = next(t for t in tooluniverse_tools if t.name == "Alliance_get_gene")
+    assert tool.hosts == ("www.alliancegenome.org:443",)
+    rules_file()
+    with pytest.raises(RefusedError) as exc:
+        call(tool.name, {})
+    assert "www.alliancegenome.org:443, not on the egress allowlist" in str(exc.value)
+    assert "[egress] allow" in str(exc.value)
+    # Put the host on the allowlist and the same tool is offered (listing only: no traffic).
+    rules_file(egress=["www.alliancegenome.org:443"])
+    row = next(r for r in calls.list_tools("Alliance_get_gene")["tools"]
+               if r["name"] == tool.name)
+    assert row["offered"] is True
+
+
+def test_a_tool_with_undeterminable_network_use_is_not_offered(tooluniverse_tools,
+                                                               biotool_env):
+    from biotool.annotate import calls
+
+    # BLAST through Biopython's NCBIWWW: no URL in its config, so its hosts are unknown.
+    row = next(r for r in calls.list_tools("BLAST_nucleotide_search")["tools"]
+               if r["name"] == "BLAST_nucleotide_search")
+    assert row["offered"] is False and "unknown-network-use" in row["reason"]
+
+
+@pytest.mark.parametrize("name", ["PubMed_search_articles", "ＧＥＯ_search", "biotool.Pub_Med"])
+def test_refusal_exits_3_with_one_line_naming_the_rule(biotool, name):
+    res = biotool("call", name, "{}")
+    assert res.code == 3
+    assert res.stdout == ""
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "refused" in lines[0] and "deny_patterns" in lines[0]
+
+
+def test_schema_of_a_denied_tool_is_refused_too(biotool):
+    res = biotool("call", "PubMed_search_articles", "--schema")
+    assert res.code == 3 and "deny_patterns 'pubmed'" in res.stderr

@@ -1,0 +1,89 @@
+"""The molperceive command line: JSON on stdout, one-line errors, exit codes as biotool."""
+
+import json
+import subprocess
+import sys
+
+
+def test_help_is_fast_because_rdkit_is_not_imported():
+    code = ("import sys, molperceive.cli as c; c.parser().format_help(); "
+            "print(sorted(m for m in ('rdkit', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_selftest_passes(molperceive):
+    code, out, err = molperceive("selftest")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["passed"] and len(report["checks"]) >= 20
+    assert {c["check"] for c in report["checks"]} >= {f"corrupt_reaches_{r}" for r in
+                                                      ("valence_error", "kekulization_failure",
+                                                       "unbalanced_parenthesis", "unclosed_ring_bond",
+                                                       "unknown_element", "element_not_supported",
+                                                       "size_out_of_range")}
+
+
+def test_label_and_refusal_exit_codes(molperceive):
+    code, out, _ = molperceive("label", "Oc1ccccc1", "CC(C", "--fields", "formula,bond_count")
+    assert code == 0
+    mols = json.loads(out)["molecules"]
+    assert mols[0]["labels"] == {"formula": "C6H6O", "bond_count": 7}
+    assert mols[1]["reason"] == "unbalanced_parenthesis"
+    code, out, err = molperceive("label", "CCO", "--fields", "tpsa")
+    assert code == 3 and out == "" and err.count("\n") == 1 and "tpsa" in err
+    code, _, err = molperceive("label", "CCO", "--fields", "atom_count")
+    assert code == 2 and "atom_count" in err and err.count("\n") == 1
+
+
+def test_gate_failure_exit_2_names_rows(molperceive, corpus, rows_io, tmp_path):
+    read, write = rows_io
+    rows = read(corpus[0])
+    rows[3]["fields"] = rows[3]["fields"] + ["logp"]
+    path = write(tmp_path / "bad.jsonl", rows)
+    code, out, err = molperceive("gate", path)
+    assert code == 2
+    assert rows[3]["id"] in err and "excluded_field" in err and err.count("\n") == 1
+    assert json.loads(out)["failing_rows"] == [rows[3]["id"]]
+
+
+def test_unreadable_jsonl_lines_are_reported_with_line_numbers(molperceive, tmp_path):
+    p = tmp_path / "rows.jsonl"
+    p.write_text('{"id": "a"}\n{oops\n\n[1, 2]\n')
+    code, out, err = molperceive("gate", p)
+    assert code == 2 and out == ""
+    assert "line 2" in err and "line 4 (not a JSON object)" in err and err.count("\n") == 1
+
+
+def test_empty_file_and_missing_file(molperceive, tmp_path):
+    p = tmp_path / "empty.jsonl"
+    p.write_text("")
+    code, _, err = molperceive("gate", p)
+    assert code == 2 and "empty corpus" in err
+    code, _, err = molperceive("score", tmp_path / "nope.jsonl", p)
+    assert code == 2 and "nope.jsonl" in err
+    code, _, err = molperceive("build", p, "--out", tmp_path / "o.jsonl")
+    assert code == 2 and "empty SMILES list" in err and not (tmp_path / "o.jsonl").exists()
+
+
+def test_usage_error_is_one_line_exit_2(molperceive):
+    code, out, err = molperceive("score", "only-one.jsonl")
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("molperceive: error:")
+
+
+def test_build_then_gate_then_score_through_the_cli(molperceive, tmp_path):
+    from pathlib import Path
+    nci = Path(__file__).parent / "data" / "nci_first_400.smi"
+    rows = tmp_path / "rows.jsonl"
+    code, out, err = molperceive("build", nci, "--out", rows, "--limit", "60")
+    assert code == 0, err
+    assert json.loads(out)["molecules"] == 60
+    code, out, err = molperceive("gate", rows)
+    assert code == 0 and json.loads(out)["passed"], err
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps({"id": json.loads(l)["id"], "answers": {}}) + "\n"
+                             for l in rows.read_text().splitlines()))
+    code, out, err = molperceive("score", rows, preds)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["headline"]["accuracy"] == 0.0 and report["rdkit"]["version"] == "2026.03.4"

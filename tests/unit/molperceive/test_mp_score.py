@@ -1,0 +1,136 @@
+"""Scoring: perfect predictions give 100%, same molecule written differently is correct, wrong is wrong."""
+
+import copy
+
+import pytest
+from biotool.output import InputError, RefusedError
+
+from molperceive import label, score
+
+
+def perfect(rows):
+    """The right answer to every row: labels, a SMILES for graph rows, abstention for invalid."""
+    from rdkit import Chem
+    preds = []
+    for r in rows:
+        if r["status"] != "ok":
+            preds.append({"id": r["id"], "abstain": True, "reason": r["reason"]})
+            continue
+        answers = dict(r["labels"])
+        if "smiles_from_graph" in answers:
+            answers["smiles_from_graph"] = Chem.MolToSmiles(label.mol_from_graph(r["input"]["graph"]))
+        preds.append({"id": r["id"], "answers": answers})
+    return preds
+
+
+def test_perfect_predictions_score_100(corpus, rows_io, tmp_path):
+    read, write = rows_io
+    rows = read(corpus[0])
+    report = score.score(corpus[0], write(tmp_path / "p.jsonl", perfect(rows)))
+    assert report["headline"]["accuracy"] == 100.0 and report["headline"]["total"] > 50
+    for s in ("eval", "mp_para", "diag"):
+        assert report["slices"][s]["headline"]["accuracy"] == 100.0
+    assert report["abstention"]["headline_chemistry"]["rate"] == 100.0
+    assert report["abstention"]["syntax"]["rate"] == 100.0
+    assert report["abstention"]["false_abstentions_on_valid_rows"] == 0
+    assert report["label_drift"] == {}
+    assert report["rdkit"]["matches_pin"] and "warnings" not in report
+    assert all(b["accuracy"] == 100.0 for b in report["by_heavy_atoms"]["diag"])
+    assert all(41 <= int(b["heavy_atoms"].split("-")[0]) <= 70 for b in report["by_heavy_atoms"]["diag"])
+
+
+def test_smiles_written_differently_scores_correct_and_a_wrong_formula_wrong(corpus, rows_io, tmp_path):
+    from rdkit import Chem
+    read, write = rows_io
+    rows = [r for r in read(corpus[0]) if r["slice"] == "eval" and r["status"] == "ok"]
+    graph_row = next(r for r in rows if "smiles_from_graph" in r["fields"])
+    formula_row = next(r for r in rows if "formula" in r["fields"])
+    mol = label.mol_from_graph(graph_row["input"]["graph"])
+    canonical = Chem.MolToSmiles(mol)
+    other = next(s for s in (Chem.MolToSmiles(mol, kekuleSmiles=True, canonical=False),
+                             Chem.MolToSmiles(mol, doRandom=True)) if s != canonical)
+    assert score.correct("smiles_from_graph", other, graph_row["labels"]["smiles_from_graph"])
+    assert not score.correct("smiles_from_graph", "CCCC", graph_row["labels"]["smiles_from_graph"])
+    wrong = {**formula_row["labels"], "formula": formula_row["labels"]["formula"] + "O"}
+    preds = [{"id": graph_row["id"], "answers": {"smiles_from_graph": other}},
+             {"id": formula_row["id"], "answers": wrong}]
+    report = score.score(corpus[0], write(tmp_path / "p.jsonl", preds), slices=["eval"])
+    fields = report["slices"]["eval"]["fields"]
+    assert fields["smiles_from_graph"]["correct"] >= 1
+    assert fields["formula"]["correct"] == 0
+    assert report["predictions"]["missing_for_scored_rows"] == report["predictions"]["scored_rows"] - 2
+
+
+def test_exact_match_rules():
+    assert score.correct("element_counts", {"C": 6, "H": 6, "O": 1, "N": 0}, {"C": 6, "H": 6, "O": 1})
+    assert not score.correct("element_counts", {"C": 6, "H": 5, "O": 1}, {"C": 6, "H": 6, "O": 1})
+    assert score.correct("heavy_atom_count", "7", 7) and not score.correct("heavy_atom_count", 7.5, 7)
+    assert not score.correct("heavy_atom_count", True, 1)
+    assert not score.correct("formula", "C6 H6 O", "C6H6O")
+    assert not score.correct("smiles_from_graph", "not a smiles((", "ISWSIDIOOBJBQZ-UHFFFAOYSA-N")
+
+
+def test_reported_fields_are_scored_apart_from_the_headline(corpus, rows_io, tmp_path):
+    read, write = rows_io
+    rows = read(corpus[0])
+    preds = perfect(rows)
+    for p, r in zip(preds, rows):
+        if r["status"] == "ok":
+            p["answers"]["ring_count"] = r["reported"]["ring_count"] + 1   # all wrong, apart
+    report = score.score(corpus[0], write(tmp_path / "p.jsonl", preds))
+    assert report["headline"]["accuracy"] == 100.0
+    assert report["slices"]["eval"]["reported"]["ring_count"]["accuracy"] == 0.0
+
+
+def test_abstaining_on_valid_rows_scores_wrong(corpus, rows_io, tmp_path):
+    read, write = rows_io
+    rows = read(corpus[0])
+    preds = [{"id": r["id"], "abstain": True, "reason": "valence_error"} for r in rows]
+    report = score.score(corpus[0], write(tmp_path / "p.jsonl", preds))
+    assert report["headline"]["accuracy"] == 0.0
+    assert report["abstention"]["false_abstentions_on_valid_rows"] > 0
+    chem = report["abstention"]["headline_chemistry"]
+    assert chem["rate"] == 100.0 and 0 < chem["reason_correct"] < chem["rows"]
+
+
+def test_label_drift_is_counted_per_field(corpus, rows_io, tmp_path):
+    read, write = rows_io
+    rows = read(corpus[0])
+    preds = perfect(rows)
+    drifted = copy.deepcopy(rows)
+    target = next(r for r in drifted if r["slice"] == "eval" and "bond_count" in r["fields"])
+    target["labels"]["bond_count"] += 1
+    report = score.score(write(tmp_path / "rows.jsonl", drifted), write(tmp_path / "p.jsonl", preds))
+    assert report["label_drift"] == {"bond_count": 1}
+
+
+def test_unknown_ids_unknown_fields_and_excluded_fields_are_errors(corpus, tmp_path):
+    p = tmp_path / "p.jsonl"
+    p.write_text('{"id": "mp-999999", "answers": {}}\n')
+    with pytest.raises(InputError, match=r"unknown row ids: mp-999999 \(line 1\)"):
+        score.score(corpus[0], p)
+    p.write_text('{"id": "mp-000001", "answers": {"atom_count": 3}}\n')
+    with pytest.raises(InputError, match="line 1: unknown field name.*atom_count"):
+        score.score(corpus[0], p)
+    p.write_text('{"id": "mp-000001", "answers": {"inchikey": "X"}}\n')
+    with pytest.raises(RefusedError, match="inchikey"):
+        score.score(corpus[0], p)
+
+
+def test_unreadable_and_empty_prediction_files(corpus, tmp_path):
+    p = tmp_path / "p.jsonl"
+    p.write_text('{"id": "mp-000001", "answers": {}}\n{"id": \nnot json\n')
+    with pytest.raises(InputError, match="line 2 .*line 3"):
+        score.score(corpus[0], p)
+    p.write_text("\n\n")
+    with pytest.raises(InputError, match="empty predictions"):
+        score.score(corpus[0], p)
+
+
+def test_version_other_than_the_pin_warns_and_still_scores(corpus, rows_io, tmp_path, monkeypatch):
+    import rdkit
+    read, write = rows_io
+    monkeypatch.setattr(rdkit, "__version__", "2025.09.1")
+    report = score.score(corpus[0], write(tmp_path / "p.jsonl", perfect(read(corpus[0]))))
+    assert report["rdkit"]["matches_pin"] is False
+    assert "2025.09.1" in report["warnings"][0] and report["headline"]["accuracy"] == 100.0

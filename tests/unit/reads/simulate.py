@@ -1,0 +1,193 @@
+"""Simulated truth for the reads tests and bench: a random genome, a Cas9-like cut, and
+planted variants at known allele fractions, with reads carrying sequencing errors.
+
+Everything is seeded, so a test failure reproduces exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+COMP = str.maketrans("ACGT", "TGCA")
+
+
+def revcomp(s: str) -> str:
+    return s.translate(COMP)[::-1]
+
+
+def genome(length: int, seed: int) -> str:
+    rng = random.Random(seed)
+    return "".join(rng.choice("ACGT") for _ in range(length))
+
+
+def write_fasta(path: Path, name: str, seq: str) -> Path:
+    path.write_text(f">{name}\n" + "\n".join(seq[i:i + 70] for i in range(0, len(seq), 70)) + "\n")
+    return path
+
+
+def write_fastq(path: Path, reads: list[tuple[str, str]], qual: int = 35) -> Path:
+    q = chr(33 + qual)
+    with open(path, "w") as fh:
+        for name, seq in reads:
+            fh.write(f"@{name}\n{seq}\n+\n{q * len(seq)}\n")
+    return path
+
+
+def add_errors(seq: str, rate: float, rng: random.Random) -> str:
+    """Substitution errors at `rate` per base (what Illumina mostly makes); the gaps between
+    errors are drawn geometrically, so long libraries simulate quickly."""
+    if rate <= 0:
+        return seq
+    out = list(seq)
+    log_q = math.log1p(-rate)
+    i = int(math.log(1.0 - rng.random()) / log_q)
+    while i < len(out):
+        out[i] = rng.choice([b for b in "ACGT" if b != out[i]])
+        i += 1 + int(math.log(1.0 - rng.random()) / log_q)
+    return "".join(out)
+
+
+def cut_site(ref: str, rng: random.Random) -> int:
+    """A 1-based cut position c (break after base c) where the planted indels cannot slide:
+    bases next to each planted deletion and insertion differ, so their spans are exact."""
+    while True:
+        c = rng.randrange(1500, len(ref) - 1500)
+        b = lambda i: ref[i - 1]  # 1-based base
+        if b(c + 1) != b(c - 2) and b(c) != b(c + 4) and b(c) != b(c + 1):
+            return c
+
+
+def cas9_reads(ref: str, c: int, seed: int, read_len: int = 150, error_rate: float = 0.002,
+               background: int = 400) -> tuple[list[tuple[str, str]], dict]:
+    """Reads around a blunt cut after 1-based base c, every break signature at c, both strands.
+
+    Molecules: left fragments ending at c, right fragments starting at c+1, chimeras joined to
+    foreign DNA at the cut (clips), repair outcomes with deletions/insertions at the cut, intact
+    molecules, and a genome-wide background of randomly placed reads.
+    """
+    rng = random.Random(seed)
+    reads = []
+    # Foreign DNA whose junction bases differ from the reference, so an aligner cannot
+    # extend a chimera across the cut by a chance match (that ambiguity is real, not planted).
+    foreign = genome(60, seed + 99)
+    foreign = (next(x for x in "ACGT" if x != ref[c]) + foreign[1:-1]
+               + next(x for x in "ACGT" if x != ref[c - 1]))
+    ins_base = next(x for x in "ACGT" if x not in (ref[c - 1], ref[c]))
+    counts = {"ends": 0, "starts": 0, "clips": 0, "indels": 0}
+
+    def emit(kind: str, seq: str) -> None:
+        seq = add_errors(seq, error_rate, rng)
+        if rng.random() < 0.5:
+            seq = revcomp(seq)
+        reads.append((f"{kind}_{len(reads)}", seq))
+
+    L = read_len
+    # Fragments are shorter than the read length, so reads cover them end to end; their
+    # other ends vary, so only the cut piles up.
+    for _ in range(24):  # left fragment: last base is c (0-based slice end c)
+        emit("end", ref[c - rng.randrange(90, L + 1):c]); counts["ends"] += 1
+    for _ in range(22):  # right fragment: first base is c+1
+        emit("start", ref[c:c + rng.randrange(90, L + 1)]); counts["starts"] += 1
+    for _ in range(12):  # chimera: reference up to c, then foreign -> clip at c
+        k = rng.randrange(100, 115)
+        emit("clipR", ref[c - k:c] + foreign[:L - k]); counts["clips"] += 1
+    for _ in range(12):  # chimera: foreign, then reference from c+1 -> clip at c
+        k = rng.randrange(100, 115)
+        emit("clipL", foreign[-(L - k):] + ref[c:c + k]); counts["clips"] += 1
+    outcomes = [("dl", 3), ("dr", 4), ("ins", 1)]
+    for i in range(30):  # repair outcomes: deletions either side of the cut, +1 insertions
+        kind, k = outcomes[i % 3]
+        a = rng.randrange(60, 90)
+        left, right = ref[c - a:c], ref[c:c + (L - a) + 5]
+        if kind == "dl":
+            mol = left[:-k] + right
+        elif kind == "dr":
+            mol = left + right[k:]
+        else:
+            mol = left + ins_base + right
+        emit(kind, mol[:L]); counts["indels"] += 1
+    for _ in range(20):  # intact molecules spanning the cut
+        a = rng.randrange(30, 120)
+        emit("intact", ref[c - a:c - a + L])
+    for _ in range(background):
+        s = rng.randrange(0, len(ref) - L)
+        emit("bg", ref[s:s + L])
+    return reads, {"cut": c, "counts": counts,
+                   "deletions": [(c - 2, c), (c + 1, c + 4)], "insertion": (c, ins_base)}
+
+
+def plant_variants(ref: str, seed: int, fractions=(1.0, 0.5, 0.3, 0.25), low=(0.04,),
+                   spacing: int = 300) -> list[dict]:
+    """SNVs, deletions and insertions at known fractions, each in VCF form (1-based pos, the
+    base before an indel included in ref/alt), at places where an indel cannot slide."""
+    rng = random.Random(seed)
+    truth = []
+    kinds = ["SNV", "deletion", "insertion"]
+    pos = 300
+    plan = [(f, True) for f in fractions for _ in kinds] + [(f, False) for f in low for _ in kinds]
+    if 300 + len(plan) * spacing + 300 > len(ref):
+        raise ValueError("genome too short for the planted variants")
+    for j, (frac, above) in enumerate(plan):
+        kind = kinds[j % 3]
+        while True:
+            p = pos + rng.randrange(0, 100)  # 1-based
+            b = lambda i: ref[i - 1]
+            if kind == "SNV":
+                alt = rng.choice([x for x in "ACGT" if x != b(p)])
+                v = {"pos": p, "ref": b(p), "alt": alt}
+                break
+            if kind == "deletion":
+                k = rng.choice([1, 2, 3, 5])
+                # deleting bases p+1..p+k with anchor p; no slide when b(p) != b(p+k) and b(p+1) != b(p+k+1)
+                if b(p) != b(p + k) and b(p + 1) != b(p + k + 1):
+                    v = {"pos": p, "ref": ref[p - 1:p + k], "alt": b(p)}
+                    break
+            else:
+                k = rng.choice([1, 2, 4])
+                ins = "".join(rng.choice("ACGT") for _ in range(k))
+                if ins[-1] != b(p) and ins[0] != b(p + 1):
+                    v = {"pos": p, "ref": b(p), "alt": b(p) + ins}
+                    break
+        truth.append({**v, "type": kind, "fraction": frac, "above_floor": above})
+        pos += spacing
+    return truth
+
+
+def variant_reads(ref: str, truth: list[dict], depth: int, seed: int, read_len: int = 150,
+                  error_rate: float = 0.005) -> list[tuple[str, str]]:
+    """Reads from molecules that each carry every planted variant with its own fraction."""
+    rng = random.Random(seed)
+    n = depth * len(ref) // read_len
+    reads = []
+    for i in range(n):
+        s = rng.randrange(0, len(ref) - read_len - 20)
+        window_end = s + read_len + 20
+        mol, cur = [], s
+        for v in truth:
+            p0 = v["pos"] - 1  # 0-based position of the first ref base of the record
+            if p0 < s or p0 + len(v["ref"]) >= window_end or rng.random() >= v["fraction"]:
+                continue
+            mol.append(ref[cur:p0])
+            mol.append(v["alt"])
+            cur = p0 + len(v["ref"])
+        mol.append(ref[cur:window_end])
+        seq = add_errors("".join(mol)[:read_len], error_rate, rng)
+        if rng.random() < 0.5:
+            seq = revcomp(seq)
+        reads.append((f"r{i}", seq))
+    return reads
+
+
+def align(fasta: Path, fastq: Path, bam: Path, preset: str = "sr") -> Path:
+    """minimap2 | samtools sort, indexed: the BAM a peer tool and ours both read."""
+    import subprocess
+
+    mm = subprocess.Popen(["minimap2", "-a", "-x", preset, str(fasta), str(fastq)],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    subprocess.run(["samtools", "sort", "-o", str(bam), "-"], stdin=mm.stdout, check=True,
+                   stderr=subprocess.DEVNULL)
+    mm.wait()
+    subprocess.run(["samtools", "index", str(bam)], check=True)
+    return bam

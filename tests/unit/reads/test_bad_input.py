@@ -1,0 +1,99 @@
+"""Bad input: one line on stderr naming the culprit, exit 2, nothing half-written in the cache."""
+
+import gzip
+import shutil
+
+import pytest
+
+
+def _fail(result, *needles):
+    assert result.code == 2, (result.code, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith("biotool: error:"), result.stderr
+    assert "Traceback" not in result.stderr
+    for n in needles:
+        assert n in lines[-1], (n, lines[-1])
+
+
+def _bad_fastqs(src, d):
+    text = src.read_text()
+    records = text.splitlines(keepends=True)
+    out = {}
+    out["truncated"] = d / "truncated.fastq"
+    out["truncated"].write_text("".join(records[:4 * 50 + 2]))  # cut inside record 51
+    out["short_quality"] = d / "short_quality.fastq"
+    out["short_quality"].write_text("".join(records[:4 * 50 + 3]) + records[4 * 50 + 3][:20] + "\n")
+    gz = d / "reads.fastq.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    data = gz.read_bytes()
+    out["gzip_truncated"] = d / "gzip_truncated.fastq.gz"
+    out["gzip_truncated"].write_bytes(data[: len(data) // 2])
+    corrupt = bytearray(data)
+    for i in range(len(corrupt) // 2, len(corrupt) // 2 + 64):
+        corrupt[i] ^= 0xFF
+    out["gzip_corrupt"] = d / "gzip_corrupt.fastq.gz"
+    out["gzip_corrupt"].write_bytes(bytes(corrupt))
+    out["empty"] = d / "empty.fastq"
+    out["empty"].write_text("")
+    return out
+
+
+@pytest.mark.parametrize("command,kind,needle", [
+    ("breakpoints", "truncated", "truncated"), ("breakpoints", "short_quality", "qualities"),
+    ("breakpoints", "gzip_truncated", "gzip"), ("breakpoints", "gzip_corrupt", "gzip"),
+    ("breakpoints", "empty", "empty"), ("variants", "gzip_corrupt", "gzip"),
+    ("align", "truncated", "truncated"), ("align", "empty", "empty"),
+])
+def test_malformed_fastq(biotool, cas9, tmp_path, leftovers, kind, needle, command):
+    bad = _bad_fastqs(cas9["fastq"], tmp_path)[kind]
+    r = biotool(command, "--fastq", str(bad), "--reference", str(cas9["fasta"]))
+    _fail(r, str(bad), needle)
+    assert leftovers(tmp_path / "cache") == []
+    assert not list((tmp_path / "cache").rglob("*.bam"))
+
+
+def test_fasta_given_as_fastq(biotool, cas9, tmp_path, leftovers):
+    r = biotool("breakpoints", "--fastq", str(cas9["fasta"]), "--reference", str(cas9["fasta"]))
+    _fail(r, str(cas9["fasta"]), "FASTA, not FASTQ")
+    assert leftovers(tmp_path / "cache") == []
+
+
+def test_paired_files_of_different_lengths(biotool, cas9, tmp_path, leftovers):
+    lines = cas9["fastq"].read_text().splitlines(keepends=True)
+    r1, r2 = tmp_path / "r1.fastq", tmp_path / "r2.fastq"
+    r1.write_text("".join(lines))
+    r2.write_text("".join(lines[: 4 * 100]))
+    r = biotool("breakpoints", "--fastq", str(r1), "--fastq", str(r2),
+                "--reference", str(cas9["fasta"]))
+    _fail(r, str(r2), "same reads")
+    assert leftovers(tmp_path / "cache") == []
+    assert not list((tmp_path / "cache").rglob("*.bam"))
+
+
+@pytest.mark.parametrize("command", ["breakpoints", "variants"])
+def test_bam_without_index(biotool, cas9, tmp_path, command):
+    bam = tmp_path / "noindex.bam"
+    shutil.copyfile(cas9["bam"], bam)
+    r = biotool(command, "--bam", str(bam), "--reference", str(cas9["fasta"]))
+    _fail(r, str(bam), "no index")
+
+
+@pytest.mark.parametrize("command", ["align", "breakpoints", "variants"])
+def test_reference_not_staged(biotool, cas9, command):
+    r = biotool(command, "--fastq", str(cas9["fastq"]), "--reference", "GRCm39-not-here")
+    _fail(r, "GRCm39-not-here", "MN908947.3")  # the message lists what is staged
+
+
+@pytest.mark.parametrize("region", ["sim_chr:5000-7000", "chrX:1-100", "sim_chr:10-5"])
+def test_region_outside_the_contig(biotool, cas9, region):
+    r = biotool("variants", "--bam", str(cas9["bam"]), "--reference", str(cas9["fasta"]),
+                "--region", region)
+    _fail(r, region)
+
+
+def test_vcf_path_must_be_bgzip_named(biotool, cas9, tmp_path):
+    r = biotool("variants", "--bam", str(cas9["bam"]), "--reference", str(cas9["fasta"]),
+                "--vcf", str(tmp_path / "out.vcf"))
+    _fail(r, "out.vcf", ".vcf.gz")
+    assert not (tmp_path / "out.vcf").exists()

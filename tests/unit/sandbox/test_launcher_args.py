@@ -1,0 +1,94 @@
+"""biotool-sandbox argument handling that needs no docker engine: usage errors exit 2 with one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from biotool_sandbox import agent, cli, stack
+from biotool_sandbox.errors import LauncherError
+
+
+def launcher(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "biotool_sandbox", *args], capture_output=True,
+                          text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "DOCKER_HOST": "unix:///nonexistent.sock"})
+
+
+def test_help_lists_every_command():
+    proc = launcher("--help")
+    assert proc.returncode == 0
+    for cmd in ("up", "exec", "cp", "audit", "down", "demo"):
+        assert cmd in proc.stdout
+
+
+def test_cp_needs_exactly_one_run_side():
+    with pytest.raises(LauncherError, match="exactly one side"):
+        agent.cp("a.txt", "b.txt")
+    with pytest.raises(LauncherError, match="exactly one side"):
+        agent.cp("bts-1a2b3c4d:/work/a", "bts-1a2b3c4d:/work/b")
+
+
+def test_cp_sandbox_path_must_be_absolute():
+    with pytest.raises(LauncherError, match="absolute"):
+        agent.split_spec("bts-1a2b3c4d:work/a")
+
+
+def test_split_spec_tells_run_paths_from_host_paths():
+    assert agent.split_spec("bts-1a2b3c4d:/work/x") == ("bts-1a2b3c4d", "/work/x")
+    assert agent.split_spec("./c:/x") == (None, "./c:/x")
+    assert agent.split_spec("/tmp/in.fa") == (None, "/tmp/in.fa")
+
+
+def test_run_ids_are_validated_before_docker_is_touched():
+    for bad in ("biotool", "bts-", "BTS-1A2B", "bts-1a2b;rm"):
+        with pytest.raises(LauncherError, match="not a run id"):
+            stack.check_run_name(bad)
+    assert stack.check_run_name(stack.new_run_id()).startswith("bts-")
+
+
+def test_new_run_ids_are_unique():
+    assert len({stack.new_run_id() for _ in range(200)}) == 200
+
+
+def test_bad_run_id_exits_2_with_one_line():
+    proc = launcher("audit", "not-a-run")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "not-a-run" in proc.stderr
+
+
+def test_exec_without_a_command_exits_2():
+    proc = launcher("exec", "bts-1a2b3c4d", "--")
+    assert proc.returncode == 2 and "needs a command" in proc.stderr
+
+
+def test_exec_options_after_double_dash_belong_to_the_command():
+    parser = cli.build_parser()
+    argv = ["exec", "bts-1a2b3c4d", "--timeout", "5", "--", "ls", "--timeout", "-l"]
+    cut = argv.index("--")
+    args = parser.parse_args(argv[:cut])
+    assert args.timeout == 5 and args.cmd == []
+    with pytest.raises(SystemExit):  # a stray -- for another command is a usage error
+        cli.main(["audit", "bts-1a2b3c4d", "--", "x"])
+
+
+def test_unknown_mode_is_a_usage_error():
+    proc = launcher("up", "--mode", "turbo")
+    assert proc.returncode == 2 and "turbo" in proc.stderr
+
+
+def test_missing_extra_ca_is_named():
+    with pytest.raises(LauncherError, match="/nonexistent/ca.pem"):
+        stack.up(extra_ca="/nonexistent/ca.pem")
+
+
+def test_engine_unreachable_is_exit_4_naming_docker():
+    proc = launcher("ps")
+    assert proc.returncode == 4 and "docker engine not reachable" in proc.stderr
+
+
+def test_env_pairs_must_be_key_value():
+    assert cli._env_pairs(["A=1", "B=x=y"]) == {"A": "1", "B": "x=y"}
+    with pytest.raises(LauncherError, match="KEY=VALUE"):
+        cli._env_pairs(["nope"])

@@ -1,0 +1,132 @@
+"""Cell2Sentence through the real transformers path with a tiny gene-symbol model: the
+verbatim prompt, batching that answers exactly as one-at-a-time, the budget stop, and
+tokenizer problems caught at load."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from biotool.singlecell import c2s
+
+TEMPLATE = ("The following is a list of {num_genes} gene names ordered by descending expression "
+            "level in a {organism} cell. Your task is to give the cell type which this cell "
+            "belongs to based on its gene expression.\nCell sentence: {cell_sentence}.\n"
+            "The cell type corresponding to these genes is:")
+
+
+@pytest.fixture(scope="module")
+def prompts(halves):
+    from biotool.singlecell import matrix
+
+    norm, _ = matrix.normalise(halves[1])
+    cells = c2s.cell_sentences(norm, 6, seed=1)
+    return [c2s.prompt(c["genes"], "Homo sapiens") for c in cells]
+
+
+@pytest.fixture(scope="module")
+def loaded(tiny_c2s):
+    return c2s.load(tiny_c2s["weights"], tiny_c2s["tokenizer"], device="cpu")
+
+
+def test_prompt_is_the_published_template_verbatim():
+    assert c2s.PROMPT == TEMPLATE
+    assert c2s.prompt(["CD3E", "LYZ"], "Homo sapiens").endswith(
+        "Cell sentence: CD3E LYZ.\nThe cell type corresponding to these genes is:")
+    assert c2s.clean_answer(" CD4-positive, alpha-beta T cell.\nmore") == "CD4-positive, alpha-beta T cell"
+
+
+def test_cell_sentences_rank_one_cells_genes_by_expression(halves):
+    import numpy as np
+
+    from biotool.singlecell import matrix
+
+    norm, _ = matrix.normalise(halves[1])
+    cell = c2s.cell_sentences(norm, 1, seed=3)[0]
+    row = norm[cell["cell"]].X.toarray().ravel()
+    values = [row[list(norm.var_names).index(g)] for g in cell["genes"]]
+    assert values == sorted(values, reverse=True) and min(values) > 0
+    assert len(cell["genes"]) == min(c2s.TOP_GENES, int(np.count_nonzero(row)))
+
+
+def test_batched_generation_equals_one_at_a_time(loaded, prompts):
+    batched = c2s.generate(loaded, prompts, batch_size=len(prompts))
+    single = [c2s.generate(loaded, [p], batch_size=1)["answers"][0] for p in prompts]
+    assert batched["answers"] == single
+    assert len(set(single)) > 1  # the cells really differ, so equality is not vacuous
+    # Answers are sliced at the prompt length: none of them repeats the prompt.
+    assert not any("Cell sentence" in a for a in single)
+
+
+def test_model_is_loaded_once_per_process(tiny_c2s, loaded):
+    assert c2s.load(tiny_c2s["weights"], tiny_c2s["tokenizer"], device="cpu") is loaded
+
+
+def test_budget_stops_between_batches_with_a_flag(loaded, prompts):
+    out = c2s.generate(loaded, prompts, batch_size=1, deadline=time.monotonic())
+    assert out["truncated"] is True and out["done"] == 1 and out["requested"] == len(prompts)
+    full = c2s.generate(loaded, prompts, batch_size=2, deadline=time.monotonic() + 600)
+    assert full["truncated"] is False and full["done"] == len(prompts)
+
+
+@pytest.fixture(scope="module")
+def c2s_env(stage_models, tiny_c2s, ct_models):
+    return stage_models([
+        {"name": "pbmc-blood", "framework": "celltypist", "organism": "human",
+         "tissue": "blood", "source": str(ct_models["pbmc-blood"])},
+        {"name": "tiny-c2s-tokenizer", "framework": "tokenizer",
+         "source": str(tiny_c2s["tokenizer"])},
+        {"name": "tiny-c2s", "aliases": ["c2s-celltype"], "framework": "cell2sentence",
+         "organism": "human+mouse", "source": str(tiny_c2s["weights"]),
+         "tokenizer": "tiny-c2s-tokenizer"},
+        {"name": "broken-c2s", "framework": "cell2sentence", "organism": "human+mouse",
+         "source": str(tiny_c2s["weights"])},
+    ])
+
+
+def test_all_runs_both_models_and_reports_agreement(biotool, c2s_env, query_h5ad):
+    r = biotool("celltype", "--matrix", str(query_h5ad), "--model", "all", "--n-cells", "4",
+                env=c2s_env)
+    assert r.code == 0, r.stderr
+    out = r.json
+    assert out["c2s"]["cells_answered"] == 4 and out["c2s"]["truncated"] is False
+    assert out["c2s"]["organism"] == "Homo sapiens" and out["c2s"]["device"] == "cpu"
+    assert sum(c["cells"] for c in out["c2s"]["composition"]) == 4
+    assert out["agreement"]["cells_compared"] == 4
+    assert "consensus" not in out
+    names = {u["name"] for u in out["provenance"]["used"]}
+    assert {"tiny-c2s", "tiny-c2s-tokenizer", "pbmc-blood"} <= names
+
+
+def test_cli_budget_returns_partial_flagged_composition(biotool, c2s_env, query_h5ad):
+    r = biotool("celltype", "--matrix", str(query_h5ad), "--model", "c2s-celltype",
+                "--n-cells", "5", "--batch-size", "1", "--budget-seconds", "0", env=c2s_env)
+    assert r.code == 0, r.stderr
+    assert r.json["truncated"] is True and r.json["c2s"]["cells_answered"] == 1
+    assert any("time budget" in s for s in r.json["c2s"]["competence"]["blind_spots"])
+
+
+def test_genes_mode_answers_one_ranked_list(biotool, c2s_env):
+    r = biotool("celltype", "--genes", "CD3E,IL7R,LTB,CCR7,LEF1,TCF7", "--model", "c2s-celltype",
+                env=c2s_env)
+    assert r.code == 0, r.stderr
+    assert r.json["species"]["species"] == "human" and isinstance(r.json["cell_type"], str)
+
+
+def test_weights_folder_without_tokenizer_fails_at_load(biotool, c2s_env, tiny_c2s):
+    r = biotool("celltype", "--genes", "CD3E,IL7R,LTB,CCR7,LEF1", "--model", "c2s-celltype",
+                "--c2s-model", str(tiny_c2s["weights"]), env=c2s_env)
+    assert r.code == 2 and "no tokenizer" in r.stderr and r.stderr.count("\n") == 1
+    r = biotool("celltype", "--genes", "CD3E,IL7R,LTB,CCR7,LEF1", "--model", "c2s-celltype",
+                "--c2s-model", "broken-c2s", env=c2s_env)
+    assert r.code == 4 and "no tokenizer" in r.stderr and r.stderr.count("\n") == 1
+    r = biotool("celltype", "--genes", "CD3E,IL7R,LTB,CCR7,LEF1", "--model", "c2s-celltype",
+                "--c2s-model", str(tiny_c2s["both"]), env=c2s_env)
+    assert r.code == 0, r.stderr
+
+
+def test_c2s_needs_a_species_it_can_name(biotool, c2s_env):
+    r = biotool("celltype", "--genes", "CD3E,Il7r,LTB,Ccr7,LEF1,Tcf7", "--model", "c2s-celltype",
+                env=c2s_env)
+    assert r.code == 2 and "--organism" in r.stderr

@@ -1,0 +1,116 @@
+"""`biotool taxonomy --local`: blastn on the staged demo panel, as the agent runs it."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from biotool.taxonomy import sequences
+
+REPO = Path(__file__).resolve().parents[3]
+DEMO = REPO / "refs" / "demo"
+ARTIC = DEMO / "sarscov2" / "MT007544.fastq"
+SARS2 = "Severe acute respiratory syndrome coronavirus 2"
+PHIX = "Escherichia phage phiX174"
+
+
+def _fragments(fasta: Path, n: int, length: int, seed: int, error: float = 0.05):
+    """Reads cut from a real genome with seeded substitutions (a sequencer's errors)."""
+    rng = random.Random(seed)
+    out = []
+    for ident, seq in sequences.read_fasta(fasta):
+        for i in range(n):
+            p = rng.randrange(0, len(seq) - length)
+            read = [b if rng.random() > error else rng.choice("ACGT") for b in seq[p:p + length]]
+            out.append((f"{ident}_frag{i}", "".join(read)))
+    return out
+
+
+def _write_fastq(path: Path, records) -> Path:
+    path.write_text("".join(f"@{i}\n{s}\n+\n{'5' * len(s)}\n" for i, s in records))
+    return path
+
+
+def test_artic_reads_come_back_as_sars_cov_2(biotool, staged_home):
+    r = biotool("taxonomy", "--fastq", str(ARTIC), "--sample", "200", "--local")
+    assert r.code == 0, r.stderr
+    out = r.json
+    assert out["mode"] == "local" and out["n"] == 200 and out["truncated"] is False
+    s = out["summary"]
+    assert s["dominant"] == SARS2 and s["dominant_fraction"] >= 0.95
+    assert s["organisms"][0]["taxid"] == 2697049
+    assert s["detection_floor"] == 0.005
+    assert "panel demo-viral-panel, not nt" in s["caveat"]
+    assert any("not nt" in b for b in s["competence"]["blind_spots"])
+    assert "influenza" not in out
+    used = out["provenance"]["used"][0]
+    assert used["kind"] == "database" and used["name"] == "demo-viral-panel"
+    assert len(used["sha256"]) == 64
+
+
+def test_offline_is_the_default_without_a_proxy(biotool):
+    r = biotool("taxonomy", "--fastq", str(ARTIC), "--sample", "5")
+    assert r.code == 0, r.stderr
+    assert r.json["mode"] == "local" and "offline" in r.json["mode_reason"]
+
+
+def test_a_planted_minority_shows_the_detection_floor(biotool, tmp_path):
+    sars = list(sequences.read_fastq(ARTIC))[:190]
+    phix = _fragments(DEMO / "genomes" / "phiX174.fasta", 10, 450, seed=7)
+    mix = sars[:95] + phix + sars[95:]
+    fq = _write_fastq(tmp_path / "mix.fastq", mix)
+
+    deep = biotool("taxonomy", "--fastq", str(fq), "--sample", "200", "--local")
+    assert deep.code == 0, deep.stderr
+    s = deep.json["summary"]
+    names = {o["name"]: o for o in s["organisms"]}
+    assert names[PHIX]["reads"] == 10 and names[PHIX]["fraction"] == 0.05
+    assert s["dominant"] == SARS2 and s["detection_floor"] == 0.005
+    assert s["can_see_minority"] is True
+
+    shallow = biotool("taxonomy", "--fastq", str(fq), "--sample", "10", "--local")
+    assert shallow.code == 0, shallow.stderr
+    s = shallow.json["summary"]
+    assert shallow.json["n"] == 10 and s["detection_floor"] == 0.1
+    assert s["can_see_minority"] is False and s["p_minority_seen"] < 0.95
+    assert "deplete the host reads" in s["caveat"] and "search far more reads" in s["caveat"]
+    assert "remedy" in s["competence"] and "--sample" in s["competence"]["remedy"]
+
+
+def test_influenza_reads_get_the_tiered_block(biotool, tmp_path):
+    reads = _fragments(DEMO / "influenza" / "influenza_a_h1n1.fasta", 3, 300, seed=3)
+    fa = tmp_path / "flu.fa"
+    fa.write_text(sequences.to_fasta(reads))
+    r = biotool("taxonomy", "--fasta", str(fa), "--local", "--sample", "100")
+    assert r.code == 0, r.stderr
+    flu = r.json["influenza"]
+    assert flu["strong"]["H"] == {"H1": 6} and flu["strong"]["N"] == {"N1": 6}
+    assert flu["weak"]["subtypes"] == {"H1N1": 18}
+    assert [c["subtype"] for c in flu["candidates"]] == ["H1N1"]
+    assert flu["competence"]["alternatives"] == 0 and flu["competence"]["ties"] == 0
+    assert r.json["summary"]["dominant"] == "Influenza A virus"
+
+
+def test_bad_input_is_exit_2_with_one_line(biotool, tmp_path):
+    cases = [
+        (("--fastq", str(tmp_path / "missing.fastq"), "--local"), "missing.fastq: no such file"),
+        (("--fasta", str(ARTIC), "--local"), "not FASTA"),
+        (("--fastq", str(ARTIC), "--local", "--remote"), "--local and --remote are exclusive"),
+        (("--fastq", str(ARTIC), "--local", "--database", "nt"),
+         "'nt' is not a staged BLAST database"),
+        (("--fastq", str(ARTIC), "--fasta", str(ARTIC)), "exactly one of --fasta or --fastq"),
+        (("--fastq", str(ARTIC), "--local", "--database", "genes"),
+         "demo-gene-annotation is not a BLAST database"),
+        (("--fastq", str(ARTIC), "--local", "--top", "0"), "--top: must be between 1 and 50"),
+    ]
+    for args, message in cases:
+        r = biotool("taxonomy", *args)
+        assert r.code == 2, (args, r.stderr)
+        errors = [line for line in r.stderr.splitlines() if line.startswith("biotool: error:")]
+        assert r.stdout == "" and len(errors) == 1 and message in errors[0], r.stderr
+        assert "Traceback" not in r.stderr
+
+
+def test_no_time_for_any_query_is_exit_4(biotool):
+    r = biotool("taxonomy", "--fastq", str(ARTIC), "--local", "--timeout", "0.000001")
+    assert r.code == 4 and "ran out before any query was searched" in r.stderr

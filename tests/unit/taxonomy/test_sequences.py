@@ -1,0 +1,74 @@
+"""Query input: FASTA/FASTQ parsing, one-line errors naming the line, seeded sampling."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from biotool.output import InputError
+from biotool.taxonomy import sequences
+
+REPO = Path(__file__).resolve().parents[3]
+ARTIC = REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq"
+
+
+def test_reads_the_real_artic_fastq():
+    recs = list(sequences.read_fastq(ARTIC))
+    assert len(recs) == 200
+    assert recs[0][0] == "4dfb1b24-eed4-4bb6-b32c-839d0c758fa9"
+    assert set("".join(s for _, s in recs)) <= set("ACGTN")
+
+
+def test_gzip_input_is_read_transparently(tmp_path):
+    gz = tmp_path / "reads.fastq.gz"
+    gz.write_bytes(gzip.compress(ARTIC.read_bytes()))
+    assert list(sequences.read_fastq(gz)) == list(sequences.read_fastq(ARTIC))
+
+
+def test_sampling_is_seeded_and_bounded():
+    a = sequences.load_queries(None, str(ARTIC), 30, seed=0)
+    b = sequences.load_queries(None, str(ARTIC), 30, seed=0)
+    c = sequences.load_queries(None, str(ARTIC), 30, seed=1)
+    assert a["queries"] == b["queries"] and len(a["queries"]) == 30
+    assert a["queries"] != c["queries"]
+    assert a["total"] == 200 and a["sampled"] is True
+    full = sequences.load_queries(None, str(ARTIC), 500)
+    assert len(full["queries"]) == 200 and full["sampled"] is False
+
+
+def test_duplicate_ids_are_made_unique(tmp_path):
+    fa = tmp_path / "dup.fa"
+    fa.write_text(">r\nACGT\n>r\nGGCC\n")
+    ids = [q for q, _ in sequences.load_queries(str(fa), None, 10)["queries"]]
+    assert ids == ["r", "r.1"]
+
+
+@pytest.mark.parametrize("text,where", [
+    ("ACGT\n>x\nACGT\n", "line 1: not FASTA"),
+    (">x\nACGT\nHELLO WORLD\n", "line 3: not a nucleotide"),
+    (">x\n\n>y\nAC\n", "record x has an empty sequence"),
+])
+def test_malformed_fasta_names_the_line(tmp_path, text, where):
+    fa = tmp_path / "bad.fa"
+    fa.write_text(text)
+    with pytest.raises(InputError, match=where):
+        sequences.load_queries(str(fa), None, 10)
+
+
+def test_truncated_fastq_is_an_input_error(tmp_path):
+    fq = tmp_path / "bad.fastq"
+    fq.write_text("@r1\nACGT\n+\nIII\n")
+    with pytest.raises(InputError, match="line 4: quality length differs"):
+        sequences.load_queries(None, str(fq), 10)
+
+
+def test_missing_and_empty_inputs(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        sequences.load_queries(str(tmp_path / "nope.fa"), None, 10)
+    (tmp_path / "empty.fa").write_text("")
+    with pytest.raises(InputError, match="no FASTA records"):
+        sequences.load_queries(str(tmp_path / "empty.fa"), None, 10)
+    with pytest.raises(InputError, match="exactly one of --fasta or --fastq"):
+        sequences.load_queries(None, None, 10)
