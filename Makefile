@@ -9,7 +9,7 @@
 #   make bench            --help time in the container, image size, build time
 #   make cuda-lock-check  proves image/requirements-cuda.lock resolves (no GPU, no download)
 #   make sif              Apptainer image from the built docker image
-#   make lock             re-resolve both lock files from image/requirements.in
+#   make lock             re-resolve both lock files from pyproject.toml
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -46,7 +46,7 @@ else
 $(error TORCH_VARIANT must be cpu or cuda, not $(TORCH_VARIANT))
 endif
 
-.PHONY: base wheels project-wheel image image-sandbox image-egress lock cuda-lock-check \
+.PHONY: base wheels lock-current project-wheel image image-sandbox image-egress lock cuda-lock-check \
         sif docker-archive test test-unit test-image demo bench clean
 
 base:
@@ -54,7 +54,11 @@ base:
 
 # ---------------------------------------------------------------- wheelhouse
 
-wheels: $(WHEELHOUSE)/$(TORCH_VARIANT)/.complete project-wheel
+wheels: lock-current $(WHEELHOUSE)/$(TORCH_VARIANT)/.complete project-wheel
+
+# A requirement added to pyproject.toml must reach the lock before an image is built.
+lock-current:
+	$(PYTHON) image/lockfile.py current $(LOCK)
 
 # Every pinned dependency as a wheel; mappy has no wheel on PyPI and is compiled here.
 $(WHEELHOUSE)/$(TORCH_VARIANT)/.complete: $(LOCK)
@@ -67,6 +71,8 @@ $(WHEELHOUSE)/$(TORCH_VARIANT)/.complete: $(LOCK)
 	    -r $(LOCK) -w $(WHEELHOUSE)/$(TORCH_VARIANT).partial
 	# Drop wheels of versions the lock no longer pins, so the build context stays small.
 	$(PYTHON) image/lockfile.py prune $(LOCK) $(WHEELHOUSE)/$(TORCH_VARIANT).partial
+	# The pins alone travel with the wheels: a comment edit must not rebuild the image.
+	grep -v '^#' $(LOCK) > $(WHEELHOUSE)/$(TORCH_VARIANT).partial/requirements.lock
 	rm -rf $(WHEELHOUSE)/$(TORCH_VARIANT)
 	mv $(WHEELHOUSE)/$(TORCH_VARIANT).partial $(WHEELHOUSE)/$(TORCH_VARIANT)
 	touch $@

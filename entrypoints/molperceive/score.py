@@ -116,7 +116,9 @@ def _rate(correct_n: int, total: int) -> dict:
             "accuracy": round(100.0 * correct_n / total, 2) if total else None}
 
 
-def _bin(heavy: int) -> str:
+def _bin(heavy) -> str:
+    if not isinstance(heavy, int) or heavy < 1:
+        return "unknown"
     lo = (heavy - 1) // BIN * BIN + 1
     return f"{lo}-{lo + BIN - 1}"
 
@@ -167,15 +169,15 @@ def score(rows_path: str | Path, predictions_path: str | Path, slices=None,
         stored = row.get("labels") or {}
         if recompute:
             drift.update(_drift(row, mols))
-        for f in row["fields"]:
+        for f in row.get("fields") or []:
             ok = correct(f, answers.get(f), stored.get(f))
             hit = field_hits[row["slice"]][f]
             hit[0] += ok
             hit[1] += 1
-            size = size_hits[row["slice"]][_bin(row["heavy_atom_count"])]
+            size = size_hits[row["slice"]][_bin(row.get("heavy_atom_count"))]
             size[0] += ok
             size[1] += 1
-        unrequested += sum(1 for f in answers if f not in row["fields"] and f in contract.HEADLINE)
+        unrequested += sum(1 for f in answers if f not in (row.get("fields") or []) and f in contract.HEADLINE)
         for f, value in answers.items():
             if f in contract.REPORTED and f in (row.get("reported") or {}):
                 hit = reported_hits[row["slice"]][f]
@@ -207,7 +209,8 @@ def score(rows_path: str | Path, predictions_path: str | Path, slices=None,
         },
         "slices": per_slice,
         "by_heavy_atoms": {s: [{"heavy_atoms": b, **_rate(*v)} for b, v in
-                               sorted(size_hits[s].items(), key=lambda kv: int(kv[0].split("-")[0]))]
+                               sorted(size_hits[s].items(), key=lambda kv: (kv[0] == "unknown", int(kv[0].split("-")[0])
+                                                             if kv[0] != "unknown" else 0))]
                            for s in slices if s in size_hits},
         "predictions": {"scored_rows": scored_rows, "given": len(preds),
                         "missing_for_scored_rows": missing,
@@ -244,7 +247,7 @@ def _drift(row: dict, mols: gate.Molecules) -> Counter:
     if mol is None:
         out["_unparseable"] += 1
         return out
-    for f in row["fields"]:
+    for f in row.get("fields") or []:
         try:
             now = label.headline_label(mol, f, row.get("args") or {})
         except BiotoolError:

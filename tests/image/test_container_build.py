@@ -52,15 +52,24 @@ def test_rules_file_is_the_repository_one(sandbox):
     assert ran.stdout.strip().endswith("root 644")
 
 
-def test_bytecode_is_precompiled(sandbox):
-    # PYTHONDONTWRITEBYTECODE stops run-time writes, so start-up relies on build-time .pyc.
-    ran = sandbox.run(["python", "-c",
-                       "import importlib.util, biotool.cli, typer, os; "
-                       "print(os.path.exists(importlib.util.cache_from_source(biotool.cli.__file__)), "
-                       "os.path.exists(importlib.util.cache_from_source(typer.__file__)), "
-                       "os.environ['PYTHONDONTWRITEBYTECODE'])"])
+def test_bytecode_is_precompiled_and_current(sandbox):
+    # PYTHONDONTWRITEBYTECODE stops run-time writes, so start-up relies on build-time .pyc
+    # whose recorded source mtime and size still match (else Python recompiles every start).
+    script = (
+        "import importlib.util, os, struct, json, typer, click, biotool.cli, biotool.output\n"
+        "for m in (json, typer, click, biotool.cli, biotool.output):\n"
+        "    src = m.__file__; st = os.stat(src)\n"
+        "    head = open(importlib.util.cache_from_source(src), 'rb').read(16)\n"
+        "    flags, mtime, size = struct.unpack('<III', head[4:16])\n"
+        "    print(m.__name__, flags == 0 and mtime == int(st.st_mtime) & 0xFFFFFFFF\n"
+        "          and size == st.st_size & 0xFFFFFFFF)\n"
+        "print('PYTHONDONTWRITEBYTECODE', os.environ['PYTHONDONTWRITEBYTECODE'])\n"
+    )
+    ran = sandbox.run(["python", "-c", script])
     assert ran.code == 0, ran
-    assert ran.stdout.split() == ["True", "True", "1"]
+    assert ran.stdout.split() == ["json", "True", "typer", "True", "click", "True",
+                                  "biotool.cli", "True", "biotool.output", "True",
+                                  "PYTHONDONTWRITEBYTECODE", "1"]
 
 
 def test_egress_image_has_squid_and_the_same_rules(docker_client, images):

@@ -11,21 +11,27 @@ from biotool.output import run
 
 CALL_HELP = """Call one annotation tool by name with JSON arguments.
 
-  biotool call --list                      every tool, offered here or not, and why not
-  biotool call NAME --schema               the tool's argument and result JSON schemas
+\b
+  biotool call --list                  every tool, offered here or not, and why not
+  biotool call NAME --schema           the tool's argument and result JSON schemas
   biotool call NAME '{"sequence": "ATG..."}'
-  biotool call NAME @args.json | -         arguments from a file or stdin
+  biotool call NAME @args.json         arguments from a file ('-' reads stdin)
 
 Built-in tools (local, no network): seq_stats, reverse_complement, translate, find_orfs,
 align_pairwise, primer_tm, restriction_sites, gene_lookup, variant_annotate. Sequence tools
-take `sequence` or a staged `reference` (+ seqid, start, end, strand). Examples:
+take `sequence` or a staged `reference` (+ seqid, start, end, strand; 1-based inclusive).
+
+\b
+Examples:
   biotool call translate '{"sequence": "ATGGCC", "frame": "all", "table": 11}'
   biotool call gene_lookup '{"query": "S"}'
   biotool call variant_annotate '{"gene": "S", "hgvs": "c.1841A>G"}'
-  biotool call variant_annotate '{"reference": "MN908947.3", "position": 23403, "ref": "A", "alt": "G"}'
+  biotool call variant_annotate '{"reference": "MN908947.3", "position": 23403,
+                                  "ref": "A", "alt": "G"}'
+
 With the optional extra biotool[tooluniverse], ToolUniverse tools are listed and called the
-same way (prefix tu: to choose them over a built-in of the same name); only its offline
-compute tools are offered here.
+same way (prefix tu: to prefer one over a built-in of the same name); only its offline compute
+tools are offered here.
 
 The tool policy (rules file [tools]) refuses dataset, accession and literature look-ups by
 category and by name, whatever the spelling (case, look-alike letters, separators); a tool
@@ -35,6 +41,7 @@ policy or the allowlist (the rule is named); 4 the tool failed."""
 
 
 def describe() -> dict:
+    from biotool.annotate import tooluniverse_bridge
     from biotool.annotate.calls import summary
 
     tools = summary()
@@ -43,6 +50,9 @@ def describe() -> dict:
                        "translation, ORFs, alignment, primer Tm, restriction sites, gene "
                        "look-up, variant annotation (HGVS); ToolUniverse when installed",
             "tools": tools,
+            # Counting ToolUniverse's offered tools reads ~700 configs; --list does that.
+            "tooluniverse": {"installed": tooluniverse_bridge.installed(),
+                             "listed_by": "biotool call --list"},
             "requires": {"python": ["Bio"]}}
 
 

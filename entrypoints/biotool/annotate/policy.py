@@ -50,6 +50,9 @@ accessions doc docs text full article articles paper papers open annotation mirr
 browse retrieve scan map mapping convert raw submission submissions
 """.split())
 
+# The host entry of a tool whose network use could not be determined; never reachable.
+UNKNOWN_HOST = "unknown-network-use"
+
 # Patterns of at least this many characters match wherever a word begins in the joined name
 # ("pubmedsearch", "searchpubmed"); shorter ones ("geo", "sra") must stand as a word, alone or
 # with AFFIX_WORDS around them.
@@ -192,6 +195,11 @@ def decide(names: list[str], category: str, hosts: tuple[str, ...], rules,
     decision = check(names, category, rules, labels)
     if not decision.permitted:
         return decision
+    if UNKNOWN_HOST in hosts:
+        return Decision(False, True,
+                        f"its network use is not known ({UNKNOWN_HOST}): only tools reviewed "
+                        "as offline or naming their hosts can be offered",
+                        f"{rules.path} [egress] allow", (UNKNOWN_HOST,))
     missing = []
     for host in hosts:
         name, _, port = host.rpartition(":") if ":" in host else (host, "", "443")

@@ -66,7 +66,7 @@ BUILTIN = (
          _result({"length": {"type": "integer"}, "composition": {"type": "object"},
                   "gc_fraction": {"type": ["number", "null"]},
                   "molecular_weight_da": {"type": "number"}}),
-         target="biotool.annotate.sequence_tools:seq_stats", aliases=("sequence_stats",)),
+         target="biotool.annotate.sequence_tools:seq_stats"),
     Tool("reverse_complement", "Reverse complement of a DNA/RNA sequence (IUPAC-aware).",
          "sequence_analysis", _obj({"sequence": SEQ, **REFERENCE_ARGS}),
          _result({"reverse_complement": {"type": "string"}, "length": {"type": "integer"}}),

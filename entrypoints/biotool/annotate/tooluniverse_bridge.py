@@ -20,12 +20,12 @@ import types
 from functools import lru_cache
 from pathlib import Path
 
+from biotool.annotate.policy import UNKNOWN_HOST
 from biotool.annotate.registry import Tool
 from biotool.output import ToolFailure
 
 PACKAGE = "tooluniverse"
 PREFIXES = ("tooluniverse:", "tu:", "tooluniverse.", "tu.")
-UNKNOWN_HOST = "unknown-network-use"
 
 # Implementations reviewed as pure local computation (their modules import no network
 # client); everything else is treated as needing the network.

@@ -69,9 +69,9 @@ def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
     feed_until = None if deadline is None else start + (deadline - start) * FEED_SHARE
     log(f"aligning the whole library with minimap2 -x {preset} ({threads} threads)")
     with tempfile.TemporaryDirectory(dir=d, prefix=".work.") as work:
-        unsorted_err = Path(work) / "minimap2.err"
+        mm_err = Path(work) / "minimap2.err"
         part = Path(work) / "sorted.bam"
-        n, truncated = _align_sorted(fastqs, index, preset, threads, part, unsorted_err,
+        n, truncated = _align_sorted(fastqs, index, preset, threads, part, mm_err,
                                      feed_until, Path(work))
         import pysam
 

@@ -121,20 +121,6 @@ def tally(bam, contig: str, start: int, end: int, refseq: str, off: int, min_map
             "reads_seen": n, "reads_used": kept, "truncated": truncated}
 
 
-def _merge(parts: list[dict]) -> dict:
-    out = {"starts": Counter(), "ends": Counter(), "clips": Counter(), "spans": Counter(),
-           "read_lo": [], "read_hi": [], "reads_seen": 0, "reads_used": 0, "truncated": False}
-    for p in parts:
-        for k in ("starts", "ends", "clips", "spans"):
-            out[k].update(p[k])
-        out["read_lo"] += p["read_lo"]
-        out["read_hi"] += p["read_hi"]
-        out["reads_seen"] += p["reads_seen"]
-        out["reads_used"] += p["reads_used"]
-        out["truncated"] |= p["truncated"]
-    return out
-
-
 def _table(t: dict):
     """Candidate positions with their four counts and the reads spanning them intact."""
     import numpy as np

@@ -21,7 +21,7 @@ def describe() -> dict:
     return {"commands": ["align", "breakpoints", "variants"],
             "summary": "reads against a reference: placement, base-exact breakpoints, variants",
             "requires": {"binaries": ["minimap2", "samtools"],
-                         "python": ["mappy", "pysam", "numpy", "scipy"]}}
+                         "python": ["mappy", "pysam", "numpy"]}}
 
 
 def register(app: typer.Typer) -> None:
@@ -112,7 +112,9 @@ def register(app: typer.Typer) -> None:
         Nothing below the floor (--min-depth, --min-af) is listed; n_below_floor says how
         many candidate alleles seen in 2+ reads fell below it. pos is 1-based; an indel's pos
         is the base before it and ref/alt include that base (VCF convention), shifted fully
-        left in repeats. Also median_depth, fraction_assessed (share of positions with depth
+        left in repeats; other_indels_nearby counts different indels overlapping an
+        indel call (one event written several ways by noisy reads). Also median_depth (over the region), median_depth_covered (over positions with
+        any read), fraction_assessed (share of positions with depth
         >= --min-depth) and competence saying what the depth cannot show. Exit 2 on bad
         input (malformed FASTQ, BAM without index, reference not staged, region outside the
         contig); 4 if minimap2/samtools fail."""

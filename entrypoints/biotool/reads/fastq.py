@@ -43,9 +43,11 @@ def records(path: str | Path) -> Iterator[Record]:
                     if n == 0 and head[:1] == b">":
                         raise InputError(f"--fastq {path}: this is FASTA, not FASTQ (no base "
                                          "qualities); give reads in FASTQ")
-                    if not head.strip():
-                        continue_blank = readline()
-                        if not continue_blank:
+                    if not head.strip():  # trailing blank lines are harmless; inner ones are not
+                        rest = readline()
+                        while rest and not rest.strip():
+                            rest = readline()
+                        if not rest:
                             break
                         raise InputError(f"--fastq {path}: blank line inside the file "
                                          f"after record {n}")
@@ -62,8 +64,6 @@ def records(path: str | Path) -> Iterator[Record]:
                 n += 1
                 yield head[1:].rstrip(b"\r\n"), seq, qual
     except (gzip.BadGzipFile, EOFError, zlib.error, OSError) as exc:
-        if isinstance(exc, InputError):
-            raise
         raise InputError(f"--fastq {path}: gzip stream is corrupt or truncated after "
                          f"record {n} ({type(exc).__name__})") from None
     if n == 0:

@@ -9,7 +9,6 @@ base before the event). Several libraries are pooled; each keeps its own counts.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from biotool.competence import bounded, not_applicable
 from biotool.provenance import provenance, used
@@ -44,6 +43,7 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
     fasta = pysam.FastaFile(str(ref.fasta))
     calls, below, depths, truncated = [], 0, [], any(l.get("truncated") for l in libs)
     reads_used = [0] * len(libs)
+    in_header = [False] * len(libs)
     for contig, s, e in regions:
         off = max(0, s - PAD)
         seq = fasta.fetch(contig, off, min(contigs[contig], e + PAD)).upper()
@@ -53,6 +53,7 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
             handle = open_bam(lib["bam"])
             try:
                 if contig in handle.references:
+                    in_header[i] = True
                     pile.add_bam(handle, min_mapq, deadline)
             finally:
                 handle.close()
@@ -65,10 +66,13 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
         calls += region_calls
         below += n_below
         depths.append(depth)
-    if not any(reads_used):
-        raise_no_reads(libs, regions, min_mapq)
+    missing = [l["bam"] for l, ok in zip(libs, in_header) if not ok]
+    if missing:
+        raise_no_contig(missing, regions)
     depth_all = np.concatenate(depths) if depths else np.zeros(0)
     median_depth = float(np.median(depth_all)) if depth_all.size else 0.0
+    covered = depth_all[depth_all > 0]
+    median_covered = float(np.median(covered)) if covered.size else 0.0
     assessed = float((depth_all >= min_depth).mean()) if depth_all.size else 0.0
     calls.sort(key=lambda c: (c["alt_reads"], c["af"]), reverse=True)
     for c in calls:
@@ -88,6 +92,7 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
                  "the event and ref/alt include it (VCF convention), shifted fully left in "
                  "repeats. Ranked by alt reads, then allele fraction."),
         "median_depth": median_depth,
+        "median_depth_covered": median_covered,
         "fraction_assessed": round(assessed, 4),
         "n_variants": len(calls),
         "n_below_floor": below,
@@ -98,21 +103,20 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
         from biotool.reads.vcf import write_vcf
 
         result["vcf"] = write_vcf(vcf, calls, libs, ref, contigs, result["floor"], regions)
-    result["competence"] = _summary_competence(median_depth, assessed, min_depth, min_af,
-                                               len(calls), truncated)
+    result["competence"] = _summary_competence(median_depth, median_covered, assessed, min_depth,
+                                               min_af, len(calls), truncated)
     bam_prov = [used("alignments", l["sample"], "", path=l["bam"]) for l in libs
                 if not l.get("aligned_here")]
     result["provenance"] = provenance(*ref.provenance(), *index_prov, *bam_prov)
     return result
 
 
-def raise_no_reads(libs, regions, min_mapq):
+def raise_no_contig(bams, regions):
     from biotool.output import InputError
 
-    names = ", ".join(l["bam"] for l in libs)
-    where = ", ".join(f"{c}:{s + 1}-{e}" for c, s, e in regions[:3])
-    raise InputError(f"--bam {names}: no alignments with mapping quality >= {min_mapq} in "
-                     f"{where}; was it aligned to this --reference?")
+    names = ", ".join(c for c, _, _ in regions[:3])
+    raise InputError(f"--bam {bams[0]}: its header has none of the region's contigs ({names}); "
+                     "was it aligned to this --reference?")
 
 
 def _call(contig, s, e, seq, off, per_lib, libs, min_depth, min_af):
@@ -181,8 +185,21 @@ def _call(contig, s, e, seq, off, per_lib, libs, min_depth, min_af):
         kind = "deletion" if len(r) > len(a) else "insertion"
         calls.append({"contig": contig, "pos": pos0 + 1, "type": kind, "ref": r, "alt": a,
                       "length": abs(len(r) - len(a)), "depth": d, "alt_reads": k,
-                      "af": round(f, 4), "fwd": fwd, "rev": rev, "samples": samples})
+                      "af": round(f, 4), "fwd": fwd, "rev": rev, "samples": samples,
+                      "other_indels_nearby": _nearby(keys, per_lib, key)})
     return calls, below, span
+
+
+def _nearby(keys, per_lib, key, flank: int = 5) -> int:
+    """Observations of a different indel overlapping this one (within `flank` bases): noisy
+    reads often write one event several ways, so the true fraction may be higher."""
+    pos0, r, _a = key
+    lo, hi = pos0 - flank, pos0 + len(r) + flank
+    total = 0
+    for other in keys:
+        if other != key and lo <= other[0] <= hi:
+            total += sum(sum(p["indels"].get(other, (0, 0))) for p in per_lib)
+    return total
 
 
 def _homopolymer(fasta, contig, pos0, length) -> int:
@@ -223,6 +240,10 @@ def _call_competence(c, min_depth, min_af, seq_for):
                      f"known only to about +/-{1.96 * math.sqrt(max(c['af'] * (1 - c['af']), 0.01) / d):.2f}")
     if k >= 5 and (c["fwd"] == 0 or c["rev"] == 0):
         spots.append("every alt read is on one strand: a strand-specific artefact looks like this")
+    if c["type"] != "SNV" and c.get("other_indels_nearby", 0) > 0.1 * k:
+        spots.append(f"{c['other_indels_nearby']} other indel observations overlap this one "
+                     "(within 5 bases): if some are the same event written differently by noisy "
+                     "reads, the true fraction is higher than af")
     if c["type"] != "SNV":
         fasta, contigs = seq_for
         run = _homopolymer(fasta, c["contig"], c["pos"] - 1, contigs[c["contig"]])
@@ -233,20 +254,24 @@ def _call_competence(c, min_depth, min_af, seq_for):
                    blind_spots=spots, remedy="more depth here, or confirm in an independent library")
 
 
-def _summary_competence(median_depth, assessed, min_depth, min_af, n_calls, truncated):
-    if median_depth == 0:
+def _summary_competence(median_depth, median_covered, assessed, min_depth, min_af, n_calls,
+                        truncated):
+    if median_covered == 0:
         return not_applicable("no reads cover the region", "check --region and --reference")
     spots = []
     if assessed < 1:
         spots.append(f"{1 - assessed:.1%} of positions have depth below {min_depth}: variants "
-                     "there are not assessed at all")
-    detectable = max(min_af, 3 / median_depth)
-    spots.append(f"at the median depth {median_depth:g}, alleles below AF {detectable:.2f} cannot "
-                 "be seen (the floor, and ~3 supporting reads)")
+                     "there are not assessed at all (use --region for the part the reads cover)")
+    typical = median_depth or median_covered
+    detectable = max(min_af, 3 / typical)
+    spots.append(f"at the median depth {typical:g}{'' if median_depth else ' (covered positions)'}, "
+                 f"alleles below AF {detectable:.2f} cannot be seen (the floor, and ~3 supporting "
+                 "reads)")
     spots.append("structural variants and indels longer than the reads are not called "
                  "(see biotool breakpoints)")
     if truncated:
         spots.append("time budget ran out: counts cover only part of the reads")
-    conf = assessed * (1 - math.exp(-median_depth / (2 * min_depth)))
+    conf = assessed * (1 - math.exp(-typical / (2 * min_depth)))
     return bounded(conf, assessed, alternatives=n_calls, blind_spots=spots,
-                   remedy="more reads (raise depth) or --min-af/--min-depth with care")
+                   remedy="more reads (raise depth), --region for the covered part, or "
+                          "--min-af/--min-depth with care")

@@ -44,9 +44,16 @@ def pick_device(device: str | None = None) -> str:
 
 def load(weights: Path, tokenizer: Path, device: str | None = None, cache: bool = True) -> Loaded:
     """Load once per process (cache=True); bf16 on CUDA, float32 on CPU."""
+    import sys
+
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    from biotool.progress import quiet
+
+    if quiet() or not sys.stderr.isatty():
+        hf_logging.disable_progress_bar()  # plain lines on stderr, not a bar redrawn in a log
     device = pick_device(device)
     key = (str(weights), str(tokenizer), device)
     if cache and key in _LOADED:

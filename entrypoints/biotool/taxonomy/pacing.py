@@ -2,8 +2,9 @@
 
 NCBI's BLAST URL API rules: contact the server at most once every 10 seconds, and poll one
 RID at most once a minute. Every biotool process reserves its next slot in one small JSON
-file under a lock, so the rules hold across processes in a container and, when the
-directory is a shared volume (BIOTOOL_NCBI_PACING_DIR), across sandboxes on one host.
+file under an exclusive flock, so the rules hold across processes in a container and, when
+the directory is a shared volume (BIOTOOL_NCBI_PACING_DIR), across sandboxes on one host.
+The file is world-writable because sandboxes sharing the volume may run as different UIDs.
 Wall-clock time is used because monotonic clocks are not comparable across processes.
 """
 
@@ -46,39 +47,50 @@ class Pacer:
     sleep: Callable[[float], None] = time.sleep
     reserved: list = field(default_factory=list)  # (slot, rid) of this pacer, for reports
 
-    def _read(self, path: Path) -> dict:
+    def _state_fd(self) -> int:
+        """The one schedule file, opened read-write; any UID sharing the volume may use it."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.directory / STATE, os.O_RDWR | os.O_CREAT, 0o666)
         try:
-            state = json.loads(path.read_text())
-            if isinstance(state, dict):
-                return state
-        except (OSError, ValueError):
+            os.fchmod(fd, 0o666)  # sandboxes may run as different UIDs; umask must not lock them out
+        except PermissionError:
             pass
-        return {}
+        return fd
 
     def reserve(self, rid: str | None = None, not_before: float = 0.0,
                 deadline: float | None = None) -> float:
         """Reserve the earliest permitted contact slot (a poll of `rid` if given); no waiting."""
-        from filelock import FileLock
+        import fcntl
 
-        self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / STATE
-        with FileLock(str(self.directory / (STATE + ".lock"))):
-            state = self._read(path)
+        fd = self._state_fd()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            raw = b""
+            while chunk := os.read(fd, 65536):
+                raw += chunk
             now = self.clock()
-            polls = {k: v for k, v in state.get("polls", {}).items()
+            try:
+                state = json.loads(raw) if raw.strip() else {}
+                if not isinstance(state, dict):
+                    raise ValueError
+            except ValueError:
+                # A damaged schedule (a writer killed mid-write): assume a contact just happened.
+                state = {"last_contact": now}
+            polls = {k: float(v) for k, v in state.get("polls", {}).items()
                      if now - float(v) < POLL_MEMORY_S}
             slot = max(now, not_before, float(state.get("last_contact", -1e18)) + self.min_interval)
             if rid is not None and rid in polls:
-                slot = max(slot, float(polls[rid]) + self.poll_interval)
+                slot = max(slot, polls[rid] + self.poll_interval)
             if deadline is not None and slot > deadline:
                 raise PastDeadline(slot)
-            state["last_contact"] = slot
             if rid is not None:
                 polls[rid] = slot
-            state["polls"] = polls
-            tmp = path.with_name(f".{STATE}.{os.getpid()}")
-            tmp.write_text(json.dumps(state))
-            os.replace(tmp, path)
+            data = json.dumps({"last_contact": slot, "polls": polls}).encode()
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.ftruncate(fd, 0)
+            os.write(fd, data)
+        finally:
+            os.close(fd)  # closing releases the lock
         self.reserved.append((slot, rid))
         return slot
 

@@ -83,7 +83,7 @@ def summarize(hits: dict[str, list], searched: list[str], total_reads: int, loca
         caveat += (f" Searched the staged panel {local_db}, not nt: an organism absent from the "
                    f"panel is unobserved, not absent.")
     if not ranked:
-        caveat = f"No query matched anything. " + caveat
+        caveat = "No query matched anything. " + caveat
     second = ranked[1][1] if len(ranked) > 1 else 0
     ties = sum(1 for _, v in ranked[1:] if ranked and v == ranked[0][1])
     blind = [f"organisms below ~{floor:.1%} of reads (detection floor 1/n, n={n})"]

@@ -41,3 +41,15 @@ def test_fasta_path_reference_is_indexed_into_the_cache(biotool, cas9, tmp_path)
     assert ref_item["sha256"] == sha256_file(cas9["fasta"])
     index = next(u for u in out["provenance"]["used"] if u["kind"] == "index")
     assert index["path"].startswith(str(tmp_path / "cache"))
+
+
+def test_gzipped_reads_are_read_like_plain_ones(biotool, artic_fastq, tmp_path):
+    import gzip
+
+    gz = tmp_path / "reads.fastq.gz"
+    gz.write_bytes(gzip.compress(artic_fastq.read_bytes()))
+    plain = biotool("align", "--fastq", str(artic_fastq), "--reference", "MN908947.3")
+    packed = biotool("align", "--fastq", str(gz), "--reference", "MN908947.3")
+    assert packed.code == 0, packed.stderr
+    assert packed.json["mapped"] == plain.json["mapped"] == 200
+    assert packed.json["top_loci"] == plain.json["top_loci"]

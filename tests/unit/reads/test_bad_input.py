@@ -97,3 +97,9 @@ def test_vcf_path_must_be_bgzip_named(biotool, cas9, tmp_path):
                 "--vcf", str(tmp_path / "out.vcf"))
     _fail(r, "out.vcf", ".vcf.gz")
     assert not (tmp_path / "out.vcf").exists()
+
+
+@pytest.mark.parametrize("command", ["breakpoints", "variants"])
+def test_bam_aligned_to_another_reference(biotool, cas9, command):
+    r = biotool(command, "--bam", str(cas9["bam"]), "--reference", "MN908947.3")
+    _fail(r, str(cas9["bam"]), "was it aligned to this --reference?")

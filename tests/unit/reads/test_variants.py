@@ -86,4 +86,17 @@ def test_real_artic_reads_carry_the_isolates_deletion(biotool, artic_fastq):
     assert top["pos"] == 29749 and top["ref"] == "ACGATCGAGTG" and top["alt"] == "A"
     assert top["depth"] >= 150 and top["af"] >= 0.5
     assert top["competence"]["confidence"] > 0.99
+    # Nanopore reads also write this deletion as shorter ones nearby; the call says so.
+    assert top["other_indels_nearby"] > 0
+    assert any("written differently" in s for s in top["competence"]["blind_spots"])
     assert out["samples"][0]["reads_used"] == 200
+
+
+def test_region_without_reads_is_not_applicable_not_an_error(biotool, artic_fastq):
+    r = biotool("variants", "--fastq", str(artic_fastq), "--reference", "MN908947.3",
+                "--region", "MN908947.3:1-1000")
+    assert r.code == 0, r.stderr
+    out = r.json
+    assert out["variants"] == [] and out["median_depth"] == 0
+    assert out["competence"]["applicable"] is False
+    assert "no reads cover the region" in out["competence"]["blind_spots"][0]

@@ -17,6 +17,14 @@ def _celltypist_folder(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("CELLTYPIST_FOLDER", str(tmp_path_factory.getbasetemp() / "celltypist"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread():
+    # Shared CI cores: torch's default intra-op threads oversubscribe them badly.
+    import torch
+
+    torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="session")
 def pbmc():
     """scanpy's pbmc68k_reduced as integer counts, with `bulk_labels`."""
@@ -108,8 +116,9 @@ def stage_models(tmp_path_factory):
         (manifests / "models.toml").write_text("\n".join(lines))
         home = root / "home"
         staging.stage(manifests, home, ["test"])
+        # One torch thread: on shared CI cores, oversubscribed intra-op threads run ~30x slower.
         return {"BIOTOOL_HOME": str(home), "BIOTOOL_MANIFESTS": str(manifests),
-                "CELLTYPIST_FOLDER": str(root / "celltypist")}
+                "CELLTYPIST_FOLDER": str(root / "celltypist"), "OMP_NUM_THREADS": "1"}
 
     return make
 

@@ -66,3 +66,15 @@ def test_the_pacing_holds_across_processes(tmp_path):
     # 9 contacts from 3 processes on one schedule: never closer, and each waited its slot.
     assert min(gaps) >= 0.15 - 1e-6, gaps
     assert all(woke >= slot for slot, woke in got)
+
+
+def test_a_damaged_schedule_errs_on_the_side_of_waiting(tmp_path, clock):
+    (tmp_path / "ncbi-pacing.json").write_text('{"last_contact": 12')  # a writer died mid-write
+    p = Pacer(tmp_path, clock=clock.now, sleep=clock.sleep)
+    start = clock.now()
+    assert p.wait_turn() == start + 10.0
+
+
+def test_the_schedule_file_is_usable_by_other_uids(tmp_path, clock):
+    Pacer(tmp_path, clock=clock.now, sleep=clock.sleep).reserve()
+    assert (tmp_path / "ncbi-pacing.json").stat().st_mode & 0o777 == 0o666
