@@ -46,7 +46,7 @@ else
 $(error TORCH_VARIANT must be cpu or cuda, not $(TORCH_VARIANT))
 endif
 
-.PHONY: base wheels lock-current project-wheel image image-sandbox image-egress lock cuda-lock-check \
+.PHONY: base wheels lock-current project-wheel image lock cuda-lock-check \
         sif docker-archive test test-unit test-image demo bench clean
 
 base:

@@ -62,12 +62,14 @@ def load(weights: Path, tokenizer: Path, device: str | None = None, cache: bool 
     try:
         tok = AutoTokenizer.from_pretrained(str(tokenizer), local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - transformers raises many types for a bad folder
-        raise InputError(f"{tokenizer}: cannot load the tokenizer ({type(exc).__name__}: {exc})") from None
+        raise InputError(f"{tokenizer}: cannot load the tokenizer "
+                         f"({type(exc).__name__}: {exc})") from None
     try:
         model = AutoModelForCausalLM.from_pretrained(str(weights), dtype=dtype,
                                                      local_files_only=True)
     except Exception as exc:  # noqa: BLE001
-        raise ToolFailure(f"{weights}: cannot load the model ({type(exc).__name__}: {exc})") from None
+        raise ToolFailure(f"{weights}: cannot load the model "
+                          f"({type(exc).__name__}: {exc})") from None
     model.to(device).eval()
     # Decoder-only models continue from the last token: pad on the left so every prompt ends
     # where generation starts, and a batch answers exactly as single prompts would.

@@ -66,7 +66,8 @@ def _celltypist(adata, species: str, reference: str) -> tuple[dict, list]:
     win = scored[0]
     fit = win["fit"]
     margin = fit - scored[1]["fit"] if len(scored) > 1 else None
-    conclusive = fit >= ctp.CONCLUSIVE_FIT and margin is not None and margin >= ctp.CONCLUSIVE_MARGIN
+    conclusive = (fit >= ctp.CONCLUSIVE_FIT and margin is not None
+                  and margin >= ctp.CONCLUSIVE_MARGIN)
     spots = []
     caveat = None
     if not conclusive:

@@ -90,6 +90,10 @@ def register(app: typer.Typer) -> None:
             # Caches and downloads must never happen at run time (read-only image, offline).
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            # celltypist makes its model folder at import: never the (maybe read-only) HOME.
+            from biotool.cache import cache_root
+
+            os.environ.setdefault("CELLTYPIST_FOLDER", str(cache_root() / "celltypist"))
             from biotool.singlecell.celltype import celltype_genes, celltype_matrix
 
             if (matrix is None) == (genes is None):

@@ -76,7 +76,8 @@ def _looks_like_header(row: list[str]) -> bool:
 def _symbols(rows: list[list[str]]) -> list[str]:
     """Gene labels: the symbol column when the first column holds Ensembl ids (10x features)."""
     first = [r[0].strip() for r in rows]
-    if len(rows[0]) > 1 and sum(bool(_ENSEMBL.match(x)) for x in first[:200]) > len(first[:200]) / 2:
+    head = first[:200]
+    if len(rows[0]) > 1 and sum(bool(_ENSEMBL.match(x)) for x in head) > len(head) / 2:
         return [r[1].strip() if len(r) > 1 else r[0].strip() for r in rows]
     return first
 
@@ -251,7 +252,8 @@ def load(path: str | Path):
         raise InputError(f"{path}: unsupported matrix format (use .h5ad, 10x .h5, a folder with "
                          ".mtx(.gz) and two labelling files, or a cell-by-gene .csv/.tsv)")
     if adata.n_obs == 0 or adata.n_vars == 0:
-        raise InputError(f"{path}: the matrix is empty ({adata.n_obs} cells x {adata.n_vars} genes)")
+        raise InputError(f"{path}: the matrix is empty "
+                         f"({adata.n_obs} cells x {adata.n_vars} genes)")
     if _nnz(adata.X) == 0:
         raise InputError(f"{path}: the matrix holds no non-zero value")
     adata.uns.setdefault("biotool_source", {})
@@ -267,7 +269,7 @@ def _nnz(x) -> int:
 
 
 def detect_scale(adata, sample: int = 500) -> str:
-    """What the values are: "counts", "log1p" (log-normalised), "normalised" (not log) or "scaled"."""
+    """What the values are: "counts", "log1p", "normalised" (not log) or "scaled"."""
     import numpy as np
     import scipy.sparse as sp
 
@@ -318,4 +320,5 @@ def normalise(adata):
     sc.pp.normalize_total(out, target_sum=TARGET_SUM)
     sc.pp.log1p(out)
     out.X = sp.csr_matrix(out.X, dtype=np.float32)
-    return out, {"input": kind, "action": note, "cells_without_expression_dropped": int(empty.sum())}
+    return out, {"input": kind, "action": note,
+                 "cells_without_expression_dropped": int(empty.sum())}

@@ -98,7 +98,8 @@ def c2s_model(name_or_path: str = DEFAULT_C2S) -> dict:
                 items.append(used("tokenizer", tok_rec["name"], tok_rec["sha256"]))
             else:
                 tok = weights / tok_spec
-    if not any((weights / f).is_file() for f in WEIGHT_FILES) or not (weights / "config.json").is_file():
+    has_weights = any((weights / f).is_file() for f in WEIGHT_FILES)
+    if not has_weights or not (weights / "config.json").is_file():
         raise err(f"{weights}: no model weights (config.json with model.safetensors or "
                   "pytorch_model.bin) in this folder")
     if not _has_tokenizer(tok):

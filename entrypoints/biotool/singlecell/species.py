@@ -56,7 +56,8 @@ def detect(symbols, min_informative: int = MIN_INFORMATIVE) -> dict:
             if v == "mouse" and _MOUSE_ONLY.match(str(sym).strip()):
                 mouse_only += 1
     informative = counts["human"] + counts["mouse"]
-    evidence = {"genes": total, "informative": informative, "upper_case_like_human": counts["human"],
+    evidence = {"genes": total, "informative": informative,
+                "upper_case_like_human": counts["human"],
                 "title_case_like_mouse": counts["mouse"], "mouse_only_families": mouse_only}
     if informative == 0:
         share, species = 0.0, "unknown"

@@ -28,7 +28,8 @@ def build(dest: Path, genes: list[str], tokenizer_dest: Path | None = None, laye
     tokenizer_dest = Path(tokenizer_dest or dest)
     pre = pre_tokenizers.Whitespace()
     words = set()
-    text = PROMPT.format(num_genes=0, organism="", cell_sentence="") + " " + " ".join(genes) + " " + " ".join(CELL_TYPE_WORDS) + " Homo sapiens Mus musculus 0123456789"
+    text = " ".join([PROMPT.format(num_genes=0, organism="", cell_sentence=""), *genes,
+                     *CELL_TYPE_WORDS, "Homo sapiens Mus musculus"])
     words.update(w for w, _ in pre.pre_tokenize_str(text))
     words.update(str(i) for i in range(0, 1001))
     specials = ["<pad>", "<unk>", "<s>", "</s>"]
@@ -38,10 +39,13 @@ def build(dest: Path, genes: list[str], tokenizer_dest: Path | None = None, laye
     tok = PreTrainedTokenizerFast(tokenizer_object=core, unk_token="<unk>", pad_token="<pad>",
                                   bos_token="<s>", eos_token="</s>")
     torch.manual_seed(seed)
+    # A wide initialisation makes the untrained model's greedy answer depend on the cell (a
+    # narrow one repeats one token for every prompt), so batch-vs-single checks can fail.
     config = LlamaConfig(vocab_size=len(vocab), hidden_size=hidden, intermediate_size=2 * hidden,
                          num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=4,
                          max_position_embeddings=2048, pad_token_id=0, bos_token_id=2,
-                         eos_token_id=3, tie_word_embeddings=True, initializer_range=initializer_range)
+                         eos_token_id=3, tie_word_embeddings=True,
+                         initializer_range=initializer_range)
     model = LlamaForCausalLM(config)
     dest.mkdir(parents=True, exist_ok=True)
     tokenizer_dest.mkdir(parents=True, exist_ok=True)
