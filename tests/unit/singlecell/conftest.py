@@ -11,10 +11,17 @@ import pytest
 from biotool.cache import sha256_tree
 
 
-@pytest.fixture(autouse=True)
-def _celltypist_folder(tmp_path_factory, monkeypatch):
+@pytest.fixture(scope="session", autouse=True)
+def _celltypist_folder(tmp_path_factory):
     # celltypist creates its model folder at import; never under the real HOME in tests.
-    monkeypatch.setenv("CELLTYPIST_FOLDER", str(tmp_path_factory.getbasetemp() / "celltypist"))
+    # Session scope so it is set before the session fixtures that train models import it.
+    old = os.environ.get("CELLTYPIST_FOLDER")
+    os.environ["CELLTYPIST_FOLDER"] = str(tmp_path_factory.getbasetemp() / "celltypist")
+    yield
+    if old is None:
+        os.environ.pop("CELLTYPIST_FOLDER", None)
+    else:
+        os.environ["CELLTYPIST_FOLDER"] = old
 
 
 @pytest.fixture(scope="session", autouse=True)
