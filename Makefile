@@ -33,7 +33,9 @@ export DOCKER_BUILDKIT := 0
 # Reproducible project wheel: same sources, same bytes, so docker's layer cache holds.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 315532800)
 export SOURCE_DATE_EPOCH
-REVISION ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+REVISION ?= $(shell if git rev-parse -q --verify HEAD >/dev/null 2>&1; then \
+    echo "$$(git rev-parse --short=12 HEAD)$$(git diff --quiet HEAD -- || echo -dirty)"; \
+    else echo unknown; fi)
 
 ifeq ($(TORCH_VARIANT),cpu)
 # This host's pip config (find-links /opt/wheels) supplies torch's +cpu build.
