@@ -7,8 +7,9 @@ due, then `Status=READY`; `CMD=Get&FORMAT_TYPE=JSON2_S` answers the JSON2_S repo
 from shared k-mers against a small FASTA database (by default the repository's demo panel,
 named with the taxa of refs/databases.toml). Failure modes reproduce what the real service
 has done: no RID, an HTML rate-limit page, truncated JSON, Status=FAILED / UNKNOWN, never
-ready, an empty report, an HTML page instead of JSON. Every request is recorded with its time
-on the server's clock (injectable), and breaches of NCBI's pacing rules are listed.
+ready, an empty report, an HTML page instead of JSON; and a redirect elsewhere (which a
+client must not follow). Every request is recorded with its time on the server's clock
+(injectable), and breaches of NCBI's pacing rules are listed.
 
 Standalone: python3 tests/mock_ncbi.py --port 8443 [--tls-cert C --tls-key K] [--mode ok]
 GET /_mock/requests returns {"requests": [...], "violations": [...]} as JSON.
@@ -33,7 +34,8 @@ from urllib.parse import parse_qs, urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("ok", "norid", "ratelimit", "ratelimit429", "truncate", "failed", "unknown", "never",
-         "empty", "emptyjson", "html")
+         "empty", "emptyjson", "html", "redirect")
+REDIRECT_TO = "https://evil.example/blast/Blast.cgi"  # mode redirect: where Put points
 K = 11
 _COMP = str.maketrans("ACGTN", "TGCAN")
 
@@ -211,6 +213,8 @@ class MockNCBI:
             return 200, "text/html", RATE_PAGE.encode()
         if self.mode == "ratelimit429":
             return 429, "text/html", RATE_PAGE.encode()
+        if self.mode == "redirect":
+            return 302, "text/html", b"<html><title>Moved</title></html>"
         queries = parse_fasta(params.get("QUERY", ""))
         if self.mode == "norid" or not queries:
             return 200, "text/html", ERROR_PAGE.encode()
@@ -276,6 +280,8 @@ class MockNCBI:
             def _send(self, status: int, ctype: str, body: bytes):
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
+                if status in (301, 302, 303, 307, 308):
+                    self.send_header("Location", REDIRECT_TO)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

@@ -3,23 +3,37 @@
 Layer 3 of the rules (DESIGN.md section 3): a host that is not on the rules file's egress
 allowlist is refused (exit 3) before any socket is opened. With HTTPS_PROXY set, the
 connection is a CONNECT tunnel through that proxy; TLS is verified against the system trust
-store plus SSL_CERT_FILE when set (how a test CA is added). Standard library only.
+store plus SSL_CERT_FILE when set (how a test CA is added). Redirects are never followed (a
+3xx comes back to the caller as its status). Standard library only.
 """
 
 from __future__ import annotations
 
+import base64
 import http.client
+import ipaddress
 import os
+import re
 import socket
 import ssl
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from biotool import __version__
 from biotool.output import RefusedError, ToolFailure
 
 MAX_BODY = 256 << 20  # a reply larger than this is a misbehaving server, not a BLAST report
 USER_AGENT = f"biotool/{__version__}"
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+                       r"(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$", re.I)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
 
 
 @dataclass
@@ -34,51 +48,117 @@ class Response:
         return self.body.decode("utf-8", errors="replace")
 
 
-def proxy_from_env() -> tuple[str, int] | None:
-    """(host, port) of HTTPS_PROXY (or https_proxy), or None."""
-    raw = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
+@dataclass(frozen=True)
+class Proxy:
+    """The HTTP CONNECT proxy named by HTTPS_PROXY, pinned to the local address it resolved to."""
+
+    host: str
+    port: int
+    address: str                 # the checked address the client connects to (no re-resolve)
+    authorization: str | None    # a Proxy-Authorization value when the URL carried credentials
+
+    def __str__(self) -> str:    # never the credentials
+        return f"{self.host}:{self.port}"
+
+
+def _is_public(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if ip.version == 6 and ip.ipv4_mapped:   # ::ffff:8.8.8.8 is 8.8.8.8
+        ip = ip.ipv4_mapped
+    return ip.is_global
+
+
+def _proxy_setting() -> str:
+    return (os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy") or "").strip()
+
+
+def _redacted(raw: str) -> str:
+    return re.sub(r"//[^/@]*@", "//***@", raw)
+
+
+def proxy_from_env() -> Proxy | None:
+    """The proxy of HTTPS_PROXY (or https_proxy), or None; RefusedError when unusable.
+
+    Only an http:// CONNECT proxy on a local network is used: the sandbox's egress proxy.
+    A proxy at a public address (an agent pointing HTTPS_PROXY at an outside host, or at the
+    allowlisted host itself) would be a connection to a host that is not on the allowlist,
+    so it is refused before any connection.
+    """
+    raw = _proxy_setting()
     if not raw:
         return None
-    parts = urlsplit(raw if "://" in raw else f"http://{raw}")
-    if not parts.hostname:
-        raise RefusedError(f"HTTPS_PROXY={raw!r} names no proxy host")
-    return parts.hostname, parts.port or 3128
+    shown = _redacted(raw)
+    try:
+        parts = urlsplit(raw if "://" in raw else f"http://{raw}")
+        port = 3128 if parts.port is None else parts.port
+        host = parts.hostname or ""
+    except ValueError as exc:
+        raise RefusedError(f"HTTPS_PROXY={shown!r} is malformed ({exc})") from None
+    if parts.scheme.lower() != "http":
+        raise RefusedError(f"HTTPS_PROXY={shown!r}: only an http:// CONNECT proxy is supported "
+                           f"(not {parts.scheme}://)")
+    host = host.rstrip(".")
+    if not host or not _HOSTNAME.match(host) and not _is_ip(host) or not 0 < port < 65536:
+        raise RefusedError(f"HTTPS_PROXY={shown!r} names no valid proxy host and port")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise ToolFailure(f"proxy {host}:{port} (HTTPS_PROXY): cannot resolve it "
+                          f"({getattr(exc, 'strerror', None) or exc})") from None
+    addresses = [info[4][0] for info in infos]
+    public = [a for a in addresses if _is_public(a)]
+    if public:
+        raise RefusedError(f"proxy {host}:{port} (HTTPS_PROXY) is at public address "
+                           f"{public[0]}: biotool tunnels only through the sandbox's egress "
+                           f"proxy on a local network, never through an outside host")
+    auth = None
+    if parts.username is not None:
+        cred = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        auth = "Basic " + base64.b64encode(cred.encode()).decode()
+    return Proxy(host, port, addresses[0], auth)
 
 
 def proxy_reachable(timeout: float = 2.0) -> bool:
-    """True when HTTPS_PROXY is set and accepts a TCP connection (the sandbox's way out)."""
+    """True when HTTPS_PROXY names a usable proxy that accepts a TCP connection."""
     try:
         proxy = proxy_from_env()
-    except RefusedError:
+    except (RefusedError, ToolFailure):
         return False
     if proxy is None:
         return False
     try:
-        with socket.create_connection(proxy, timeout=timeout):
+        with socket.create_connection((proxy.address, proxy.port), timeout=timeout):
             return True
     except OSError:
         return False
 
 
 def check_allowed(url: str) -> tuple[str, int, str]:
-    """(host, port, path) of an https URL the rules allow; RefusedError otherwise, no I/O."""
+    """(host, port, path) of an https URL the rules allow; RefusedError otherwise, no I/O.
+
+    The host returned is the allowlist's own spelling (lower case, no trailing dot), so what
+    is checked is exactly what is connected to, sent in CONNECT and in the TLS SNI.
+    """
     from biotool import rules as rules_mod
 
-    parts = urlsplit(url)
-    if parts.scheme != "https":
-        raise RefusedError(f"{url}: only https is allowed out of the sandbox")
-    host = parts.hostname or ""
     try:
-        port = parts.port or 443
-    except ValueError:
-        raise RefusedError(f"{url}: malformed port") from None
+        parts = urlsplit(url)
+        port = 443 if parts.port is None else parts.port  # ':0' is port 0, not 443
+    except ValueError as exc:
+        raise RefusedError(f"{url!r}: malformed URL ({exc})") from None
+    if parts.scheme.lower() != "https":
+        raise RefusedError(f"{url}: only https is allowed out of the sandbox")
+    if "@" in parts.netloc:
+        raise RefusedError(f"{_redacted(url)}: credentials in the URL are refused "
+                           f"(they would leave the sandbox)")
+    host = rules_mod.normalise_host(parts.hostname or "")
     try:
         rules = rules_mod.load()
     except rules_mod.RulesError as exc:
         raise RefusedError(str(exc)) from None
-    if not rules.egress_allows(host, port):
+    if not (_HOSTNAME.match(host) or _is_ip(host)) or not rules.egress_allows(host, port):
         allowed = ", ".join(f"{h}:{p}" for h, p in rules.egress_allow) or "nothing"
-        raise RefusedError(f"host {host}:{port} is not on the egress allowlist in "
+        raise RefusedError(f"host {host or '(none)'}:{port} is not on the egress allowlist in "
                            f"{rules.path} (allowed: {allowed})")
     path = parts.path or "/"
     return host, port, path + (f"?{parts.query}" if parts.query else "")
@@ -99,9 +179,12 @@ def request(method: str, url: str, *, body: bytes | None = None, headers: dict |
     proxy = proxy_from_env()
     ctx = tls_context()
     if proxy:
-        conn = http.client.HTTPSConnection(proxy[0], proxy[1], timeout=timeout, context=ctx)
-        conn.set_tunnel(host, port)
-        via = f" via proxy {proxy[0]}:{proxy[1]}"
+        # Connect to the address that was checked, not to a name resolved a second time.
+        conn = http.client.HTTPSConnection(proxy.address, proxy.port, timeout=timeout,
+                                           context=ctx)
+        conn.set_tunnel(host, port, headers={"Proxy-Authorization": proxy.authorization}
+                        if proxy.authorization else None)
+        via = f" via proxy {proxy}"
     else:
         conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=ctx)
         via = ""

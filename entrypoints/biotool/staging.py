@@ -28,7 +28,7 @@ from biotool.cache import atomic_path, sha256_file, sha256_tree
 
 IMAGE_HOME = Path("/opt/biotool")
 REPO_REFS = Path(__file__).resolve().parents[2] / "refs"
-KINDS = ("reference", "database", "model")
+KINDS = ("reference", "database", "model", "sample")
 INVENTORY = "staged.json"
 
 

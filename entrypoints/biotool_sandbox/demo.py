@@ -1,21 +1,21 @@
 """`biotool-sandbox demo` (what `make demo` runs): a short real agent session in the enforced stack.
 
-up, copy the demo reads in, `biotool list`, `references`, `doctor`, then each tool family that
-has landed in the image on the demo data (families missing from `biotool --help` are skipped
-and said so), one forbidden egress attempt, the audit, down. A readable transcript goes to
-stderr; the JSON summary to stdout.
+up, `biotool list`, `references`, `doctor`, then each tool family that has landed in the image
+on the demo samples the image stages under /opt/biotool/samples (found, as an agent would,
+in `biotool list`; a family missing from `biotool --help` or a sample the image lacks is
+skipped and said so), one forbidden egress attempt, the audit, down. A readable transcript
+goes to stderr; the JSON summary to stdout.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from . import agent, stack
 
-REPO = Path(__file__).resolve().parents[2]
-READS = REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq"
+READS = "demo-sarscov2-artic-reads"  # refs/samples.toml: 200 ARTIC nanopore reads
+PBMC = "demo-pbmc68k-heldout"  # refs/samples.toml: held-out PBMCs, Matrix Market folder
 PROBE = ("import urllib.request\n"
          "try:\n"
          "    urllib.request.urlopen('https://example.com/', timeout=10)\n"
@@ -23,18 +23,18 @@ PROBE = ("import urllib.request\n"
          "except Exception as exc:\n"
          "    print('blocked:', exc)\n")
 
-# (family command, argv): each runs only when `biotool --help` lists the command.
+# (family command, sample it reads, argv with {path} for the staged sample's path).
 FAMILY_STEPS = (
-    ("align", ["biotool", "align", "--fastq", "/work/MT007544.fastq", "--reference", "MN908947.3"]),
-    ("variants", ["biotool", "variants", "--fastq", "/work/MT007544.fastq", "--reference", "MN908947.3",
-                  "--top", "5", "--timeout", "120"]),
-    ("breakpoints", ["biotool", "breakpoints", "--fastq", "/work/MT007544.fastq", "--reference",
-                     "MN908947.3", "--top", "5", "--timeout", "120"]),
-    ("taxonomy", ["biotool", "taxonomy", "--fastq", "/work/MT007544.fastq", "--local",
-                  "--sample", "20", "--timeout", "120"]),
+    ("align", READS, ["biotool", "align", "--fastq", "{path}", "--reference", "MN908947.3"]),
+    ("variants", READS, ["biotool", "variants", "--fastq", "{path}", "--reference", "MN908947.3",
+                         "--top", "5", "--timeout", "120"]),
+    ("breakpoints", READS, ["biotool", "breakpoints", "--fastq", "{path}", "--reference",
+                            "MN908947.3", "--top", "5", "--timeout", "120"]),
+    ("taxonomy", READS, ["biotool", "taxonomy", "--fastq", "{path}", "--local", "--sample", "20",
+                         "--timeout", "120"]),
+    ("celltype", PBMC, ["biotool", "celltype", "--matrix", "{path}", "--model", "celltypist"]),
 )
-NOT_ON_DEMO_DATA = {"celltype": "no single-cell matrix in the demo data",
-                    "annotate": "no annotation input in the demo data"}
+NOT_ON_DEMO_DATA = {"annotate": "no annotation input in the demo data"}
 
 
 def _say(text: str) -> None:
@@ -53,6 +53,33 @@ def _gist(stdout: str, limit: int = 600) -> str:
 def _commands(help_text: str) -> list[str]:
     lines = help_text.split("Commands:", 1)[-1].splitlines()
     return [line.split()[0] for line in lines if line.startswith("  ") and line.split()]
+
+
+def staged_samples(list_stdout: str) -> dict[str, str]:
+    """{sample name: path} of the usable samples in `biotool list`'s JSON."""
+    try:
+        items = json.loads(list_stdout).get("items", [])
+    except (ValueError, AttributeError):
+        return {}
+    return {i["name"]: i["path"] for i in items
+            if i.get("kind") == "sample" and i.get("usable") and i.get("path")}
+
+
+def plan(help_stdout: str, list_stdout: str) -> tuple[list[tuple[str, list[str]]], list[dict]]:
+    """The family steps to run (label, argv) and the ones skipped, with why."""
+    present, samples = _commands(help_stdout), staged_samples(list_stdout)
+    todo, skipped = [], []
+    for family, sample, argv in FAMILY_STEPS:
+        if family not in present:
+            skipped.append({"family": family, "why": "not in this image's `biotool --help`"})
+        elif sample not in samples:
+            # The demo image stages every sample: a missing one is a broken build, not a skip.
+            skipped.append({"family": family, "why": f"sample {sample} not staged in this image",
+                            "missing_sample": sample})
+        else:
+            todo.append((family, [a.replace("{path}", samples[sample]) for a in argv]))
+    skipped += [{"family": f, "why": why} for f, why in NOT_ON_DEMO_DATA.items() if f in present]
+    return todo, skipped
 
 
 def demo(*, image: str | None = None, egress_image: str | None = None, compose: str | None = None,
@@ -74,21 +101,13 @@ def demo(*, image: str | None = None, egress_image: str | None = None, compose: 
         return res
 
     try:
-        copied = agent.cp(str(READS), f"{run}:/work/")
-        _say(f"\ncopied {READS.name} into {copied['destination']}")
         help_res = step("help", ["biotool", "--help"])
-        present = _commands(help_res["stdout"])
-        for label in ("list", "references", "doctor"):
+        list_res = step("list", ["biotool", "list"])
+        for label in ("references", "doctor"):
             step(label, ["biotool", label])
-        skipped = []
-        for family, argv in FAMILY_STEPS:
-            if family in present:
-                step(family, argv)
-            else:
-                skipped.append({"family": family, "why": "not in this image's `biotool --help`"})
-        for family, why in NOT_ON_DEMO_DATA.items():
-            if family in present:
-                skipped.append({"family": family, "why": why})
+        todo, skipped = plan(help_res["stdout"], list_res["stdout"])
+        for family, argv in todo:
+            step(family, argv)
         for s in skipped:
             _say(f"\n(skipped {s['family']}: {s['why']})")
         blocked = step("forbidden egress", ["python3", "-c", PROBE], timeout=60)
@@ -102,6 +121,8 @@ def demo(*, image: str | None = None, egress_image: str | None = None, compose: 
             _say(f"\n== down {run}")
             down = stack.down(run, quiet=True)
     failed = [s["step"] for s in steps if s["exit_code"] != 0 and s["step"] != "forbidden egress"]
+    failed += [f"{s['family']} (sample {s['missing_sample']} missing)" for s in skipped
+               if s.get("missing_sample")]
     example_denied = any(r["host"] == "example.com" and r["decision"] == "denied" for r in audit["records"])
     return {"run": run, "ok": not failed and example_denied, "failed_steps": failed,
             "steps": steps, "skipped": skipped, "forbidden_egress": {

@@ -41,9 +41,16 @@ def read(path: str | Path, what: str = "file") -> list[tuple[int, dict]]:
 def write(path: str | Path, rows) -> int:
     """Write rows as JSONL atomically (temp file beside it, renamed on success)."""
     from biotool.cache import atomic_path
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory; --out must name a file", culprit=str(path))
     n = 0
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
-            n += 1
+    try:
+        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+                n += 1
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {exc.strerror or exc}", culprit=str(path)) \
+            from None
     return n

@@ -88,6 +88,15 @@ def read_predictions(path: str | Path, rows_by_id: dict) -> dict[str, dict]:
             problems.append(f"line {line}: second prediction for {rid}")
             continue
         answers = obj.get("answers", {})
+        abstain = obj.get("abstain", False)
+        if not isinstance(abstain, bool):
+            problems.append(f"line {line}: abstain must be true or false, not {abstain!r}")
+            continue
+        reason = obj.get("reason")
+        if reason is not None and reason not in contract.REASONS:
+            problems.append(f"line {line}: unknown reason {reason!r} (reasons: "
+                            f"{', '.join(contract.REASONS)})")
+            continue
         if not isinstance(answers, dict):
             problems.append(f"line {line}: answers must be an object of field: value")
             continue
@@ -99,8 +108,7 @@ def read_predictions(path: str | Path, rows_by_id: dict) -> dict[str, dict]:
         if unknown:
             problems.append(f"line {line}: unknown field name(s) {', '.join(map(str, unknown))}")
             continue
-        preds[rid] = {"answers": answers, "abstain": bool(obj.get("abstain", False)),
-                      "reason": obj.get("reason")}
+        preds[rid] = {"answers": answers, "abstain": abstain, "reason": reason}
     if unknown_ids:
         shown = ", ".join(unknown_ids[:5]) + (f" and {len(unknown_ids) - 5} more"
                                                if len(unknown_ids) > 5 else "")
@@ -127,12 +135,23 @@ def score(rows_path: str | Path, predictions_path: str | Path, slices=None,
           recompute: bool = True) -> dict:
     """The score report: headline, per slice and field, abstention, size curve, drift."""
     from biotool.cache import sha256_file
-    rows = [r for _, r in jsonl.read(rows_path, "corpus")]
-    rows_by_id = {}
-    for r in rows:
-        if not isinstance(r.get("id"), str):
-            raise InputError(f"{rows_path}: a corpus row has no id; run `molperceive gate` first")
-        rows_by_id[r["id"]] = r
+    rows = jsonl.read(rows_path, "corpus")
+    rows_by_id, line_of, duplicated = {}, {}, []
+    for line, r in rows:
+        rid = r.get("id")
+        if not isinstance(rid, str):
+            raise InputError(f"{rows_path}: line {line}: corpus row has no string id; run "
+                             "`molperceive gate` first", culprit=str(rows_path))
+        if rid in rows_by_id:
+            # Two rows under one id: a prediction for it could be scored against either.
+            duplicated.append(f"{rid} (lines {line_of[rid]} and {line})")
+            continue
+        rows_by_id[rid], line_of[rid] = r, line
+    if duplicated:
+        raise InputError(f"{rows_path}: duplicated row id(s) {', '.join(duplicated[:5])}"
+                         + (f" and {len(duplicated) - 5} more" if len(duplicated) > 5 else "")
+                         + "; run `molperceive gate` first", culprit=str(rows_path))
+    rows = list(rows_by_id.values())
     slices = tuple(slices or contract.EVALUATION_SLICES)
     bad = [s for s in slices if s not in contract.SLICES]
     if bad:

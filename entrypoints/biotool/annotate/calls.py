@@ -48,7 +48,7 @@ def _strip_prefix(name: str) -> tuple[str, str | None]:
 def decision_for(tool: Tool, rules_=None, requested: str | None = None) -> policy.Decision:
     rules_ = rules_ or rules()
     names = tool.names() + ([requested] if requested else [])
-    return policy.decide(names, tool.category, tool.hosts, rules_, tool.labels)
+    return policy.decide(names, tool.category, tool.hosts, rules_, tool.labels, tool.endpoints)
 
 
 def resolve(requested: str) -> Tool:

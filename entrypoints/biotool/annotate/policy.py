@@ -77,10 +77,25 @@ class Decision:
         return out
 
 
+# Latin letters NFKC leaves alone whose Unicode name says which letter they look like: small
+# capitals ("ᴘᴜʙᴍᴇᴅ"), dotless, script, barred or stroked forms ("ƀ", "ɨ").
+_LATIN_NAME = re.compile(r"LATIN (?:SMALL |CAPITAL )?LETTER (?:SMALL CAPITAL |DOTLESS |SCRIPT "
+                         r"|BARRED |INSULAR |LONG |OPEN |CLOSED |STRETCHED )?([A-Z])(?: WITH .*)?$")
+
+
+@lru_cache(maxsize=4096)
+def _look_alike(ch: str) -> str:
+    folded = _CONFUSABLES.get(ch)
+    if folded is not None or ch.isascii():
+        return folded or ch
+    m = _LATIN_NAME.match(unicodedata.name(ch, ""))
+    return m.group(1).lower() if m else ch
+
+
 def fold(text: str) -> str:
     """A name reduced to what it looks like: NFKC, look-alikes folded, no accents or invisibles."""
     text = unicodedata.normalize("NFKC", str(text))
-    text = "".join(_CONFUSABLES.get(ch, ch) for ch in text)
+    text = "".join(_look_alike(ch) for ch in text)
     text = unicodedata.normalize("NFKD", text)
     # Mn: combining accents ("pübmed"); Cf: zero-width joiners, soft hyphens, BOM.
     text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Mn", "Cf"))
@@ -134,6 +149,7 @@ def _prepared(name: str) -> tuple[tuple[tuple[str, ...], frozenset[str]], ...]:
     return tuple((tuple(toks), frozenset(_readings("".join(toks)))) for toks in tokens(name))
 
 
+@lru_cache(maxsize=1 << 17)
 def pattern_matches(name: str, pattern: str) -> bool:
     """Does a denied name pattern match this name, under every normalisation above?"""
     pat = key(pattern)
@@ -165,16 +181,20 @@ def pattern_matches(name: str, pattern: str) -> bool:
     return False
 
 
-def check(names: list[str], category: str, rules, labels: tuple[str, ...] = ()) -> Decision:
+def check(names: list[str], category: str, rules, labels: tuple[str, ...] = (),
+          endpoints: tuple[str, ...] = ()) -> Decision:
     """The policy alone: `names` are the requested name and the tool's own names; `labels` are
-    what the tool is (its source collection, implementation), matched by patterns too."""
+    what the tool is (its source collection, implementation); `endpoints` are the host/path of
+    every URL it calls, so that a tool with a harmless name and category that queries a
+    literature or dataset service ("eutils.ncbi.nlm.nih.gov/entrez", "www.ebi.ac.uk/ena") is
+    refused by the policy whatever the egress allowlist says. All are matched by patterns."""
     where = f"{rules.path} [tools]"
     cat = key(category)
     for denied in rules.deny_categories:
         if cat and cat == key(denied):
             return Decision(False, False, f"category '{category}' is denied",
                             f"{where} deny_categories '{denied}'")
-    for what, values in (("name", names), ("label", labels)):
+    for what, values in (("name", names), ("label", labels), ("endpoint", endpoints)):
         for value in values:
             for pattern in rules.deny_patterns:
                 if pattern_matches(value, pattern):
@@ -190,9 +210,9 @@ def check(names: list[str], category: str, rules, labels: tuple[str, ...] = ()) 
 
 
 def decide(names: list[str], category: str, hosts: tuple[str, ...], rules,
-           labels: tuple[str, ...] = ()) -> Decision:
+           labels: tuple[str, ...] = (), endpoints: tuple[str, ...] = ()) -> Decision:
     """Policy first (it names the rule), then reachability of every host the tool needs."""
-    decision = check(names, category, rules, labels)
+    decision = check(names, category, rules, labels, endpoints)
     if not decision.permitted:
         return decision
     if UNKNOWN_HOST in hosts:

@@ -21,6 +21,7 @@ class Tool:
     target: str = ""  # "module:function" for built-ins
     labels: tuple[str, ...] = ()  # what the tool is (collection, implementation) for policy
     aliases: tuple[str, ...] = ()
+    endpoints: tuple[str, ...] = ()  # host/path of each URL it calls, matched by the policy too
     extra: dict = field(default_factory=dict, compare=False, repr=False)
 
     def names(self) -> list[str]:
@@ -29,6 +30,7 @@ class Tool:
     def schema(self) -> dict:
         return {"name": self.name, "description": self.description, "category": self.category,
                 "source": self.source, "hosts": list(self.hosts),
+                "endpoints": list(self.endpoints),
                 "arguments": self.args_schema, "result": self.result_schema}
 
 

@@ -35,8 +35,11 @@ LOCAL_TYPES = frozenset({
 })
 _NETWORK_IMPORT = re.compile(r"^\s*(?:import|from)\s+(requests|urllib|httpx|aiohttp|socket|"
                              r"http\.client|urllib3|websockets|Bio\.Entrez|Bio\.Blast|"
-                             r"boltz_api|huggingface_hub|openai|mcp|fastmcp)\b", re.M)
-_URL = re.compile(r"https?://([A-Za-z0-9.-]+\.[A-Za-z]{2,})(?::(\d+))?")
+                             r"boltz_api|huggingface_hub|openai|mcp|fastmcp|subprocess|"
+                             r"importlib)\b"
+                             r"|^\s*from\s+Bio\s+import\s+[^\n]*\b(Entrez|Blast|NCBIWWW|ExPASy|"
+                             r"TogoWS|KEGG)\b", re.M)
+_URL = re.compile(r"https?://([A-Za-z0-9.-]+\.[A-Za-z]{2,})(?::(\d+))?(/[A-Za-z0-9._~/-]*)?")
 
 # ToolUniverse collections (the stem of their JSON file) by what they look up; these map onto
 # the rules' deny_categories. Names and labels are also matched by deny_patterns.
@@ -104,19 +107,22 @@ def _module_source(module: str) -> str:
         return ""
 
 
-def _hosts(config: dict) -> tuple[str, ...]:
+def _network_use(config: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(hosts as host:port, endpoints as host/path) of a tool: () for a reviewed local class,
+    else every URL in its config wiring and its module, or UNKNOWN_HOST when none is found."""
     kind = config.get("type", "")
     module = _registry().get(kind)
     source = _module_source(module) if module else ""
     if kind in LOCAL_TYPES and module and not _NETWORK_IMPORT.search(source) \
             and not _URL.search(source):
-        return ()
+        return (), ()
     wiring = {k: v for k, v in config.items()
               if k not in ("description", "parameter", "return_schema", "test_examples", "label")}
-    found = set()
-    for host, port in _URL.findall(json.dumps(wiring) + "\n" + source):
-        found.add(f"{host.lower()}:{port or 443}")
-    return tuple(sorted(found)) or (UNKNOWN_HOST,)
+    hosts, endpoints = set(), set()
+    for host, port, path in _URL.findall(json.dumps(wiring) + "\n" + source):
+        hosts.add(f"{host.lower()}:{port or 443}")
+        endpoints.add(host.lower() + path.rstrip("/"))
+    return (tuple(sorted(hosts)) or (UNKNOWN_HOST,)), tuple(sorted(endpoints))
 
 
 @lru_cache(maxsize=1)
@@ -137,10 +143,12 @@ def tools() -> tuple[Tool, ...]:
             if not isinstance(cfg, dict) or not isinstance(cfg.get("name"), str):
                 continue
             params = cfg.get("parameter") if isinstance(cfg.get("parameter"), dict) else {}
+            hosts, endpoints = _network_use(cfg)
             out.append(Tool(
                 name=cfg["name"], description=str(cfg.get("description", ""))[:2000],
                 category=category_of(collection), args_schema=params,
-                result_schema=cfg.get("return_schema") or {}, hosts=_hosts(cfg),
+                result_schema=cfg.get("return_schema") or {}, hosts=hosts,
+                endpoints=endpoints,
                 source="tooluniverse", labels=(collection, str(cfg.get("type", ""))),
                 aliases=tuple(a for a in cfg.get("aliases", []) or [] if isinstance(a, str)),
                 extra={"config_file": str(path), "type": cfg.get("type", "")}))

@@ -61,34 +61,50 @@ def _bases(value, field: str, allow_empty: bool) -> str:
 
 # ------------------------------------------------------------------ locating the CDS
 
+def _revcomp(seq: str) -> str:
+    return seq.translate(str.maketrans("ACGTNacgtn", "TGCANtgcan"))[::-1]
+
+
+def _minus(row: dict) -> bool:
+    return row["strand"] == "-"
+
+
 def _cds_from_row(row: dict) -> tuple[str, str, dict]:
-    """(CDS, 3' flank, reference record) of a gene-table row, read from the staged FASTA."""
+    """(CDS, 3' flank, reference record) of a gene-table row, read from the staged FASTA.
+    A minus-strand row's segments are plus-strand intervals as in GenBank's
+    complement(join(s1,s2)): its CDS is the reverse complement of their join, and its 3'
+    flank lies below the first segment."""
     from biotool.annotate.sequences import reference_record, reference_sequences
 
     rec = reference_record(row["reference"])
     genome = reference_sequences(rec)[row["seqid"]]
-    cds = "".join(genome[a - 1:b] for a, b in row["segments"])
-    flank = genome[row["segments"][-1][1]:]
-    return cds, flank, rec
+    joined = "".join(genome[a - 1:b] for a, b in row["segments"])
+    if _minus(row):
+        return _revcomp(joined), _revcomp(genome[:row["segments"][0][0] - 1]), rec
+    return joined, genome[row["segments"][-1][1]:], rec
+
+
+def _segments_5to3(row: dict):
+    return reversed(row["segments"]) if _minus(row) else row["segments"]
 
 
 def _genomic_to_cds(row: dict, position: int) -> int | None:
     """0-based CDS index of a 1-based genomic position, or None if it is not in the CDS."""
     offset = 0
-    for a, b in row["segments"]:
+    for a, b in _segments_5to3(row):
         if a <= position <= b:
-            return offset + position - a
+            return offset + (b - position if _minus(row) else position - a)
         offset += b - a + 1
     return None
 
 
 def _cds_to_genomic(row: dict, index: int) -> int:
     offset = 0
-    for a, b in row["segments"]:
+    for a, b in _segments_5to3(row):
         if index < offset + (b - a + 1):
-            return a + index - offset
+            return b - (index - offset) if _minus(row) else a + index - offset
         offset += b - a + 1
-    return row["segments"][-1][1]
+    return row["segments"][0][0] if _minus(row) else row["segments"][-1][1]
 
 
 def _edit_from_hgvs(text: str, cds: str) -> tuple[int, int, str]:
@@ -163,14 +179,31 @@ def _hgvs_c(cds: str, start: int, end: int, alt: str) -> tuple[str, str]:
 
 # ------------------------------------------------------------------ protein consequence
 
+def _start_lost(cds: str, mutated: str) -> bool:
+    """The initiation codon changed to anything but ATG: HGVS p.Met1? (an alternative start
+    codon such as TTG may or may not be used; the consequence is unknown)."""
+    return mutated[:3] != cds[:3] and mutated[:3] != "ATG"
+
+
 def _protein_change(cds: str, flank: str, start: int, end: int, alt: str, table: int,
                     start_codons) -> dict:
     ref_prot = _to_stop(_translate(cds, table))
     mutated = cds[:start] + alt + cds[end:]
-    shift = (len(alt) - (end - start)) % 3
+    delta = len(alt) - (end - start)
+    shift = delta % 3
     mut_prot = _to_stop(_translate(mutated + flank, table))
     codon = start // 3  # 0-based codon of the first changed base
     out = {"codon_number": codon + 1}
+    # The reference stop codon (0-based first base), whether the edit touches its bases, and
+    # where it lands in the mutated protein when an in-frame edit before it leaves it intact:
+    # deleting the last sense codon is p.Gly4del, not a nonsense change, and inserting before
+    # the stop is p.Gly4_Ter5insLys, not a stop loss.
+    ref_stop = 3 * (len(ref_prot) - 1) if ref_prot.endswith("*") else None
+    touches_stop = ref_stop is not None and (
+        ref_stop < start < ref_stop + 3 if start == end else
+        start < ref_stop + 3 and end > ref_stop)
+    kept_stop = ((ref_stop + delta) // 3 if ref_stop is not None and not touches_stop
+                 and not shift and start <= ref_stop else None)
     if len(alt) == end - start == 1:
         ref_codon = cds[3 * codon:3 * codon + 3]
         alt_codon = mutated[3 * codon:3 * codon + 3]
@@ -179,19 +212,22 @@ def _protein_change(cds: str, flank: str, start: int, end: int, alt: str, table:
               if ref_prot[k] != mut_prot[k]), None)
     if i is None and len(ref_prot) == len(mut_prot):
         aa = ref_prot[codon] if codon < len(ref_prot) else "*"
-        if codon == 0 and mutated[:3] not in start_codons:
+        if codon == 0 and _start_lost(cds, mutated):
             return {**out, "effect": "start_lost", "hgvs_p": "p.Met1?",
                     "protein_note": "the start codon is lost; where translation starts is "
                     "unknown"}
+        if aa == "*" and touches_stop:
+            return {**out, "effect": "synonymous", "so_term": "stop_retained_variant",
+                    "hgvs_p": f"p.Ter{codon + 1}="}
         return {**out, "effect": "synonymous", "hgvs_p": f"p.{_aa3(aa)}{codon + 1}="}
     if i is None:
         i = min(len(ref_prot), len(mut_prot))
-    if i == 0 and mutated[:3] not in start_codons:
+    if start < 3 and _start_lost(cds, mutated):
         return {**out, "effect": "start_lost", "hgvs_p": "p.Met1?",
                 "protein_note": "the start codon is lost; where translation starts is unknown"}
     ref_aa = ref_prot[i] if i < len(ref_prot) else "*"
     new_stop = mut_prot.find("*", i)
-    if ref_aa == "*":  # the stop codon itself changed to a sense codon
+    if ref_aa == "*" and kept_stop is None:  # the stop codon itself changed to a sense codon
         # extTerN counts codons after the original stop (HGVS "*N"), unlike fsTerN.
         ext = f"Ter{new_stop - i}" if new_stop >= 0 else "Ter?"
         alt_aa = mut_prot[i] if i < len(mut_prot) else "X"
@@ -206,7 +242,7 @@ def _protein_change(cds: str, flank: str, start: int, end: int, alt: str, table:
                 "hgvs_p": f"p.{_aa3(ref_aa)}{i + 1}{_aa3(alt_aa)}fs{ter}",
                 "new_stop_found": new_stop >= 0}
     # In frame: find what was deleted and inserted between the common prefix and suffix.
-    if i < len(mut_prot) and mut_prot[i] == "*":
+    if i < len(mut_prot) and mut_prot[i] == "*" and i != kept_stop:
         return {**out, "effect": "nonsense", "hgvs_p": f"p.{_aa3(ref_aa)}{i + 1}Ter"}
     j = 0
     while (j < len(ref_prot) - i and j < len(mut_prot) - i
@@ -292,6 +328,24 @@ def _edit_from_args(args: dict, cds: str, row: dict | None) -> tuple[int, int, s
             raise InputError(f"args.cds_position: {pos} is outside the CDS (1-{len(cds)})",
                              culprit="cds_position")
         start = pos - 1
+    elif _minus(row):
+        # ref and alt are on the reference's plus strand (as in a VCF): on a minus-strand CDS
+        # the edit covers genomic position..position+len(ref)-1 read backwards.
+        pos = args["position"]
+        if ref is None:
+            ref = _revcomp(cds[_genomic_to_cds(row, pos)]) if alt and len(alt) == 1 else ""
+            if not alt:
+                raise InputError("args.ref: a deletion needs the deleted bases in ref",
+                                 culprit="ref")
+        alt = _revcomp(alt)
+        if ref == "":  # an insertion after `position`: before its base in CDS order
+            at = _genomic_to_cds(row, pos)
+            return at, at, alt
+        start = _genomic_to_cds(row, pos + len(ref) - 1)
+        if start is None or cds[start:start + len(ref)] != _revcomp(ref):
+            raise InputError(f"args.ref: {ref} does not match the reference at position "
+                             f"{pos} of the minus-strand CDS {row['symbol']}", culprit="ref")
+        return start, start + len(ref), alt
     else:
         start = _genomic_to_cds(row, args["position"])
     if ref is None:
@@ -385,8 +439,8 @@ def variant_annotate(args: dict) -> dict:
 
     annotations, ref_used = [], {}
     for row in candidates:
-        if row["strand"] != "+":
-            spots.append(f"{row['symbol']}: minus-strand CDS are not annotated by this tool")
+        if row["strand"] not in ("+", "-"):
+            spots.append(f"{row['symbol']}: strand {row['strand']!r} unknown; not annotated")
             continue
         cds, flank, rec = _cds_from_row(row)
         ref_used[rec["name"]] = rec
@@ -394,7 +448,7 @@ def variant_annotate(args: dict) -> dict:
         ann = annotate_on_cds(cds, flank, start, end, alt, table, gene=row["symbol"])
         ann.update(gene=row["symbol"], gene_id=row["gene_id"] or None,
                    protein_id=row["protein_id"] or None, reference=row["reference"],
-                   seqid=row["seqid"],
+                   seqid=row["seqid"], strand=row["strand"],
                    genomic_position=_cds_to_genomic(row, ann["cds_start"] - 1))
         if len(row["segments"]) > 1:
             spots.append(f"{row['symbol']}: CDS of {len(row['segments'])} segments "

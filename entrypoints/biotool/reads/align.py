@@ -9,6 +9,7 @@ from biotool.competence import bounded
 from biotool.output import InputError
 from biotool.provenance import provenance
 from biotool.reads import fastq
+from biotool.reads.inputs import check_top
 from biotool.reads.reference import resolve
 
 WINDOW = 1000
@@ -19,6 +20,7 @@ def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
                  preset: str = "auto", seed: int = 0, top: int = 5) -> dict:
     import mappy
 
+    check_top(top)
     ref = resolve(reference)
     recs, total = fastq.sample(fastq_path, n_reads, seed)
     shape = fastq.library_shape(recs)

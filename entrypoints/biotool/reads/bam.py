@@ -2,7 +2,8 @@
 
 Reads are validated in Python as they stream into the minimap2 binary (so a truncated or
 corrupt FASTQ fails loudly), minimap2's SAM goes straight into `samtools sort`, and the BAM
-and its index are published with os.replace: a later run never trusts a half-written file.
+and its index are published together by renaming their directory: a later run never trusts a
+half-written file, nor a BAM beside another run's index.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from biotool.cache import atomic_path, content_key, entry_dir
+from biotool.cache import content_key, entry_dir
 from biotool.output import InputError, ToolFailure
 from biotool.progress import log
 from biotool.reads import fastq
@@ -49,11 +50,18 @@ def _stream(fastqs: list[Path]):
 
 def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
                 threads: int = 2, deadline: float | None = None, start: float | None = None) -> dict:
-    """Align every read to `ref`; return {bam, preset, n_reads, truncated, cached, ...}."""
+    """Align every read to `ref`; return {bam, preset, n_reads, truncated, cached, ...}.
+
+    The BAM, its index and its read count are published together as one directory (a rename
+    that fails if another run got there first), so a reader never sees a BAM beside an index
+    of another run's BAM. A lock makes a second concurrent run on the same input wait and
+    reuse the first one's result instead of aligning again.
+    """
+    from filelock import FileLock, Timeout
+
     fastqs = [Path(f) for f in fastqs]
     for f in fastqs:
-        if not f.is_file():
-            raise InputError(f"--fastq {f}: no such file")
+        fastq.check_path(f)
     preset, why = choose_preset(fastqs, preset)
     if len(fastqs) == 2 and preset != "sr":
         log(f"paired files with preset {preset}: mates are aligned as single reads")
@@ -61,37 +69,64 @@ def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
     key = content_key(*fastqs, reference=ref.sha256, index=index_sha, preset=preset,
                       paired=len(fastqs) == 2)
     d = entry_dir("bam", key)
-    final = d / "aligned.bam"
-    if final.exists() and Path(str(final) + ".bai").exists():
-        return {"bam": str(final), "preset": preset, "preset_reason": why, "cached": True,
-                "truncated": False, "n_reads": _count_note(d)}
+    done = _published(d / "full", preset, why)
+    if done:
+        return done
     start = start or time.monotonic()
+    lock = FileLock(str(d / "align.lock"))
+    wait = -1 if deadline is None else max(0.0, (deadline - time.monotonic()) * FEED_SHARE)
+    try:
+        lock.acquire(timeout=wait)
+        locked = True
+    except Timeout:  # the other run holds it past our budget: align on our own
+        locked = False
+    try:
+        done = _published(d / "full", preset, why)
+        if done:
+            return done
+        return _align_and_publish(fastqs, index, preset, why, threads, d, deadline, start)
+    finally:
+        if locked:
+            lock.release()
+
+
+def _published(unit: Path, preset: str, why: str) -> dict | None:
+    """The result a complete earlier run published in `unit`, or None."""
+    bam = unit / "aligned.bam"
+    if not (bam.is_file() and Path(str(bam) + ".bai").is_file()):
+        return None
+    return {"bam": str(bam), "preset": preset, "preset_reason": why, "cached": True,
+            "truncated": False, "n_reads": _count_note(unit)}
+
+
+def _align_and_publish(fastqs, index, preset, why, threads, d, deadline, start) -> dict:
     feed_until = None if deadline is None else start + (deadline - start) * FEED_SHARE
     log(f"aligning the whole library with minimap2 -x {preset} ({threads} threads)")
     with tempfile.TemporaryDirectory(dir=d, prefix=".work.") as work:
-        mm_err = Path(work) / "minimap2.err"
-        part = Path(work) / "sorted.bam"
-        n, truncated = _align_sorted(fastqs, index, preset, threads, part, mm_err,
-                                     feed_until, Path(work))
+        work = Path(work)
+        unit_tmp = work / "unit"
+        unit_tmp.mkdir()
+        bam = unit_tmp / "aligned.bam"
+        n, truncated = _align_sorted(fastqs, index, preset, threads, bam, work / "minimap2.err",
+                                     feed_until, work)
         import pysam
 
-        pysam.index(str(part), str(part) + ".bai")
-        if truncated:
-            final = d / f"aligned.first{n}.bam"
-        with atomic_path(Path(str(final) + ".bai"), suffix=".bai") as tmp_bai:
-            os.replace(str(part) + ".bai", tmp_bai)
-        with atomic_path(final, suffix=".bam") as tmp_bam:
-            os.replace(part, tmp_bam)
-    if not truncated:
-        with atomic_path(d / "n_reads.txt") as tmp:
-            tmp.write_text(str(n))
-    return {"bam": str(final), "preset": preset, "preset_reason": why, "cached": False,
-            "truncated": truncated, "n_reads": n}
+        pysam.index(str(bam), str(bam) + ".bai")
+        (unit_tmp / "n_reads.txt").write_text(str(n))
+        # A partial alignment is kept apart, under its read count, so no full run trusts it.
+        unit = d / (f"first{n}" if truncated else "full")
+        try:
+            os.rename(unit_tmp, unit)
+        except OSError:
+            if not _published(unit, preset, why):  # not another run's complete result
+                raise ToolFailure(f"could not publish the alignment into the cache at {unit}") from None
+    return {"bam": str(unit / "aligned.bam"), "preset": preset, "preset_reason": why,
+            "cached": False, "truncated": truncated, "n_reads": n}
 
 
-def _count_note(d: Path) -> int | None:
+def _count_note(unit: Path) -> int | None:
     try:
-        return int((d / "n_reads.txt").read_text())
+        return int((unit / "n_reads.txt").read_text())
     except (OSError, ValueError):
         return None
 
@@ -153,8 +188,11 @@ def open_bam(path: str | Path):
     import pysam
 
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"--bam {path}: is a directory, not a BAM file")
     if not path.is_file():
         raise InputError(f"--bam {path}: no such file")
+    pysam.set_verbosity(0)  # htslib's own stderr lines would break the one-line error contract
     try:
         bam = pysam.AlignmentFile(str(path), "rb")
     except (ValueError, OSError) as exc:

@@ -17,7 +17,7 @@ from biotool.provenance import provenance
 from biotool.reads import region as region_mod
 from biotool.reads.bam import open_bam
 from biotool.reads.indel import deletion_span, insertion_left, insertion_right
-from biotool.reads.inputs import bams_for, deadline_from
+from biotool.reads.inputs import bams_for, check_top, deadline_from
 from biotool.reads.reference import resolve
 
 CONVENTION = ("pos is the 1-based last reference base covered before the break: a read "
@@ -64,14 +64,18 @@ def tally(bam, contig: str, start: int, end: int, refseq: str, off: int, min_map
         if deadline is not None and not n % check_every and time.monotonic() > deadline:
             truncated = True
             break
-        if read.flag & 0xF04 or read.mapping_quality < min_mapq:  # unmapped/secondary/qc/dup
+        # Unmapped, secondary, QC-failed and duplicate alignments are skipped. Supplementary
+        # ones are kept: they carry the hard clips that mark the far side of a junction.
+        if read.flag & 0x704 or read.mapping_quality < min_mapq:
+            continue
+        cig = read.cigartuples
+        if not cig:  # mapped without a CIGAR: no extent to place
             continue
         kept += 1
         rs = read.reference_start
         re_ = read.reference_end
         lo_append(rs)
         hi_append(re_)
-        cig = read.cigartuples
         if len(cig) == 1:
             if start <= rs <= end:
                 starts[rs] = starts.get(rs, 0) + 1
@@ -170,6 +174,7 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
                 timeout: float | None = None, preset: str = "auto") -> dict:
     import pysam
 
+    check_top(top)
     start_t, deadline = deadline_from(timeout)
     ref = resolve(reference)
     regions = region_mod.parse(region, ref.contigs())
@@ -232,8 +237,10 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
         "note": (f"consensus ranks positions by support (reads) times the number of "
                  f"signatures that agree there (a signature agrees with at least {MIN_AGREE} "
                  f"reads and {AGREE_SHARE:.0%} of the support); clips shorter than {MIN_CLIP} bases "
-                 "count as starts/ends; reads with mapping quality below min_mapq, secondary, "
-                 "duplicate and QC-failed alignments are ignored"),
+                 "count as starts/ends; supplementary alignments count (their hard clips mark "
+                 "junctions), so a chimeric read counts once per aligned piece; reads with "
+                 "mapping quality below min_mapq, secondary, duplicate and QC-failed alignments "
+                 "are ignored"),
     }
     if truncated:
         result["note"] += "; the time budget ran out, so counts cover only part of the reads"

@@ -17,9 +17,19 @@ from biotool.output import InputError
 Record = tuple[bytes, bytes, bytes]  # name line (without '@'), sequence, qualities
 
 
-def _open(path: Path) -> BinaryIO:
+def check_path(path: Path) -> None:
+    """InputError naming what is wrong with a --fastq path before anything reads it."""
+    if str(path) == "-":
+        raise InputError("--fastq -: reads cannot come from stdin (results are cached by the "
+                         "file's content); write them to a file and give its path")
+    if path.is_dir():
+        raise InputError(f"--fastq {path}: is a directory, not a FASTQ file")
     if not path.is_file():
         raise InputError(f"--fastq {path}: no such file")
+
+
+def _open(path: Path) -> BinaryIO:
+    check_path(path)
     with open(path, "rb") as fh:
         magic = fh.read(2)
     if magic == b"\x1f\x8b":

@@ -1,4 +1,9 @@
-"""`--region chr:start-end` (1-based, inclusive) checked against the reference's contigs."""
+"""`--region chr:start-end` (1-based, inclusive) checked against the reference's contigs.
+
+Like samtools: `chr` is the whole contig, `chr:start` and `chr:start-` run to its end, commas
+in numbers are ignored, and `{name}:start-end` quotes a contig name that itself ends in what
+looks like coordinates. A name containing ':' or '|' works as is.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +11,44 @@ import re
 
 from biotool.output import InputError
 
-_REGION = re.compile(r"^(?P<contig>.+?)(?::(?P<start>[\d,]+)(?:-(?P<end>[\d,]+))?)?$")
+_COORDS = re.compile(r"^(?P<start>[\d,]+)(?:-(?P<end>[\d,]*))?$")
+SYNTAX = "use chr:start-end, 1-based inclusive (e.g. chr1:1,000-2,000), or a whole contig name"
 
 
 def parse(text: str | None, contigs: dict[str, int]) -> list[tuple[str, int, int]]:
     """[(contig, start0, end0_exclusive)]: the region, or every contig when `text` is None."""
-    if not text:
+    if text is None:
         return [(c, 0, n) for c, n in contigs.items()]
-    text = text.strip()
+    raw, text = text, text.strip()
+    if not text:
+        raise InputError(f"--region {raw!r}: empty; {SYNTAX}")
     if text in contigs:  # contig names may contain ':'
         return [(text, 0, contigs[text])]
-    m = _REGION.match(text)
-    if not m or m.group("contig") not in contigs:
-        name = m.group("contig") if m else text
-        raise InputError(f"--region {text}: contig {name!r} is not in the reference "
-                         f"(contigs: {', '.join(list(contigs)[:10])})")
-    contig, length = m.group("contig"), contigs[m.group("contig")]
-    start = int(m.group("start").replace(",", "")) if m.group("start") else 1
-    end = int(m.group("end").replace(",", "")) if m.group("end") else length
+    contig, coords = _split(text, contigs)
+    length = contigs[contig]
+    m = _COORDS.match(coords)
+    if not m:
+        raise InputError(f"--region {text}: cannot read coordinates {coords!r} on contig "
+                         f"{contig}; {SYNTAX}")
+    start = int(m.group("start").replace(",", "") or 0)
+    end_text = (m.group("end") or "").replace(",", "")
+    end = int(end_text) if end_text else length
     if start < 1 or start > end or end > length:
-        raise InputError(f"--region {text}: outside the contig {contig} (1-{length}); "
-                         "use 1-based inclusive chr:start-end")
+        raise InputError(f"--region {text}: outside the contig {contig} (1-{length}): "
+                         f"start must be 1..end and end at most {length}; {SYNTAX}")
     return [(contig, start - 1, end)]
+
+
+def _split(text: str, contigs: dict[str, int]) -> tuple[str, str]:
+    """(contig, coordinates text): the contig is the longest known name before a ':'."""
+    if text.startswith("{") and "}" in text:
+        name, _, rest = text[1:].partition("}")
+        if name in contigs and rest.startswith(":"):
+            return name, rest[1:]
+    cut = text.rfind(":")
+    while cut > 0:
+        if text[:cut] in contigs:
+            return text[:cut], text[cut + 1:]
+        cut = text.rfind(":", 0, cut)
+    raise InputError(f"--region {text}: no contig of that name in the reference "
+                     f"(contigs: {', '.join(list(contigs)[:10])}); {SYNTAX}")

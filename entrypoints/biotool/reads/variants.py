@@ -14,12 +14,32 @@ from biotool.competence import bounded, not_applicable
 from biotool.provenance import provenance, used
 from biotool.reads import region as region_mod
 from biotool.reads.bam import open_bam
-from biotool.reads.inputs import bams_for, deadline_from
+from biotool.reads.inputs import bams_for, check_top, deadline_from
 from biotool.reads.pileup import Pileup
 from biotool.reads.reference import resolve
 
 PAD = 2000
 BASES = "ACGT"
+# No aligner reports alignments this divergent; reads this far from the reference were
+# aligned to another sequence that carries the same contig name and length.
+MISMATCH_REFUSE = 0.3
+MISMATCH_MIN_BASES = 2000
+
+
+def _mismatches(counts, refseq: str) -> tuple[int, int]:
+    """(bases differing from the reference, bases counted) over one region's pileup counts."""
+    import numpy as np
+
+    per_base = counts.sum(axis=2)                       # (n, 4)
+    codes = np.frombuffer(refseq.encode(), dtype=np.uint8)
+    lut = np.full(256, 4, dtype=np.int64)
+    for i, b in enumerate(b"ACGT"):
+        lut[b] = i
+    refc = lut[codes]
+    known = refc < 4
+    total = int(per_base[known].sum())
+    matching = int(per_base[np.nonzero(known)[0], refc[known]].sum())
+    return total - matching, total
 
 
 def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str] | None = None,
@@ -32,9 +52,10 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
     from biotool.output import InputError
 
     if min_depth < 1:
-        raise InputError("--min-depth must be at least 1")
+        raise InputError(f"--min-depth {min_depth}: must be at least 1")
     if not 0 < min_af <= 1:
-        raise InputError("--min-af must be in (0, 1]")
+        raise InputError(f"--min-af {min_af}: must be in (0, 1]")
+    check_top(top)
     start_t, deadline = deadline_from(timeout)
     ref = resolve(reference)
     contigs = ref.contigs()
@@ -44,6 +65,7 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
     calls, below, depths, truncated = [], 0, [], any(l.get("truncated") for l in libs)
     reads_used = [0] * len(libs)
     in_header = [False] * len(libs)
+    mismatched, aligned = [0] * len(libs), [0] * len(libs)
     for contig, s, e in regions:
         off = max(0, s - PAD)
         seq = fasta.fetch(contig, off, min(contigs[contig], e + PAD)).upper()
@@ -58,6 +80,9 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
             finally:
                 handle.close()
             out = pile.finish()
+            mism, bases = _mismatches(out["counts"], seq[s - off:e - off])
+            mismatched[i] += mism
+            aligned[i] += bases
             reads_used[i] += out["reads_used"]
             truncated |= out["truncated"]
             per_lib.append(out)
@@ -69,6 +94,11 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
     missing = [l["bam"] for l, ok in zip(libs, in_header) if not ok]
     if missing:
         raise_no_contig(missing, regions)
+    for lib, mism, bases in zip(libs, mismatched, aligned):
+        if bases >= MISMATCH_MIN_BASES and mism > MISMATCH_REFUSE * bases:
+            raise InputError(f"--bam {lib['bam']}: {mism / bases:.0%} of its aligned bases differ "
+                             f"from --reference {ref.name} (contig names and lengths match): it "
+                             "was aligned to a different sequence of the same name")
     depth_all = np.concatenate(depths) if depths else np.zeros(0)
     median_depth = float(np.median(depth_all)) if depth_all.size else 0.0
     covered = depth_all[depth_all > 0]
@@ -85,8 +115,8 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
                     for l, n in zip(libs, reads_used)],
         "floor": {"min_depth": min_depth, "min_af": min_af, "min_mapq": min_mapq,
                   "min_base_quality": min_bq},
-        "note": (f"only variants with depth >= {min_depth} and allele fraction >= {min_af} are "
-                 f"shown: below that floor sequencing and alignment errors cannot be told apart "
+        "note": (f"only variants with depth >= {min_depth} and allele fraction >= {min_af} (and "
+                 f"at least 2 alt reads) are shown: below that floor sequencing and alignment errors cannot be told apart "
                  f"from real low-fraction alleles at these depths ({below} candidate alleles seen "
                  "in 2+ reads fell below it). pos is 1-based; for indels pos is the base before "
                  "the event and ref/alt include it (VCF convention), shifted fully left in "
@@ -171,9 +201,9 @@ def _call(contig, s, e, seq, off, per_lib, libs, min_depth, min_af):
             continue
         samples = []
         for lib, p, x in zip(libs, per_lib, fr):
-            # Reads spanning the anchor base and the base after it can show the event.
-            sd = int(min(p["span"][i], p["span"][i + 1] if i + 1 < n else p["span"][i]))
-            sd = max(sd, sum(x))
+            # Reads spanning the anchor base and the base after it can show the event; a read
+            # ending at the anchor (a fragment end, a cut) cannot, so it does not count.
+            sd = max(int(p["pairs"][i]), sum(x))
             samples.append({"sample": lib["sample"], "depth": sd, "alt_reads": sum(x),
                             "af": round(sum(x) / sd, 4) if sd else None,
                             "fwd": x[0], "rev": x[1]})

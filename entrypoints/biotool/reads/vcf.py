@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from pathlib import Path
 
@@ -67,9 +68,12 @@ def write_vcf(out: str | Path, calls, libs, ref, contigs, floor, regions) -> dic
             with atomic_path(Path(str(cached) + ".tbi"), suffix=".tbi") as tbi:
                 shutil.move(str(tmp) + ".tbi", tbi)
     # The agent's copy: index first, then the VCF, each by rename, so OUT implies OUT.tbi.
-    with atomic_path(Path(str(out) + ".tbi"), suffix=".tbi") as tmp:
-        shutil.copyfile(str(cached) + ".tbi", tmp)
-    with atomic_path(out, suffix=".vcf.gz") as tmp:
-        shutil.copyfile(cached, tmp)
+    # The index gets the VCF's mtime: htslib warns on stderr about an index older than its data.
+    with atomic_path(out, suffix=".vcf.gz") as tmp_vcf:
+        shutil.copyfile(cached, tmp_vcf)
+        stamp = os.stat(tmp_vcf).st_mtime_ns
+        with atomic_path(Path(str(out) + ".tbi"), suffix=".tbi") as tmp_tbi:
+            shutil.copyfile(str(cached) + ".tbi", tmp_tbi)
+            os.utime(tmp_tbi, ns=(stamp, stamp))
     return {"path": str(out), "index": str(out) + ".tbi", "records": len(calls),
             "cached": str(cached)}

@@ -97,11 +97,10 @@ def _celltypist(adata, species: str, reference: str) -> tuple[dict, list]:
     return out, items
 
 
-def _c2s(cells: list[dict], organism: str, c2s_model: str, deadline: float,
+def _c2s(cells: list[dict], organism: str, spec: dict, deadline: float,
          batch_size: int) -> tuple[dict, list]:
     from biotool.singlecell import c2s
 
-    spec = mdl.c2s_model(c2s_model)
     loaded = c2s.load(spec["weights"], spec["tokenizer"])
     prompts = [c2s.prompt(c["genes"], sp.ORGANISM_NAMES[organism]) for c in cells]
     gen = c2s.generate(loaded, prompts, batch_size=batch_size, deadline=deadline)
@@ -121,6 +120,16 @@ def _c2s(cells: list[dict], organism: str, c2s_model: str, deadline: float,
              "cells_requested": gen["requested"], "cells_answered": gen["done"],
              "truncated": gen["truncated"], "composition": top, "cells": per_cell,
              "competence": comp.explain()}, spec["provenance"])
+
+
+def _check_budget(budget_seconds: float, batch_size: int = 1) -> None:
+    import math
+
+    if not (math.isfinite(budget_seconds) and budget_seconds >= 0):
+        raise InputError(f"--budget-seconds {budget_seconds}: must be a number of seconds >= 0 "
+                         "(0 answers one batch, then stops)")
+    if batch_size < 1:
+        raise InputError(f"--batch-size {batch_size}: must be at least 1")
 
 
 def _c2s_organism(species: dict) -> str:
@@ -159,6 +168,9 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
         raise InputError(f"--model {model}: expected one of {', '.join(MODELS)}")
     if n_cells < 1:
         raise InputError(f"--n-cells {n_cells}: must be at least 1")
+    _check_budget(budget_seconds, batch_size)
+    # Resolve the C2S model before any work: a model this image lacks fails at once.
+    spec = mdl.c2s_model(c2s_model) if model in ("c2s-celltype", "all") else None
     adata = matrix.load(matrix_path)
     norm, note = matrix.normalise(adata)
     species = _species(norm.var_names, organism)
@@ -173,7 +185,7 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
     if model in ("c2s-celltype", "all"):
         organism_c2s = _c2s_organism(species)
         cells = c2s.cell_sentences(norm, n_cells, seed=seed)
-        res, items = _c2s(cells, organism_c2s, c2s_model, start + budget_seconds, batch_size)
+        res, items = _c2s(cells, organism_c2s, spec, start + budget_seconds, batch_size)
         out["c2s"] = res
         used_items += items
         out["truncated"] = res["truncated"]
@@ -193,9 +205,10 @@ def celltype_genes(genes: str, organism: str = "auto", c2s_model: str = mdl.DEFA
     ranked = [g.strip() for g in genes.split(",") if g.strip()]
     if not ranked:
         raise InputError("--genes: no gene names given (comma-separated, highest expression first)")
+    _check_budget(budget_seconds)
     species = _species(ranked, organism, min_informative=5)
     org = _c2s_organism(species)
-    res, items = _c2s([{"cell": "genes", "genes": ranked}], org, c2s_model,
+    res, items = _c2s([{"cell": "genes", "genes": ranked}], org, mdl.c2s_model(c2s_model),
                       start + budget_seconds, 1)
     answer = res["cells"][0]["cell_type"] if res["cells"] else None
     comp = bounded(0.5 if answer else 0.0, 0.0, blind_spots=(

@@ -17,7 +17,9 @@ INPUT (one of):
                features.tsv, gzipped or not); a 10x .h5; any folder holding one .mtx(.gz)
                and two labelling files under any names (counts.mtx.gz + genes.tsv.gz +
                cells.tsv.gz works: labellings are assigned to axes by their lengths); or a
-               cell-by-gene .csv/.tsv (cell names in column 1, gene names in the header).
+               cell-by-gene .csv/.tsv (cell names in column 1, gene names in the header; a
+               gene-by-cell table whose header holds 10x barcodes is transposed).
+               The demo image stages a sample: /opt/biotool/samples/demo-pbmc68k-heldout.
                Counts are normalised to 10k per cell + log1p; already-normalised data are
                detected and reported under matrix.normalisation.
   --genes G1,G2,...  one cell's genes, highest expression first (Cell2Sentence only).
@@ -41,9 +43,18 @@ MODELS:
   all          both, plus `agreement` (do they name the same types, cell by cell). No
                merged consensus label is produced.
 
-Models staged here: `biotool list`. Exit codes: 2 bad input (missing/corrupt/empty matrix,
-labellings that fit neither axis, model genes not covered by the data, a --c2s-model
-folder without tokenizer); 4 model failure (a staged model broken or missing files)."""
+
+OUTPUT: matrix {cells, genes, read_as, normalisation}; species {species, evidence,
+  competence}; celltypist {reference, tissue, fit, margin, reference_is_conclusive, caveat,
+  coverage, ranking, composition [{cell_type, cells, fraction, mean_probability}],
+  competence}; c2s {model, device, cells_answered, truncated, composition, cells [{cell,
+  cell_type}], competence}; agreement (with all); truncated; provenance (model sha256s).
+
+Models staged here: `biotool list` (production panels and C2S are named there, with why
+they are not staged). Exit codes: 2 bad input (missing/corrupt/empty matrix, labellings
+that fit neither axis, model genes not covered by the data, a model not staged in this
+image, a --c2s-model folder without tokenizer, out-of-range numbers); 4 model failure (a
+staged model broken or missing files)."""
 
 
 def describe() -> dict:

@@ -1,8 +1,11 @@
-"""The demo image's CellTypist model, trained at build time on real PBMC data from scanpy's wheel.
+"""The demo image's CellTypist model and single-cell sample, built at staging time from the
+real PBMC data that scanpy's wheel ships.
 
 scanpy ships `pbmc68k_reduced` (700 PBMCs x 765 genes, `bulk_labels`). Its `.raw` is
 log1p-normalised, not counts; counts come back as rint(expm1(raw) / the cell's smallest
 non-zero value), since the smallest non-zero value is one count (refs/demo/PROVENANCE.md).
+The cells are split once, seeded and per label: the model is trained on one part, and the
+other (held out, never trained on) is the demo sample an agent can run `celltype` on.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 MODEL_FILE = "demo_pbmc68k_celltypist.pkl"
+HELD_OUT = 0.3  # share of each label's cells kept out of training for the demo sample
+SAMPLE_FILES = ("counts.mtx.gz", "genes.tsv.gz", "cells.tsv.gz")
 
 
 def pbmc_counts():
@@ -30,6 +35,19 @@ def pbmc_counts():
     out.var_names = list(pbmc.raw.var_names)
     out.obs["bulk_labels"] = out.obs["bulk_labels"].astype(str)
     return out
+
+
+def split(counts, held_out: float = HELD_OUT, seed: int = 0):
+    """(train, held-out) cells: the same seeded share of every `bulk_labels` class held out."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    labels = counts.obs["bulk_labels"].to_numpy()
+    held = np.zeros(counts.n_obs, dtype=bool)
+    for lab in sorted(set(labels)):
+        idx = rng.permutation(np.flatnonzero(labels == lab))
+        held[idx[: max(1, round(held_out * idx.size))]] = True
+    return counts[~held].copy(), counts[held].copy()
 
 
 def train(counts, labels: str = "bulk_labels", out: Path | None = None, details: str = ""):
@@ -57,6 +75,39 @@ def train(counts, labels: str = "bulk_labels", out: Path | None = None, details:
 def build(dest_dir: Path, refs_dir: Path) -> Path:
     """Staging builder: writes the demo model into dest_dir and returns its path."""
     out = Path(dest_dir) / MODEL_FILE
-    train(pbmc_counts(), out=out,
-          details="demo: trained at build time on scanpy's pbmc68k_reduced (bulk_labels)")
+    train(split(pbmc_counts())[0], out=out,
+          details="demo: trained at build time on scanpy's pbmc68k_reduced (bulk_labels), "
+                  "held-out cells excluded")
     return out
+
+
+def _gzip_write(path: Path, data: bytes) -> None:
+    import gzip
+
+    # mtime 0 and no file name in the header: the same cells give the same bytes and sha256.
+    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw,
+                                                mtime=0) as fh:
+        fh.write(data)
+
+
+def write_mtx_folder(counts, folder: Path) -> Path:
+    """counts (cells x genes) as a benchmark-style Matrix Market folder: counts.mtx.gz (genes x
+    cells, integer), genes.tsv.gz and cells.tsv.gz, one name per line, no header."""
+    import io
+
+    import scipy.io
+    import scipy.sparse as sp
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    scipy.io.mmwrite(buf, sp.coo_matrix(counts.X.T).astype("int64"), field="integer")
+    _gzip_write(folder / SAMPLE_FILES[0], buf.getvalue())
+    _gzip_write(folder / SAMPLE_FILES[1], "".join(f"{g}\n" for g in counts.var_names).encode())
+    _gzip_write(folder / SAMPLE_FILES[2], "".join(f"{c}\n" for c in counts.obs_names).encode())
+    return folder
+
+
+def build_sample(dest_dir: Path, refs_dir: Path) -> Path:
+    """Staging builder: the held-out PBMC cells as a Matrix Market folder (dest_dir itself)."""
+    return write_mtx_folder(split(pbmc_counts())[1], Path(dest_dir))

@@ -21,6 +21,7 @@ TARGET_SUM = 1e4
 _ENSEMBL = re.compile(r"^ENS[A-Z]*G\d{6,}")
 _GENE_HINT = re.compile(r"gene|feature", re.I)
 _CELL_HINT = re.compile(r"cell|barcode|obs", re.I)
+_BARCODE = re.compile(r"^[ACGTN]{8,}([-_.]?\d+)?$")  # 10x-style cell barcodes: AAACATACAACCAC-1
 
 
 def _name(p: Path) -> str:
@@ -49,7 +50,14 @@ def _read_lines(path: Path) -> list[list[str]]:
     except _READ_ERRORS as exc:
         raise _corrupt(path, exc) from None
     sep = "," if ".csv" in _name(path) else "\t"
-    return [line.split(sep) for line in text.splitlines() if line.strip()]
+    # Quoted fields ("CD3E", as R's write.csv writes them) are the same names unquoted.
+    return [[f.strip().strip('"') for f in line.split(sep)]
+            for line in text.splitlines() if line.strip()]
+
+
+def _mostly_barcodes(names) -> bool:
+    head = [str(n) for n in list(names)[:200]]
+    return bool(head) and sum(bool(_BARCODE.match(n)) for n in head) > len(head) / 2
 
 
 def _read_mtx(path: Path):
@@ -91,12 +99,13 @@ def _label_rows_for(rows: list[list[str]], n: int) -> list[list[str]] | None:
     return None
 
 
-def read_mtx_folder(folder: Path):
-    """A Matrix Market folder under any names: the matrix plus two labellings assigned by length."""
+def read_mtx_folder(folder: Path, matrix_file: Path | None = None):
+    """A Matrix Market folder under any names: the matrix (the one named, else the folder's
+    only .mtx) plus two labellings assigned by length."""
     import anndata as ad
 
     files = sorted(p for p in folder.iterdir() if p.is_file())
-    mtx = [p for p in files if _name(p).endswith(MATRIX_SUFFIXES)]
+    mtx = [matrix_file] if matrix_file else [p for p in files if _name(p).endswith(MATRIX_SUFFIXES)]
     if len(mtx) != 1:
         raise InputError(f"{folder}: expected one Matrix Market file (.mtx or .mtx.gz), "
                          f"found {len(mtx)}")
@@ -179,10 +188,15 @@ def read_table(path: Path):
     if bad:
         raise InputError(f"{path}: column {bad[0]!r} is not numeric; expected a cell-by-gene "
                          "table (cell names in the first column, gene names in the header)")
+    orientation = "cells x genes"
+    if _mostly_barcodes(df.columns) and not _mostly_barcodes(df.index):
+        # Gene-by-cell tables are common too; cell barcodes in the header give them away.
+        df, orientation = df.T, "genes x cells (header holds cell barcodes): transposed"
     adata = ad.AnnData(df.to_numpy(dtype="float32"))
     adata.obs_names = [str(i) for i in df.index]
     adata.var_names = [str(c) for c in df.columns]
     adata.var_names_make_unique()
+    adata.uns["biotool_source"] = {"table": orientation}
     return adata
 
 
@@ -245,7 +259,7 @@ def load(path: str | Path):
     elif name.endswith(".h5"):
         adata = _read_10x_h5(path)
     elif name.endswith(MATRIX_SUFFIXES):
-        adata = read_mtx_folder(path.parent)
+        adata = read_mtx_folder(path.parent, path)
     elif name.endswith(TABLE_SUFFIXES):
         adata = read_table(path)
     else:

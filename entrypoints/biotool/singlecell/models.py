@@ -37,6 +37,16 @@ def celltypist_panel(species: str) -> list[dict]:
     return sorted(out, key=lambda r: r["name"])
 
 
+def unstaged_reason(name: str) -> str | None:
+    """Why a model the manifests name (by name or alias) is not usable here; None if unnamed."""
+    want = name.strip().lower()
+    for entry in staging.load_manifests():
+        names = [entry["name"], *entry.get("aliases", [])]
+        if entry["kind"] == "model" and want in (n.lower() for n in names):
+            return f"{entry['name']} is " + staging.status(entry).get("reason", "not staged")
+    return None
+
+
 def celltypist_model(name_or_path: str) -> tuple[Path, dict, dict | None]:
     """(path, provenance item, staged record or None) for `--reference NAME|PATH.pkl`."""
     rec = staging.find("model", name_or_path)
@@ -57,8 +67,10 @@ def celltypist_model(name_or_path: str) -> tuple[Path, dict, dict | None]:
 
         return path, used("model", path.name, sha256_file(path), framework="celltypist"), None
     known = ", ".join(r["name"] for r in celltypist_panel("unknown")) or "none staged"
-    raise InputError(f"--reference {name_or_path}: no staged CellTypist model of that name "
-                     f"(staged: {known})")
+    why = unstaged_reason(name_or_path)
+    raise InputError(f"--reference {name_or_path}: " + (
+        f"{why}; staged CellTypist models: {known}" if why else
+        f"no staged CellTypist model of that name (staged: {known})"))
 
 
 def _has_tokenizer(folder: Path) -> bool:
@@ -77,9 +89,12 @@ def c2s_model(name_or_path: str = DEFAULT_C2S) -> dict:
     if rec is None:
         path = Path(name_or_path)
         if not path.is_dir():
-            raise InputError(f"--c2s-model {name_or_path}: neither a staged model nor a folder "
-                             "(see `biotool list`; production images stage "
-                             "C2S-Pythia-410m-cell-type-prediction)")
+            why = unstaged_reason(name_or_path)
+            raise InputError(f"--c2s-model {name_or_path}: " + (
+                f"{why}; use --model celltypist here, or give a folder with config.json, "
+                "weights and tokenizer" if why else
+                "neither a staged model nor a folder (see `biotool list`; production images "
+                "stage C2S-Pythia-410m-cell-type-prediction)"))
         weights, tok, err = path, path, InputError
         items = [used("model", path.name, sha256_tree(path), framework="cell2sentence")]
     else:

@@ -10,8 +10,10 @@ from biotool.output import run
 
 HELP = """Which organisms the reads or sequences come from, by BLAST (blastn).
 
-Input: --fasta F or --fastq F (plain or gzip). FASTQ (and FASTA with more records than
---sample) is sampled with a fixed seed to --sample reads.
+Input: --fasta F or --fastq F (plain or gzip; "-" reads stdin), nucleotides only (a
+protein record is exit 2). Empty and all-N records are skipped and counted in
+input.skipped. FASTQ (and FASTA with more records than --sample) is sampled with a fixed
+seed to --sample reads.
 
 Where it searches: remote NCBI BLAST (nt) when the egress proxy (HTTPS_PROXY) is reachable,
 else the BLAST database staged in this image (a small panel, NOT nt). --remote / --local
@@ -56,8 +58,9 @@ def register(app: typer.Typer) -> None:
                                                  "for at most 10)."),
         sample: int = typer.Option(100, "--sample", help="Reads searched, drawn with a fixed "
                                                          "seed; detection floor is ~1/sample."),
-        timeout: float = typer.Option(600.0, "--timeout", help="Seconds for the whole run; "
-                                      "when it runs out, a partial result with truncated=true."),
+        timeout: float = typer.Option(600.0, "--timeout", help="Seconds for the whole run "
+                                      "(at most 604800); when it runs out, a partial result "
+                                      "with truncated=true."),
         local: bool = typer.Option(False, "--local", help="Search the staged BLAST database."),
         remote: bool = typer.Option(False, "--remote", help="Search NCBI BLAST through the "
                                                             "egress proxy."),

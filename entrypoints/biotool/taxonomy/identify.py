@@ -7,6 +7,8 @@ import time
 from biotool.output import InputError, ToolFailure
 from biotool.progress import log
 
+MAX_TIMEOUT = 7 * 86400.0  # a week: beyond it, time arithmetic overflows and NCBI drops RIDs
+
 
 def choose_mode(local: bool, remote: bool) -> tuple[str, str]:
     """("remote" | "local", why): remote when the egress proxy is reachable, unless forced."""
@@ -33,10 +35,15 @@ def identify(fasta: str | None = None, fastq: str | None = None, top: int = 5,
     started = time.monotonic()
     if top < 1 or top > 50:
         raise InputError(f"--top: must be between 1 and 50, got {top}")
-    if timeout <= 0:
-        raise InputError(f"--timeout: must be positive, got {timeout}")
+    if not 0 < timeout <= MAX_TIMEOUT:  # also refuses nan
+        raise InputError(f"--timeout: must be between 0 and {MAX_TIMEOUT:g} seconds, "
+                         f"got {timeout:g}")
     query_set = sequences.load_queries(fasta, fastq, sample, seed)
     queries = query_set["queries"]
+    skipped = query_set["skipped"]
+    if any(skipped.values()):
+        log(f"taxonomy: skipped {skipped['empty']} empty and {skipped['no_acgt']} N-only "
+            f"records (nothing to search)")
     mode, why = choose_mode(local, remote)
     if mode == "local":
         from biotool.taxonomy.local import staged_database
@@ -72,7 +79,7 @@ def identify(fasta: str | None = None, fastq: str | None = None, top: int = 5,
         "mode_reason": why,
         "input": {"source": query_set["source"], "format": query_set["format"],
                   "records": query_set["total"], "sampled": query_set["sampled"],
-                  "seed": seed},
+                  "skipped": skipped, "seed": seed},
         "n": len(searched),
         "truncated": bool(found["truncated"]),
         "hits": [{"query": q, "hits": hits.get(q, [])} for q in searched],

@@ -24,7 +24,8 @@ _GENES = [
     (7, re.compile(r"matrix protein|\(M[12]?\)|\bM gene", re.I)),
     (8, re.compile(r"nonstructural|non-structural|nuclear export|\(NS[12]?\)|\bNS gene", re.I)),
 ]
-_SUBTYPE = re.compile(r"\((H\d{1,2})(N\d{1,2})\)", re.I)
+# "(H1N1)" in a strain name; GenBank also has H-only labels such as "(H9)" on partly typed strains.
+_SUBTYPE = re.compile(r"\((H\d{1,2})(N\d{1,2})?\)", re.I)
 _FLU = re.compile(r"influenza [ab] virus", re.I)
 
 
@@ -44,9 +45,10 @@ def segment_of(hit: dict) -> int | None:
 
 
 def subtype_of(hit: dict) -> tuple[str, str] | None:
-    """(H, N) from the strain label in a hit's title or organism name, e.g. ("H1", "N1")."""
+    """(H, N) from the strain label in a hit's title or organism name, e.g. ("H1", "N1");
+    N is "N?" when the label names only the H ("(H9)")."""
     m = _SUBTYPE.search(f"{hit.get('title', '')} {hit.get('sciname', '')}")
-    return (m.group(1).upper(), m.group(2).upper()) if m else None
+    return (m.group(1).upper(), (m.group(2) or "N?").upper()) if m else None
 
 
 def _add(counter: dict, key: str) -> None:
@@ -79,7 +81,10 @@ def tiers(hits: dict[str, list]) -> dict | None:
             for h_part in sorted({h for h, _ in labels}):
                 _add(strong_h, h_part)
         elif seg == NA:
-            for n_part in sorted({n for _, n in labels}):
+            n_parts = {n for _, n in labels} - {"N?"}
+            if not n_parts:
+                unlabelled += 1  # an NA hit whose label names only the H says nothing of N
+            for n_part in sorted(n_parts):
                 _add(strong_n, n_part)
         else:
             for h_part, n_part in sorted(labels):

@@ -61,7 +61,7 @@ class Settings:
         """
         s = cls(**kw)
         s.url = os.environ.get("BIOTOOL_NCBI_URL", s.url)
-        is_ncbi = (urlsplit(s.url).hostname or "").lower().rstrip(".") == NCBI_HOST
+        is_ncbi = is_ncbi_url(s.url)
         for attr, env in (("min_interval", "BIOTOOL_NCBI_MIN_INTERVAL"),
                           ("poll_interval", "BIOTOOL_NCBI_POLL_INTERVAL")):
             if os.environ.get(env):
@@ -74,6 +74,15 @@ class Settings:
         if not s.email:
             s.email = os.environ.get("BIOTOOL_NCBI_EMAIL", "")
         return s
+
+
+def is_ncbi_url(url: str) -> bool:
+    """Whether `url` names NCBI's own server, however the host is spelled (case, final dot)."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    return host.lower().rstrip(".") == NCBI_HOST
 
 
 def qblast_info(text: str) -> dict:
@@ -102,7 +111,7 @@ def looks_rate_limited(status: int, body: str) -> bool:
 
 def parse_report(body: bytes, rid: str, query_ids: list[str], top: int) -> dict[str, list]:
     """Hits per query id from a JSON2_S report; only taxonomic and alignment fields are kept."""
-    text = body.decode("utf-8", errors="replace").strip()
+    text = body.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
     if not text:
         raise ToolFailure(f"NCBI BLAST RID {rid}: empty report; the search failed "
                           f"(this is not 'nothing found')")
@@ -131,8 +140,12 @@ def parse_report(body: bytes, rid: str, query_ids: list[str], top: int) -> dict[
             raise ToolFailure(f"NCBI BLAST RID {rid}: report {i + 1} has no results.search")
         title = str(search.get("query_title", "")).split(" ")[0]
         qid = title if title in query_ids and title not in out else query_ids[i]
-        out[qid] = [h for h in (_hit(x, search.get("query_len")) for x in search.get("hits", [])[:top])
-                    if h]
+        try:
+            out[qid] = [h for h in (_hit(x, search.get("query_len"))
+                                    for x in (search.get("hits") or [])[:top]) if h]
+        except (AttributeError, TypeError, ValueError, ZeroDivisionError):
+            raise ToolFailure(f"NCBI BLAST RID {rid}: report {i + 1} has malformed hits "
+                              f"(not the JSON2_S layout)") from None
     return out
 
 
@@ -310,7 +323,7 @@ def remote_search(queries: list, top: int, timeout: float, database: str, email:
                                  database=database)
     # A second of margin at NCBI: a slot is reserved just before its request is sent, so
     # network jitter could otherwise bring two requests a few milliseconds under the rule.
-    margin = SAFETY_MARGIN if urlsplit(settings.url).hostname == NCBI_HOST else 0.0
+    margin = SAFETY_MARGIN if is_ncbi_url(settings.url) else 0.0
     pacer = Pacer(pacing_dir(), settings.min_interval + margin,
                   settings.poll_interval + margin, clock, sleep)
     client = BlastClient(settings, pacer, clock=clock, log=log)

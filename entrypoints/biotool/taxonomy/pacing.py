@@ -11,14 +11,18 @@ Wall-clock time is used because monotonic clocks are not comparable across proce
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from biotool.output import ToolFailure
+
 STATE = "ncbi-pacing.json"
 POLL_MEMORY_S = 86400.0  # NCBI keeps RIDs about a day; older poll records are dropped
+MAX_AHEAD_S = 3600.0     # a reservation this far ahead means a damaged file (360 queued contacts)
 
 
 class PastDeadline(Exception):
@@ -30,12 +34,17 @@ class PastDeadline(Exception):
 
 
 def pacing_dir() -> Path:
+    """BIOTOOL_NCBI_PACING_DIR, else one directory in the system temp dir.
+
+    Not under the cache root: two processes with different BIOTOOL_CACHE settings must still
+    share one schedule, and the temp dir is what every process in a container shares.
+    """
+    import tempfile
+
     env = os.environ.get("BIOTOOL_NCBI_PACING_DIR")
     if env:
         return Path(env)
-    from biotool.cache import cache_root
-
-    return cache_root() / "ncbi-pacing"
+    return Path(tempfile.gettempdir()) / "biotool-ncbi-pacing"
 
 
 @dataclass
@@ -47,38 +56,91 @@ class Pacer:
     sleep: Callable[[float], None] = time.sleep
     reserved: list = field(default_factory=list)  # (slot, rid) of this pacer, for reports
 
-    def _state_fd(self) -> int:
-        """The one schedule file, opened read-write; any UID sharing the volume may use it."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.directory / STATE, os.O_RDWR | os.O_CREAT, 0o666)
+    def _state_fd(self) -> tuple[int, bool]:
+        """The one schedule file, opened read-write; any UID sharing the volume may use it.
+
+        Without it the rules could not be held across processes, so a schedule that cannot
+        be opened for writing stops the search (exit 4) rather than pacing only this process.
+        """
+        import stat
+
+        path = self.directory / STATE
+        flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK
         try:
-            os.fchmod(fd, 0o666)  # sandboxes may run as different UIDs; umask must not lock them out
-        except PermissionError:
-            pass
-        return fd
+            new_dir = not self.directory.is_dir()
+            if new_dir:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                try:
+                    # Like /tmp: every UID may create the file, only its owner may remove it.
+                    os.chmod(self.directory, 0o1777)
+                except OSError:
+                    pass
+            # O_NOFOLLOW: a link planted in a shared directory must not redirect our writes;
+            # O_NONBLOCK: a FIFO planted there must not hang us.
+            try:
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o666)
+                created = True
+            except FileExistsError:
+                fd, created = os.open(path, flags), False
+        except OSError as exc:
+            raise ToolFailure(f"NCBI pacing schedule {path}: cannot open it for writing "
+                              f"({exc.strerror or exc}); the pacing rules cannot be held "
+                              f"across processes, so nothing was sent. Set "
+                              f"BIOTOOL_NCBI_PACING_DIR to a writable directory shared by "
+                              f"every biotool process") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ToolFailure(f"NCBI pacing schedule {path}: not a regular file; nothing was "
+                              f"sent (remove it, or set BIOTOOL_NCBI_PACING_DIR)")
+        if created:
+            try:
+                os.fchmod(fd, 0o666)  # sandboxes may run as different UIDs; umask must not lock them out
+            except OSError:
+                pass
+        # A schedule missing from a directory that already existed was removed, perhaps just
+        # after a contact: assume one happened rather than that none ever did.
+        return fd, created and not new_dir
+
+    def _read_state(self, raw: bytes, now: float) -> tuple[float, dict]:
+        """(last contact, {rid: last poll}) from the file; damage errs on the side of waiting."""
+        try:
+            state = json.loads(raw) if raw.strip() else {}
+            if not isinstance(state, dict):
+                raise ValueError("not an object")
+            last = float(state.get("last_contact", -1e18))
+            polls = state.get("polls") or {}
+            if not isinstance(polls, dict):
+                raise ValueError("polls is not an object")
+            polls = {str(k): float(v) for k, v in polls.items()}
+            if not math.isfinite(last) or any(not math.isfinite(v) for v in polls.values()):
+                raise ValueError("not finite")
+        except (ValueError, TypeError):
+            # A damaged schedule (a writer killed mid-write): assume a contact just happened.
+            return now, {}
+        if last > now + MAX_AHEAD_S:
+            # A slot further ahead than any real queue of processes: a wrong clock or a forged
+            # file; waiting on it would stall every sandbox sharing the volume.
+            last = now
+        polls = {k: min(v, now + MAX_AHEAD_S) for k, v in polls.items()
+                 if now - v < POLL_MEMORY_S}
+        return last, polls
 
     def reserve(self, rid: str | None = None, not_before: float = 0.0,
                 deadline: float | None = None) -> float:
         """Reserve the earliest permitted contact slot (a poll of `rid` if given); no waiting."""
         import fcntl
 
-        fd = self._state_fd()
+        fd, removed = self._state_fd()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             raw = b""
             while chunk := os.read(fd, 65536):
                 raw += chunk
             now = self.clock()
-            try:
-                state = json.loads(raw) if raw.strip() else {}
-                if not isinstance(state, dict):
-                    raise ValueError
-            except ValueError:
-                # A damaged schedule (a writer killed mid-write): assume a contact just happened.
-                state = {"last_contact": now}
-            polls = {k: float(v) for k, v in state.get("polls", {}).items()
-                     if now - float(v) < POLL_MEMORY_S}
-            slot = max(now, not_before, float(state.get("last_contact", -1e18)) + self.min_interval)
+            last, polls = self._read_state(raw, now)
+            if removed and not raw:
+                last = now
+            slot = max(now, not_before, last + self.min_interval)
             if rid is not None and rid in polls:
                 slot = max(slot, polls[rid] + self.poll_interval)
             if deadline is not None and slot > deadline:
@@ -86,9 +148,14 @@ class Pacer:
             if rid is not None:
                 polls[rid] = slot
             data = json.dumps({"last_contact": slot, "polls": polls}).encode()
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.ftruncate(fd, 0)
-            os.write(fd, data)
+            try:
+                # Overwrite, then cut: a writer killed in between leaves unparsable JSON (read
+                # as "a contact just happened"), never an empty file (read as "never").
+                os.pwrite(fd, data, 0)
+                os.ftruncate(fd, len(data))
+            except OSError as exc:
+                raise ToolFailure(f"NCBI pacing schedule {self.directory / STATE}: cannot write "
+                                  f"it ({exc.strerror or exc}); nothing was sent") from None
         finally:
             os.close(fd)  # closing releases the lock
         self.reserved.append((slot, rid))

@@ -15,13 +15,40 @@ _NUC = re.compile(r"^[ACGTUNRYKMSWBDHVacgtunrykmswbdhv.\-*]*$")
 
 
 def _open_text(path: Path):
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    if not path.is_file():
-        raise InputError(f"{path}: not a regular file")
-    with open(path, "rb") as fh:
-        gz = fh.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rt", errors="replace") if gz else open(path, errors="replace")
+    """A text stream of a plain or gzip file, or of stdin for "-"; opened once (pipes work)."""
+    import io
+    import sys
+
+    if str(path) == "-":
+        raw = sys.stdin.buffer
+    else:
+        if not path.exists():
+            raise InputError(f"{path}: no such file")
+        if path.is_dir():
+            raise InputError(f"{path}: is a directory, not a file")
+        try:
+            raw = open(path, "rb")
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    buf = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)
+    try:
+        gz = buf.peek(2)[:2] == b"\x1f\x8b"
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    stream = gzip.GzipFile(fileobj=buf) if gz else buf
+    return io.TextIOWrapper(stream, errors="replace")
+
+
+def _lines(path: Path) -> Iterator[str]:
+    """Lines of the file; a read error or a corrupt gzip is an InputError naming the file."""
+    import zlib
+
+    try:
+        with _open_text(path) as fh:
+            yield from fh
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") \
+            from None
 
 
 def _clean_id(header: str, path: Path, lineno: int) -> str:
@@ -31,61 +58,78 @@ def _clean_id(header: str, path: Path, lineno: int) -> str:
     return ident
 
 
+def _check_nucleotide(ident: str, seq: str, path: Path, lineno: int) -> str:
+    """The sequence upper-cased with U as T; InputError when it reads as protein."""
+    seq = seq.upper().replace("U", "T")
+    # IUPAC ambiguity letters are also amino-acid letters (M, K, S, ...): a real nucleotide
+    # sequence is nearly all A/C/G/T/N, a protein rarely.
+    core = sum(seq.count(c) for c in "ACGTN")
+    if seq and core < 0.75 * len(seq):
+        raise InputError(f"{path}: line {lineno}: record {ident} looks like protein "
+                         f"({core / len(seq):.0%} A/C/G/T/N); taxonomy searches nucleotides "
+                         f"(blastn)")
+    return seq
+
+
 def read_fasta(path: str | Path) -> Iterator[tuple[str, str]]:
-    """Yield (identifier, sequence) per record; raises InputError naming the line at fault."""
+    """Yield (identifier, sequence) per record (empty ones too: the caller counts and skips
+    them); raises InputError naming the line at fault."""
     path = Path(path)
     ident, chunks, start = None, [], 0
-    with _open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            line = line.strip()
-            if not line:
-                continue
-            if line.startswith(">"):
-                if ident is not None:
-                    yield _finish(ident, chunks, path, start)
-                ident, chunks, start = _clean_id(line[1:], path, lineno), [], lineno
-            elif ident is None:
-                raise InputError(f"{path}: line {lineno}: not FASTA (expected '>' header first)")
-            elif not _NUC.match(line):
-                raise InputError(f"{path}: line {lineno}: not a nucleotide sequence line")
-            else:
-                chunks.append(line)
+    for lineno, line in enumerate(_lines(path), 1):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith(">"):
+            if ident is not None:
+                yield ident, _check_nucleotide(ident, "".join(chunks), path, start)
+            ident, chunks, start = _clean_id(line[1:], path, lineno), [], lineno
+        elif ident is None:
+            raise InputError(f"{path}: line {lineno}: not FASTA (expected '>' header first)")
+        elif not _NUC.match(line):
+            raise InputError(f"{path}: line {lineno}: not a nucleotide sequence line "
+                             f"(protein or binary? taxonomy searches nucleotides)")
+        else:
+            chunks.append(line)
     if ident is not None:
-        yield _finish(ident, chunks, path, start)
-
-
-def _finish(ident: str, chunks: list[str], path: Path, lineno: int) -> tuple[str, str]:
-    seq = "".join(chunks).upper().replace("U", "T")
-    if not seq:
-        raise InputError(f"{path}: line {lineno}: record {ident} has an empty sequence")
-    return ident, seq
+        yield ident, _check_nucleotide(ident, "".join(chunks), path, start)
 
 
 def read_fastq(path: str | Path) -> Iterator[tuple[str, str]]:
-    """Yield (identifier, sequence) per four-line FASTQ record."""
+    """Yield (identifier, sequence) per four-line FASTQ record (zero-length reads, which
+    trimmers leave behind, too: the caller counts and skips them)."""
     path = Path(path)
-    with _open_text(path) as fh:
-        lineno = 0
-        while True:
-            head = fh.readline()
-            lineno += 1
-            if not head:
-                return
-            if not head.strip():
-                continue
-            seq, plus, qual = fh.readline(), fh.readline(), fh.readline()
-            if not head.startswith("@"):
-                raise InputError(f"{path}: line {lineno}: not FASTQ (expected '@' header)")
-            if not plus.startswith("+"):
-                raise InputError(f"{path}: line {lineno + 2}: not FASTQ (expected '+' line)")
-            seq, qual = seq.strip(), qual.strip()
-            if len(seq) != len(qual):
-                raise InputError(f"{path}: line {lineno + 3}: quality length differs from "
-                                 f"sequence length (truncated FASTQ?)")
-            if not seq or not _NUC.match(seq):
-                raise InputError(f"{path}: line {lineno + 1}: not a nucleotide sequence")
-            yield _clean_id(head[1:], path, lineno), seq.upper().replace("U", "T")
-            lineno += 3
+    lines = _lines(path)
+    lineno = 0
+    for head in lines:
+        lineno += 1
+        if not head.strip():
+            continue
+        seq, plus, qual = (next(lines, "") for _ in range(3))
+        if not head.startswith("@"):
+            raise InputError(f"{path}: line {lineno}: not FASTQ (expected '@' header)")
+        if not plus.startswith("+"):
+            raise InputError(f"{path}: line {lineno + 2}: not FASTQ (expected '+' line)")
+        seq, qual = seq.strip(), qual.strip()
+        if len(seq) != len(qual):
+            raise InputError(f"{path}: line {lineno + 3}: quality length differs from "
+                             f"sequence length (truncated FASTQ?)")
+        if not _NUC.match(seq):
+            raise InputError(f"{path}: line {lineno + 1}: not a nucleotide sequence")
+        ident = _clean_id(head[1:], path, lineno)
+        yield ident, _check_nucleotide(ident, seq, path, lineno + 1)
+        lineno += 3
+
+
+def _searchable(records: Iterator[tuple[str, str]], skipped: dict) -> Iterator[tuple[str, str]]:
+    """Records with at least one A/C/G/T; empty and N-only ones are counted in `skipped`."""
+    for ident, seq in records:
+        if not seq:
+            skipped["empty"] += 1
+        elif not seq.strip("N"):
+            skipped["no_acgt"] += 1
+        else:
+            yield ident, seq
 
 
 def sample(records: Iterator[tuple[str, str]], n: int, seed: int = 0) -> tuple[list, int]:
@@ -116,8 +160,12 @@ def load_queries(fasta: str | None, fastq: str | None, n: int, seed: int = 0) ->
         raise InputError(f"--sample: must be at least 1, got {n}")
     fmt, path = ("fasta", fasta) if fasta else ("fastq", fastq)
     reader = read_fasta if fmt == "fasta" else read_fastq
-    queries, total = sample(reader(path), n, seed)
+    skipped = {"empty": 0, "no_acgt": 0}
+    queries, total = sample(_searchable(reader(path), skipped), n, seed)
     if not queries:
+        if any(skipped.values()):
+            raise InputError(f"{path}: no searchable {fmt.upper()} records ({skipped['empty']} "
+                             f"empty, {skipped['no_acgt']} with no A/C/G/T base)")
         raise InputError(f"{path}: no {fmt.upper()} records")
     # Unique ids: reports are merged by query id, so duplicates would silently collapse.
     seen: dict[str, int] = {}
@@ -127,7 +175,7 @@ def load_queries(fasta: str | None, fastq: str | None, n: int, seed: int = 0) ->
         seen[ident] = k + 1
         unique.append((ident if k == 0 else f"{ident}.{k}", seq))
     return {"queries": unique, "total": total, "sampled": total > len(unique),
-            "source": str(path), "format": fmt}
+            "skipped": skipped, "source": str(path), "format": fmt}
 
 
 def to_fasta(queries: list[tuple[str, str]]) -> str:

@@ -126,3 +126,57 @@ def test_refusal_exits_3_with_one_line_naming_the_rule(biotool, name):
 def test_schema_of_a_denied_tool_is_refused_too(biotool):
     res = biotool("call", "PubMed_search_articles", "--schema")
     assert res.code == 3 and "deny_patterns 'pubmed'" in res.stderr
+
+
+@pytest.mark.parametrize("name", [
+    "ᴘᴜʙᴍᴇᴅ_search",           # Latin small capitals, which NFKC leaves alone
+    "ɢᴇᴏ_search", "ꜱʀᴀ",
+    "pu\u0301b\u0308med",        # combining marks
+    "pub\u115fmed",              # a Hangul filler as an invisible separator
+    "рubМеd",                    # mixed Cyrillic and Latin
+    "search_pubmed", "pubmed2", "pub.med", "pub/med", "pub med", "g/e/o", "g.e.o_query",
+    "efetch", "pmid_lookup", "article_search", "search_papers", "doi_lookup", "medline",
+    "chemrxiv_search", "cellxgene_query", "tcga", "get_bibliography",
+])
+def test_more_aliasing_tricks_are_refused_by_the_shipped_rules(biotool_env, call, name):
+    with pytest.raises(RefusedError) as exc:
+        call(name, {})
+    assert exc.value.exit_code == 3 and "[tools] deny_patterns" in str(exc.value)
+
+
+@pytest.mark.parametrize("name", ["geometry", "gsea", "sienna", "tenable", "seq_stats",
+                                  "primer_tm", "restriction_sites"])
+def test_names_that_only_contain_a_short_pattern_inside_a_word_are_not_refused(biotool_env,
+                                                                                name):
+    from biotool import rules
+    from biotool.annotate import policy
+
+    assert policy.check([name], "", rules.load()).permitted
+
+
+def test_a_benign_named_tooluniverse_tool_calling_a_literature_gateway_is_refused_by_policy(
+        rules_file, call, tooluniverse_tools):
+    # ClinVar's tools have a harmless name and category, but call NCBI E-utilities (which
+    # reach PubMed): the endpoint rule refuses them even with their host on the allowlist.
+    tool = next(t for t in tooluniverse_tools if t.name == "ClinVar_search_variants")
+    assert tool.category == "tooluniverse:clinvar"
+    assert any(e.startswith("eutils.ncbi.nlm.nih.gov/entrez") for e in tool.endpoints)
+    rules_file(deny_patterns=["entrez"], egress=[h for h in tool.hosts])
+    with pytest.raises(RefusedError) as exc:
+        call(tool.name, {})
+    assert "endpoint 'eutils.ncbi.nlm.nih.gov/entrez" in str(exc.value)
+    assert "deny_patterns 'entrez'" in str(exc.value)
+
+
+def test_shipped_rules_offer_no_tool_whose_endpoints_are_dataset_or_literature_services(
+        biotool_env, tooluniverse_tools):
+    from biotool.annotate import calls
+
+    by_name = {r["name"]: r for r in calls.list_tools()["tools"]}
+    hosts = ("eutils.ncbi.nlm.nih.gov", "www.ebi.ac.uk/ena", "www.ebi.ac.uk/europepmc",
+             "www.ncbi.nlm.nih.gov/geo", "api.openalex.org", "api.crossref.org")
+    gateway = [t for t in tooluniverse_tools
+               if any(e.startswith(hosts) for e in t.endpoints)]
+    assert len(gateway) > 50
+    assert all(not by_name[t.name]["offered"] and "[tools]" in by_name[t.name]["rule"]
+               for t in gateway)

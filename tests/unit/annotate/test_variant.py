@@ -166,3 +166,61 @@ def test_bad_variant_input_names_the_field(call, args, field):
     with pytest.raises(InputError) as exc:
         call("variant_annotate", args)
     assert str(exc.value).startswith(f"args.{field}"), str(exc.value)
+
+
+# A small CDS whose answers are derived by hand: ATG AAA CCC GGG TAA = M K P G *, then a 3'
+# flank GCT AGC TAA that a lost stop reads on into (A S *).
+TOY_CDS, TOY_FLANK = "ATGAAACCCGGGTAA", "GCTAGCTAA"
+
+
+@pytest.mark.parametrize("hgvs,want_c,want_p,effect,so_term", [
+    # first codon: any change but to ATG loses the start, TTG and CTG included
+    ("c.1A>G", "c.1A>G", "p.Met1?", "start_lost", "start_lost"),
+    ("c.1A>T", "c.1A>T", "p.Met1?", "start_lost", "start_lost"),
+    ("c.1A>C", "c.1A>C", "p.Met1?", "start_lost", "start_lost"),
+    ("c.1_3del", "c.2_4del", "p.Met1?", "start_lost", "start_lost"),  # 3'-shifted ATG|A
+    # the stop codon: kept, lost to the next in-frame stop (extTer counts from the old stop)
+    ("c.14A>G", "c.14A>G", "p.Ter5=", "synonymous", "stop_retained_variant"),
+    ("c.15del", "c.15del", "p.Ter5=", "synonymous", "stop_retained_variant"),  # TA+G: TAG
+    ("c.13T>C", "c.13T>C", "p.Ter5GlnextTer3", "stop_lost", "stop_lost"),
+    ("c.13_15del", "c.13_15del", "p.Ter5AlaextTer2", "stop_lost", "stop_lost"),
+    ("c.12_14del", "c.12_14del", "p.Ter5AlaextTer2", "stop_lost", "stop_lost"),  # spans it
+    ("c.12_13insA", "c.12_13insA", "p.Ter5IleextTer2", "stop_lost", "stop_lost"),
+    ("c.13del", "c.13del", "p.Ter5LysextTer?", "stop_lost", "stop_lost"),  # no stop after
+    # the last sense codon: an in-frame deletion or insertion beside an intact stop
+    ("c.10_12del", "c.10_12del", "p.Gly4del", "inframe_indel", "inframe_deletion"),
+    ("c.7_12del", "c.7_12del", "p.Pro3_Gly4del", "inframe_indel", "inframe_deletion"),
+    ("c.12_13insAAA", "c.12_13insAAA", "p.Gly4_Ter5insLys", "inframe_indel",
+     "inframe_insertion"),
+])
+def test_first_and_last_codon_changes_derived_by_hand(call, hgvs, want_c, want_p, effect,
+                                                      so_term):
+    ann = _one(call("variant_annotate", {"cds_sequence": TOY_CDS, "flank_3prime": TOY_FLANK,
+                                         "hgvs": hgvs}))
+    assert (ann["hgvs_c"], ann["hgvs_p"], ann["effect"], ann["so_term"]) == \
+        (want_c, want_p, effect, so_term)
+
+
+def test_spike_stop_codon_changes_on_the_real_genome(call):
+    # S ends TAA at 25382..25384 (c.3820..3822, codon 1274); derive the read-through by hand
+    # from the staged genome: the next in-frame stop after the old one.
+    genome = _sars2()
+    assert genome[S_END - 3:S_END] == "TAA"
+    ann = _one(call("variant_annotate", {"reference": "MN908947.3", "position": S_END - 2,
+                                         "ref": "T", "alt": "C"}))
+    tail = str(Seq("CAA" + genome[S_END:S_END + 600]).translate())
+    assert ann["gene"] == "S" and ann["hgvs_c"] == "c.3820T>C"
+    assert ann["hgvs_p"] == f"p.Ter1274GlnextTer{tail.index('*')}"
+    ann = _one(call("variant_annotate", {"gene": "S", "hgvs": "c.3822A>G"}))  # TAA -> TAG
+    assert (ann["hgvs_p"], ann["so_term"]) == ("p.Ter1274=", "stop_retained_variant")
+    ann = _one(call("variant_annotate", {"gene": "S", "hgvs": "c.1A>G"}))
+    assert ann["hgvs_p"] == "p.Met1?" and ann["genomic_position"] == S_START
+
+
+def test_orf1ab_p4715l_is_numbered_across_the_ribosomal_frameshift(call):
+    # C14408T gives nsp12 P323L, ORF1ab (pp1ab) P4715L: past the -1 frameshift at 13468,
+    # so only the two-segment CDS holds it (ORF1a ends at 13483).
+    ann = _one(call("variant_annotate", {"reference": "MN908947.3", "position": 14408,
+                                         "ref": "C", "alt": "T"}))
+    assert ann["gene"] == "ORF1ab" and ann["hgvs_p"] == "p.Pro4715Leu"
+    assert ann["hgvs_c"] == "c.14144C>T" and ann["codon_change"] == "CCT>CTT"

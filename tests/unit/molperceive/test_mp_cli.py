@@ -66,6 +66,17 @@ def test_empty_file_and_missing_file(molperceive, tmp_path):
     assert code == 2 and "empty SMILES list" in err and not (tmp_path / "o.jsonl").exists()
 
 
+def test_build_out_a_directory_is_bad_input_naming_it_and_leaves_nothing(molperceive, tmp_path):
+    from pathlib import Path
+    smi = Path(__file__).parent / "data" / "nci_first_400.smi"
+    outdir = tmp_path / "out dir"
+    outdir.mkdir()
+    code, out, err = molperceive("build", smi, "--out", outdir)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert str(outdir) in err and "directory" in err and "Traceback" not in err
+    assert list(outdir.iterdir()) == [] and not list(tmp_path.glob(".*.part"))
+
+
 def test_usage_error_is_one_line_exit_2(molperceive):
     code, out, err = molperceive("score", "only-one.jsonl")
     assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("molperceive: error:")

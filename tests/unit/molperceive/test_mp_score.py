@@ -134,3 +134,30 @@ def test_version_other_than_the_pin_warns_and_still_scores(corpus, rows_io, tmp_
     report = score.score(corpus[0], write(tmp_path / "p.jsonl", perfect(read(corpus[0]))))
     assert report["rdkit"]["matches_pin"] is False
     assert "2025.09.1" in report["warnings"][0] and report["headline"]["accuracy"] == 100.0
+
+
+def test_a_second_prediction_for_one_row_is_refused_naming_the_line(corpus, tmp_path):
+    p = tmp_path / "p.jsonl"
+    p.write_text('{"id": "mp-000001", "answers": {}}\n{"id": "mp-000001", "answers": {}}\n')
+    with pytest.raises(InputError, match="line 2: second prediction for mp-000001"):
+        score.score(corpus[0], p)
+
+
+def test_duplicated_row_ids_in_the_corpus_are_refused_naming_both_lines(corpus, rows_io, tmp_path):
+    read, write = rows_io
+    rows = read(corpus[0])
+    doubled = write(tmp_path / "rows.jsonl", rows + [rows[0]])
+    preds = write(tmp_path / "p.jsonl", perfect(rows))
+    with pytest.raises(InputError, match=rf"duplicated row id\(s\) {rows[0]['id']} "
+                                         rf"\(lines 1 and {len(rows) + 1}\)"):
+        score.score(doubled, preds)
+
+
+def test_abstention_must_be_a_boolean_with_a_known_reason(corpus, tmp_path):
+    p = tmp_path / "p.jsonl"
+    p.write_text('{"id": "mp-000001", "abstain": "no"}\n')
+    with pytest.raises(InputError, match="line 1: abstain must be true or false"):
+        score.score(corpus[0], p)
+    p.write_text('{"id": "mp-000001", "abstain": true, "reason": "bad_smiles"}\n')
+    with pytest.raises(InputError, match="line 1: unknown reason 'bad_smiles'"):
+        score.score(corpus[0], p)

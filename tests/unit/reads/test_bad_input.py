@@ -103,3 +103,64 @@ def test_vcf_path_must_be_bgzip_named(biotool, cas9, tmp_path):
 def test_bam_aligned_to_another_reference(biotool, cas9, command):
     r = biotool(command, "--bam", str(cas9["bam"]), "--reference", "MN908947.3")
     _fail(r, str(cas9["bam"]), "was it aligned to this --reference?")
+
+
+def test_pooled_bams_of_different_references_are_refused(biotool, cas9, planted, tmp_path):
+    # Both simulated genomes are one 6 kb contig named sim_chr: names and lengths agree, the
+    # sequences do not, so pooling them would mix unrelated positions.
+    r = biotool("variants", "--bam", str(planted["bam"]), "--bam", str(cas9["bam"]),
+                "--reference", str(planted["fasta"]))
+    _fail(r, str(cas9["bam"]), "different sequence")
+    # A BAM whose header gives the contig another length is refused from its header alone.
+    import pysam
+
+    other = tmp_path / "other_length.bam"
+    with pysam.AlignmentFile(str(cas9["bam"])) as src:
+        header = src.header.to_dict()
+        header["SQ"][0]["LN"] = 7000
+        with pysam.AlignmentFile(str(other), "wb", header=header) as out:
+            for read in src:
+                out.write(pysam.AlignedSegment.fromstring(read.to_string(), out.header))
+    pysam.index(str(other))
+    for command in ("variants", "breakpoints"):
+        r = biotool(command, "--bam", str(other), "--reference", str(cas9["fasta"]))
+        _fail(r, str(other), "7000 bp", "different reference")
+
+
+def test_the_same_bam_twice_is_refused(biotool, planted, tmp_path):
+    bam = str(planted["bam"])
+    r = biotool("variants", "--bam", bam, "--bam", bam.replace("/reads.bam", "/./reads.bam"),
+                "--reference", str(planted["fasta"]))
+    _fail(r, "given twice")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("--top", "0"), "--top 0"), (("--top", "-3"), "--top -3"),
+    (("--timeout", "nan"), "--timeout nan"), (("--timeout", "0"), "--timeout 0"),
+    (("--region", ""), "--region ''"), (("--region", "sim_chr:-5-100"), "cannot read"),
+    (("--region", "sim_chr:0-100"), "outside the contig"),
+    (("--region", "sim_chr:6001"), "outside the contig"),
+])
+@pytest.mark.parametrize("command", ["breakpoints", "variants"])
+def test_out_of_range_options(biotool, cas9, command, args, needle):
+    r = biotool(command, "--bam", str(cas9["bam"]), "--reference", str(cas9["fasta"]), *args)
+    _fail(r, needle)
+
+
+def test_region_to_the_contig_end_like_samtools(biotool, cas9):
+    for region in ("sim_chr:5901-", "sim_chr:5901", "sim_chr:5,901-6,000"):
+        r = biotool("breakpoints", "--bam", str(cas9["bam"]), "--reference", str(cas9["fasta"]),
+                    "--region", region, "--top", "50")
+        assert r.code == 0, (region, r.stderr)
+        assert all(5900 <= row["pos"] <= 6000 for row in r.json["consensus"])
+
+
+@pytest.mark.parametrize("flag,path,needle", [
+    ("--bam", "{dir}", "is a directory"), ("--fastq", "{dir}", "is a directory"),
+    ("--fastq", "-", "stdin"), ("--bam", "{bai}", "not a readable BAM"),
+])
+def test_wrong_kind_of_path(biotool, cas9, tmp_path, flag, path, needle):
+    path = path.format(dir=tmp_path, bai=str(cas9["bam"]) + ".bai")
+    r = biotool("variants", flag, path, "--reference", str(cas9["fasta"]))
+    _fail(r, needle)
+    assert len(r.stderr.strip().splitlines()) == 1  # no htslib lines before ours

@@ -77,3 +77,33 @@ def test_deletion_span_widens_across_a_repeat():
     # Inserting a T before 0-based 5 can sit anywhere from before base 3 to before base 7.
     assert insertion_left(seq, 0, 5, "T") == (3, "T")
     assert insertion_right(seq, 0, 5, "T") == 7
+
+
+def test_two_concurrent_runs_align_once_and_publish_bam_with_its_index(
+        biotool_env, cas9, tmp_path, leftovers):
+    import subprocess
+    import sys
+
+    big = tmp_path / "big.fastq"
+    big.write_text(cas9["fastq"].read_text() * 20)  # ~10k reads: alignment outlasts start-up skew
+    cmd = [sys.executable, "-m", "biotool", "breakpoints", "--fastq", str(big), "--reference",
+           str(cas9["fasta"])]
+    procs = [subprocess.Popen(cmd, env=biotool_env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [e for _, e in outs]
+    import json
+
+    results = [json.loads(o) for o, _ in outs]
+    # The lock makes the second run wait for the first and reuse its alignment.
+    assert sum("aligning" in e for _, e in outs) == 1, [e for _, e in outs]
+    assert results[0]["bam"] == results[1]["bam"]
+    assert results[0]["consensus"][0]["pos"] == results[1]["consensus"][0]["pos"]
+    # The BAM's index is the one built for it: every read is reachable through it.
+    bam = results[0]["bam"]
+    total = subprocess.run(["samtools", "view", "-c", bam], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    stats = subprocess.run(["samtools", "idxstats", bam], capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    assert sum(int(f.split("\t")[2]) + int(f.split("\t")[3]) for f in stats) == int(total)
+    assert leftovers(tmp_path / "cache") == []

@@ -68,11 +68,35 @@ def test_vcf_is_bgzipped_indexed_and_read_by_bcftools(biotool, planted, tmp_path
     rows = {(int(p), ref, alt) for _c, p, ref, alt, _af in
             (line.split("\t") for line in q.stdout.splitlines())}
     assert rows == {_key(t) for t in planted["truth"] if t["above_floor"]}
-    # The index works: a region query returns only records inside it.
+    # The index works: a region query returns only records inside it, and htslib has nothing
+    # to warn about (an index older than its VCF draws a warning on stderr).
+    tbi = tmp_path / "calls.vcf.gz.tbi"
+    assert tbi.stat().st_mtime_ns >= vcf.stat().st_mtime_ns
     first = min(rows)[0]
     reg = subprocess.run(["bcftools", "view", "-H", "-r", f"sim_chr:{first}-{first}", str(vcf)],
                          capture_output=True, text=True, check=True)
-    assert len(reg.stdout.splitlines()) == 1
+    assert len(reg.stdout.splitlines()) == 1 and reg.stderr == ""
+    # bcftools validates the whole file on a full read, and can index it itself.
+    subprocess.run(["bcftools", "view", "-Ou", "-o", "/dev/null", str(vcf)], check=True)
+    subprocess.run(["bcftools", "index", "--csi", "-f", str(vcf)], check=True)
+    assert (tmp_path / "calls.vcf.gz.csi").exists()
+
+
+def test_same_file_name_in_two_folders_gives_two_vcf_samples(biotool, planted, tmp_path):
+    import shutil
+
+    for sub, bam in (("a", planted["bam_a"]), ("b", planted["bam_b"])):
+        (tmp_path / sub).mkdir()
+        shutil.copyfile(bam, tmp_path / sub / "sample.bam")
+        shutil.copyfile(str(bam) + ".bai", tmp_path / sub / "sample.bam.bai")
+    vcf = tmp_path / "two.vcf.gz"
+    r = biotool("variants", "--bam", str(tmp_path / "a" / "sample.bam"), "--bam",
+                str(tmp_path / "b" / "sample.bam"), "--reference", str(planted["fasta"]),
+                "--vcf", str(vcf))
+    assert r.code == 0, r.stderr
+    names = subprocess.run(["bcftools", "query", "-l", str(vcf)], capture_output=True,
+                           text=True, check=True).stdout.split()
+    assert len(names) == 2 and len(set(names)) == 2
 
 
 def test_real_artic_reads_carry_the_isolates_deletion(biotool, artic_fastq):

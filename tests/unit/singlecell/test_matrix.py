@@ -167,3 +167,30 @@ def test_cli_bad_input_is_one_line_exit_2(biotool, tmp_path):
     r = biotool("celltype", "--matrix", str(tmp_path / "x.tsv.gz"))
     assert r.code == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and "x.tsv.gz: cannot be read" in r.stderr
+
+
+def test_gene_by_cell_csv_with_barcode_header_is_transposed(small, tmp_path):
+    import pandas as pd
+
+    df = pd.DataFrame(small.X.toarray().T, index=small.var_names, columns=small.obs_names)
+    df.to_csv(tmp_path / "genes_by_cells.csv")
+    adata = matrix.load(tmp_path / "genes_by_cells.csv")
+    _same(adata, small)
+    assert adata.uns["biotool_source"]["table"].startswith("genes x cells")
+
+
+def test_quoted_labelling_files_load_as_unquoted_names(small, tmp_path):
+    _mtx(tmp_path / "m.mtx", small.X.T, False)
+    (tmp_path / "genes.csv").write_text("".join(f'"{g}"\n' for g in small.var_names))
+    (tmp_path / "cells.csv").write_text("".join(f'"{c}"\n' for c in small.obs_names))
+    _same(matrix.load(tmp_path), small)
+
+
+def test_a_named_mtx_file_is_used_among_several(small, tmp_path):
+    _mtx(tmp_path / "matrix.mtx", small.X.T, False)
+    _mtx(tmp_path / "spliced.mtx", small.X.T[:, :5], False)
+    (tmp_path / "features.tsv").write_text("\n".join(small.var_names) + "\n")
+    (tmp_path / "barcodes.tsv").write_text("\n".join(small.obs_names) + "\n")
+    _same(matrix.load(tmp_path / "matrix.mtx"), small)
+    with pytest.raises(InputError, match="expected one Matrix Market file.*found 2"):
+        matrix.load(tmp_path)

@@ -108,6 +108,7 @@ class _ProxyHandler(socketserver.BaseRequestHandler):
             head += chunk
         line = head.split(b"\r\n", 1)[0].decode()
         proxy.lines.append(line)
+        proxy.heads.append(head.decode(errors="replace"))
         method, target, _ = line.split(" ", 2)
         if method != "CONNECT":
             self.request.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
@@ -137,6 +138,7 @@ class RecordingProxy:
 
     def __init__(self):
         self.lines: list[str] = []
+        self.heads: list[str] = []   # each request head in full (CONNECT line and headers)
         self.accepted = 0
         self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _ProxyHandler)
         self.server.daemon_threads = True

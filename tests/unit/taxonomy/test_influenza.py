@@ -82,3 +82,30 @@ def test_a_read_tied_across_subtypes_supports_both():
 
 def test_no_influenza_hit_means_no_block():
     assert influenza.tiers({"r1": [hit("Escherichia phage phiX174, complete genome")]}) is None
+
+
+def test_refseq_style_titles_with_the_subtype_only_in_the_strain_name():
+    """RefSeq titles name the segment by number and the subtype only inside the strain name;
+    GenBank titles name the gene; some strains are typed for H only."""
+    titles = {
+        "h3_ha": "Influenza A virus (A/New York/392/2004(H3N2)) segment 4, complete sequence",
+        "h3_na": "Influenza A virus (A/New York/392/2004(H3N2)) segment 6, complete sequence",
+        "h5_ha": "Influenza A virus (A/goose/Guangdong/1/1996(H5N1)) segment 4 hemagglutinin "
+                 "(HA) gene, complete cds",
+        "h1_na": "Influenza A virus (A/swine/Iowa/A02432386/2019(H1N2)) neuraminidase (NA) "
+                 "gene, complete cds",
+        "h9_ha": "Influenza A virus (A/chicken/Pakistan/UDL-01/2008(H9)) HA gene for "
+                 "haemagglutinin, complete cds",
+        "h9_na": "Influenza A virus (A/chicken/Pakistan/UDL-01/2008(H9)) segment 6, complete "
+                 "sequence",
+        "pb1": "Influenza A virus (A/New York/392/2004(H3N2)) PB1-F2 protein (PB1-F2) and "
+               "polymerase PB1 (PB1) genes, complete cds",
+    }
+    assert [influenza.segment_of(hit(t)) for t in titles.values()] == [4, 6, 4, 6, 4, 6, 2]
+    flu = influenza.tiers({k: [hit(t)] for k, t in titles.items()})
+    assert flu["strong"]["H"] == {"H3": 1, "H5": 1, "H9": 1}
+    assert flu["strong"]["N"] == {"N2": 2}          # N2 from H3N2 and from H1N2's NA
+    assert flu["weak"]["subtypes"] == {"H3N2": 1}   # the PB1 hit only
+    assert flu["unlabelled_reads"] == 1             # an NA hit labelled "(H9)" names no N
+    assert {c["subtype"] for c in flu["candidates"]} == {"H3N2", "H5N2", "H9N2"}
+    assert flu["competence"]["ties"] == 2

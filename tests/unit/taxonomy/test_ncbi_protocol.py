@@ -95,6 +95,7 @@ def test_a_single_query_still_truncated_is_a_failure(serve_mock, clock, tmp_path
     ("empty", r"RID \w+: empty report; the search failed \(this is not 'nothing found'\)"),
     ("emptyjson", r"empty report \(no BlastOutput2 entries\)"),
     ("html", r"got an HTML page titled 'NCBI - Too Many Requests' instead of the JSON report"),
+    ("redirect", r"answered the submission with HTTP 302: an HTML page titled 'Moved'"),
 ])
 def test_each_failure_has_its_own_message(serve_mock, clock, tmp_path, mode, message):
     _, url, _ = serve_mock(clock=clock.now, mode=mode)
@@ -130,6 +131,48 @@ def test_env_cannot_shorten_the_intervals_for_ncbi(monkeypatch):
         "https://blast.ncbi.nlm.nih.gov/blast/Blast.cgi", 10.0, 60.0)
     monkeypatch.setenv("BIOTOOL_NCBI_MIN_INTERVAL", "30")
     assert Settings.from_env().min_interval == 30.0  # lengthening is always allowed
+    monkeypatch.setenv("BIOTOOL_NCBI_MIN_INTERVAL", "0.01")
+    for spelling in ("https://BLAST.NCBI.NLM.NIH.GOV./blast/Blast.cgi",
+                     "https://blast.ncbi.nlm.nih.gov:0443/blast/Blast.cgi"):
+        monkeypatch.setenv("BIOTOOL_NCBI_URL", spelling)
+        s = Settings.from_env()
+        assert (s.min_interval, s.poll_interval) == (10.0, 60.0), spelling
     monkeypatch.setenv("BIOTOOL_NCBI_URL", "https://localhost:8443/blast/Blast.cgi")
     monkeypatch.setenv("BIOTOOL_NCBI_MIN_INTERVAL", "0.01")
     assert Settings.from_env().min_interval == 0.01  # a mock server may be paced faster
+
+
+@pytest.mark.parametrize("body,message", [
+    (b"\xef\xbb\xbf<!DOCTYPE html><html><head><title>Service unavailable</title>",
+     r"got an HTML page titled 'Service unavailable' instead of the JSON report"),
+    (b"  \n", r"empty report; the search failed"),
+    (b"[]", r"empty report \(no BlastOutput2 entries\)"),
+    (b'{"BlastOutput2": [{"report": {"results": {"search": {"hits": [7]}}}}]}',
+     r"report 1 has malformed hits"),
+    (b"Status=WAITING", r"reply is not JSON: 'Status=WAITING'"),
+])
+def test_odd_report_bodies_are_named_never_read_as_nothing_found(body, message):
+    from biotool.taxonomy.ncbi import parse_report
+
+    with pytest.raises(ToolFailure, match=message):
+        parse_report(body, "RID1", ["q1"], 5)
+
+
+def test_a_report_keeps_only_taxonomic_and_alignment_fields():
+    import json
+
+    from biotool.taxonomy.ncbi import parse_report
+
+    hit = {"num": 1, "description": [{"id": "gi|1|ref|NC_045512.2|", "accession": "NC_045512",
+                                      "title": "SARS-CoV-2 isolate Wuhan-Hu-1", "taxid": 2697049,
+                                      "sciname": "Severe acute respiratory syndrome coronavirus 2",
+                                      "extra": "dropped"}],
+           "len": 29903, "hsps": [{"bit_score": 180.0, "evalue": 1e-40, "identity": 99,
+                                   "align_len": 100, "query_from": 1, "query_to": 100,
+                                   "hit_from": 5, "hit_to": 104, "qseq": "ACGT" * 25,
+                                   "hseq": "ACGT" * 25, "midline": "|" * 100, "gaps": 0}]}
+    body = json.dumps({"BlastOutput2": [{"report": {"results": {"search": {
+        "query_title": "q1 read", "query_len": 120, "hits": [hit]}}}}]}).encode()
+    got = parse_report(body, "RID1", ["q1"], 5)["q1"][0]
+    assert set(got) == HIT_FIELDS
+    assert got["pident"] == 99.0 and got["sciname"].startswith("Severe acute")

@@ -89,3 +89,90 @@ def test_proxy_reachability_decides_nothing_when_unset(monkeypatch, proxy):
     assert net.proxy_reachable() is True
     proxy.close()
     assert net.proxy_reachable(timeout=0.5) is False
+
+
+def _allow(monkeypatch, tmp_path, *entries: str) -> None:
+    rules = tmp_path / "rules.toml"
+    rules.write_text("[egress]\nallow = [" + ", ".join(f'"{e}"' for e in entries) + "]\n")
+    monkeypatch.setenv("BIOTOOL_RULES", str(rules))
+
+
+def test_host_spellings_are_checked_and_connected_as_the_allowlist_spells_them(
+        monkeypatch, tmp_path):
+    _allow(monkeypatch, tmp_path, "blast.ncbi.nlm.nih.gov:443")
+    for url in ("https://BLAST.NCBI.NLM.NIH.GOV/x", "https://blast.ncbi.nlm.nih.gov./x",
+                "https://blast.ncbi.nlm.nih.gov:0443/x", "HTTPS://Blast.Ncbi.Nlm.Nih.Gov.:443/x"):
+        assert net.check_allowed(url) == ("blast.ncbi.nlm.nih.gov", 443, "/x"), url
+
+
+@pytest.mark.parametrize("url,message", [
+    ("https://blast.ncbi.nlm.nih.gov:0/x", "blast.ncbi.nlm.nih.gov:0 is not on the egress"),
+    ("https://user:secret@blast.ncbi.nlm.nih.gov/x", "credentials in the URL are refused"),
+    ("https://evil.example\\@blast.ncbi.nlm.nih.gov/x", "credentials in the URL are refused"),
+    ("https://[::1]/x", "host ::1:443 is not on the egress allowlist"),
+    ("https://[::ffff:130.14.29.110]:443/x", "is not on the egress allowlist"),
+    ("https://[::1/x", "malformed URL"),
+    ("https://blast.ncbi.nlm.nih.gov:99999/x", "malformed URL"),
+    ("https://blast.ncbi.nlm.nih.gov.evil.example/x", "not on the egress allowlist"),
+    ("https://blast.ncbi.nlm.nih.gov\uff0e/x", "not on the egress allowlist"),  # fullwidth dot
+    ("ftp://blast.ncbi.nlm.nih.gov/x", "only https"),
+])
+def test_odd_urls_are_refused_before_any_connection(listener, monkeypatch, tmp_path, url,
+                                                      message):
+    port, count = listener
+    _allow(monkeypatch, tmp_path, "blast.ncbi.nlm.nih.gov:443")
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{port}")
+    with pytest.raises(RefusedError, match=message) as err:
+        net.request("GET", url)
+    assert "secret" not in str(err.value)
+    assert count["n"] == 0
+
+
+def test_the_connect_line_and_sni_use_the_canonical_host(serve_mock, proxy, monkeypatch):
+    _, url, _ = serve_mock()
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.port}")
+    port = url.split(":")[2].split("/")[0]
+    odd = url.replace("localhost", "LocalHost.").replace(f":{port}/", f":0{port}/")
+    resp = net.request("GET", odd + "?CMD=Get&FORMAT_OBJECT=SearchInfo&RID=NOPE")
+    assert resp.status == 200  # TLS verified for "localhost": SNI was the canonical name
+    assert [line.rsplit(" ", 1)[0] for line in proxy.lines] == [f"CONNECT localhost:{port}"]
+
+
+@pytest.mark.parametrize("setting,message", [
+    ("socks5://127.0.0.1:1080", r"only an http:// CONNECT proxy is supported \(not socks5://\)"),
+    ("https://127.0.0.1:3128", r"only an http:// CONNECT proxy is supported"),
+    ("http://127.0.0.1:99999", "is malformed"),
+    ("http://127.0.0.1:0", "names no valid proxy host and port"),
+    ("http://:3128", "names no valid proxy host"),
+    ("http://8.8.8.8:3128", "is at public address 8.8.8.8"),
+    ("http://[::ffff:8.8.8.8]:3128", "is at public address ::ffff:8.8.8.8"),
+    ("http://user:secret@8.8.8.8:3128", "is at public address"),
+])
+def test_a_proxy_setting_that_would_leave_the_sandbox_is_refused(monkeypatch, tmp_path,
+                                                                 setting, message):
+    _allow(monkeypatch, tmp_path, "blast.ncbi.nlm.nih.gov:443")
+    monkeypatch.setenv("HTTPS_PROXY", setting)
+    with pytest.raises(RefusedError, match=message) as err:
+        net.request("GET", "https://blast.ncbi.nlm.nih.gov/blast/Blast.cgi")
+    assert "secret" not in str(err.value)
+    assert net.proxy_reachable(timeout=0.2) is False  # auto mode falls back to local
+
+
+def test_proxy_credentials_go_in_proxy_authorization_only(serve_mock, proxy, monkeypatch):
+    import base64
+
+    mock, url, _ = serve_mock()
+    monkeypatch.setenv("HTTPS_PROXY", f"http://agent:p%40ss@127.0.0.1:{proxy.port}")
+    net.request("GET", url + "?CMD=Get&FORMAT_OBJECT=SearchInfo&RID=NOPE")
+    expected = base64.b64encode(b"agent:p@ss").decode()
+    assert f"Proxy-Authorization: Basic {expected}" in proxy.heads[0]
+    # Inside the tunnel the server sees no proxy credentials.
+    assert mock.requests and "agent" not in str(mock.requests)
+
+
+def test_a_redirect_is_not_followed(serve_mock, proxy, monkeypatch):
+    mock, url, _ = serve_mock(mode="redirect")
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.port}")
+    resp = net.request("POST", url, body=b"CMD=Put&QUERY=%3Ea%0AACGT")
+    assert resp.status == 302 and resp.headers["location"].startswith("https://evil.example")
+    assert len(proxy.lines) == 1 and len(mock.requests) == 1

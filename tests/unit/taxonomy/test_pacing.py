@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import time
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +79,134 @@ def test_a_damaged_schedule_errs_on_the_side_of_waiting(tmp_path, clock):
 def test_the_schedule_file_is_usable_by_other_uids(tmp_path, clock):
     Pacer(tmp_path, clock=clock.now, sleep=clock.sleep).reserve()
     assert (tmp_path / "ncbi-pacing.json").stat().st_mode & 0o777 == 0o666
+
+
+@pytest.mark.parametrize("text", [
+    '{"last_contact": "soon", "polls": {}}',
+    '{"last_contact": 5, "polls": ["R1"]}',
+    '{"last_contact": Infinity}',
+    '{"last_contact": NaN}',
+    '[1, 2]',
+    '\x00\x00\x00',
+])
+def test_any_damage_to_the_schedule_still_paces(tmp_path, clock, text):
+    (tmp_path / "ncbi-pacing.json").write_text(text)
+    p = Pacer(tmp_path, clock=clock.now, sleep=clock.sleep)
+    start = clock.now()
+    assert p.wait_turn() == start + 10.0  # damage reads as "a contact just happened"
+    assert p.wait_turn() == start + 20.0  # and the repaired file paces the next one
+
+
+def test_a_forged_far_future_slot_does_not_stall_every_sandbox(tmp_path, clock):
+    (tmp_path / "ncbi-pacing.json").write_text('{"last_contact": 1e300, "polls": {"R": 1e300}}')
+    p = Pacer(tmp_path, clock=clock.now, sleep=clock.sleep)
+    start = clock.now()
+    assert p.wait_turn() == start + 10.0
+    assert p.wait_turn(rid="R") <= start + 3600 + 60
+
+
+def test_a_removed_schedule_is_read_as_a_contact_just_made(tmp_path, clock):
+    shared = tmp_path / "shared"
+    p = Pacer(shared, clock=clock.now, sleep=lambda dt: None)
+    first = p.reserve()                       # a fresh directory: no wait
+    assert first == clock.now()
+    (shared / "ncbi-pacing.json").unlink()    # someone removed the schedule
+    assert p.reserve() == first + 10.0        # still at least 10 s after the last contact
+
+
+def test_a_killed_writer_never_leaves_an_empty_schedule(tmp_path, clock):
+    # Overwrite-then-truncate: a longer old record under a shorter new one leaves junk, which
+    # reads as damage (wait), whereas truncate-then-write could leave "" (read as "never").
+    path = tmp_path / "ncbi-pacing.json"
+    p = Pacer(tmp_path, clock=clock.now, sleep=lambda dt: None)
+    p.reserve(rid="A" * 200)
+    before = path.stat().st_size
+    p.reserve()
+    assert 0 < path.stat().st_size <= before
+
+
+def test_an_unusable_schedule_stops_before_any_contact(tmp_path, clock):
+    import os
+
+    from biotool.output import ToolFailure
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(ToolFailure, match=r"cannot open it for writing.*BIOTOOL_NCBI_PACING_DIR"):
+        Pacer(blocker / "pacing", clock=clock.now).reserve()   # the directory cannot exist
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    links = tmp_path / "links"
+    links.mkdir()
+    (links / "ncbi-pacing.json").symlink_to(victim)           # a link planted in a shared dir
+    with pytest.raises(ToolFailure, match="cannot open it for writing"):
+        Pacer(links, clock=clock.now).reserve()
+    assert victim.read_text() == "keep me"
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "ncbi-pacing.json")                     # would block a plain open()
+    with pytest.raises(ToolFailure, match="not a regular file"):
+        Pacer(fifo, clock=clock.now).reserve()
+
+
+def _reserve_as(uid: int, directory: str, clock_value: float, w) -> None:
+    import os
+
+    try:
+        os.setgid(uid)
+        os.setuid(uid)
+        slot = Pacer(__import__("pathlib").Path(directory), clock=lambda: clock_value,
+                     sleep=lambda dt: None).reserve()
+        os.write(w, f"{slot}".encode())
+    except BaseException as exc:  # noqa: BLE001 - reported through the pipe
+        os.write(w, f"error {exc}".encode())
+    finally:
+        os._exit(0)
+
+
+def test_two_uids_share_one_schedule(clock):
+    """Sandboxes running as different UIDs on one volume pace each other (run as root here;
+    as another user, the file's mode is what makes it possible, checked above)."""
+    import os
+    import shutil
+    import tempfile
+
+    volume = Path(tempfile.mkdtemp(prefix="biotool-volume-"))  # pytest's tmp is 0700: no
+    os.chmod(volume, 0o755)                                    # other UID could reach it
+    try:
+        _two_uids(volume / "pacing", clock)
+    finally:
+        shutil.rmtree(volume)
+
+
+def _two_uids(shared: Path, clock) -> None:
+    import os
+
+    first = Pacer(shared, clock=clock.now, sleep=lambda dt: None).reserve()
+    assert (shared.stat().st_mode & 0o7777) == 0o1777
+    assert (shared / "ncbi-pacing.json").stat().st_mode & 0o777 == 0o666
+    if os.getuid() != 0:
+        return
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        _reserve_as(65534, str(shared), clock.now(), w)
+    os.close(w)
+    os.waitpid(pid, 0)
+    got = os.read(r, 4096).decode()
+    os.close(r)
+    assert got == f"{first + 10.0}", got  # the other UID read and extended root's schedule
+    assert Pacer(shared, clock=clock.now, sleep=lambda dt: None).reserve() == first + 20.0
+
+
+def test_the_default_schedule_does_not_depend_on_the_cache_setting(monkeypatch, tmp_path):
+    from biotool.taxonomy.pacing import pacing_dir
+
+    monkeypatch.delenv("BIOTOOL_NCBI_PACING_DIR", raising=False)
+    monkeypatch.setenv("BIOTOOL_CACHE", str(tmp_path / "one"))
+    first = pacing_dir()
+    monkeypatch.setenv("BIOTOOL_CACHE", str(tmp_path / "two"))
+    assert pacing_dir() == first  # two processes with different caches share one schedule
+    monkeypatch.setenv("BIOTOOL_NCBI_PACING_DIR", str(tmp_path / "shared"))
+    assert pacing_dir() == tmp_path / "shared"

@@ -59,7 +59,8 @@ def test_host_off_the_allowlist_is_exit_3_and_never_reaches_the_proxy(biotool, s
 
 def test_remote_failures_are_exit_4_with_one_line(biotool, serve_mock):
     for mode, message in (("failed", "Status=FAILED"), ("html", "instead of the JSON report"),
-                          ("norid", "gave no RID")):
+                          ("norid", "gave no RID"), ("empty", "empty report; the search failed"),
+                          ("redirect", "answered the submission with HTTP 302")):
         _, _, env = serve_mock(mode=mode, min_interval=0, poll_interval=0)
         r = biotool("taxonomy", "--fastq", str(ARTIC), "--sample", "3", "--remote",
                     env={**env, **FAST})

@@ -48,7 +48,8 @@ def test_duplicate_ids_are_made_unique(tmp_path):
 @pytest.mark.parametrize("text,where", [
     ("ACGT\n>x\nACGT\n", "line 1: not FASTA"),
     (">x\nACGT\nHELLO WORLD\n", "line 3: not a nucleotide"),
-    (">x\n\n>y\nAC\n", "record x has an empty sequence"),
+    (">p\nMASTHMAKSTMASK\n", "record p looks like protein"),    # only IUPAC letters
+    (">p\nMEEPQSDPSVEPPLSQ\n", "line 2: not a nucleotide sequence line"),
 ])
 def test_malformed_fasta_names_the_line(tmp_path, text, where):
     fa = tmp_path / "bad.fa"
@@ -72,3 +73,42 @@ def test_missing_and_empty_inputs(tmp_path):
         sequences.load_queries(str(tmp_path / "empty.fa"), None, 10)
     with pytest.raises(InputError, match="exactly one of --fasta or --fastq"):
         sequences.load_queries(None, None, 10)
+
+
+def test_empty_and_n_only_records_are_skipped_and_counted(tmp_path):
+    fa = tmp_path / "mixed.fa"
+    fa.write_text(">empty\n\n>ns\nNNNNnnnn\n>soft\nacgtNNacgu\n")
+    got = sequences.load_queries(str(fa), None, 10)
+    assert got["queries"] == [("soft", "ACGTNNACGT")]  # lower case and U read as DNA
+    assert got["skipped"] == {"empty": 1, "no_acgt": 1} and got["total"] == 1
+    fq = tmp_path / "trimmed.fastq"  # a trimmer's zero-length read, and an all-N read
+    fq.write_text("@a\n\n+\n\n@b\nNNNN\n+\nIIII\n@c\nACGTT\n+\nIIIII\n")
+    got = sequences.load_queries(None, str(fq), 10)
+    assert [q for q, _ in got["queries"]] == ["c"] and got["skipped"] == {"empty": 1, "no_acgt": 1}
+    (tmp_path / "none.fa").write_text(">a\n>b\nNNN\n")
+    with pytest.raises(InputError, match=r"no searchable FASTA records \(1 empty, 1 with no"):
+        sequences.load_queries(str(tmp_path / "none.fa"), None, 10)
+
+
+def test_unreadable_corrupt_and_directory_inputs_are_input_errors(tmp_path):
+    with pytest.raises(InputError, match="/proc/self/mem: cannot read it"):
+        sequences.load_queries("/proc/self/mem", None, 10)  # unreadable even for root
+    bad = tmp_path / "cut.fastq.gz"
+    bad.write_bytes(gzip.compress(ARTIC.read_bytes())[:500])
+    with pytest.raises(InputError, match="cut.fastq.gz: cannot read it"):
+        sequences.load_queries(None, str(bad), 10)
+    with pytest.raises(InputError, match="is a directory"):
+        sequences.load_queries(None, str(tmp_path), 10)
+
+
+def test_stdin_is_read_once_even_gzipped():
+    """"-" is stdin, a pipe that can be read only once: the gzip sniff must not consume it."""
+    import subprocess
+    import sys
+
+    for data in (ARTIC.read_bytes(), gzip.compress(ARTIC.read_bytes())):
+        proc = subprocess.run([sys.executable, "-c", "from biotool.taxonomy import sequences; "
+                               "q = sequences.load_queries(None, '-', 500); "
+                               "print(q['total'], q['queries'][0][0])"],
+                              input=data, capture_output=True)
+        assert proc.stdout.decode().split() == ["200", "4dfb1b24-eed4-4bb6-b32c-839d0c758fa9"], proc.stderr
