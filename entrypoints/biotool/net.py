@@ -98,14 +98,16 @@ def proxy_from_env() -> Proxy | None:
         raise RefusedError(f"HTTPS_PROXY={shown!r}: only an http:// CONNECT proxy is supported "
                            f"(not {parts.scheme}://)")
     host = host.rstrip(".")
-    if not host or not _HOSTNAME.match(host) and not _is_ip(host) or not 0 < port < 65536:
+    # Underscores allowed: docker names containers and aliases like "run_egress_1".
+    if not re.fullmatch(r"[a-z0-9_.:%-]+", host) or not 0 < port < 65536:
         raise RefusedError(f"HTTPS_PROXY={shown!r} names no valid proxy host and port")
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
         raise ToolFailure(f"proxy {host}:{port} (HTTPS_PROXY): cannot resolve it "
                           f"({getattr(exc, 'strerror', None) or exc})") from None
-    addresses = [info[4][0] for info in infos]
+    # IPv4 first: "localhost" may list ::1 first while the proxy listens on 127.0.0.1 only.
+    addresses = sorted({info[4][0] for info in infos}, key=lambda a: (":" in a, a))
     public = [a for a in addresses if _is_public(a)]
     if public:
         raise RefusedError(f"proxy {host}:{port} (HTTPS_PROXY) is at public address "

@@ -58,12 +58,20 @@ def is_splice_checkpoint(rec: dict) -> bool:
             and not rec.get("server") and not rec.get("error") and rec.get("http_status") == 200)
 
 
+def is_proxy_internal(rec: dict) -> bool:
+    """The proxy's own connections, not an agent's attempt: the agent port relays allowed
+    CONNECTs to a loopback-only SNI port of the same Squid, whose liveness probes (and the
+    start-up warm-up) come from 127.0.0.1. Relayed attempts carry the agent's address, and
+    no agent can connect from the proxy's loopback, so a loopback client is never an agent."""
+    return rec.get("client") in ("127.0.0.1", "::1")
+
+
 def parse_log(text: str) -> list[dict]:
     """Every access record in a log text, oldest first, skipping Squid's other output."""
     out = []
     for line in text.splitlines():
         rec = parse_line(line)
-        if rec is not None and not is_splice_checkpoint(rec):
+        if rec is not None and not is_splice_checkpoint(rec) and not is_proxy_internal(rec):
             out.append(rec)
     return out
 

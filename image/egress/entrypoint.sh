@@ -1,7 +1,7 @@
 #!/bin/sh
 # Egress proxy start-up: render squid.conf from the rules file, make a throw-away TLS
-# certificate (Squid's ssl-bump port needs one to peek at the SNI; it never decrypts), then
-# run Squid in the foreground so its access log is this container's stdout.
+# certificate (Squid's loopback-only ssl-bump port needs one to peek at the SNI; it never
+# decrypts), then run Squid in the foreground so its access log is this container's stdout.
 set -eu
 
 run_dir="${EGRESS_RUN_DIR:-/run/egress}"
@@ -21,4 +21,7 @@ squid -k parse -f "$run_dir/squid.conf" 2>"$run_dir/parse.log" || {
     echo "egress: rendered squid.conf does not parse" >&2
     exit 2
 }
+# Squid marks its relay to the SNI port down until a probe succeeds, and its start-up probe
+# runs before that port listens: the warm-up (from loopback, never logged) brings it up.
+python3 "$lib/render.py" --rules "$rules" --warm-up &
 exec squid -N -f "$run_dir/squid.conf"

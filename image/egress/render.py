@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import re
+import socket
 import sys
+import time
 from pathlib import Path
 
 try:  # in the egress image rules.py sits beside this file
@@ -50,6 +52,9 @@ LOG_FORMAT = " ".join([LOG_PREFIX, *(code for _, code in LOG_FIELDS)])
 IPV4_LITERAL = r"^[0-9]+(\.[0-9]+){0,3}$"
 IPV6_LITERAL = r"^\[?[0-9a-fA-F]*:[0-9a-fA-F:.]*\]?$"
 
+# The loopback-only ssl-bump port that allowed CONNECTs are relayed to (never agent-facing).
+SNI_PORT = 3129
+
 
 class RenderError(ValueError):
     """The allowlist cannot be rendered safely; the message names the entry."""
@@ -77,35 +82,76 @@ def checked_allowlist(allow: tuple[tuple[str, int], ...] | list) -> list[tuple[s
 
 def render(allow, *, cert: str, key: str, rules_path: str = "<rules>",
            access_log: str = "stdio:/dev/stdout", cache_log: str = "stdio:/dev/stderr",
-           port: int = 3128) -> str:
-    """squid.conf text that tunnels only the allowlisted host:port pairs (CONNECT + SNI)."""
+           port: int = 3128, sni_port: int = SNI_PORT) -> str:
+    """squid.conf text that tunnels only the allowlisted host:port pairs (CONNECT + SNI).
+
+    Two ports in one Squid. The agent-facing port has no ssl-bump, so a denied CONNECT gets a
+    plain 403 (an ssl-bump port would answer 200 and then serve the error over TLS with its
+    own certificate). An allowed CONNECT is relayed to a loopback-only ssl-bump port of the
+    same Squid, which checks the rules again, peeks at the TLS SNI and splices or terminates.
+    """
     pairs = checked_allowlist(allow)
     lines = [
         f"# Rendered from {rules_path} at container start by render.py; do not edit.",
-        "# CONNECT to an allowlisted host:port only; the TLS SNI is peeked and the tunnel",
-        "# spliced only if the SNI is allowlisted too. The certificate never decrypts anything:",
-        "# nothing is bumped, everything not spliced is terminated.",
-        f"http_port {port} ssl-bump tls-cert={cert} tls-key={key} generate-host-certificates=off",
+        "# The agent-facing port (no ssl-bump) answers a CONNECT that is not to an allowlisted",
+        "# host:port with a plain 403 and relays an allowed one to the loopback-only SNI port,",
+        "# which peeks at the TLS SNI and splices only an allowlisted one. The certificate never",
+        "# decrypts anything: nothing is bumped, everything not spliced is terminated.",
+        f"http_port {port} name=agent",
+        f"http_port 127.0.0.1:{sni_port} name=sni ssl-bump tls-cert={cert} tls-key={key} "
+        "generate-host-certificates=off",
         "",
         "# No cache of any kind, no pid file on the read-only root, quick shutdown.",
         "cache deny all",
         "cache_mem 0 MB",
         "pid_filename none",
         "shutdown_lifetime 1 seconds",
+        "# via off also keeps Squid from taking the relay to its own SNI port for a loop.",
         "via off",
-        "forwarded_for delete",
         "httpd_suppress_version_string on",
         "pinger_enable off",
+        "# A failed lookup (say, at start-up, before the external network is attached) must",
+        "# not hold an allowlisted host unreachable for Squid's default minute.",
+        "negative_dns_ttl 1 seconds",
         "",
+        "acl CONNECT method CONNECT",
+        "acl agent_port myportname agent",
+        "acl sni_port myportname sni",
+        "# The SNI port's own upstream request (made when it splices) does not carry the port",
+        "# name, so the direct-or-relay decision tells the ports apart by local port number.",
+        f"acl on_sni_port localport {sni_port}",
+        "# With acl_uses_indirect_client on, src is the agent's address on both ports (the",
+        "# relay's X-Forwarded-For is trusted only on the SNI port, only from loopback), so",
+        "# from_loopback is Squid itself: its peer probes and the entrypoint's warm-up.",
+        "acl from_loopback src 127.0.0.1/32",
+        f"acl ip_literal dstdom_regex -n {IPV4_LITERAL} {IPV6_LITERAL}",
+        "acl step1 at_step SslBump1",
+        "acl via_sni_port hier_code FIRSTUP_PARENT ANY_OLD_PARENT DEFAULT_PARENT",
+        "acl relayed all-of agent_port via_sni_port",
+        "",
+        "# Allowed CONNECTs leave the agent port only through the SNI port; only the SNI port",
+        "# goes direct. The relay carries the agent's address (X-Forwarded-For, trusted from",
+        "# loopback only) so the SNI port's record names the sandbox, not 127.0.0.1; nothing",
+        "# else ever sees a request header (plain HTTP is never forwarded).",
+        f"cache_peer 127.0.0.1 parent {sni_port} 0 no-query no-digest no-netdb-exchange name=sni_relay",
+        "cache_peer_access sni_relay allow agent_port",
+        "cache_peer_access sni_relay deny all",
+        "always_direct allow on_sni_port",
+        "never_direct allow all",
+        "forwarded_for on",
+        "follow_x_forwarded_for allow sni_port from_loopback",
+        "follow_x_forwarded_for deny all",
+        "acl_uses_indirect_client on",
+        "log_uses_indirect_client on",
+        "",
+        "# One record per attempt: an attempt the agent port relayed is logged by the SNI port",
+        "# (with the SNI, bump action and real server); everything else by the port that ended it.",
+        "# Squid's own connections (peer probes, the warm-up) are no agent's attempts.",
         f"logformat biotool {LOG_FORMAT}",
-        f"access_log {access_log} logformat=biotool",
+        f"access_log {access_log} logformat=biotool !relayed !from_loopback",
         f"cache_log {cache_log}",
         "cache_store_log none",
         "logfile_rotate 0",
-        "",
-        "acl CONNECT method CONNECT",
-        f"acl ip_literal dstdom_regex -n {IPV4_LITERAL} {IPV6_LITERAL}",
-        "acl step1 at_step SslBump1",
         "",
         "http_access deny ip_literal",
         "http_access deny !CONNECT",
@@ -134,14 +180,54 @@ def render(allow, *, cert: str, key: str, rules_path: str = "<rules>",
     return "\n".join(lines)
 
 
+def warm_up(allow, *, port: int = 3128, tries: int = 100, pause: float = 0.1) -> bool:
+    """Bring the agent port's relay to the SNI port up before an agent needs it.
+
+    Squid starts a peer as down and probes it once at start-up, before its own SNI port
+    listens, so the first relayed CONNECT would fail (500) while the failed probe is retried.
+    This sends a CONNECT to the first allowlisted host:port from loopback (never logged,
+    see from_loopback) until the relay answers 200, then hangs up before any TLS: the SNI
+    port never gets a ClientHello, so nothing goes upstream. True when the relay is up.
+    """
+    pairs = checked_allowlist(allow)
+    if not pairs:
+        return True
+    host, p = pairs[0]
+    request = f"CONNECT {host}:{p} HTTP/1.1\r\nHost: {host}:{p}\r\n\r\n".encode()
+    for _ in range(tries):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+                sock.sendall(request)
+                if sock.recv(64).startswith(b"HTTP/1.1 200"):
+                    return True
+        except OSError:
+            pass
+        time.sleep(pause)
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rules", default="/etc/biotool/rules.toml")
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--cert", required=True)
-    parser.add_argument("--key", required=True)
+    parser.add_argument("--out")
+    parser.add_argument("--cert")
+    parser.add_argument("--key")
     parser.add_argument("--access-log", default="stdio:/dev/stdout")
+    parser.add_argument("--warm-up", action="store_true",
+                        help="instead of rendering, bring the relay to the SNI port up (see warm_up)")
     args = parser.parse_args(argv)
+    if args.warm_up:
+        try:
+            ok = warm_up(rules_mod.load(args.rules).egress_allow)
+        except (rules_mod.RulesError, RenderError) as exc:
+            print(f"egress: {exc}", file=sys.stderr)
+            return 2
+        if not ok:
+            print("egress: the relay to the SNI port did not come up; allowed CONNECTs may fail",
+                  file=sys.stderr)
+        return 0 if ok else 1
+    if not (args.out and args.cert and args.key):
+        parser.error("--out, --cert and --key are required to render")
     try:
         rules = rules_mod.load(args.rules)
         text = render(rules.egress_allow, cert=args.cert, key=args.key,

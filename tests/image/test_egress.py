@@ -98,30 +98,45 @@ def test_host_services_are_unreachable(run):
         listener.close()
 
 
-def test_connect_to_unlisted_host_is_denied_and_logged(run):
+def sandbox_ip(run) -> str:
+    internal = stack.container(run["containers"]["sandbox"])
+    return next(iter(internal.attrs["NetworkSettings"]["Networks"].values()))["IPAddress"]
+
+
+def records_where(run, pred) -> list[dict]:
+    return [r for r in stack.audit(run) if pred(r)]
+
+
+def test_connect_to_unlisted_host_is_denied_with_403_and_logged_once(run):
+    # A plain 403 answers the CONNECT itself (no "200 Connection established" followed by
+    # an error page behind a certificate the client cannot check).
     res = stack.probe(run, "connect", "example.org:443", "example.org")
+    assert res["status"] == 403 and res["head"] == "HTTP/1.1 403 Forbidden", res
     assert not res.get("tls"), res
     rec = stack.wait_for_record(run, lambda r: r["host"] == "example.org")
     assert rec["decision"] == "denied" and rec["status"].startswith("TCP_DENIED"), rec
-    assert rec["error"] == "ERR_ACCESS_DENIED"
+    assert rec["error"] == "ERR_ACCESS_DENIED" and rec["http_status"] == 403, rec
+    assert rec["client"] == sandbox_ip(run), rec
+    assert len(records_where(run, lambda r: r["host"] == "example.org")) == 1
 
 
 def test_connect_to_ip_literal_is_denied_and_logged(run):
     before = contacts(run, "TCP 443")
     target = f"{run['server_ip']}:443"
     res = stack.probe(run, "connect", target, HOST)
-    assert not res.get("tls"), res
+    assert res["status"] == 403 and not res.get("tls"), res
     rec = stack.wait_for_record(run, lambda r: r["url"] == target)
     assert rec["decision"] == "denied" and rec["status"].startswith("TCP_DENIED"), rec
+    assert rec["http_status"] == 403, rec
     assert contacts(run, "TCP 443") == before
 
 
 def test_connect_to_allowed_host_on_other_port_is_denied_and_logged(run):
     before = contacts(run, "TCP 8443")
     res = stack.probe(run, "connect", f"{HOST}:8443", HOST)
-    assert not res.get("tls"), res
+    assert res["status"] == 403 and not res.get("tls"), res
     rec = stack.wait_for_record(run, lambda r: r["url"] == f"{HOST}:8443")
-    assert rec["decision"] == "denied" and rec["port"] == 8443, rec
+    assert rec["decision"] == "denied" and rec["port"] == 8443 and rec["http_status"] == 403, rec
     assert contacts(run, "TCP 8443") == before
 
 
@@ -140,7 +155,21 @@ def test_sni_fronting_through_allowed_connect_is_terminated(run):
     assert res["status"] == 200 and res["tls"] is False, res
     rec = stack.wait_for_record(run, lambda r: r["sni"] == "evil.example.com")
     assert rec["decision"] == "denied" and rec["bump"] == "terminate", rec
+    assert rec["client"] == sandbox_ip(run), rec
     assert contacts(run, "TCP 443") == before
+    # One record for the attempt, though the agent port relayed it to the SNI port.
+    assert len(records_where(run, lambda r: r["sni"] == "evil.example.com")) == 1
+
+
+def test_sni_port_is_not_reachable_from_the_sandbox(run):
+    # The ssl-bump port listens on the proxy's loopback only; asked for by name or address
+    # through the agent port, it is just another non-allowlisted target.
+    proxy_host = stack.probe(run, "connect", "egress:3129")["proxy"].split(":")[0]
+    res = stack.probe(run, "tcp", proxy_host, "3129")
+    assert not res["ok"], res
+    for target in ("localhost:3129", "127.0.0.1:3129"):
+        res = stack.probe(run, "connect", target)
+        assert res["status"] == 403, (target, res)
 
 
 def test_ignoring_the_proxy_variables_gets_nowhere(run):
@@ -159,3 +188,11 @@ def test_allowed_host_is_reached_over_tls_through_the_proxy(run):
     rec = stack.wait_for_record(run, lambda r: r["sni"] == HOST and r["decision"] == "allowed")
     assert rec["bump"] == "splice" and rec["status"] == "TCP_TUNNEL", rec
     assert rec["server"] == run["server_ip"] and rec["bytes"] > 0, rec
+    assert rec["client"] == sandbox_ip(run), rec
+    # One record per attempt: not a second one for the agent port's relay to the SNI port.
+    assert len(records_where(run, lambda r: r["host"] == HOST and r["decision"] == "allowed")) == 1
+
+
+def test_audit_holds_only_the_agents_attempts(run):
+    # The proxy's own loopback traffic (relay probes, the start-up warm-up) is no attempt.
+    assert all(r["client"] == sandbox_ip(run) for r in stack.audit(run))

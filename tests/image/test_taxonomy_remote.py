@@ -3,7 +3,7 @@
 The mock NCBI service (tests/mock_ncbi.py, the real BLAST URL protocol) runs on the run's
 outside network under the name blast.ncbi.nlm.nih.gov, over TLS with a test CA the sandbox
 trusts. Because the name is NCBI's, biotool keeps NCBI's real pacing (10 s between contacts,
-a minute between polls of one RID), so this test takes about half a minute.
+a minute between polls of one RID), so this test takes under a minute.
 """
 
 from __future__ import annotations

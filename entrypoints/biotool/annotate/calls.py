@@ -16,6 +16,9 @@ from biotool.annotate.schema import parse_args, validate
 from biotool.output import InputError, RefusedError
 
 
+MAX_NAME = 200  # characters of a requested tool name
+
+
 def rules():
     from biotool import rules as rules_mod
     from biotool.output import ToolFailure
@@ -57,19 +60,26 @@ def resolve(requested: str) -> Tool:
     r = rules()
     if not requested or not requested.strip():
         raise InputError("name: empty tool name (see `biotool call --list`)", culprit="name")
+    if len(requested) > MAX_NAME:
+        # No tool has such a name, and matching every span of it would take minutes.
+        raise InputError(f"name: {len(requested)} characters; tool names are at most "
+                         f"{MAX_NAME} (see `biotool call --list`)", culprit="name")
     verdict = policy.check([requested], "", r)
     if not verdict.permitted:
         raise RefusedError(f"tool {requested!r} refused: {verdict.reason} "
                            f"(rule: {verdict.rule})", culprit=requested)
     bare, source = _strip_prefix(requested)
     want = policy.key(bare)
-    pools = []
+    # Built-ins first, and ToolUniverse's ~3000 configs read only when the name is not one.
+    loaders = []
     if source != "tooluniverse":
-        pools.append(list(BUILTIN))
+        loaders.append(lambda: BUILTIN)
     if source != "builtin":
-        pools.append(list(tooluniverse_bridge.tools()))
-    for pool in pools:
-        for tool in pool:
+        loaders.append(tooluniverse_bridge.tools)
+    pools = []
+    for load in loaders:
+        pools.append(load())
+        for tool in pools[-1]:
             if any(policy.key(n) == want for n in tool.names()):
                 return tool
     candidates = [t.name for pool in pools for t in pool]
@@ -112,7 +122,7 @@ def shrink(result: dict, max_chars: int) -> dict:
         return result
     result = json.loads(render(result))
     cut = []
-    protected = ("competence", "provenance")
+    protected = ("competence", "provenance", "truncated_fields")
     for _ in range(200):
         best, best_size, where = None, 0, None
         stack = [(result, "")]

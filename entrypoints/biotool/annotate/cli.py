@@ -86,7 +86,11 @@ def register(app: typer.Typer) -> None:
                 return calls.schema(name)
             text = args
             if text == "-":
-                text = sys.stdin.read()
+                try:
+                    text = sys.stdin.buffer.read().decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise InputError(f"args: stdin is not UTF-8 JSON ({exc.reason} at byte "
+                                     f"{exc.start})", culprit="stdin") from None
             elif text and text.startswith("@"):
                 try:
                     with open(text[1:], encoding="utf-8") as fh:
@@ -94,6 +98,9 @@ def register(app: typer.Typer) -> None:
                 except OSError as exc:
                     raise InputError(f"args: cannot read {text[1:]}: {exc.strerror}",
                                      culprit=text[1:]) from None
+                except UnicodeDecodeError as exc:
+                    raise InputError(f"args: {text[1:]} is not UTF-8 JSON ({exc.reason} at "
+                                     f"byte {exc.start})", culprit=text[1:]) from None
             return calls.call(name, text, max_chars)
 
         run(go)

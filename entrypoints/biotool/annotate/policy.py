@@ -50,6 +50,10 @@ accessions doc docs text full article articles paper papers open annotation mirr
 browse retrieve scan map mapping convert raw submission submissions
 """.split())
 
+_AFFIX_BY_INITIAL: dict[str, tuple[str, ...]] = {}
+for _w in sorted(AFFIX_WORDS):
+    _AFFIX_BY_INITIAL[_w[0]] = (*_AFFIX_BY_INITIAL.get(_w[0], ()), _w)
+
 # The host entry of a tool whose network use could not be determined; never reachable.
 UNKNOWN_HOST = "unknown-network-use"
 
@@ -94,7 +98,10 @@ def _look_alike(ch: str) -> str:
 
 def fold(text: str) -> str:
     """A name reduced to what it looks like: NFKC, look-alikes folded, no accents or invisibles."""
-    text = unicodedata.normalize("NFKC", str(text))
+    text = str(text)
+    if text.isascii():  # nothing to fold (ASCII has no look-alikes, marks or invisibles)
+        return text
+    text = unicodedata.normalize("NFKC", text)
     text = "".join(_look_alike(ch) for ch in text)
     text = unicodedata.normalize("NFKD", text)
     # Mn: combining accents ("pübmed"); Cf: zero-width joiners, soft hyphens, BOM.
@@ -115,6 +122,7 @@ def tokens(name: str) -> list[list[str]]:
     return [plain, camel] if camel != plain else [plain]
 
 
+@lru_cache(maxsize=65536)
 def key(name: str) -> str:
     """The lookup key of a name: folded, case-folded, separators removed."""
     return "".join(_SEP.split(fold(name).casefold()))
@@ -126,11 +134,15 @@ def _readings(text: str) -> set[str]:
 
 @lru_cache(maxsize=4096)
 def _affixes_only(rest: str) -> bool:
-    """True if `rest` is empty, digits, or a run of AFFIX_WORDS ("getgeo" -> "get")."""
+    """True if `rest` is empty, digits, or a run of AFFIX_WORDS ("getgeo" -> "get").
+    Iterative (from the end) so that no name length can exhaust the stack."""
     if not rest or rest.isdigit():
         return True
-    return any(rest.startswith(w) and _affixes_only(rest[len(w):])
-               for w in AFFIX_WORDS if len(w) <= len(rest))
+    ok = [False] * len(rest) + [True]  # ok[i]: rest[i:] is a run of AFFIX_WORDS
+    for i in range(len(rest) - 1, -1, -1):
+        ok[i] = any(ok[i + len(w)] for w in _AFFIX_BY_INITIAL.get(rest[i], ())
+                    if rest.startswith(w, i))
+    return ok[0]
 
 
 def _short_match(span: str, pattern: str) -> bool:

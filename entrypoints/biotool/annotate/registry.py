@@ -156,7 +156,8 @@ BUILTIN = (
     Tool("variant_annotate",
          "Annotate a substitution or indel on a coding sequence: codon change, HGVS c. and p. "
          "(3'-shifted as HGVS requires) and effect (synonymous, missense, nonsense, frameshift, "
-         "inframe_indel, start_lost, stop_lost). The CDS is a staged gene (gene=symbol/ID), "
+         "inframe_indel, start_lost, stop_lost; a changed stop codon that is still a stop is "
+         "synonymous with so_term stop_retained_variant). The CDS is a staged gene (gene=symbol/ID), "
          "the CDS under a genomic position (reference + position), or given (cds_sequence). "
          "The change is hgvs ('c.1841A>G', 'c.10del', 'c.10_11insT', 'c.10dup', "
          "'c.10_12delinsAT') or ref/alt at cds_position or position ('-' or '' for none).",
@@ -169,7 +170,9 @@ BUILTIN = (
                "hgvs": {"type": "string"},
                "cds_position": {"type": "integer", "minimum": 1},
                "position": {"type": "integer", "minimum": 1,
-                            "description": "1-based genomic position on the reference"},
+                            "description": "1-based genomic position on the reference; "
+                            "ref and alt are then on its plus strand, as in a VCF (a "
+                            "minus-strand CDS is reverse-complemented for you)"},
                "ref": {"type": "string"}, "alt": {"type": "string"}, "table": TABLE}),
          _result({"annotations": {"type": "array", "items": {"type": "object", "properties": {
              "hgvs_c": {"type": "string"}, "hgvs_p": {"type": "string"},

@@ -162,6 +162,7 @@ def _tool_class(kind: str):
     if PACKAGE not in sys.modules:
         # A bare package object so that only this tool's module and its base classes load.
         pkg = types.ModuleType(PACKAGE)
+        pkg.__spec__ = importlib.util.find_spec(PACKAGE)  # so find_spec still answers later
         pkg.__path__ = [str(_package_dir())]
         sys.modules[PACKAGE] = pkg
     mod = importlib.import_module(f"{PACKAGE}.{module}")

@@ -101,6 +101,8 @@ def _published(unit: Path, preset: str, why: str) -> dict | None:
 
 def _align_and_publish(fastqs, index, preset, why, threads, d, deadline, start) -> dict:
     feed_until = None if deadline is None else start + (deadline - start) * FEED_SHARE
+    # More threads than CPUs only adds sort buffers (-m is per thread) and memory pressure.
+    threads = max(1, min(int(threads), os.cpu_count() or 1))
     log(f"aligning the whole library with minimap2 -x {preset} ({threads} threads)")
     with tempfile.TemporaryDirectory(dir=d, prefix=".work.") as work:
         work = Path(work)
@@ -132,7 +134,6 @@ def _count_note(unit: Path) -> int | None:
 
 
 def _align_sorted(fastqs, index, preset, threads, out_bam, err_path, feed_until, work) -> tuple[int, bool]:
-    threads = max(1, int(threads))
     mm_cmd = ["minimap2", "-a", "-x", preset, "-t", str(threads), "--secondary=no",
               str(index), "-"]
     sort_cmd = ["samtools", "sort", "-@", str(max(0, threads - 1)), "-m", "256M", "-O", "bam",

@@ -50,11 +50,14 @@ def tally(bam, contig: str, start: int, end: int, refseq: str, off: int, min_map
           deadline: float | None) -> dict:
     """Per-position signature counts for one region of one BAM (0-based half-open region).
 
-    This loop is the command's hot path, so it stays lean: plain dicts, attribute lookups
-    bound once, and the CIGAR walked only for reads that have more than one operation.
+    This loop is the command's hot path, so it stays lean: per read it only appends the
+    alignment's extent (and, for clipped reads, the clipped edge); starts, ends and clips are
+    tallied afterwards in numpy, and the CIGAR is walked only for reads with an indel.
     """
-    starts, ends, clips, spans = {}, {}, {}, {}
-    read_lo, read_hi = [], []
+    import numpy as np
+
+    spans = {}
+    read_lo, read_hi, lclipped, rclipped = [], [], [], []
     lo_append, hi_append = read_lo.append, read_hi.append
     n = kept = 0
     truncated = False
@@ -73,14 +76,9 @@ def tally(bam, contig: str, start: int, end: int, refseq: str, off: int, min_map
             continue
         kept += 1
         rs = read.reference_start
-        re_ = read.reference_end
         lo_append(rs)
-        hi_append(re_)
+        hi_append(read.reference_end)
         if len(cig) == 1:
-            if start <= rs <= end:
-                starts[rs] = starts.get(rs, 0) + 1
-            if start <= re_ <= end:
-                ends[re_] = ends.get(re_, 0) + 1
             continue
         lclip = rclip = 0
         for op, ln in cig:
@@ -93,12 +91,12 @@ def tally(bam, contig: str, start: int, end: int, refseq: str, off: int, min_map
                 rclip += ln
             else:
                 break
-        if start <= rs <= end:
-            d = clips if lclip >= MIN_CLIP else starts
-            d[rs] = d.get(rs, 0) + 1
-        if start <= re_ <= end:
-            d = clips if rclip >= MIN_CLIP else ends
-            d[re_] = d.get(re_, 0) + 1
+        if lclip >= MIN_CLIP:
+            lclipped.append(rs)
+        if rclip >= MIN_CLIP:
+            rclipped.append(read_hi[-1])
+        if not any(op == 1 or op == 2 for op, _ in cig):
+            continue
         r = rs
         q = 0
         for op, ln in cig:
@@ -120,8 +118,18 @@ def tally(bam, contig: str, start: int, end: int, refseq: str, off: int, min_map
                 r += ln
             elif op == 4:
                 q += ln
-    return {"starts": Counter(starts), "ends": Counter(ends), "clips": Counter(clips),
-            "spans": Counter(spans), "read_lo": read_lo, "read_hi": read_hi,
+
+    def counts(values: list) -> Counter:
+        arr = np.asarray(values, dtype=np.int64)
+        arr = arr[(arr >= start) & (arr <= end)]
+        pos, c = np.unique(arr, return_counts=True)
+        return Counter(dict(zip(pos.tolist(), c.tolist())))
+
+    # A clipped edge (>= MIN_CLIP bases) counts as a clip instead of a start or an end.
+    left_clips, right_clips = counts(lclipped), counts(rclipped)
+    return {"starts": counts(read_lo) - left_clips, "ends": counts(read_hi) - right_clips,
+            "clips": left_clips + right_clips, "spans": Counter(spans),
+            "read_lo": read_lo, "read_hi": read_hi,
             "reads_seen": n, "reads_used": kept, "truncated": truncated}
 
 

@@ -12,7 +12,9 @@ REF_HELP = ("Staged reference name or alias (see `biotool references`, e.g. MN90
             "FASTA path, which is indexed on the fly into the cache.")
 PRESET_HELP = ("minimap2 preset: auto (sr when median read length <= 350 and mean quality >= "
                "20, else map-ont), sr, map-ont or map-pb.")
-REGION_HELP = "Limit to chr:start-end (1-based, inclusive) or a whole contig name."
+REGION_HELP = ("Limit to chr:start-end (1-based, inclusive; commas allowed), chr:start (to the "
+               "contig end) or a whole contig name; {name}:start-end quotes a name that "
+               "contains ':'. Exit 2 when empty, start > end or beyond the contig.")
 TIMEOUT_HELP = ("Time budget in seconds: when it runs out the command returns what it has, "
                 "flagged truncated: true, instead of being killed.")
 
@@ -67,7 +69,8 @@ def register(app: typer.Typer) -> None:
         position, separately: reads starting there, reads ending there, clips (soft or hard,
         >= 5 bases) there, and indel junctions there. Convention, for every signature: pos
         is the 1-based LAST reference base covered BEFORE the break (an alignment starting at
-        1-based base b counts at pos b-1; one ending at base b counts at pos b). An indel is
+        1-based base b counts at pos b-1; one ending at base b counts at pos b; both strands
+        alike). Supplementary alignments count, so hard clips mark junctions too. An indel is
         consistent with a break anywhere in its span (a deletion of bases s..e spans s-1..e,
         widened across repeats), so it counts at every pos of its span. Output: consensus
         [{contig, pos, starts, ends, clips, indels, support, agreeing, intact, depth,
@@ -75,8 +78,10 @@ def register(app: typer.Typer) -> None:
         agree there (>= 2 reads and >= 10% of the support each); by_signature gives the best pos of each signature alone (indels: the
         span where most agree); bam is the cached alignment for reuse with --bam; truncated: true
         when --timeout cut the work short. Exit 2 on
-        bad input (malformed FASTQ, mate files of different lengths, BAM without index,
-        reference not staged, region outside the contig); 4 if minimap2/samtools fail."""
+        bad input (malformed FASTQ, mate files of different lengths, BAM without index, BAM
+        aligned to another reference, reference not staged, region outside the contig); 4 if
+        minimap2/samtools fail. Two runs on the same reads at once align them once (the second
+        waits and reuses the cached BAM)."""
         from biotool.reads.breakpoints import breakpoints
 
         run(lambda: breakpoints(reference, fastq=list(fastq or []) or None,
@@ -109,15 +114,18 @@ def register(app: typer.Typer) -> None:
         """Substitutions and indels the reads support, each with depth (reads informing the
         position: a base passing --min-bq or a deletion over it), alt_reads, af (alt_reads /
         depth), strand counts fwd/rev and per-sample counts, ranked by alt_reads then af.
-        Nothing below the floor (--min-depth, --min-af) is listed; n_below_floor says how
-        many candidate alleles seen in 2+ reads fell below it. pos is 1-based; an indel's pos
+        Nothing below the floor (--min-depth, --min-af, and at least 2 alt reads) is listed;
+        n_below_floor says how many candidate alleles seen in 2+ reads fell below it. An
+        indel's depth is the reads spanning its anchor base and the base after it. pos is 1-based; an indel's pos
         is the base before it and ref/alt include that base (VCF convention), shifted fully
         left in repeats; other_indels_nearby counts different indels overlapping an
         indel call (one event written several ways by noisy reads). Also median_depth (over the region), median_depth_covered (over positions with
         any read), fraction_assessed (share of positions with depth
         >= --min-depth) and competence saying what the depth cannot show. Exit 2 on bad
         input (malformed FASTQ, BAM without index, reference not staged, region outside the
-        contig); 4 if minimap2/samtools fail."""
+        contig, the same file twice, BAMs aligned to a different reference: a contig of another
+        length or M5 in the header, or >30% of aligned bases differing from --reference); 4 if
+        minimap2/samtools fail."""
         from biotool.reads.variants import variants
 
         groups = [[p for p in f.split(",") if p] for f in (fastq or [])]

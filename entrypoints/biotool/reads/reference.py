@@ -6,7 +6,10 @@ and provenance items naming each with its sha256.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,11 +92,19 @@ def _cached_fasta(path: Path) -> Reference:
 
         with atomic_path(fasta, suffix=".fasta") as tmp:
             shutil.copyfile(path, tmp)
-            try:
-                pysam.faidx(str(tmp))
-            except pysam.SamtoolsError as exc:
-                raise InputError(f"--reference {path}: samtools faidx rejected it: "
-                                 f"{str(exc).strip().splitlines()[-1]}") from None
+            with _fd2_captured() as said:
+                try:
+                    pysam.faidx(str(tmp))
+                    failed = False
+                except pysam.SamtoolsError:
+                    failed = True
+            htslib = [l for l in said() if l.startswith("[")]
+            dup = [l for l in htslib if "duplicate sequence" in l]
+            if failed or dup:
+                Path(str(tmp) + ".fai").unlink(missing_ok=True)
+                why = (f"two sequences share a name: {dup[0].split('] ', 1)[-1]}" if dup else
+                       htslib[0].split("] ", 1)[-1] if htslib else "samtools faidx failed")
+                raise InputError(f"--reference {path}: not a usable FASTA ({why})")
             # The index is published before the FASTA, so a FASTA present implies its index.
             with atomic_path(fai) as tmp_fai:
                 shutil.move(str(tmp) + ".fai", tmp_fai)
@@ -111,3 +122,20 @@ def _built_index(fasta: Path, digest: str, preset: str) -> tuple[Path, str]:
                 raise ToolFailure(f"minimap2 could not index {fasta} for preset {preset}")
             del aligner
     return final, sha256_file(final)
+
+
+@contextlib.contextmanager
+def _fd2_captured():
+    """Collect what htslib writes to file descriptor 2 (it bypasses sys.stderr), so its
+    messages can go into our one-line error instead of around it."""
+    with tempfile.TemporaryFile() as buf:
+        saved = os.dup(2)
+        os.dup2(buf.fileno(), 2)
+        lines: list[str] = []
+        try:
+            yield lambda: lines
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            buf.seek(0)
+            lines += buf.read().decode(errors="replace").splitlines()

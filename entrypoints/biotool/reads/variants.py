@@ -15,7 +15,7 @@ from biotool.provenance import provenance, used
 from biotool.reads import region as region_mod
 from biotool.reads.bam import open_bam
 from biotool.reads.inputs import bams_for, check_top, deadline_from
-from biotool.reads.pileup import Pileup
+from biotool.reads.pileup import Pileup, _lut
 from biotool.reads.reference import resolve
 
 PAD = 2000
@@ -31,11 +31,7 @@ def _mismatches(counts, refseq: str) -> tuple[int, int]:
     import numpy as np
 
     per_base = counts.sum(axis=2)                       # (n, 4)
-    codes = np.frombuffer(refseq.encode(), dtype=np.uint8)
-    lut = np.full(256, 4, dtype=np.int64)
-    for i, b in enumerate(b"ACGT"):
-        lut[b] = i
-    refc = lut[codes]
+    refc = _lut()[np.frombuffer(refseq.encode(), dtype=np.uint8)]
     known = refc < 4
     total = int(per_base[known].sum())
     matching = int(per_base[np.nonzero(known)[0], refc[known]].sum())
@@ -95,7 +91,8 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
     if missing:
         raise_no_contig(missing, regions)
     for lib, mism, bases in zip(libs, mismatched, aligned):
-        if bases >= MISMATCH_MIN_BASES and mism > MISMATCH_REFUSE * bases:
+        if (not lib.get("aligned_here") and bases >= MISMATCH_MIN_BASES
+                and mism > MISMATCH_REFUSE * bases):
             raise InputError(f"--bam {lib['bam']}: {mism / bases:.0%} of its aligned bases differ "
                              f"from --reference {ref.name} (contig names and lengths match): it "
                              "was aligned to a different sequence of the same name")
@@ -157,11 +154,7 @@ def _call(contig, s, e, seq, off, per_lib, libs, min_depth, min_af):
     deleted = sum(p["deleted"] for p in per_lib)
     span = sum(p["span"] for p in per_lib)
     depth = counts.sum(axis=(1, 2)) + deleted
-    refcodes = np.frombuffer(seq[s - off:e - off].encode(), dtype=np.uint8)
-    lut = np.full(256, 4, dtype=np.int64)
-    for i, b in enumerate(b"ACGT"):
-        lut[b] = i
-    refc = lut[refcodes]
+    refc = _lut()[np.frombuffer(seq[s - off:e - off].encode(), dtype=np.uint8)]
     alt = counts.sum(axis=2)                            # (n, 4)
     is_alt = np.ones((n, 4), dtype=bool)
     known = refc < 4

@@ -70,15 +70,26 @@ def _celltypist(adata, species: str, reference: str) -> tuple[dict, list]:
                   and margin >= ctp.CONCLUSIVE_MARGIN)
     spots = []
     caveat = None
+    # A model scored on a sliver of its genes answers from noise, whatever its fit.
+    thin = (f"the data cover only {win['coverage']['covered']} of {win['reference']}'s "
+            f"{win['coverage']['model_features']} genes"
+            if win["coverage"]["fraction"] < 0.5 else None)
+    if thin and conclusive:
+        spots.append(thin)
     if not conclusive:
+        reasons = []
+        if fit < ctp.CONCLUSIVE_FIT:
+            reasons.append(f"best fit {fit:.2f} < {ctp.CONCLUSIVE_FIT}: no staged reference fits "
+                           "these cells; the composition below uses labels from the wrong tissue")
+        if thin:
+            reasons.append(thin)
         if len(scored) < 2:
-            caveat = "only one reference could be scored, so there is no margin to judge fit by"
-        elif fit < ctp.CONCLUSIVE_FIT:
-            caveat = (f"best fit {fit:.2f} < {ctp.CONCLUSIVE_FIT}: no staged reference fits "
-                      "these cells; the composition below uses labels from the wrong tissue")
-        else:
-            caveat = (f"margin {margin:.3f} < {ctp.CONCLUSIVE_MARGIN} over {scored[1]['reference']}"
-                      ": the panel cannot tell these references apart")
+            reasons.append("only one reference could be scored, so there is no margin to judge "
+                           "fit by")
+        elif margin < ctp.CONCLUSIVE_MARGIN:
+            reasons.append(f"margin {margin:.3f} < {ctp.CONCLUSIVE_MARGIN} over "
+                           f"{scored[1]['reference']}: the panel cannot tell these references apart")
+        caveat = "; ".join(reasons)
         spots.append(caveat)
     if species == "unknown":
         spots.append("species unknown: references of every species were scored")
@@ -168,6 +179,9 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
         raise InputError(f"--model {model}: expected one of {', '.join(MODELS)}")
     if n_cells < 1:
         raise InputError(f"--n-cells {n_cells}: must be at least 1")
+    if model == "c2s-celltype" and reference != "auto":
+        raise InputError(f"--reference {reference}: names a CellTypist model, which --model "
+                         "c2s-celltype does not use; add --model all or celltypist")
     _check_budget(budget_seconds, batch_size)
     # Resolve the C2S model before any work: a model this image lacks fails at once.
     spec = mdl.c2s_model(c2s_model) if model in ("c2s-celltype", "all") else None

@@ -14,7 +14,8 @@ the limits stated. Prints one JSON object.
 \b
 INPUT (one of):
   --matrix M   .h5ad (X, or .raw when X is scaled); a 10x folder (v2 genes.tsv or v3
-               features.tsv, gzipped or not); a 10x .h5; any folder holding one .mtx(.gz)
+               features.tsv, gzipped or not; or the folder holding exactly one such
+               folder, like Cell Ranger's outs/); a 10x .h5; any folder holding one .mtx(.gz)
                and two labelling files under any names (counts.mtx.gz + genes.tsv.gz +
                cells.tsv.gz works: labellings are assigned to axes by their lengths); or a
                cell-by-gene .csv/.tsv (cell names in column 1, gene names in the header; a
@@ -112,6 +113,9 @@ def register(app: typer.Typer) -> None:
             if genes is not None:
                 if model != "c2s-celltype":
                     raise InputError("--genes: only --model c2s-celltype reads a ranked gene list")
+                if reference != "auto":
+                    raise InputError(f"--reference {reference}: CellTypist needs a --matrix; "
+                                     "--genes goes to Cell2Sentence only")
                 return celltype_genes(genes, organism, c2s_model, budget_seconds)
             return celltype_matrix(matrix, model, reference, organism, n_cells, budget_seconds,
                                    c2s_model, batch_size, seed)

@@ -250,10 +250,17 @@ def load(path: str | Path):
             adata = read_mtx_folder(path)
         else:
             single = [p for p in inner if _name(p).endswith((".h5ad", ".h5") + TABLE_SUFFIXES)]
-            if len(single) != 1:
-                raise InputError(f"{path}: holds no Matrix Market file and not exactly one "
-                                 ".h5ad/.h5/.csv/.tsv matrix")
-            return load(single[0])
+            # Cell Ranger's outs/ holds the matrix one folder down (filtered_feature_bc_matrix/).
+            nested = [d for d in path.iterdir() if d.is_dir() and any(
+                _name(p).endswith(MATRIX_SUFFIXES) for p in d.iterdir() if p.is_file())]
+            if len(single) == 1:
+                return load(single[0])
+            if not single and len(nested) == 1:
+                return load(nested[0])
+            raise InputError(f"{path}: holds no Matrix Market file and not exactly one "
+                             ".h5ad/.h5/.csv/.tsv matrix" + (
+                                 f" (subfolders with one: {', '.join(sorted(d.name for d in nested))}"
+                                 "; name one)" if nested else ""))
     elif name.endswith(".h5ad"):
         adata = _read_h5ad(path)
     elif name.endswith(".h5"):

@@ -17,9 +17,12 @@ seed to --sample reads.
 
 Where it searches: remote NCBI BLAST (nt) when the egress proxy (HTTPS_PROXY) is reachable,
 else the BLAST database staged in this image (a small panel, NOT nt). --remote / --local
-force one. Remote follows NCBI's rules, enforced in code for every biotool process that
-shares the pacing directory (BIOTOOL_NCBI_PACING_DIR): at most one contact every 10 s, one
-status poll per search per minute, at most 40 queries per submission. A remote run
+force one. Remote goes only to the allowlisted NCBI host, through HTTPS_PROXY when set (an
+http:// proxy on a local network: the sandbox's egress; never a public address), and never
+follows a redirect. It follows NCBI's rules, enforced in code for every biotool process
+that shares the pacing directory (BIOTOOL_NCBI_PACING_DIR, default
+$TMPDIR/biotool-ncbi-pacing): at most one contact every 10 s, one status poll per search
+per minute, at most 40 queries per submission. A remote run
 therefore takes minutes: 100 reads are 3 submissions; budget --timeout accordingly.
 
 Output (one JSON object): mode and why; n (queries searched); hits (per query, the --top
@@ -33,8 +36,10 @@ of internal-segment hits), candidate subtypes, competence (alternatives = ties =
 beyond the first). truncated=true when --timeout ran out with part of the queries searched.
 
 Exit codes: 2 bad input (missing or malformed file, bad option); 3 refused by the rules
-(the server is not on the egress allowlist); 4 BLAST failed (no RID, FAILED/UNKNOWN
-status, rate-limit or HTML page instead of JSON, empty report, timeout with nothing done).
+(the server is not on the egress allowlist, or HTTPS_PROXY is not a local http:// proxy);
+4 BLAST failed (no RID, FAILED/UNKNOWN
+status, rate-limit or HTML page instead of JSON, empty report, a redirect, the pacing
+schedule not writable, timeout with nothing done).
 
 \b
 Examples:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import time
 
-from biotool.output import InputError, ToolFailure
+from biotool.output import BiotoolError, InputError, ToolFailure
 from biotool.progress import log
 
 MAX_TIMEOUT = 7 * 86400.0  # a week: beyond it, time arithmetic overflows and NCBI drops RIDs
@@ -22,6 +23,10 @@ def choose_mode(local: bool, remote: bool) -> tuple[str, str]:
         return "remote", "--remote given"
     if net.proxy_reachable():
         return "remote", "the egress proxy (HTTPS_PROXY) is reachable"
+    try:
+        net.proxy_from_env()
+    except BiotoolError as exc:  # say why a set HTTPS_PROXY was not used
+        return "local", f"HTTPS_PROXY is not usable ({exc}): offline"
     return "local", "no reachable egress proxy (HTTPS_PROXY unset or not answering): offline"
 
 
@@ -55,6 +60,9 @@ def identify(fasta: str | None = None, fastq: str | None = None, top: int = 5,
         from biotool.taxonomy.ncbi import remote_search
 
         db = database or "nt"
+        if not re.fullmatch(r"[A-Za-z0-9_.\-/]{1,64}", db):
+            raise InputError(f"--database: {db!r} is not an NCBI BLAST database name "
+                             f"(e.g. nt, core_nt, refseq_viral_genomes)")
         found = remote_search(queries, top, left, db, email, log=log)
         used_items = [used("service", f"NCBI BLAST {db}", None, server=found["server"],
                            rids=found["rids"])]

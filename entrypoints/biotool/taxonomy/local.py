@@ -12,8 +12,9 @@ from typing import Callable
 from biotool.output import InputError, ToolFailure
 
 FIELDS = "qseqid saccver stitle pident length evalue bitscore qstart qend sstart send qlen"
-CHUNK = 500  # queries per blastn call: --timeout stops between chunks with a partial result,
-#             and each call reloads the database, so chunks are not smaller than this
+CHUNK = 500         # queries in the first blastn call: --timeout stops between calls with a
+#                    partial result, and each call reloads the database and starts blastn
+MAX_CHUNK = 20000   # later calls grow to about a quarter of the time left, up to this
 
 
 def staged_database(name: str | None) -> dict:
@@ -65,9 +66,11 @@ def local_search(queries: list, top: int, timeout: float, database: str | None,
     searched: list[str] = []
     truncated = False
     with tempfile.TemporaryDirectory(prefix="biotool-blast-") as tmp:
-        for start in range(0, len(queries), CHUNK):
-            chunk = queries[start:start + CHUNK]
-            left = deadline - clock()
+        start, size = 0, CHUNK
+        while start < len(queries):
+            chunk = queries[start:start + size]
+            t0 = clock()
+            left = deadline - t0
             if left <= 0:
                 truncated = True
                 break
@@ -82,8 +85,9 @@ def local_search(queries: list, top: int, timeout: float, database: str | None,
                 truncated = True
                 break
             if proc.returncode != 0:
+                last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
                 raise ToolFailure(f"blastn on {rec['name']} failed (exit {proc.returncode}): "
-                                  f"{proc.stderr.strip().splitlines()[-1:] or ['no message']}")
+                                  f"{last}")
             for line in proc.stdout.splitlines():
                 f = line.split("\t")
                 if len(f) != 12:
@@ -97,6 +101,11 @@ def local_search(queries: list, top: int, timeout: float, database: str | None,
                     "hit_from": int(f[9]), "hit_to": int(f[10]),
                 })
             searched.extend(q for q, _ in chunk)
+            start += len(chunk)
+            # Fewer, larger calls once the speed is known, but a call cut by --timeout loses
+            # its whole chunk, so none is planned to take more than a quarter of what is left.
+            rate = len(chunk) / max(clock() - t0, 1e-3)
+            size = int(min(MAX_CHUNK, max(CHUNK, rate * (deadline - clock()) / 4)))
     for q in searched:
         hits.setdefault(q, [])
         hits[q] = sorted(hits[q], key=lambda h: -h["bit_score"])[:top]

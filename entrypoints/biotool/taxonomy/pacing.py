@@ -94,7 +94,8 @@ class Pacer:
                               f"sent (remove it, or set BIOTOOL_NCBI_PACING_DIR)")
         if created:
             try:
-                os.fchmod(fd, 0o666)  # sandboxes may run as different UIDs; umask must not lock them out
+                # Sandboxes may run as different UIDs: the umask must not lock them out.
+                os.fchmod(fd, 0o666)
             except OSError:
                 pass
         # A schedule missing from a directory that already existed was removed, perhaps just
@@ -144,22 +145,28 @@ class Pacer:
             if rid is not None and rid in polls:
                 slot = max(slot, polls[rid] + self.poll_interval)
             if deadline is not None and slot > deadline:
+                # Nothing reserved, but what was assumed (a damaged or removed schedule read
+                # as a contact just made) is kept, or the next reader would see "never".
+                self._write(fd, {"last_contact": last, "polls": polls})
                 raise PastDeadline(slot)
             if rid is not None:
                 polls[rid] = slot
-            data = json.dumps({"last_contact": slot, "polls": polls}).encode()
-            try:
-                # Overwrite, then cut: a writer killed in between leaves unparsable JSON (read
-                # as "a contact just happened"), never an empty file (read as "never").
-                os.pwrite(fd, data, 0)
-                os.ftruncate(fd, len(data))
-            except OSError as exc:
-                raise ToolFailure(f"NCBI pacing schedule {self.directory / STATE}: cannot write "
-                                  f"it ({exc.strerror or exc}); nothing was sent") from None
+            self._write(fd, {"last_contact": slot, "polls": polls})
         finally:
             os.close(fd)  # closing releases the lock
         self.reserved.append((slot, rid))
         return slot
+
+    def _write(self, fd: int, state: dict) -> None:
+        data = json.dumps(state).encode()
+        try:
+            # Overwrite, then cut: a writer killed in between leaves unparsable JSON (read as
+            # "a contact just happened"), never an empty file (read as "never").
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
+        except OSError as exc:
+            raise ToolFailure(f"NCBI pacing schedule {self.directory / STATE}: cannot write it "
+                              f"({exc.strerror or exc}); nothing was sent") from None
 
     def wait_turn(self, rid: str | None = None, not_before: float = 0.0,
                   deadline: float | None = None) -> float:

@@ -1,4 +1,5 @@
-"""Reading query sequences: FASTA or FASTQ (plain or gzip), validated, sampled with a seed."""
+"""Reading query sequences: FASTA or FASTQ (plain or gzip, a file or stdin), validated,
+sampled with a seed."""
 
 from __future__ import annotations
 

@@ -180,3 +180,15 @@ def test_shipped_rules_offer_no_tool_whose_endpoints_are_dataset_or_literature_s
     assert len(gateway) > 50
     assert all(not by_name[t.name]["offered"] and "[tools]" in by_name[t.name]["rule"]
                for t in gateway)
+
+
+def test_a_very_long_name_is_bad_input_not_a_crash(biotool):
+    res = biotool("call", "get" * 3000 + "pubmed", "{}")
+    assert res.code == 2 and res.stdout == "" and "tool names are at most 200" in res.stderr
+
+
+def test_affix_runs_of_any_length_are_read_without_recursion(biotool_env):
+    from biotool.annotate import policy
+
+    assert policy._affixes_only("get" * 5000) and not policy._affixes_only("get" * 5000 + "x")
+    assert policy.pattern_matches("get_" * 40 + "pubmed", "pubmed")

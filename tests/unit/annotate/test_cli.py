@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 
 def test_call_prints_one_json_object(biotool):
     res = biotool("call", "translate", '{"sequence": "ATGGCCTAA"}')
@@ -87,3 +89,27 @@ def test_biotool_list_shows_the_builtin_tools(biotool):
 def test_confident_mode_strips_competence(biotool):
     res = biotool("call", "gene_lookup", '{"query": "HA"}', env={"BIOTOOL_CONFIDENT": "1"})
     assert res.code == 0 and "competence" not in res.stdout
+
+
+def test_binary_arguments_from_a_file_or_stdin_are_bad_input(biotool, biotool_env, tmp_path):
+    import subprocess
+    import sys
+
+    blob = tmp_path / "args with space.json"
+    blob.write_bytes(b"\x00\xff\xfe")
+    res = biotool("call", "seq_stats", f"@{blob}")
+    assert res.code == 2 and res.stdout == "" and str(blob) in res.stderr
+    assert "not UTF-8" in res.stderr and res.stderr.count("\n") == 1
+    proc = subprocess.run([sys.executable, "-m", "biotool", "call", "seq_stats", "-"],
+                          input=b"\xff\xfe{}", capture_output=True, env=biotool_env)
+    assert proc.returncode == 2 and proc.stdout == b"" and b"stdin is not UTF-8" in proc.stderr
+
+
+@pytest.mark.parametrize("limit", ["1", "40", "300", "2000"])
+def test_any_max_chars_still_gives_one_valid_json_object(biotool, limit):
+    res = biotool("call", "find_orfs", '{"reference": "phiX174", "min_protein_length": 30}',
+                  "--max-chars", limit)
+    assert res.code == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["truncated"] is True and "competence" in out and "provenance" in out
+    assert isinstance(out["truncated_fields"], list) and out["truncated_fields"]

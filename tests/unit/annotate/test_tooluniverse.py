@@ -44,3 +44,15 @@ def test_tooluniverse_call_from_the_command_line(biotool, tooluniverse_tools):
 
 
 import json  # noqa: E402
+
+
+def test_calling_a_builtin_does_not_read_the_tooluniverse_configs(call, tooluniverse_tools):
+    # Reading ~700 config files costs half a second of every call; a built-in needs none.
+    from biotool.annotate import tooluniverse_bridge
+
+    tooluniverse_bridge.tools.cache_clear()
+    try:
+        assert call("seq_stats", {"sequence": "ATGGCC"})["tool"] == "seq_stats"
+        assert tooluniverse_bridge.tools.cache_info().misses == 0
+    finally:
+        tooluniverse_bridge.tools()

@@ -224,3 +224,85 @@ def test_orf1ab_p4715l_is_numbered_across_the_ribosomal_frameshift(call):
                                          "ref": "C", "alt": "T"}))
     assert ann["gene"] == "ORF1ab" and ann["hgvs_p"] == "p.Pro4715Leu"
     assert ann["hgvs_c"] == "c.14144C>T" and ann["codon_change"] == "CCT>CTT"
+
+
+# pPCP1's longest minus-strand ORF, complement(4815..5888): 357 aa, MSDTMVVNGSGG... (the
+# length and start of pesticin, Pst). The staged demo table holds only plus-strand genes, so
+# the row is added here; the bases come from the staged plasmid.
+PST = {"reference": "pPCP1", "seqid": None, "symbol": "pst_test", "gene": "pst_test",
+       "gene_id": "", "locus_tag": "", "synonyms": [], "product": "", "protein_id": "",
+       "strand": "-", "cds": "complement(4815..5888)", "segments": [(4815, 5888)],
+       "source": "test"}
+
+
+@pytest.fixture
+def minus_gene(monkeypatch, biotool_env):
+    from pathlib import Path
+
+    from biotool.annotate import genes
+
+    fasta = Path(__file__).resolve().parents[3] / "refs/demo/genomes/yersinia_pestis_pPCP1.fasta"
+    lines = fasta.read_text().splitlines()
+    plasmid = "".join(ln.strip() for ln in lines[1:]).upper()
+    table, prov = genes.rows()
+    from biotool import staging
+    from biotool.annotate.sequences import reference_sequences
+
+    seqid = next(iter(reference_sequences(staging.find("reference", "pPCP1"))))
+    row = {**PST, "reference": staging.find("reference", "pPCP1")["name"], "seqid": seqid}
+    monkeypatch.setattr(genes, "rows", lambda: ([*table, row], prov))
+    return plasmid
+
+
+def _mutated_protein(genome: str, pos: int, ref: str, alt: str) -> str:
+    """Apply a plus-strand edit and read the minus-strand CDS (and on past it) by hand."""
+    assert genome[pos - 1:pos - 1 + len(ref)] == ref
+    edited = genome[:pos - 1] + alt + genome[pos - 1 + len(ref):]
+    end = 5888 + len(alt) - len(ref)
+    rc = str(Seq(edited[:end]).reverse_complement())
+    return str(Seq(rc[:len(rc) - len(rc) % 3]).translate())
+
+
+def test_a_minus_strand_cds_reads_plus_strand_ref_and_alt(call, minus_gene):
+    genome = minus_gene
+    cds = str(Seq(genome[4814:5888]).reverse_complement())
+    assert str(Seq(cds).translate()).startswith("MSDTMVVNGSGG") and len(cds) == 3 * 358
+    # Genomic 5884 is c.5 (5888 - 5884 + 1): codon 2, AGC (Ser) on the CDS.
+    base = genome[5883]
+    alt = {"A": "C", "C": "A", "G": "T", "T": "G"}[base]
+    ann = _one(call("variant_annotate", {"reference": "pPCP1", "position": 5884,
+                                         "ref": base, "alt": alt}))
+    comp = {"A": "T", "C": "G", "G": "C", "T": "A"}
+    assert ann["hgvs_c"] == f"c.5{comp[base]}>{comp[alt]}" and ann["strand"] == "-"
+    assert ann["genomic_position"] == 5884 and ann["codon_number"] == 2
+    want = _mutated_protein(genome, 5884, base, alt)
+    assert ann["hgvs_p"] == f"p.Ser2{_THREE[want[1]]}"
+    # The first base of the CDS is the last genomic base: T>C there is c.1A>G, start lost.
+    assert genome[5887] == "T"
+    ann = _one(call("variant_annotate", {"reference": "pPCP1", "position": 5888,
+                                         "ref": "T", "alt": "C"}))
+    assert (ann["hgvs_c"], ann["hgvs_p"]) == ("c.1A>G", "p.Met1?")
+    # The stop codon is genomic 4815..4817 (TTA on the plus strand = TAA on the CDS).
+    assert str(Seq(genome[4814:4817]).reverse_complement()) in ("TAA", "TAG", "TGA")
+    ann = _one(call("variant_annotate", {"reference": "pPCP1", "position": 4817,
+                                         "ref": genome[4816], "alt": comp[genome[4816]]}))
+    assert ann["hgvs_c"].startswith("c.1072") and ann["effect"] in ("stop_lost", "synonymous")
+
+
+def test_a_minus_strand_vcf_style_deletion_is_a_frameshift_named_on_the_cds(call, minus_gene):
+    genome = minus_gene
+    # VCF-style: padding base at 5800, one base deleted at 5801 (c.88 on the CDS).
+    ref, alt = genome[5799:5801], genome[5799]
+    ann = _one(call("variant_annotate", {"reference": "pPCP1", "position": 5800,
+                                         "ref": ref, "alt": alt}))
+    assert ann["effect"] == "frameshift" and ann["kind"] == "deletion"
+    want = _mutated_protein(genome, 5800, ref, alt)
+    cds_prot = str(Seq(genome[4814:5888]).reverse_complement().translate())
+    first = next(k for k in range(len(want)) if want[k] != cds_prot[k])
+    assert ann["hgvs_p"].startswith(f"p.{_THREE[cds_prot[first]]}{first + 1}"
+                                    f"{_THREE[want[first]]}fs")
+
+
+_THREE = {"A": "Ala", "R": "Arg", "N": "Asn", "D": "Asp", "C": "Cys", "Q": "Gln", "E": "Glu",
+          "G": "Gly", "H": "His", "I": "Ile", "L": "Leu", "K": "Lys", "M": "Met", "F": "Phe",
+          "P": "Pro", "S": "Ser", "T": "Thr", "W": "Trp", "Y": "Tyr", "V": "Val", "*": "Ter"}

@@ -164,3 +164,30 @@ def test_wrong_kind_of_path(biotool, cas9, tmp_path, flag, path, needle):
     r = biotool("variants", flag, path, "--reference", str(cas9["fasta"]))
     _fail(r, needle)
     assert len(r.stderr.strip().splitlines()) == 1  # no htslib lines before ours
+
+
+@pytest.mark.parametrize("text,needle", [
+    (">a\nACGT\n>a\nACGT\n", "two sequences share a name"),
+    (">a\nACGTACGT\nAC\nACGTACGT\n", "Format error"),
+    (">", "not a usable FASTA"),
+])
+def test_bad_fasta_reference_is_one_line_and_leaves_nothing(biotool, cas9, tmp_path, leftovers,
+                                                            text, needle):
+    fasta = tmp_path / "bad.fa"
+    fasta.write_text(text)
+    r = biotool("breakpoints", "--bam", str(cas9["bam"]), "--reference", str(fasta))
+    _fail(r, str(fasta), needle)
+    assert len(r.stderr.strip().splitlines()) == 1  # htslib's own lines are folded into ours
+    assert leftovers(tmp_path / "cache") == []
+    assert not list((tmp_path / "cache").rglob("*.fai"))
+
+
+@pytest.mark.parametrize("threads", ["0", "-4", "100000"])
+def test_thread_counts_are_clamped_to_the_cpus(biotool, cas9, threads):
+    import os
+
+    r = biotool("breakpoints", "--fastq", str(cas9["fastq"]), "--reference", str(cas9["fasta"]),
+                "--threads", threads)
+    assert r.code == 0, r.stderr
+    want = 1 if int(threads) < 1 else os.cpu_count()
+    assert f"({want} threads)" in r.stderr

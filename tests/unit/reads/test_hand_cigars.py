@@ -107,3 +107,49 @@ def test_indel_depth_counts_only_reads_that_span_the_event(biotool, hand):
     assert (dele["depth"], dele["alt_reads"], dele["fwd"], dele["rev"]) == (2, 2, 1, 1)
     # The homopolymer events, shifted fully left to the C at 2000.
     assert calls[(2000, "CA", "C")]["depth"] == 4 and calls[(2000, "C", "CA")]["depth"] == 4
+
+
+def test_snv_depth_fraction_and_strands_counted_by_hand(biotool, hand, tmp_path):
+    """At 1-based 1501: 10 reference reads, 10 alt reads (7 forward, 3 reverse), 2 alt reads
+    whose base is below --min-bq (not informative: in neither depth nor alt), 2 reads deleting
+    1500..1502 (informative: depth, not alt), 1 alt read below --min-mapq (ignored)."""
+    import pysam
+
+    ref = hand["ref"]
+    alt = next(b for b in "ACGT" if b != ref[1500])
+    reads = []
+    for i in range(10):
+        reads.append((1450, "100M", ref[1450:1550], 16 if i % 2 else 0, None, 60))
+    for i in range(10):
+        seq = ref[1450:1500] + alt + ref[1501:1550]
+        reads.append((1450, "100M", seq, 16 if i >= 7 else 0, None, 60))
+    for _ in range(2):
+        seq = ref[1450:1500] + alt + ref[1501:1550]
+        reads.append((1450, "100M", seq, 0, 50, 60))  # base quality 2 at the site
+    for _ in range(2):
+        reads.append((1450, "49M3D48M", ref[1450:1499] + ref[1502:1550], 0, None, 60))
+    reads.append((1450, "100M", ref[1450:1500] + alt + ref[1501:1550], 0, None, 5))
+    header = {"HD": {"VN": "1.6", "SO": "coordinate"}, "SQ": [{"SN": CONTIG, "LN": len(ref)}]}
+    bam = tmp_path / "snv.bam"
+    with pysam.AlignmentFile(str(bam), "wb", header=header) as out:
+        for j, (pos0, cigar, seq, flag, lowq_at, mapq) in enumerate(reads):
+            a = pysam.AlignedSegment(out.header)
+            a.query_name, a.reference_id, a.reference_start = f"r{j}", 0, pos0
+            a.cigarstring, a.query_sequence, a.flag, a.mapping_quality = cigar, seq, flag, mapq
+            q = ["I"] * len(seq)
+            if lowq_at is not None:
+                q[lowq_at] = "#"
+            a.query_qualities = pysam.qualitystring_to_array("".join(q))
+            out.write(a)
+    pysam.index(str(bam))
+    r = biotool("variants", "--bam", str(bam), "--reference", str(hand["fasta"]))
+    assert r.code == 0, r.stderr
+    snv = next(v for v in r.json["variants"] if v["type"] == "SNV")
+    assert (snv["pos"], snv["ref"], snv["alt"]) == (1501, ref[1500], alt)
+    assert (snv["depth"], snv["alt_reads"], snv["fwd"], snv["rev"]) == (22, 10, 7, 3)
+    assert snv["af"] == round(10 / 22, 4)
+    # Raising the floor above the fraction hides it, and the note says why.
+    r = biotool("variants", "--bam", str(bam), "--reference", str(hand["fasta"]),
+                "--min-af", "0.5")
+    assert all(v["type"] != "SNV" for v in r.json["variants"])
+    assert "allele fraction >= 0.5" in r.json["note"] and r.json["n_below_floor"] >= 1

@@ -107,3 +107,21 @@ def test_demo_image_model_is_staged_and_labels_pbmc(biotool, tmp_path):
     assert ct["fit"] > 0.5
     assert r.json["matrix"]["read_as"]["layer"].startswith(".raw")
     assert r.json["provenance"]["used"][0]["name"] == "demo-pbmc68k-celltypist"
+
+
+def test_auto_flags_a_winner_scored_on_few_of_its_genes(biotool, match_env, halves, tmp_path):
+    """Forced --organism human on mouse-cased names: a handful of genes still match, and the
+    caveat must say the fit rests on them, not just that the fit is low."""
+    _, query = halves
+    q = query.copy()
+    names = list(q.var_names)
+    q.var_names = names[:20] + [n[:1] + n[1:].lower() for n in names[20:]]
+    q.write_h5ad(tmp_path / "mostly_mouse_cased.h5ad")
+    r = biotool("celltype", "--matrix", str(tmp_path / "mostly_mouse_cased.h5ad"),
+                "--organism", "human", env=match_env)
+    assert r.code == 0, r.stderr
+    ct = r.json["celltypist"]
+    assert ct["reference_is_conclusive"] is False and ct["coverage"]["fraction"] < 0.5
+    assert f"the data cover only {ct['coverage']['covered']} of {ct['reference']}'s 765 genes" \
+        in ct["caveat"]
+    assert ct["caveat"] in ct["competence"]["blind_spots"]

@@ -194,3 +194,17 @@ def test_a_named_mtx_file_is_used_among_several(small, tmp_path):
     _same(matrix.load(tmp_path / "matrix.mtx"), small)
     with pytest.raises(InputError, match="expected one Matrix Market file.*found 2"):
         matrix.load(tmp_path)
+
+
+def test_an_outs_folder_finds_the_one_matrix_folder_inside(small, tmp_path):
+    inner = tmp_path / "outs" / "filtered_feature_bc_matrix"
+    inner.mkdir(parents=True)
+    _mtx(inner / "matrix.mtx.gz", small.X.T, True)
+    _write(inner / "features.tsv.gz", "\n".join(small.var_names) + "\n", True)
+    _write(inner / "barcodes.tsv.gz", "\n".join(small.obs_names) + "\n", True)
+    _same(matrix.load(tmp_path / "outs"), small)
+    (tmp_path / "outs" / "raw_feature_bc_matrix").mkdir()
+    _mtx(tmp_path / "outs" / "raw_feature_bc_matrix" / "matrix.mtx", small.X.T, False)
+    with pytest.raises(InputError, match="subfolders with one: filtered_feature_bc_matrix, "
+                                         "raw_feature_bc_matrix; name one"):
+        matrix.load(tmp_path / "outs")

@@ -114,3 +114,41 @@ def test_bad_input_is_exit_2_with_one_line(biotool, tmp_path):
 def test_no_time_for_any_query_is_exit_4(biotool):
     r = biotool("taxonomy", "--fastq", str(ARTIC), "--local", "--timeout", "0.000001")
     assert r.code == 4 and "ran out before any query was searched" in r.stderr
+
+
+def test_time_running_out_between_blastn_calls_gives_a_partial_result(biotool_env):
+    """A clock that moves a minute per look: the first call (500 reads) fits the 100 s budget,
+    nothing after it does; the result is partial and says so, never padded with no-hits."""
+    from biotool.taxonomy.local import CHUNK, local_search
+
+    reads = [(f"{q}_{k}", s) for k in range(3) for q, s in sequences.read_fastq(ARTIC)]
+    ticks = iter(range(0, 10_000, 60))
+    out = local_search(reads, 3, 100.0, None, clock=lambda: next(ticks))
+    assert out["truncated"] is True
+    assert out["searched"] == [q for q, _ in reads[:CHUNK]]
+    assert set(out["hits"]) == set(out["searched"])
+    assert sum(1 for q in out["searched"] if out["hits"][q]) >= 0.9 * CHUNK
+
+
+def test_an_unusable_proxy_setting_falls_back_to_local_and_says_why(biotool):
+    r = biotool("--quiet", "taxonomy", "--fastq", str(ARTIC), "--sample", "3",
+                env={"HTTPS_PROXY": "socks5://127.0.0.1:1080"})
+    assert r.code == 0 and r.stderr == ""
+    assert r.json["mode"] == "local"
+    assert "only an http:// CONNECT proxy is supported" in r.json["mode_reason"]
+
+
+def test_a_damaged_blast_database_is_exit_4_naming_blastns_complaint(biotool, staged_home,
+                                                                      tmp_path):
+    import shutil
+
+    home = tmp_path / "home"
+    shutil.copytree(staged_home, home)
+    for f in (home / "databases" / "demo-viral-panel").glob("db.n*"):
+        f.write_bytes(b"")
+    r = biotool("taxonomy", "--fastq", str(ARTIC), "--sample", "2", "--local",
+                env={"BIOTOOL_HOME": str(home)})
+    errors = [x for x in r.stderr.splitlines() if x.startswith("biotool: error:")]
+    assert r.code == 4 and len(errors) == 1, r.stderr
+    assert "blastn on demo-viral-panel failed (exit" in errors[0] and "['" not in errors[0]
+    assert r.stdout == ""

@@ -176,3 +176,20 @@ def test_a_redirect_is_not_followed(serve_mock, proxy, monkeypatch):
     resp = net.request("POST", url, body=b"CMD=Put&QUERY=%3Ea%0AACGT")
     assert resp.status == 302 and resp.headers["location"].startswith("https://evil.example")
     assert len(proxy.lines) == 1 and len(mock.requests) == 1
+
+
+def test_a_proxy_name_is_pinned_to_a_checked_local_address(monkeypatch):
+    """The client connects to the address it checked (no second lookup), IPv4 first; a name
+    with any public address is refused (DNS cannot smuggle an outside host in)."""
+    answers = {"egress": ["::1", "127.0.0.1"], "sneaky": ["10.0.0.5", "93.184.216.34"]}
+
+    def fake_getaddrinfo(host, port, *args, **kwargs):
+        return [(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "",
+                 (a, port)) for a in answers[host]]
+
+    monkeypatch.setattr(net.socket, "getaddrinfo", fake_getaddrinfo)
+    monkeypatch.setenv("HTTPS_PROXY", "http://egress:3128")
+    assert net.proxy_from_env().address == "127.0.0.1"
+    monkeypatch.setenv("HTTPS_PROXY", "http://sneaky:3128")
+    with pytest.raises(RefusedError, match="at public address 93.184.216.34"):
+        net.proxy_from_env()

@@ -112,6 +112,10 @@ def test_a_removed_schedule_is_read_as_a_contact_just_made(tmp_path, clock):
     assert first == clock.now()
     (shared / "ncbi-pacing.json").unlink()    # someone removed the schedule
     assert p.reserve() == first + 10.0        # still at least 10 s after the last contact
+    (shared / "ncbi-pacing.json").unlink()
+    with pytest.raises(PastDeadline):         # a caller out of time reserves nothing...
+        p.reserve(deadline=clock.now() + 1)
+    assert p.reserve() == clock.now() + 10.0  # ...but the assumption it made is kept
 
 
 def test_a_killed_writer_never_leaves_an_empty_schedule(tmp_path, clock):

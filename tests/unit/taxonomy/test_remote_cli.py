@@ -116,3 +116,17 @@ def test_the_mock_runs_standalone_over_tls(biotool, test_ca, tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_bad_remote_options_are_exit_2_before_any_contact(biotool, serve_mock):
+    mock, _, env = serve_mock(min_interval=0, poll_interval=0)
+    for args, message in ((["--database", "nt&CMD=Delete"], "is not an NCBI BLAST database"),
+                          (["--timeout", "nan"], "--timeout: must be between 0 and"),
+                          (["--timeout", "1e300"], "--timeout: must be between 0 and"),
+                          (["--top", "0"], "--top: must be between 1 and 50"),
+                          (["--sample", "0"], "--sample: must be at least 1")):
+        r = biotool("taxonomy", "--fastq", str(ARTIC), "--remote", *args, env={**env, **FAST})
+        errors = [x for x in r.stderr.splitlines() if x.startswith("biotool: error:")]
+        assert r.code == 2 and len(errors) == 1 and message in errors[0], (args, r.stderr)
+        assert r.stdout == ""
+    assert mock.requests == []

@@ -111,4 +111,5 @@ def test_stdin_is_read_once_even_gzipped():
                                "q = sequences.load_queries(None, '-', 500); "
                                "print(q['total'], q['queries'][0][0])"],
                               input=data, capture_output=True)
-        assert proc.stdout.decode().split() == ["200", "4dfb1b24-eed4-4bb6-b32c-839d0c758fa9"], proc.stderr
+        first = "4dfb1b24-eed4-4bb6-b32c-839d0c758fa9"
+        assert proc.stdout.decode().split() == ["200", first], proc.stderr
