@@ -61,8 +61,13 @@ def _click_exceptions():
 
 def main() -> None:
     cx = _click_exceptions()
+    args = sys.argv[1:]
+    if "--quiet" in args[1:]:
+        # Agents write `biotool CMD ... --quiet` as often as `biotool --quiet CMD`: take both.
+        args = [a for a in args if a != "--quiet"]
+        set_quiet(True)
     try:
-        app(prog_name="biotool", standalone_mode=False)
+        app(args=args, prog_name="biotool", standalone_mode=False)
     except cx.NoArgsIsHelpError as exc:
         # Usage printed as help for `biotool CMD` without arguments: help on stdout is fine.
         sys.stdout.write(exc.ctx.get_help() + "\n")

@@ -4,7 +4,8 @@ At build time `python -m biotool.staging --refs refs --dest /opt/biotool --sets 
 each manifest item of the chosen sets, checks its sha256, builds its indexes and writes
 `staged.json`, the inventory every command reads at run time. Nothing is fetched at run time.
 
-Manifests (`refs/*.toml`) hold `[[reference]]`, `[[database]]` and `[[model]]` tables:
+Manifests (`refs/*.toml`) hold `[[reference]]`, `[[database]]`, `[[model]]` and `[[sample]]`
+tables:
   name, aliases, title, set ("demo" | "production"), source (a path under refs/, an https
   URL, or a list of them for databases), sha256 (pinned digest of the source), indexes
   (for references: "faidx", "minimap2:<preset>"; for databases: "blastdb"), and for items

@@ -133,7 +133,9 @@ def _element_counts(mol) -> dict[str, int]:
 
 def _check_index(mol, name: str, value) -> int:
     if value is None:
-        raise InputError(f"argument {name} is required for this field")
+        field = next((f for f, names in contract.FIELD_ARGS.items() if name in names), "this field")
+        raise InputError(f"argument {name} is required for {field} (molperceive label -{name} N; "
+                         f"in a corpus row, args.{name})")
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"argument {name}={value!r} is not an integer atom index")
     if not 0 <= value < mol.GetNumAtoms():

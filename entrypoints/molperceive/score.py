@@ -87,6 +87,11 @@ def read_predictions(path: str | Path, rows_by_id: dict) -> dict[str, dict]:
         if rid in preds:
             problems.append(f"line {line}: second prediction for {rid}")
             continue
+        if "answers" not in obj and "abstain" not in obj:
+            hint = ("; it looks like a corpus row: are rows and predictions swapped?"
+                    if "labels" in obj or "fields" in obj else "")
+            problems.append(f"line {line}: neither answers nor abstain{hint}")
+            continue
         answers = obj.get("answers", {})
         abstain = obj.get("abstain", False)
         if not isinstance(abstain, bool):

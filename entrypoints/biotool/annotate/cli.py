@@ -34,8 +34,10 @@ same way (prefix tu: to prefer one over a built-in of the same name); only its o
 tools are offered here.
 
 The tool policy (rules file [tools]) refuses dataset, accession and literature look-ups by
-category and by name, whatever the spelling (case, look-alike letters, separators); a tool
-that needs a host not on the egress allowlist is not offered. Exit codes: 2 bad JSON, a field
+category, by name whatever the spelling (case, look-alike letters, separators), and by the
+URLs a ToolUniverse tool calls; a tool that needs a host not on the egress allowlist is not
+offered. variant_annotate's genomic `position` takes ref/alt on the reference's plus strand
+(as in a VCF), also for minus-strand genes. Exit codes: 2 bad JSON, a field
 that does not fit the schema (named), or an unknown tool (with close names); 3 refused by the
 policy or the allowlist (the rule is named); 4 the tool failed."""
 
@@ -71,7 +73,10 @@ def register(app: typer.Typer) -> None:
                                      "only."),
         max_chars: int = typer.Option(0, "--max-chars", min=0, help="Bound the JSON output to "
                                       "about this many characters by cutting the longest "
-                                      "strings and lists (marked truncated); 0 = no bound."),
+                                      "strings and lists (marked truncated, truncated_fields); "
+                                      "competence and provenance are never cut, so a tiny "
+                                      "bound is exceeded, but the output is always one JSON "
+                                      "object; 0 = no bound."),
     ) -> None:
         from biotool.annotate import calls
         from biotool.output import InputError
@@ -83,7 +88,7 @@ def register(app: typer.Typer) -> None:
                 raise InputError("name: give a tool name, or --list to see them",
                                  culprit="name")
             if schema:
-                return calls.schema(name)
+                return calls.shrink(calls.schema(name), max_chars)
             text = args
             if text == "-":
                 try:

@@ -3,7 +3,8 @@
 A tool is offered only if the policy permits it (no denied category, no denied name pattern,
 listed in `allow` when that list is not empty; deny always wins) AND every network host it
 needs is on the egress allowlist. Names are normalised before matching so that an alias cannot
-slip through: Unicode NFKC, look-alike letters folded to Latin (Cyrillic, Greek, fullwidth),
+slip through: Unicode NFKC, look-alike letters folded to Latin (Cyrillic, Greek, fullwidth,
+Latin small capitals and other variant letters by their Unicode names),
 invisible characters dropped, accents stripped, case folded, separators and camelCase split,
 digits used as letters ("pubm3d") read both ways.
 """

@@ -4,7 +4,9 @@ Its tools are read from the package's own JSON configs and listed beside the bui
 gets a biotool category from its collection (so `deny_categories` applies to them too) and
 the network hosts it needs. Only classes reviewed as offline compute count as local; for any
 other the hosts are the URLs in its config and module, or unknown, and an unknown or
-non-allowlisted host means the tool is not offered. Calls instantiate the one tool class
+non-allowlisted host means the tool is not offered. The host/path of each of those URLs is
+also matched by the policy's name patterns ("eutils.ncbi.nlm.nih.gov/entrez"), so a tool with
+a harmless name that queries a literature or dataset service is refused outright. Calls instantiate the one tool class
 directly: the package's __init__ imports its MCP server and tool hub (about ten seconds),
 which a single local computation does not need.
 """

@@ -30,11 +30,14 @@ def check_path(path: Path) -> None:
 
 def _open(path: Path) -> BinaryIO:
     check_path(path)
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rb")
-    return open(path, "rb")
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(2)
+        if magic == b"\x1f\x8b":
+            return gzip.open(path, "rb")
+        return open(path, "rb")
+    except OSError as exc:
+        raise InputError(f"--fastq {path}: cannot be read ({exc.strerror or exc})") from None
 
 
 def records(path: str | Path) -> Iterator[Record]:

@@ -79,8 +79,11 @@ def resolve(reference: str) -> Reference:
 
 def _cached_fasta(path: Path) -> Reference:
     """Copy a FASTA into the content-keyed cache (atomically) and faidx it there."""
-    with open(path, "rb") as fh:
-        head = fh.read(1)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1)
+    except OSError as exc:
+        raise InputError(f"--reference {path}: cannot be read ({exc.strerror or exc})") from None
     if head != b">":
         raise InputError(f"--reference {path}: not a FASTA file (first byte is not '>')")
     digest = sha256_file(path)

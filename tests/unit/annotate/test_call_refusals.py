@@ -192,3 +192,15 @@ def test_affix_runs_of_any_length_are_read_without_recursion(biotool_env):
 
     assert policy._affixes_only("get" * 5000) and not policy._affixes_only("get" * 5000 + "x")
     assert policy.pattern_matches("get_" * 40 + "pubmed", "pubmed")
+
+
+@pytest.mark.parametrize("name", ["web_search", "Wikipedia_search", "cBioPortal_get_cancer_studies",
+                                  "IMGT_get_sequence"])
+def test_web_search_and_study_portals_are_refused_by_the_shipped_rules(biotool_env, call,
+                                                                       tooluniverse_tools,
+                                                                       name):
+    # web_search and the Wikipedia tools find datasets and papers by description; IMGT's
+    # tools fetch records through EBI dbfetch (an endpoint rule, not a name one).
+    with pytest.raises(RefusedError) as exc:
+        call(name, {})
+    assert "[tools] deny_patterns" in str(exc.value)

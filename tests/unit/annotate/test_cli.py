@@ -113,3 +113,9 @@ def test_any_max_chars_still_gives_one_valid_json_object(biotool, limit):
     out = json.loads(res.stdout)
     assert out["truncated"] is True and "competence" in out and "provenance" in out
     assert isinstance(out["truncated_fields"], list) and out["truncated_fields"]
+
+
+def test_schema_output_is_bounded_by_max_chars_too(biotool):
+    res = biotool("call", "variant_annotate", "--schema", "--max-chars", "400")
+    assert res.code == 0 and len(res.stdout.strip()) < 1500
+    assert res.json["truncated"] is True and res.json["name"] == "variant_annotate"

@@ -71,6 +71,10 @@ def test_arguments_and_their_errors():
         label.label("OCCCCN", fields=["path_len"], i=2, j=2)
     with pytest.raises(InputError, match="different components"):
         label.label("CCC.CCO", fields=["path_len"], i=0, j=4)
+    with pytest.raises(InputError, match="argument k is required for atom_at_index"):
+        label.label("OCCCCN", fields=["atom_at_index"])
+    with pytest.raises(InputError, match="argument j is required for path_len"):
+        label.label("OCCCCN", fields=["path_len"], i=0)
 
 
 def test_excluded_field_is_refused():

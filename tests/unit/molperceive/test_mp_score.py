@@ -161,3 +161,12 @@ def test_abstention_must_be_a_boolean_with_a_known_reason(corpus, tmp_path):
     p.write_text('{"id": "mp-000001", "abstain": true, "reason": "bad_smiles"}\n')
     with pytest.raises(InputError, match="line 1: unknown reason 'bad_smiles'"):
         score.score(corpus[0], p)
+
+
+def test_rows_and_predictions_swapped_is_a_clear_error(corpus, rows_io, tmp_path):
+    read, write = rows_io
+    rows = read(corpus[0])
+    # The corpus given as predictions: every id is known, but no line answers anything.
+    with pytest.raises(InputError, match="line 1: neither answers nor abstain; it looks like "
+                                         "a corpus row: are rows and predictions swapped"):
+        score.score(write(tmp_path / "rows.jsonl", rows), corpus[0])

@@ -191,3 +191,25 @@ def test_thread_counts_are_clamped_to_the_cpus(biotool, cas9, threads):
     assert r.code == 0, r.stderr
     want = 1 if int(threads) < 1 else os.cpu_count()
     assert f"({want} threads)" in r.stderr
+
+
+def test_unreadable_files_are_bad_input_not_internal_errors(biotool_env, cas9, monkeypatch):
+    # Tests run as root, where chmod 000 does not stop a read; so the refusal the agent's
+    # non-root user would get is raised here by open() itself.
+    import builtins
+
+    from biotool.output import InputError
+    from biotool.reads import fastq, reference
+
+    real_open = builtins.open
+
+    def refusing_open(path, *args, **kwargs):
+        if str(path) in (str(cas9["fastq"]), str(cas9["fasta"])):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", refusing_open)
+    with pytest.raises(InputError, match="cas9.fastq: cannot be read .Permission denied"):
+        next(fastq.records(cas9["fastq"]))
+    with pytest.raises(InputError, match="genome.fasta: cannot be read .Permission denied"):
+        reference.resolve(str(cas9["fasta"]))

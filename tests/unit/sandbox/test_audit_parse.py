@@ -67,3 +67,25 @@ def test_forged_or_foreign_lines_are_not_records():
 def test_summary_counts_each_decision():
     records = audit.parse_log("\n".join([DENIED_CONNECT, PLAIN_GET, FRONTED, TUNNEL]))
     assert audit.summarise(records) == {"allowed": 1, "denied": 3, "error": 0}
+
+
+# The agent port relays allowed CONNECTs to the loopback-only SNI port; Squid's probes of
+# that port (and the entrypoint's warm-up) come from 127.0.0.1 and are no agent's attempt.
+PEER_PROBE = ("BIOTOOL_EGRESS 1796080018.060 127.0.0.1 - error:transaction-end-before-headers "
+              "- - - - NONE_NONE 000 - ERR_CLIENT_GONE 0")
+RELAYED_TUNNEL = ("BIOTOOL_EGRESS 1796080135.396 192.168.96.3 CONNECT blast.ncbi.nlm.nih.gov:443 "
+                  "blast.ncbi.nlm.nih.gov 443 blast.ncbi.nlm.nih.gov splice TCP_TUNNEL 200 192.168.80.2 - 2106")
+DENIED_403 = ("BIOTOOL_EGRESS 1796079971.352 172.31.0.3 CONNECT example.org:443 example.org 443 "
+              "- - TCP_DENIED 403 - ERR_ACCESS_DENIED 3407")
+
+
+def test_proxy_loopback_records_are_not_attempts():
+    records = audit.parse_log("\n".join([PEER_PROBE, RELAYED_TUNNEL, PEER_PROBE]))
+    assert [r["client"] for r in records] == ["192.168.96.3"]
+    assert audit.summarise(records) == {"allowed": 1, "denied": 0, "error": 0}
+
+
+def test_denied_connect_answered_403_is_denied():
+    rec = audit.parse_line(DENIED_403)
+    assert rec["decision"] == "denied" and rec["http_status"] == 403
+    assert rec["reason"] == "CONNECT target is not an allowlisted host:port"

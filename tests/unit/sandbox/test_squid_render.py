@@ -49,10 +49,87 @@ def test_ssl_bump_peeks_then_splices_allowed_sni_and_terminates_the_rest():
     assert bump == ["ssl_bump peek step1", "ssl_bump splice allowed_sni", "ssl_bump terminate all"]
 
 
+def test_agent_port_has_no_ssl_bump_so_denials_are_plain_403s():
+    # On an ssl-bump port Squid answers a denied CONNECT "200 Connection established" and
+    # serves the error over TLS with its own certificate; the agent-facing port must not bump.
+    ports = [l for l in directives(conf_for("blast.ncbi.nlm.nih.gov:443")) if l.startswith("http_port")]
+    assert ports == [
+        "http_port 3128 name=agent",
+        "http_port 127.0.0.1:3129 name=sni ssl-bump tls-cert=/run/egress/c.pem "
+        "tls-key=/run/egress/c.key generate-host-certificates=off",
+    ]
+
+
+def test_allowed_connects_reach_upstream_only_through_the_loopback_sni_port():
+    lines = directives(conf_for("blast.ncbi.nlm.nih.gov:443"))
+    assert "cache_peer 127.0.0.1 parent 3129 0 no-query no-digest no-netdb-exchange name=sni_relay" in lines
+    assert [l for l in lines if l.startswith("cache_peer_access")] == [
+        "cache_peer_access sni_relay allow agent_port", "cache_peer_access sni_relay deny all"]
+    assert "acl on_sni_port localport 3129" in lines
+    # Only the SNI port goes direct; anything else (the agent port) never does.
+    assert [l for l in lines if l.startswith(("always_direct", "never_direct"))] == [
+        "always_direct allow on_sni_port", "never_direct allow all"]
+    # Both ports apply the same http_access rules (the SNI port re-checks the relay).
+    assert not [l for l in lines if l.startswith("http_access") and ("agent_port" in l or "sni_port" in l)]
+
+
+def test_relay_carries_the_agents_address_trusted_only_from_loopback_on_the_sni_port():
+    lines = directives(conf_for("blast.ncbi.nlm.nih.gov:443"))
+    assert [l for l in lines if l.startswith("follow_x_forwarded_for")] == [
+        "follow_x_forwarded_for allow sni_port from_loopback", "follow_x_forwarded_for deny all"]
+    assert "forwarded_for on" in lines and "via off" in lines
+
+
+def test_one_log_line_per_attempt_skipping_the_relay_and_the_proxys_own_traffic():
+    lines = directives(conf_for("blast.ncbi.nlm.nih.gov:443"))
+    assert [l for l in lines if l.startswith("access_log")] == [
+        "access_log stdio:/dev/stdout logformat=biotool !relayed !from_loopback"]
+    assert "acl relayed all-of agent_port via_sni_port" in lines
+
+
+def test_warm_up_with_an_empty_allowlist_has_nothing_to_do():
+    assert render.warm_up([], port=1, tries=1, pause=0) is True
+
+
+def test_warm_up_sends_an_allowed_connect_from_loopback_until_the_relay_answers_200():
+    import socket
+    import threading
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    seen = []
+
+    def serve():
+        for answer in (b"HTTP/1.1 500 Internal Server Error\r\n\r\n",
+                       b"HTTP/1.1 200 Connection established\r\n\r\n"):
+            conn, _ = listener.accept()
+            with conn:
+                seen.append(conn.recv(4096))
+                conn.sendall(answer)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        assert render.warm_up([("blast.ncbi.nlm.nih.gov", 443)], port=listener.getsockname()[1],
+                              tries=5, pause=0) is True
+    finally:
+        t.join(5)
+        listener.close()
+    assert len(seen) == 2
+    assert seen[0].startswith(b"CONNECT blast.ncbi.nlm.nih.gov:443 HTTP/1.1\r\n")
+
+
+def test_warm_up_gives_up_when_nothing_listens():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    assert render.warm_up([("blast.ncbi.nlm.nih.gov", 443)], port=port, tries=2, pause=0) is False
+
+
 def test_port_never_decrypts_and_caches_nothing():
     text = conf_for("blast.ncbi.nlm.nih.gov:443")
-    assert "http_port 3128 ssl-bump tls-cert=/run/egress/c.pem tls-key=/run/egress/c.key " \
-           "generate-host-certificates=off" in text
     assert "ssl_bump bump" not in text and "ssl_bump stare" not in text
     assert "cache deny all" in text and "cache_dir" not in text
 
