@@ -43,7 +43,8 @@ FAMILIES = ("system", "reads", "taxonomy", "singlecell", "annotate")
 def _global(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress or logs on stderr."),
 ) -> None:
-    set_quiet(quiet)
+    if quiet:  # never unset: `--quiet` after the command was taken out of argv already
+        set_quiet(True)
 
 
 for _family in FAMILIES:

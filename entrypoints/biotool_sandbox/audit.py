@@ -58,21 +58,43 @@ def is_splice_checkpoint(rec: dict) -> bool:
             and not rec.get("server") and not rec.get("error") and rec.get("http_status") == 200)
 
 
+LOOPBACK = ("127.0.0.1", "::1")
+
+
 def is_proxy_internal(rec: dict) -> bool:
-    """The proxy's own connections, not an agent's attempt: the agent port relays allowed
-    CONNECTs to a loopback-only SNI port of the same Squid, whose liveness probes (and the
-    start-up warm-up) come from 127.0.0.1. Relayed attempts carry the agent's address, and
-    no agent can connect from the proxy's loopback, so a loopback client is never an agent."""
-    return rec.get("client") in ("127.0.0.1", "::1")
+    """The proxy's own traffic, not an agent's attempt. The agent port relays allowed
+    CONNECTs to a loopback-only SNI port of the same Squid; that port's liveness probes and
+    the start-up warm-up come from 127.0.0.1. No agent can connect from the proxy's loopback
+    (relayed attempts carry the agent's address), so a loopback client is never an agent --
+    except in a spliced tunnel's final record, see parse_log."""
+    return rec.get("client") in LOOPBACK and not is_splice_end(rec)
+
+
+def is_splice_end(rec: dict) -> bool:
+    return rec.get("bump") == "splice" and rec.get("method") == "CONNECT" and not is_splice_checkpoint(rec)
 
 
 def parse_log(text: str) -> list[dict]:
-    """Every access record in a log text, oldest first, skipping Squid's other output."""
+    """Every access record in a log text, oldest first, skipping Squid's other output.
+
+    One record per attempt: a spliced tunnel's decision checkpoint is dropped, and its final
+    record (which Squid credits to the relay, 127.0.0.1) takes the agent's address from the
+    checkpoint of the same target (one sandbox per proxy, so the same agent in any case)."""
     out = []
+    agent_for: dict = {}
     for line in text.splitlines():
         rec = parse_line(line)
-        if rec is not None and not is_splice_checkpoint(rec) and not is_proxy_internal(rec):
-            out.append(rec)
+        if rec is None:
+            continue
+        if is_splice_checkpoint(rec):
+            if rec.get("client") not in LOOPBACK:
+                agent_for[rec.get("url")] = rec.get("client")
+            continue
+        if is_proxy_internal(rec):
+            continue
+        if rec.get("client") in LOOPBACK:
+            rec["client"] = agent_for.get(rec.get("url"))
+        out.append(rec)
     return out
 
 

@@ -57,6 +57,11 @@ def molecules(path: str | Path, seed: int, eval_fraction: float) -> tuple[list[d
             skipped[f"{verdict['status']}:{verdict['reason'] or 'other'}"] += 1
             continue
         mol = verdict["mol"]
+        if any(a.GetAtomicNum() == 1 for a in mol.GetAtoms()):
+            # Hydrogen kept as a graph atom ([2H], [3H], [H][H]): mol.GetNumBonds() would count
+            # its bond, breaking the contract's "bond_count: bonds between heavy atoms only".
+            skipped["hydrogen_atom_in_graph"] += 1
+            continue
         key = label.inchikey(mol)
         if not key:
             skipped["no_inchikey"] += 1

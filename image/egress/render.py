@@ -122,12 +122,13 @@ def render(allow, *, cert: str, key: str, rules_path: str = "<rules>",
         f"acl on_sni_port localport {sni_port}",
         "# With acl_uses_indirect_client on, src is the agent's address on both ports (the",
         "# relay's X-Forwarded-For is trusted only on the SNI port, only from loopback), so",
-        "# from_loopback is Squid itself: its peer probes and the entrypoint's warm-up.",
+        "# from_loopback on the agent port is the entrypoint's warm-up.",
         "acl from_loopback src 127.0.0.1/32",
         f"acl ip_literal dstdom_regex -n {IPV4_LITERAL} {IPV6_LITERAL}",
         "acl step1 at_step SslBump1",
         "acl via_sni_port hier_code FIRSTUP_PARENT ANY_OLD_PARENT DEFAULT_PARENT",
         "acl relayed all-of agent_port via_sni_port",
+        "acl warm_up all-of agent_port from_loopback",
         "",
         "# Allowed CONNECTs leave the agent port only through the SNI port; only the SNI port",
         "# goes direct. The relay carries the agent's address (X-Forwarded-For, trusted from",
@@ -146,9 +147,11 @@ def render(allow, *, cert: str, key: str, rules_path: str = "<rules>",
         "",
         "# One record per attempt: an attempt the agent port relayed is logged by the SNI port",
         "# (with the SNI, bump action and real server); everything else by the port that ended it.",
-        "# Squid's own connections (peer probes, the warm-up) are no agent's attempts.",
+        "# The warm-up is no agent's attempt. (The SNI port's own records from loopback -- its",
+        "# peer probes, and a spliced tunnel's final record, which Squid does not credit to the",
+        "# relayed client -- are sorted out by the audit parser.)",
         f"logformat biotool {LOG_FORMAT}",
-        f"access_log {access_log} logformat=biotool !relayed !from_loopback",
+        f"access_log {access_log} logformat=biotool !relayed !warm_up",
         f"cache_log {cache_log}",
         "cache_store_log none",
         "logfile_rotate 0",
@@ -185,8 +188,8 @@ def warm_up(allow, *, port: int = 3128, tries: int = 100, pause: float = 0.1) ->
 
     Squid starts a peer as down and probes it once at start-up, before its own SNI port
     listens, so the first relayed CONNECT would fail (500) while the failed probe is retried.
-    This sends a CONNECT to the first allowlisted host:port from loopback (never logged,
-    see from_loopback) until the relay answers 200, then hangs up before any TLS: the SNI
+    This sends a CONNECT to the first allowlisted host:port from loopback (never an audit
+    record: see warm_up in the config and audit.is_proxy_internal) until the relay answers 200, then hangs up before any TLS: the SNI
     port never gets a ClientHello, so nothing goes upstream. True when the relay is up.
     """
     pairs = checked_allowlist(allow)

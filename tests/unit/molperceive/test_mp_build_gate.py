@@ -146,3 +146,15 @@ def test_generator_refuses_excluded_and_non_graph_field_sets(tmp_path):
     assert summary["rows"] and gate.gate(out)["passed"]
     asked = {f for line in out.read_text().splitlines() for f in json.loads(line)["fields"]}
     assert asked == {"path_len", "formula"}
+
+
+def test_molecules_keeping_a_hydrogen_atom_are_left_out_of_the_corpus(tmp_path):
+    # [2H] survives parsing as an atom, so mol.GetNumBonds() counts its bond: the contract's
+    # "bond_count: bonds between heavy atoms only" would be false for such a row.
+    from molperceive import build
+
+    smi = tmp_path / "m.smi"
+    smi.write_text("[2H]C(=O)c1ccccc1 deuterated\nO=Cc1ccccc1 benzaldehyde\n")
+    summary = build.build(smi, tmp_path / "rows.jsonl", seed=0)
+    assert summary["molecules"] == 1
+    assert summary["skipped_molecules"] == {"hydrogen_atom_in_graph": 1}

@@ -69,19 +69,33 @@ def test_summary_counts_each_decision():
     assert audit.summarise(records) == {"allowed": 1, "denied": 3, "error": 0}
 
 
-# The agent port relays allowed CONNECTs to the loopback-only SNI port; Squid's probes of
-# that port (and the entrypoint's warm-up) come from 127.0.0.1 and are no agent's attempt.
+# Lines from the two-port proxy: the agent port relays allowed CONNECTs to the loopback-only
+# SNI port, whose peer probes and warm-up come from 127.0.0.1, and whose spliced tunnel's
+# final record Squid credits to the relay (127.0.0.1) rather than the agent.
 PEER_PROBE = ("BIOTOOL_EGRESS 1796080018.060 127.0.0.1 - error:transaction-end-before-headers "
               "- - - - NONE_NONE 000 - ERR_CLIENT_GONE 0")
-RELAYED_TUNNEL = ("BIOTOOL_EGRESS 1796080135.396 192.168.96.3 CONNECT blast.ncbi.nlm.nih.gov:443 "
-                  "blast.ncbi.nlm.nih.gov 443 blast.ncbi.nlm.nih.gov splice TCP_TUNNEL 200 192.168.80.2 - 2106")
+WARM_UP_PEEK = ("BIOTOOL_EGRESS 1796080370.111 127.0.0.1 CONNECT blast.ncbi.nlm.nih.gov:443 "
+                "blast.ncbi.nlm.nih.gov 443 - peek NONE_NONE_ABORTED 200 - ERR_CLIENT_GONE 0")
+RELAYED_CHECKPOINT = ("BIOTOOL_EGRESS 1796080375.105 172.23.0.3 CONNECT blast.ncbi.nlm.nih.gov:443 "
+                      "blast.ncbi.nlm.nih.gov 443 blast.ncbi.nlm.nih.gov splice NONE_NONE 200 - - 0")
+RELAYED_END = ("BIOTOOL_EGRESS 1796080375.113 127.0.0.1 CONNECT blast.ncbi.nlm.nih.gov:443 "
+               "blast.ncbi.nlm.nih.gov 443 blast.ncbi.nlm.nih.gov splice TCP_TUNNEL 500 172.22.0.3 - 2106")
 DENIED_403 = ("BIOTOOL_EGRESS 1796079971.352 172.31.0.3 CONNECT example.org:443 example.org 443 "
               "- - TCP_DENIED 403 - ERR_ACCESS_DENIED 3407")
 
 
 def test_proxy_loopback_records_are_not_attempts():
-    records = audit.parse_log("\n".join([PEER_PROBE, RELAYED_TUNNEL, PEER_PROBE]))
-    assert [r["client"] for r in records] == ["192.168.96.3"]
+    records = audit.parse_log("\n".join([PEER_PROBE, WARM_UP_PEEK, PEER_PROBE]))
+    assert records == []
+
+
+def test_relayed_splice_is_one_allowed_record_credited_to_the_agent():
+    records = audit.parse_log("\n".join([PEER_PROBE, WARM_UP_PEEK, RELAYED_CHECKPOINT, PEER_PROBE,
+                                         RELAYED_END]))
+    assert len(records) == 1, records
+    rec = records[0]
+    assert rec["client"] == "172.23.0.3" and rec["server"] == "172.22.0.3" and rec["bytes"] == 2106
+    assert rec["decision"] == "allowed" and rec["sni"] == "blast.ncbi.nlm.nih.gov"
     assert audit.summarise(records) == {"allowed": 1, "denied": 0, "error": 0}
 
 

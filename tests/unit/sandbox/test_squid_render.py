@@ -83,8 +83,9 @@ def test_relay_carries_the_agents_address_trusted_only_from_loopback_on_the_sni_
 def test_one_log_line_per_attempt_skipping_the_relay_and_the_proxys_own_traffic():
     lines = directives(conf_for("blast.ncbi.nlm.nih.gov:443"))
     assert [l for l in lines if l.startswith("access_log")] == [
-        "access_log stdio:/dev/stdout logformat=biotool !relayed !from_loopback"]
+        "access_log stdio:/dev/stdout logformat=biotool !relayed !warm_up"]
     assert "acl relayed all-of agent_port via_sni_port" in lines
+    assert "acl warm_up all-of agent_port from_loopback" in lines
 
 
 def test_warm_up_with_an_empty_allowlist_has_nothing_to_do():
