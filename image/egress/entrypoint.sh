@@ -22,6 +22,8 @@ squid -k parse -f "$run_dir/squid.conf" 2>"$run_dir/parse.log" || {
     exit 2
 }
 # Squid marks its relay to the SNI port down until a probe succeeds, and its start-up probe
-# runs before that port listens: the warm-up (from loopback, never logged) brings it up.
-python3 "$lib/render.py" --rules "$rules" --warm-up &
+# runs before that port listens: the warm-up (from loopback, never an audit record) brings
+# it up, then creates $run_dir/ready (what the compose healthcheck can wait for).
+rm -f "$run_dir/ready"
+python3 "$lib/render.py" --rules "$rules" --warm-up --ready-file "$run_dir/ready" &
 exec squid -N -f "$run_dir/squid.conf"

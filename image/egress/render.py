@@ -218,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--access-log", default="stdio:/dev/stdout")
     parser.add_argument("--warm-up", action="store_true",
                         help="instead of rendering, bring the relay to the SNI port up (see warm_up)")
+    parser.add_argument("--ready-file", help="with --warm-up: created once the relay is up")
     args = parser.parse_args(argv)
     if args.warm_up:
         try:
@@ -228,7 +229,10 @@ def main(argv: list[str] | None = None) -> int:
         if not ok:
             print("egress: the relay to the SNI port did not come up; allowed CONNECTs may fail",
                   file=sys.stderr)
-        return 0 if ok else 1
+            return 1
+        if args.ready_file:
+            Path(args.ready_file).write_text("relay up\n", encoding="utf-8")
+        return 0
     if not (args.out and args.cert and args.key):
         parser.error("--out, --cert and --key are required to render")
     try:

@@ -197,3 +197,13 @@ def test_log_format_and_audit_parser_name_the_same_fields():
     from biotool_sandbox import audit
     assert tuple(name for name, _ in render.LOG_FIELDS) == audit.FIELDS
     assert render.LOG_PREFIX == audit.PREFIX
+
+
+def test_warm_up_cli_with_empty_allowlist_creates_the_ready_file(tmp_path):
+    rules_file = tmp_path / "rules.toml"
+    rules_file.write_text("[egress]\nallow = []\n")
+    ready = tmp_path / "ready"
+    proc = subprocess.run([sys.executable, str(RENDER), "--rules", str(rules_file), "--warm-up",
+                           "--ready-file", str(ready)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert ready.exists()
