@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -9,7 +10,7 @@ from biotool.competence import bounded
 from biotool.output import InputError
 from biotool.provenance import provenance
 from biotool.reads import fastq
-from biotool.reads.inputs import check_top
+from biotool.reads.inputs import check_top, deadline_from
 from biotool.reads.reference import resolve
 
 WINDOW = 1000
@@ -17,10 +18,12 @@ FEW_MAPPED = 100
 
 
 def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
-                 preset: str = "auto", seed: int = 0, top: int = 5) -> dict:
+                 preset: str = "auto", seed: int = 0, top: int = 5,
+                 timeout: float | None = None) -> dict:
     import mappy
 
     check_top(top)
+    _, deadline = deadline_from(timeout)
     ref = resolve(reference)
     recs, total = fastq.sample(fastq_path, n_reads, seed)
     shape = fastq.library_shape(recs)
@@ -34,8 +37,14 @@ def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
         raise InputError(f"--reference {reference}: minimap2 could not load index {index}")
     loci: Counter = Counter()
     strands: Counter = Counter()
-    mapq_sum = mapped = 0
+    mapq_sum = mapped = aligned = 0
+    truncated = False
     for _name, seq, _qual in recs:
+        # The clock is read every 256 reads: cheap, and fine-grained enough for a budget.
+        if deadline is not None and aligned % 256 == 0 and time.monotonic() > deadline:
+            truncated = True
+            break
+        aligned += 1
         hit = next((h for h in aligner.map(seq.decode()) if h.is_primary), None)
         if hit is None:
             continue
@@ -44,7 +53,7 @@ def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
         strands["+" if hit.strand > 0 else "-"] += 1
         mid = (hit.r_st + hit.r_en) // 2
         loci[(hit.ctg, mid // WINDOW)] += 1
-    n = len(recs)
+    n = aligned
     top_loci = [{"contig": ctg, "window": [b * WINDOW + 1, (b + 1) * WINDOW], "reads": c,
                  "share": round(c / mapped, 4)} for (ctg, b), c in loci.most_common(top)]
     frac = mapped / n if n else 0.0
@@ -52,8 +61,10 @@ def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
     if mapped < FEW_MAPPED:
         spots.append(f"only {mapped} reads mapped: locus shares rest on fewer than "
                      f"{FEW_MAPPED} reads")
+    if truncated:
+        spots.append(f"--timeout stopped the work after {n} of {len(recs)} sampled reads")
     if n < total:
-        spots.append(f"a sample of {n} of {total} reads: loci covered by under ~{total // n or 1} "
+        spots.append(f"a sample of {n} of {total} reads: loci covered by under ~{total // max(n, 1)} "
                      "reads of the library may be absent from top_loci")
     if frac < 0.5:
         spots.append(f"{1 - frac:.0%} of sampled reads did not map: wrong reference, "
@@ -69,6 +80,7 @@ def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
         "n_reads": n,
         "n_reads_in_file": total,
         "mapped": mapped,
+        "truncated": truncated,
         "mapped_fraction": round(frac, 4),
         "mean_mapq": round(mapq_sum / mapped, 1) if mapped else None,
         "strands": dict(strands),

@@ -35,18 +35,20 @@ def register(app: typer.Typer) -> None:
         preset: str = typer.Option("auto", "--preset", help=PRESET_HELP),
         seed: int = typer.Option(0, "--seed", help="Sampling seed (same seed, same sample)."),
         top: int = typer.Option(5, "--top", help="How many loci to list."),
+        timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
     ) -> None:
         """Where do these reads come from? Aligns a seeded sample of reads (minimap2 via
         mappy on the staged index) and reports n_reads (sampled), n_reads_in_file, mapped,
         mapped_fraction, mean_mapq, strands and top_loci [{contig, window [start, end]
         1-based, reads, share}], each read placed by its primary alignment's midpoint in
         1 kb windows. competence: confidence = mapped fraction, margin = top locus share, a
-        blind spot when fewer than 100 reads map. Use breakpoints/variants for the whole
+        blind spot when fewer than 100 reads map; truncated: true when --timeout stopped it
+        early (n_reads then counts the reads aligned). Use breakpoints/variants for the whole
         library. Exit 2 on bad input (malformed/empty FASTQ, FASTA given as FASTQ,
         reference not staged)."""
         from biotool.reads.align import align_sample
 
-        run(lambda: align_sample(fastq, reference, n_reads, preset, seed, top))
+        run(lambda: align_sample(fastq, reference, n_reads, preset, seed, top, timeout))
 
     @app.command("breakpoints")
     def breakpoints_cmd(

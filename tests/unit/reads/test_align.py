@@ -53,3 +53,17 @@ def test_gzipped_reads_are_read_like_plain_ones(biotool, artic_fastq, tmp_path):
     assert packed.code == 0, packed.stderr
     assert packed.json["mapped"] == plain.json["mapped"] == 200
     assert packed.json["top_loci"] == plain.json["top_loci"]
+
+
+def test_timeout_returns_a_flagged_partial_result(biotool, artic_fastq):
+    full = biotool("align", "--fastq", str(artic_fastq), "--reference", "MN908947.3").json
+    assert full["truncated"] is False and full["n_reads"] == 200
+    cut = biotool("align", "--fastq", str(artic_fastq), "--reference", "MN908947.3",
+                  "--timeout", "1e-9")
+    assert cut.code == 0, cut.stderr
+    out = cut.json
+    assert out["truncated"] is True and out["n_reads"] < 200
+    assert any("--timeout" in s for s in out["competence"]["blind_spots"])
+    bad = biotool("align", "--fastq", str(artic_fastq), "--reference", "MN908947.3",
+                  "--timeout", "0")
+    assert bad.code == 2 and "--timeout" in bad.stderr
