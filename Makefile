@@ -144,7 +144,7 @@ sif:
 
 # ---------------------------------------------------------------- tests, demo, bench
 
-test: test-unit test-image
+test: test-unit cuda-lock-check test-image
 
 test-unit:
 	$(PYTHON) -m pytest -q tests/unit
