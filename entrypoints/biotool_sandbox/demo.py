@@ -3,7 +3,8 @@
 up, `biotool list`, `references`, `doctor`, then each tool family that has landed in the image
 on the demo samples the image stages under /opt/biotool/samples (found, as an agent would,
 in `biotool list`; a family missing from `biotool --help` or a sample the image lacks is
-skipped and said so), one forbidden egress attempt, the audit, down. A readable transcript
+skipped and said so), a tool the policy refuses (exit 3), one forbidden egress attempt, the
+audit, down. A readable transcript
 goes to stderr; the JSON summary to stdout.
 """
 
@@ -33,8 +34,12 @@ FAMILY_STEPS = (
     ("taxonomy", READS, ["biotool", "taxonomy", "--fastq", "{path}", "--local", "--sample", "20",
                          "--timeout", "120"]),
     ("celltype", PBMC, ["biotool", "celltype", "--matrix", "{path}", "--model", "celltypist"]),
+    # The annotation tools read the staged gene table: D614G in the S gene of MN908947.3.
+    ("call", None, ["biotool", "call", "variant_annotate",
+                    '{"reference": "MN908947.3", "position": 23403, "ref": "A", "alt": "G"}']),
 )
-NOT_ON_DEMO_DATA = {"annotate": "no annotation input in the demo data"}
+# A literature look-up the tool policy must refuse (exit 3): the demo shows the rule's answer.
+FORBIDDEN_TOOL = ["biotool", "call", "pubmed_search", '{"query": "SARS-CoV-2 D614G"}']
 
 
 def _say(text: str) -> None:
@@ -72,13 +77,13 @@ def plan(help_stdout: str, list_stdout: str) -> tuple[list[tuple[str, list[str]]
     for family, sample, argv in FAMILY_STEPS:
         if family not in present:
             skipped.append({"family": family, "why": "not in this image's `biotool --help`"})
-        elif sample not in samples:
+        elif sample is not None and sample not in samples:
             # The demo image stages every sample: a missing one is a broken build, not a skip.
             skipped.append({"family": family, "why": f"sample {sample} not staged in this image",
                             "missing_sample": sample})
         else:
-            todo.append((family, [a.replace("{path}", samples[sample]) for a in argv]))
-    skipped += [{"family": f, "why": why} for f, why in NOT_ON_DEMO_DATA.items() if f in present]
+            path = samples.get(sample, "")
+            todo.append((family, [a.replace("{path}", path) for a in argv]))
     return todo, skipped
 
 
@@ -90,14 +95,14 @@ def demo(*, image: str | None = None, egress_image: str | None = None, compose: 
     run = up["run"]
     _say(f"run {run}: containers {up['containers']}, networks {up['networks']}")
 
-    def step(label: str, argv: list[str], timeout: float = 300) -> dict:
+    def step(label: str, argv: list[str], timeout: float = 300, expect: int = 0) -> dict:
         _say(f"\n$ {' '.join(argv)}")
         res = agent.exec_(run, argv, timeout=timeout)
         _say(f"  exit {res['exit_code']} in {res['duration_s']}s: {_gist(res['stdout'])}")
-        if res["exit_code"] != 0 and res["stderr"].strip():
+        if res["exit_code"] != 0 and res["stderr"].strip():  # the one-line error
             _say(f"  stderr: {res['stderr'].strip().splitlines()[-1][:300]}")
         steps.append({"step": label, "command": argv, "exit_code": res["exit_code"],
-                      "duration_s": res["duration_s"]})
+                      "expected": expect, "duration_s": res["duration_s"]})
         return res
 
     try:
@@ -110,6 +115,8 @@ def demo(*, image: str | None = None, egress_image: str | None = None, compose: 
             step(family, argv)
         for s in skipped:
             _say(f"\n(skipped {s['family']}: {s['why']})")
+        if "call" in help_res["stdout"]:
+            step("forbidden tool", FORBIDDEN_TOOL, expect=3)
         blocked = step("forbidden egress", ["python3", "-c", PROBE], timeout=60)
         audit = agent.audit(run)
         _say(f"\n== egress audit of {run}: {audit['counts']}")
@@ -120,7 +127,7 @@ def demo(*, image: str | None = None, egress_image: str | None = None, compose: 
         if not keep:
             _say(f"\n== down {run}")
             down = stack.down(run, quiet=True)
-    failed = [s["step"] for s in steps if s["exit_code"] != 0 and s["step"] != "forbidden egress"]
+    failed = [s["step"] for s in steps if s["exit_code"] != s["expected"]]
     failed += [f"{s['family']} (sample {s['missing_sample']} missing)" for s in skipped
                if s.get("missing_sample")]
     example_denied = any(r["host"] == "example.com" and r["decision"] == "denied" for r in audit["records"])
