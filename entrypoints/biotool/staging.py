@@ -34,7 +34,7 @@ INVENTORY = "staged.json"
 
 
 class StagingError(RuntimeError):
-    pass
+    """A manifest item could not be staged; the message names the item and why."""
 
 
 def home() -> Path:
