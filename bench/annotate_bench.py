@@ -30,8 +30,10 @@ def policy_shipped(tools) -> list[bool]:
     from biotool import rules
     from biotool.annotate import calls, policy
 
+    # Start as cold as the peer does; the caches then fill within this one pass.
     policy._prepared.cache_clear()
     policy.pattern_matches.cache_clear()
+    policy._affixes_only.cache_clear()
     policy.key.cache_clear()
     r = rules.load()
     return [calls.decision_for(t, r).offered for t in tools]

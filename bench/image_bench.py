@@ -31,7 +31,7 @@ runs = int(sys.argv[1])
 cmds = {"biotool --help": ["biotool", "--help"], "python3 -c pass": ["python3", "-c", "pass"],
         "biotool version": ["biotool", "version"]}
 times = {k: [] for k in cmds}
-for name, cmd in cmds.items():  # one warm-up each: page cache, not interpreter state
+for cmd in cmds.values():  # one warm-up each: page cache, not interpreter state
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
 for _ in range(runs):
     for name, cmd in cmds.items():

@@ -93,7 +93,7 @@ def _score(called: set, truth: set, also_true: set = frozenset()) -> dict:
             "precision": round(tp / (tp + fp), 4) if tp + fp else None}
 
 
-def bench_variants(sim, ref_seq, d, env, depth, runs, threads):
+def bench_variants(sim, ref_seq, d, env, depth, runs):
     truth = sim.plant_variants(ref_seq, seed=5, fractions=(1.0, 0.5, 0.35) * 8, low=(0.04,) * 8)
     reads = sim.variant_reads(ref_seq, truth, depth=depth, seed=5, error_rate=0.005)
     fq = sim.write_fastq(d / "variants.fastq", reads)
@@ -123,7 +123,7 @@ def bench_variants(sim, ref_seq, d, env, depth, runs, threads):
     }
 
 
-def bench_breakpoints(sim, ref_seq, d, env, depth, runs, threads):
+def bench_breakpoints(sim, ref_seq, d, env, depth, runs):
     rng = random.Random(9)
     reads, cuts = [], []
     background = depth * len(ref_seq) // 150
@@ -212,7 +212,8 @@ def main(argv=None) -> int:
     ap.add_argument("--depth", type=int, default=200)
     ap.add_argument("--bp-depth", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2,
+                    help="threads for the whole-library alignment (minimap2, samtools sort)")
     ap.add_argument("--out", type=Path, default=None, help="keep the data here")
     args = ap.parse_args(argv)
     sim = _sim()
@@ -223,12 +224,11 @@ def main(argv=None) -> int:
         env = {**os.environ, "BIOTOOL_CACHE": str(d / "cache")}
         result = {
             "machine": {"cpus": os.cpu_count(), "load_1min": round(os.getloadavg()[0], 2)},
-            "variants": bench_variants(sim, ref_seq, d, env, args.depth, args.runs, args.threads),
+            "variants": bench_variants(sim, ref_seq, d, env, args.depth, args.runs),
             "startup_s": round(_median_time(lambda: subprocess.run(
                 [sys.executable, "-m", "biotool", "--help"], capture_output=True, env=env),
                 args.runs)[0], 3),
-            "breakpoints": bench_breakpoints(sim, ref_seq, d, env, args.bp_depth, args.runs,
-                                             args.threads),
+            "breakpoints": bench_breakpoints(sim, ref_seq, d, env, args.bp_depth, args.runs),
             "alignment": bench_alignment(d, args.threads),
         }
     print(json.dumps(result, indent=1))

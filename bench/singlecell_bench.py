@@ -39,11 +39,9 @@ def fastest(fn, repeat: int):
     return best
 
 
-def bench_c2s(work: Path, n_cells: int, batch_size: int, repeat: int) -> dict:
+def bench_c2s(work: Path, counts, n_cells: int, batch_size: int, repeat: int) -> dict:
     from biotool.singlecell import c2s, matrix, tiny_c2s
-    from biotool.singlecell.demo_model import pbmc_counts
 
-    counts = pbmc_counts()
     weights, tok = tiny_c2s.build(work / "c2s", list(counts.var_names))
     norm, _ = matrix.normalise(counts)
     prompts = [c2s.prompt(c["genes"], "Homo sapiens") for c in c2s.cell_sentences(norm, n_cells)]
@@ -66,14 +64,13 @@ def bench_c2s(work: Path, n_cells: int, batch_size: int, repeat: int) -> dict:
             "same_answers": naive == ours}
 
 
-def bench_panel(work: Path, n_models: int, repeat: int) -> dict:
+def bench_panel(work: Path, counts, n_models: int, repeat: int) -> dict:
     import numpy as np
 
     from biotool.singlecell import celltypist_panel as ctp
     from biotool.singlecell import matrix
-    from biotool.singlecell.demo_model import pbmc_counts, train
+    from biotool.singlecell.demo_model import train, write_mtx_folder
 
-    counts = pbmc_counts()
     paths = []
     for i in range(n_models):
         shuffled = counts.copy()
@@ -85,19 +82,7 @@ def bench_panel(work: Path, n_models: int, repeat: int) -> dict:
     # A 10x-style folder the size of a small real sample: tiled PBMC counts.
     big = counts[np.tile(np.arange(counts.n_obs), 6)].copy()
     big.obs_names = [f"c{i}" for i in range(big.n_obs)]
-    mtx = work / "sample"
-    mtx.mkdir()
-    import gzip
-
-    import scipy.io
-    import scipy.sparse as sp
-
-    with gzip.open(mtx / "counts.mtx.gz", "wb") as fh:
-        scipy.io.mmwrite(fh, sp.coo_matrix(big.X.T))
-    with gzip.open(mtx / "genes.tsv.gz", "wt") as fh:
-        fh.write("\n".join(big.var_names) + "\n")
-    with gzip.open(mtx / "cells.tsv.gz", "wt") as fh:
-        fh.write("\n".join(big.obs_names) + "\n")
+    mtx = write_mtx_folder(big, work / "sample")
     models = [(p.stem, ctp.load_model(p)) for p in paths]
 
     def reread_per_model():  # the peer: read and normalise again for every model
@@ -126,10 +111,13 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--panel", type=int, default=7)  # the human panel in refs/models.toml
     args = ap.parse_args()
+    from biotool.singlecell.demo_model import pbmc_counts
+
+    counts = pbmc_counts()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        out = {"c2s": bench_c2s(work, args.cells, args.batch_size, args.repeat),
-               "identify_reference": bench_panel(work, args.panel, args.repeat),
+        out = {"c2s": bench_c2s(work, counts, args.cells, args.batch_size, args.repeat),
+               "identify_reference": bench_panel(work, counts, args.panel, args.repeat),
                "cpu_count": os.cpu_count(), "load_average": os.getloadavg()[0]}
     print(json.dumps(out, indent=1))
     return 0

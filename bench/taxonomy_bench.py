@@ -68,7 +68,6 @@ def main() -> int:
         rec = local.staged_database("demo-viral-panel")
         db = staging.path_of(rec, "blastdb") / "db"
 
-        out = {}
         search_s = timed(lambda: local.local_search(reads, 5, 3600, "demo-viral-panel",
                                                     threads=args.threads), args.runs)
         blast_cmd = ["blastn", "-db", str(db), "-query", str(fa), "-outfmt",

@@ -12,7 +12,6 @@ import sys
 import typer
 
 from biotool import __version__
-from biotool.output import run
 from biotool.progress import set_quiet
 
 HELP = f"""biotool {__version__}: structured biology tools for agents with a shell.
@@ -89,7 +88,7 @@ def main() -> None:
         raise SystemExit(2) from None
 
 
-__all__ = ["app", "main", "run"]
+__all__ = ["app", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -27,7 +27,6 @@ class Rules:
     deny_categories: tuple[str, ...] = ()
     deny_patterns: tuple[str, ...] = ()
     allow_tools: tuple[str, ...] = ()
-    raw: dict = field(default_factory=dict, compare=False, repr=False)
 
     def egress_allows(self, host: str, port: int = 443) -> bool:
         """True only for an allowlisted (host, port); IP literals are never allowed."""
@@ -35,10 +34,6 @@ class Rules:
         if is_ip_literal(host):
             return False
         return (host, int(port)) in self.egress_allow
-
-    @property
-    def allowed_hosts(self) -> list[str]:
-        return sorted({h for h, _ in self.egress_allow})
 
 
 def normalise_host(host: str) -> str:
@@ -98,7 +93,6 @@ def parse(text: str, path: Path | str = "<rules>") -> Rules:
         deny_categories=tuple(str(c).lower() for c in tools.get("deny_categories", [])),
         deny_patterns=tuple(str(p).lower() for p in tools.get("deny_patterns", [])),
         allow_tools=tuple(str(t) for t in tools.get("allow", [])),
-        raw=raw,
     )
 
 

@@ -25,7 +25,7 @@ import urllib.request
 from functools import lru_cache
 from pathlib import Path
 
-from biotool.cache import atomic_path, sha256_file, sha256_tree
+from biotool.cache import atomic_path, sha256_tree
 
 IMAGE_HOME = Path("/opt/biotool")
 REPO_REFS = Path(__file__).resolve().parents[2] / "refs"
@@ -106,10 +106,10 @@ def verify(item: dict) -> list[str]:
     """Problems with a staged item's files on disk: missing, or sha256 not as recorded."""
     problems = []
     for key, rec in item.get("files", {}).items():
-        p = home() / rec["path"]
+        p = path_of(item, key)
         if not p.exists():
             problems.append(f"{key}: {p} is missing")
-        elif (sha256_tree(p) if p.is_dir() else sha256_file(p)) != rec["sha256"]:
+        elif sha256_tree(p) != rec["sha256"]:
             problems.append(f"{key}: {p} does not match its recorded sha256")
     return problems
 
@@ -125,7 +125,7 @@ def status(entry: dict) -> dict:
     if staged.get("error"):
         out.update(staged=False, usable=False, reason=staged["error"])
         return out
-    missing = [k for k, r in staged["files"].items() if not (home() / r["path"]).exists()]
+    missing = [k for k in staged["files"] if not path_of(staged, k).exists()]
     out.update(staged=True, usable=not missing, sha256=staged["sha256"],
                path=str(path_of(staged)))
     if missing:
@@ -208,7 +208,7 @@ def stage_item(entry: dict, refs_dir: Path, dest_home: Path) -> dict:
         if len(pins) != len(sources) or not all(pins):
             raise StagingError(f"{kind} {name}: one sha256 per source is required")
         parts = []
-        for i, (src, pin) in enumerate(zip(sources, pins)):
+        for src, pin in zip(sources, pins):
             part = item_dir / (Path(src).name if len(sources) > 1 else
                                entry.get("filename", Path(src).name))
             _fetch(src, refs_dir, part)
@@ -237,7 +237,7 @@ def stage_item(entry: dict, refs_dir: Path, dest_home: Path) -> dict:
     return record
 
 
-def stage(refs_dir: Path, dest_home: Path, sets: list[str], strict: bool = True) -> dict:
+def stage(refs_dir: Path, dest_home: Path, sets: list[str]) -> dict:
     """Stage every manifest item in `sets`; unreachable production items are recorded, not fatal."""
     dest_home.mkdir(parents=True, exist_ok=True)
     items = {}
@@ -250,7 +250,7 @@ def stage(refs_dir: Path, dest_home: Path, sets: list[str], strict: bool = True)
             items[key] = stage_item(entry, refs_dir, dest_home)
         except (StagingError, OSError) as exc:
             # A pinned demo item must stage; a production item the host cannot reach is reported.
-            if strict and entry.get("set") == "demo":
+            if entry.get("set") == "demo":
                 raise StagingError(f"{key}: {exc}") from None
             items[key] = {"kind": entry["kind"], "name": entry["name"], "set": entry.get("set"),
                           "error": f"staging failed at build time: {exc}", "files": {}}

@@ -59,9 +59,10 @@ def split_spec(spec: str) -> tuple[str | None, str]:
 
 
 def _safe_members(tar: tarfile.TarFile, dest: Path):
+    root = dest.resolve()
     for m in tar.getmembers():
-        target = (dest / m.name).resolve()
-        if not str(target).startswith(str(dest.resolve())) or m.issym() or m.islnk() or m.isdev():
+        # is_relative_to, not a string prefix: /out must not admit /outside/...
+        if not (root / m.name).resolve().is_relative_to(root) or m.issym() or m.islnk() or m.isdev():
             raise LauncherError(f"refusing archive member {m.name!r} from the sandbox (link or outside {dest})")
         yield m
 

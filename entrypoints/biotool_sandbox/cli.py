@@ -45,11 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     ex = sub.add_parser("exec", help="run a command as the agent in a run's sandbox",
                         description="Run CMD as the agent (uid 1000) in /work; prints exit_code, "
-                                    "stdout, stderr, duration_s.")
+                                    "stdout, stderr, duration_s and timed_out.")
     ex.add_argument("run")
     ex.add_argument("--timeout", type=float, help="kill the command after this many seconds (exit_code 124)")
-    ex.add_argument("--workdir", default="/work")
-    ex.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
+    ex.add_argument("--workdir", default="/work", help="working directory in the sandbox (default /work)")
+    ex.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                    help="an environment variable for the command (repeatable)")
     ex.add_argument("cmd", nargs="*", help="-- then the command and its arguments")
 
     cp = sub.add_parser("cp", help="copy a file or directory into or out of a run's sandbox",
@@ -91,9 +92,8 @@ def dispatch(args: argparse.Namespace) -> dict:
         return stack.up(args.mode, image=args.image, egress_image=args.egress_image,
                         extra_ca=args.extra_ca, compose=args.compose_file)
     if args.command == "exec":
-        cmd = args.cmd
         stack.check_run_name(args.run)
-        return agent.exec_(args.run, cmd, workdir=args.workdir, env=_env_pairs(args.env),
+        return agent.exec_(args.run, args.cmd, workdir=args.workdir, env=_env_pairs(args.env),
                            timeout=args.timeout)
     if args.command == "cp":
         return agent.cp(args.src, args.dest)

@@ -1,11 +1,11 @@
 """`biotool-sandbox demo` (what `make demo` runs): a short real agent session in the enforced stack.
 
-up, `biotool list`, `references`, `doctor`, then each tool family that has landed in the image
-on the demo samples the image stages under /opt/biotool/samples (found, as an agent would,
-in `biotool list`; a family missing from `biotool --help` or a sample the image lacks is
-skipped and said so), a tool the policy refuses (exit 3), one forbidden egress attempt, the
-audit, down. A readable transcript
-goes to stderr; the JSON summary to stdout.
+up, `biotool --help`, `list`, `references`, `doctor`, then each tool family that has landed in
+the image on the demo samples the image stages under /opt/biotool/samples (found, as an agent
+would, in `biotool list`; a family missing from `biotool --help` is skipped and said so, a
+sample the image lacks fails the demo), a tool the policy refuses (exit 3), one forbidden
+egress attempt, the audit, down. A readable transcript goes to stderr; the JSON summary to
+stdout.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def demo(*, image: str | None = None, egress_image: str | None = None, compose: 
             step(family, argv)
         for s in skipped:
             _say(f"\n(skipped {s['family']}: {s['why']})")
-        if "call" in help_res["stdout"]:
+        if "call" in _commands(help_res["stdout"]):
             step("forbidden tool", FORBIDDEN_TOOL, expect=3)
         blocked = step("forbidden egress", ["python3", "-c", PROBE], timeout=60)
         audit = agent.audit(run)

@@ -45,13 +45,17 @@ def _fraction(seed: int, key: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2 ** 64
 
 
-def molecules(path: str | Path, seed: int, eval_fraction: float) -> tuple[list[dict], dict]:
-    """Valid in-scope molecules, deduplicated by InChIKey and assigned a split."""
+def molecules(path: str | Path, seed: int, eval_fraction: float,
+              limit: int | None = None) -> tuple[list[dict], dict]:
+    """Valid in-scope molecules, deduplicated by InChIKey and assigned a split; reading stops
+    once `limit` of them are found (skipped and duplicate counts cover the lines read)."""
     skipped: Counter = Counter()
     seen: set[str] = set()
     mols = []
     duplicates = 0
     for number, smi, name in read_smiles(path):
+        if limit is not None and len(mols) >= limit:
+            break
         verdict = label.classify(smi)
         if verdict["status"] != "ok":
             skipped[f"{verdict['status']}:{verdict['reason'] or 'other'}"] += 1
@@ -168,9 +172,7 @@ def build(smiles_path: str | Path, out_path: str | Path, seed: int = 0, eval_fra
     if rows_per_molecule < 1:
         raise InputError(f"--rows-per-molecule must be at least 1, got {rows_per_molecule}")
     from biotool.cache import sha256_file
-    mols, stats = molecules(smiles_path, seed, eval_fraction)
-    if limit is not None:
-        mols = mols[:limit]
+    mols, stats = molecules(smiles_path, seed, eval_fraction, limit)
     if not mols:
         raise InputError(f"{smiles_path}: no valid in-scope molecule to build from "
                          f"(skipped: {stats['skipped']})")

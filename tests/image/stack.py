@@ -1,7 +1,8 @@
 """Helpers for image tests that need the enforced compose stack: runs, probes, an outside server.
 
-Imported by test_egress*.py and test_launcher*.py (fixtures are defined in those modules from
-these plain functions). Every run is brought up and torn down through the real launcher.
+Imported by test_egress.py, test_launcher.py and test_taxonomy_remote.py (fixtures are defined
+in those modules from these plain functions; conftest's `images` fixture makes sure the images
+exist). Every run is brought up and torn down through the real launcher.
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ import textwrap
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from conftest import EGRESS_IMAGE, REPO, SANDBOX_IMAGE
+
 PROBE = (Path(__file__).parent / "probe.py").read_text(encoding="utf-8")
 ALLOWED_HOST = "blast.ncbi.nlm.nih.gov"
-SANDBOX_IMAGE = os.environ.get("BIOTOOL_IMAGE", "biotool-sandbox:latest")
-EGRESS_IMAGE = os.environ.get("BIOTOOL_EGRESS_IMAGE", "biotool-egress:latest")
 
 
 def launcher(*args: str, check: bool = True, timeout: float = 240) -> dict:
@@ -31,18 +31,6 @@ def launcher(*args: str, check: bool = True, timeout: float = 240) -> dict:
     out = json.loads(proc.stdout) if proc.stdout.strip() else {}
     out["_code"], out["_stderr"] = proc.returncode, proc.stderr
     return out
-
-
-def require_images() -> None:
-    """Fail (not skip) with the command to run when an image under test is missing."""
-    import docker
-
-    dc = docker.from_env()
-    for tag in (SANDBOX_IMAGE, EGRESS_IMAGE):
-        try:
-            dc.images.get(tag)
-        except docker.errors.ImageNotFound:
-            raise AssertionError(f"image {tag} is not built: run `make image` first") from None
 
 
 def container(name: str):

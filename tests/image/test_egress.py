@@ -9,16 +9,12 @@ rather than a silence. The allowed path reaches that server through the proxy ov
 from __future__ import annotations
 
 import socket
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import stack  # noqa: E402  (helpers beside this file)
+import stack  # tests/image/stack.py; conftest puts this folder on sys.path
 
-pytestmark = pytest.mark.image
 HOST = stack.ALLOWED_HOST
 
 
@@ -28,8 +24,7 @@ def certs(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def run(certs):
-    stack.require_images()
+def run(certs, images):
     up = stack.launcher("up", "--extra-ca", str(certs["ca"]))
     server, ip = stack.start_outside_server(up, certs)
     up["server"], up["server_ip"] = server, ip

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-import stack  # noqa: E402
-
-pytestmark = pytest.mark.image
+import stack  # tests/image/stack.py; conftest puts this folder on sys.path
 
 
 def _project_resources(run_id: str) -> dict:
@@ -24,8 +17,7 @@ def _project_resources(run_id: str) -> dict:
             "volumes": dc.volumes.list(filters=label)}
 
 
-def test_up_exec_cp_audit_down_round_trip(tmp_path):
-    stack.require_images()
+def test_up_exec_cp_audit_down_round_trip(tmp_path, images):
     up = stack.launcher("up")
     run = up["run"]
     try:
@@ -61,8 +53,7 @@ def test_up_exec_cp_audit_down_round_trip(tmp_path):
     assert gone["_code"] == 2 and run in gone["_stderr"]
 
 
-def test_parallel_runs_share_nothing_but_the_pacing_volume():
-    stack.require_images()
+def test_parallel_runs_share_nothing_but_the_pacing_volume(images):
     with ThreadPoolExecutor(2) as pool:
         a, b = pool.map(lambda _: stack.launcher("up"), range(2))
     try:
@@ -91,8 +82,7 @@ def test_parallel_runs_share_nothing_but_the_pacing_volume():
             stack.launcher("down", run["run"])
 
 
-def test_offline_mode_has_no_network_and_no_proxy():
-    stack.require_images()
+def test_offline_mode_has_no_network_and_no_proxy(images):
     up = stack.launcher("up", "--mode", "offline")
     try:
         assert set(up["containers"]) == {"sandbox-offline"}

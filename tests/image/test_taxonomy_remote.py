@@ -9,25 +9,21 @@ a minute between polls of one RID), so this test takes under a minute.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import stack  # noqa: E402
+import stack  # tests/image/stack.py; conftest puts this folder on sys.path
 
-pytestmark = pytest.mark.image
 HOST = stack.ALLOWED_HOST
 READS = stack.REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq"
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def run(tmp_path_factory, images):
     import docker
 
-    stack.require_images()
     certs = stack.make_test_ca(tmp_path_factory.mktemp("test-ca"))
     up = stack.launcher("up", "--extra-ca", str(certs["ca"]))
     dc = docker.from_env()

@@ -7,9 +7,6 @@ sample not staged, or a cache that cannot be written fails here.
 
 import json
 
-import pytest
-
-pytestmark = pytest.mark.image
 
 SAMPLES = "/opt/biotool/samples"
 READS = f"{SAMPLES}/demo-sarscov2-artic-reads/MT007544.fastq"

@@ -30,11 +30,9 @@ def rules():
         raise ToolFailure(f"tool policy unavailable: {exc}") from None
 
 
-def all_tools(include_extra: bool = True) -> list[Tool]:
-    tools = list(BUILTIN)
-    if include_extra:
-        tools += list(tooluniverse_bridge.tools())
-    return tools
+def all_tools() -> list[Tool]:
+    """Built-ins, then ToolUniverse's tools when the optional extra is installed."""
+    return [*BUILTIN, *tooluniverse_bridge.tools()]
 
 
 def _strip_prefix(name: str) -> tuple[str, str | None]:

@@ -7,13 +7,14 @@ from __future__ import annotations
 from biotool.competence import bounded
 from biotool.output import InputError
 from biotool.provenance import provenance
-from biotool.annotate.sequences import DNA, clean, resolve, reverse_complement
+from biotool.annotate.sequences import clean, resolve, reverse_complement
 
 AMBIGUOUS_NOTE = "ambiguous IUPAC bases (N, R, Y...) cannot be read exactly"
 
 
 def _ambiguous(seq: str) -> int:
-    return sum(1 for ch in seq if ch not in DNA or ch == "N")
+    """IUPAC ambiguity codes in seq; U is RNA's T, a base read exactly."""
+    return sum(1 for ch in seq if ch not in "ACGTU")
 
 
 def _table(value) -> object:
@@ -34,7 +35,7 @@ def seq_stats(args: dict) -> dict:
     out = {"length": len(seq), "alphabet": alphabet}
     counts = {ch: seq.count(ch) for ch in sorted(set(seq))}
     out["composition"] = counts
-    spots, confidence = [], 1.0
+    spots, confidence, remedy = [], 1.0, ""
     if alphabet == "protein":
         from Bio.SeqUtils.ProtParam import ProteinAnalysis
 
@@ -43,6 +44,7 @@ def seq_stats(args: dict) -> dict:
             spots.append(f"{len(seq) - len(standard)} non-standard residues left out of mass, "
                          "pI and GRAVY")
             confidence = len(standard) / len(seq)
+            remedy = "resolve ambiguous positions first"
         if standard:
             pa = ProteinAnalysis(standard)
             out.update(molecular_weight_da=round(pa.molecular_weight(), 2),
@@ -59,18 +61,20 @@ def seq_stats(args: dict) -> dict:
         out["gc_fraction"] = round(gc_fraction(seq, ambiguous="ignore"), 6) if known else None
         if "U" in seq and "T" not in seq:
             out["alphabet"] = "rna"
-        if not amb:
+        if amb:
+            spots.append(f"{amb} {AMBIGUOUS_NOTE}; GC counts only A/C/G/T/U, no mass given")
+            confidence = known / len(seq)
+            remedy = "resolve ambiguous positions first"
+        elif "U" in seq and "T" in seq:
+            spots.append("both T and U present: neither DNA nor RNA, no mass given")
+        else:
             out["molecular_weight_da"] = round(molecular_weight(
                 seq, seq_type="RNA" if out["alphabet"] == "rna" else "DNA",
                 double_stranded=bool(args.get("double_stranded", False))), 2)
-        else:
-            spots.append(f"{amb} {AMBIGUOUS_NOTE}; GC counts only A/C/G/T, no mass given")
-            confidence = known / len(seq)
         if set(seq) <= set("ACGTN") and len(seq) < 20:
             spots.append("a short sequence of A/C/G/T only could also be a peptide "
                          "(Ala, Cys, Gly, Thr); pass alphabet='protein' if it is one")
-    out["competence"] = bounded(confidence, confidence, blind_spots=spots,
-                                remedy="resolve ambiguous positions first" if spots else "")
+    out["competence"] = bounded(confidence, confidence, blind_spots=spots, remedy=remedy)
     out["provenance"] = provenance(*used)
     return out
 
@@ -249,6 +253,9 @@ def primer_tm(args: dict) -> dict:
         raise InputError(f"args.sequence: {amb} ambiguous bases; nearest-neighbour Tm needs "
                          "A/C/G/T only (resolve them or give one primer per variant)",
                          culprit="sequence")
+    if "U" in seq:
+        raise InputError("args.sequence: holds U; the nearest-neighbour tables here are for DNA "
+                         "primers (A/C/G/T only)", culprit="sequence")
     na, mg, dntps, nm = (args.get("na_mM", 50.0), args.get("mg_mM", 0.0),
                          args.get("dntps_mM", 0.0), args.get("primer_nM", 250.0))
     tm_nn = mt.Tm_NN(seq, Na=na, Mg=mg, dNTPs=dntps, dnac1=nm, dnac2=0)

@@ -10,7 +10,6 @@ import re
 
 from biotool.output import InputError
 
-DNA = set("ACGTN")
 IUPAC_DNA = set("ACGTURYSWKMBDHVN")
 PROTEIN = set("ACDEFGHIKLMNPQRSTVWYBZXJUO*")
 _SPACE = re.compile(r"[\s0-9]+")

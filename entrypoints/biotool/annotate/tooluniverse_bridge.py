@@ -153,7 +153,7 @@ def tools() -> tuple[Tool, ...]:
                 endpoints=endpoints,
                 source="tooluniverse", labels=(collection, str(cfg.get("type", ""))),
                 aliases=tuple(a for a in cfg.get("aliases", []) or [] if isinstance(a, str)),
-                extra={"config_file": str(path), "type": cfg.get("type", "")}))
+                extra={"config_file": str(path), "config": cfg}))
     return tuple(out)
 
 
@@ -177,8 +177,7 @@ def call(tool: Tool, args: dict) -> dict:
     from biotool.competence import bounded
     from biotool.provenance import provenance, used
 
-    configs = json.loads(Path(tool.extra["config_file"]).read_text())
-    config = next(c for c in configs if isinstance(c, dict) and c.get("name") == tool.name)
+    config = tool.extra["config"]
     instance = _tool_class(config["type"])(config)
     try:
         result = instance.run(args)

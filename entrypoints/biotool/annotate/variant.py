@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 
+from biotool.annotate.sequences import reverse_complement
 from biotool.competence import bounded, not_applicable
 from biotool.output import InputError
-from biotool.provenance import provenance
+from biotool.provenance import provenance, used as used_item
 
 THREE = {"A": "Ala", "R": "Arg", "N": "Asn", "D": "Asp", "C": "Cys", "Q": "Gln", "E": "Glu",
          "G": "Gly", "H": "His", "I": "Ile", "L": "Leu", "K": "Lys", "M": "Met", "F": "Phe",
@@ -61,10 +62,6 @@ def _bases(value, field: str, allow_empty: bool) -> str:
 
 # ------------------------------------------------------------------ locating the CDS
 
-def _revcomp(seq: str) -> str:
-    return seq.translate(str.maketrans("ACGTNacgtn", "TGCANtgcan"))[::-1]
-
-
 def _minus(row: dict) -> bool:
     return row["strand"] == "-"
 
@@ -80,7 +77,7 @@ def _cds_from_row(row: dict) -> tuple[str, str, dict]:
     genome = reference_sequences(rec)[row["seqid"]]
     joined = "".join(genome[a - 1:b] for a, b in row["segments"])
     if _minus(row):
-        return _revcomp(joined), _revcomp(genome[:row["segments"][0][0] - 1]), rec
+        return reverse_complement(joined), reverse_complement(genome[:row["segments"][0][0] - 1]), rec
     return joined, genome[row["segments"][-1][1]:], rec
 
 
@@ -185,8 +182,7 @@ def _start_lost(cds: str, mutated: str) -> bool:
     return mutated[:3] != cds[:3] and mutated[:3] != "ATG"
 
 
-def _protein_change(cds: str, flank: str, start: int, end: int, alt: str, table: int,
-                    start_codons) -> dict:
+def _protein_change(cds: str, flank: str, start: int, end: int, alt: str, table: int) -> dict:
     ref_prot = _to_stop(_translate(cds, table))
     mutated = cds[:start] + alt + cds[end:]
     delta = len(alt) - (end - start)
@@ -278,15 +274,12 @@ def _protein_change(cds: str, flank: str, start: int, end: int, alt: str, table:
 def annotate_on_cds(cds: str, flank: str, start: int, end: int, alt: str, table: int = 1,
                     gene: str | None = None) -> dict:
     """Annotate the edit cds[start:end] -> alt (0-based, half-open) on one CDS."""
-    from Bio.Data import CodonTable
-
-    start_codons = CodonTable.unambiguous_dna_by_id[table].start_codons
     start, end, alt = _trim(cds, start, end, alt)
     if start == end and not alt:
         raise InputError("args.alt: the same as the reference; nothing changes", culprit="alt")
     start, end, alt = _shift_3prime(cds, start, end, alt)
     hgvs_c, kind = _hgvs_c(cds, start, end, alt)
-    change = _protein_change(cds, flank, start, end, alt, table, start_codons)
+    change = _protein_change(cds, flank, start, end, alt, table)
     change.setdefault("so_term", SO_TERM.get(change["effect"], change["effect"]))
     ref = cds[start:end]
     prefix = f"{gene}:" if gene else ""
@@ -333,16 +326,16 @@ def _edit_from_args(args: dict, cds: str, row: dict | None) -> tuple[int, int, s
         # the edit covers genomic position..position+len(ref)-1 read backwards.
         pos = args["position"]
         if ref is None:
-            ref = _revcomp(cds[_genomic_to_cds(row, pos)]) if alt and len(alt) == 1 else ""
+            ref = reverse_complement(cds[_genomic_to_cds(row, pos)]) if alt and len(alt) == 1 else ""
             if not alt:
                 raise InputError("args.ref: a deletion needs the deleted bases in ref",
                                  culprit="ref")
-        alt = _revcomp(alt)
+        alt = reverse_complement(alt)
         if ref == "":  # an insertion after `position`: before its base in CDS order
             at = _genomic_to_cds(row, pos)
             return at, at, alt
         start = _genomic_to_cds(row, pos + len(ref) - 1)
-        if start is None or cds[start:start + len(ref)] != _revcomp(ref):
+        if start is None or cds[start:start + len(ref)] != reverse_complement(ref):
             raise InputError(f"args.ref: {ref} does not match the reference at position "
                              f"{pos} of the minus-strand CDS {row['symbol']}", culprit="ref")
         return start, start + len(ref), alt
@@ -421,8 +414,6 @@ def variant_annotate(args: dict) -> dict:
         candidates = [r for r in rows_all if r["reference"] == rec["name"]
                       and r["seqid"] == seqid and _genomic_to_cds(r, args["position"]) is not None]
         if not candidates:
-            from biotool.provenance import used as used_item
-
             ref_base = seqs[seqid][args["position"] - 1]
             return {"source": f"{rec['name']}:{seqid}", "position": args["position"],
                     "ref_base": ref_base, "effect": "non_coding", "annotations": [],
@@ -456,8 +447,6 @@ def variant_annotate(args: dict) -> dict:
         if ann["effect"] == "frameshift" and not ann.get("new_stop_found"):
             spots.append(f"{row['symbol']}: no new stop before the end of {row['seqid']}")
         annotations.append(ann)
-    from biotool.provenance import used as used_item
-
     used += [used_item("reference", r["name"], r["sha256"]) for r in ref_used.values()]
     n = len(annotations)
     if n > 1:

@@ -26,11 +26,7 @@ def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
     _, deadline = deadline_from(timeout)
     ref = resolve(reference)
     recs, total = fastq.sample(fastq_path, n_reads, seed)
-    shape = fastq.library_shape(recs)
-    if preset == "auto":
-        preset, why = fastq.auto_preset(shape)
-    else:
-        why = "given with --preset"
+    preset, why = fastq.choose_preset(recs, preset)
     index, _ = ref.index(preset)
     aligner = mappy.Aligner(str(index), preset=preset)
     if not aligner:

@@ -12,6 +12,7 @@ import os
 import subprocess
 import tempfile
 import time
+from itertools import islice
 from pathlib import Path
 
 from biotool.cache import content_key, entry_dir
@@ -26,26 +27,19 @@ FEED_SHARE = 0.6
 
 
 def choose_preset(fastqs: list[Path], preset: str) -> tuple[str, str]:
-    if preset != "auto":
-        return preset, "given with --preset"
-    head = []
-    for rec in fastq.records(fastqs[0]):
-        head.append(rec)
-        if len(head) >= SHAPE_SAMPLE:
-            break
-    return fastq.auto_preset(fastq.library_shape(head))
+    """The preset for a library, judged on its first SHAPE_SAMPLE reads when "auto"."""
+    head = list(islice(fastq.records(fastqs[0]), SHAPE_SAMPLE)) if preset == "auto" else []
+    return fastq.choose_preset(head, preset)
 
 
 def _stream(fastqs: list[Path]):
     """Records to feed minimap2: one file, or two mate files interleaved (fragment mode pairs them)."""
     if len(fastqs) == 1:
         yield from fastq.records(fastqs[0])
-    elif len(fastqs) == 2:
+    else:
         for r1, r2 in fastq.paired(fastqs[0], fastqs[1]):
             yield r1
             yield r2
-    else:
-        raise InputError("--fastq: give one file, or two mate files of one paired library")
 
 
 def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
@@ -60,6 +54,9 @@ def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
     from filelock import FileLock, Timeout
 
     fastqs = [Path(f) for f in fastqs]
+    if len(fastqs) not in (1, 2):
+        raise InputError(f"--fastq {','.join(map(str, fastqs))}: give one file, or two mate "
+                         "files of one paired library")
     for f in fastqs:
         fastq.check_path(f)
     preset, why = choose_preset(fastqs, preset)

@@ -17,7 +17,7 @@ from biotool.provenance import provenance
 from biotool.reads import region as region_mod
 from biotool.reads.bam import open_bam
 from biotool.reads.indel import deletion_span, insertion_left, insertion_right
-from biotool.reads.inputs import bams_for, check_top, deadline_from
+from biotool.reads.inputs import bams_for, check_top, deadline_from, region_not_in_bam
 from biotool.reads.reference import resolve
 
 CONVENTION = ("pos is the 1-based last reference base covered before the break: a read "
@@ -185,27 +185,28 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
     check_top(top)
     start_t, deadline = deadline_from(timeout)
     ref = resolve(reference)
-    regions = region_mod.parse(region, ref.contigs())
+    contigs = ref.contigs()
+    regions = region_mod.parse(region, contigs)
     libs, index_prov = bams_for([fastq] if fastq else [], bam or [], ref, preset, threads,
                                 deadline, start_t)
     lib = libs[0]
-    fasta = pysam.FastaFile(str(ref.fasta))
     parts = []
     handle = open_bam(lib["bam"])
     try:
-        for contig, s, e in regions:
-            if contig not in handle.references:
-                continue
-            off = max(0, s - PAD)
-            seq = fasta.fetch(contig, off, min(ref.contigs()[contig], e + PAD)).upper()
-            parts.append(tally(handle, contig, s, e, seq, off, min_mapq, deadline))
-            parts[-1]["contig"] = contig
-            if parts[-1]["truncated"]:
-                break
+        with pysam.FastaFile(str(ref.fasta)) as fasta:
+            for contig, s, e in regions:
+                if contig not in handle.references:
+                    continue
+                off = max(0, s - PAD)
+                seq = fasta.fetch(contig, off, min(contigs[contig], e + PAD)).upper()
+                parts.append(tally(handle, contig, s, e, seq, off, min_mapq, deadline))
+                parts[-1]["contig"] = contig
+                if parts[-1]["truncated"]:
+                    break
     finally:
         handle.close()
     if not parts:
-        raise_missing(lib["bam"], regions)
+        raise region_not_in_bam(lib["bam"], regions)
     import numpy as np
 
     tables = []
@@ -294,14 +295,6 @@ def _ranked_rows(tables, top: int):
     scores = np.concatenate(all_scores) if all_scores else np.zeros((0, 2), dtype=np.int64)
     scores = scores[np.lexsort((-scores[:, 1], -scores[:, 0]))]
     return picked[:top], scores
-
-
-def raise_missing(bam_path: str, regions) -> None:
-    from biotool.output import InputError
-
-    names = ", ".join(c for c, _, _ in regions[:5])
-    raise InputError(f"--bam {bam_path}: its header has none of the reference contigs ({names}); "
-                     "was it aligned to this --reference?")
 
 
 def _with_competence(row: dict, scores, i: int, truncated: bool) -> dict:

@@ -77,12 +77,12 @@ def register(app: typer.Typer) -> None:
         widened across repeats), so it counts at every pos of its span. Output: consensus
         [{contig, pos, starts, ends, clips, indels, support, agreeing, intact, depth,
         broken_fraction, competence}] ranked by support times the number of signatures that
-        agree there (>= 2 reads and >= 10% of the support each); by_signature gives the best pos of each signature alone (indels: the
-        span where most agree); bam is the cached alignment for reuse with --bam; truncated: true
-        when --timeout cut the work short. Exit 2 on
-        bad input (malformed FASTQ, mate files of different lengths, BAM without index, BAM
-        aligned to another reference, reference not staged, region outside the contig); 4 if
-        minimap2/samtools fail. Two runs on the same reads at once align them once (the second
+        agree there (>= 2 reads and >= 10% of the support each); by_signature gives the best
+        pos of each signature alone (indels: the span where most agree); bam is the cached
+        alignment for reuse with --bam; truncated: true when --timeout cut the work short.
+        Exit 2 on bad input (malformed FASTQ, mate files of different lengths, BAM without
+        index, BAM aligned to another reference, reference not staged, region outside the
+        contig or on a contig the BAM lacks); 4 if minimap2/samtools fail. Two runs on the same reads at once align them once (the second
         waits and reuses the cached BAM)."""
         from biotool.reads.breakpoints import breakpoints
 
@@ -118,12 +118,13 @@ def register(app: typer.Typer) -> None:
         depth), strand counts fwd/rev and per-sample counts, ranked by alt_reads then af.
         Nothing below the floor (--min-depth, --min-af, and at least 2 alt reads) is listed;
         n_below_floor says how many candidate alleles seen in 2+ reads fell below it. An
-        indel's depth is the reads spanning its anchor base and the base after it. pos is 1-based; an indel's pos
-        is the base before it and ref/alt include that base (VCF convention), shifted fully
-        left in repeats; other_indels_nearby counts different indels overlapping an
-        indel call (one event written several ways by noisy reads). Also median_depth (over the region), median_depth_covered (over positions with
-        any read), fraction_assessed (share of positions with depth
-        >= --min-depth) and competence saying what the depth cannot show. Exit 2 on bad
+        indel's depth is the reads spanning its anchor base and the base after it. pos is
+        1-based; an indel's pos is the base before it and ref/alt include that base (VCF
+        convention), shifted fully left in repeats; other_indels_nearby counts different
+        indels overlapping an indel call (one event written several ways by noisy reads).
+        Also, in that same depth: median_depth (over the region), median_depth_covered (over
+        positions with depth > 0), fraction_assessed (share of positions with depth >=
+        --min-depth), and competence saying what the depth cannot show. Exit 2 on bad
         input (malformed FASTQ, BAM without index, reference not staged, region outside the
         contig, the same file twice, BAMs aligned to a different reference: a contig of another
         length or M5 in the header, or >30% of aligned bases differing from --reference); 4 if

@@ -133,6 +133,13 @@ def library_shape(recs: list[Record]) -> dict:
     return {"median_length": lengths[len(lengths) // 2], "mean_quality": round(qsum / qlen, 1)}
 
 
+def choose_preset(recs: list[Record], preset: str) -> tuple[str, str]:
+    """(preset, why): `preset` as given, or for "auto" the one the sample's shape calls for."""
+    if preset != "auto":
+        return preset, "given with --preset"
+    return auto_preset(library_shape(recs))
+
+
 def auto_preset(shape: dict) -> tuple[str, str]:
     """The minimap2 preset for a library shape, and why (short accurate reads -> sr)."""
     med, q = shape["median_length"], shape["mean_quality"]

@@ -22,10 +22,11 @@ def bams_for(fastq_groups: list[list[str]], bams: list[str], ref: Reference, pre
     _no_repeats(bams or [str(f) for g in fastq_groups for f in g], "--bam" if bams else "--fastq")
     if bams:
         contigs = ref.contigs()
+        md5s: dict[str, str] = {}  # contig -> md5 of the reference's sequence, shared by BAMs
         for b in bams:
             handle = open_bam(b)  # fail early on a missing index, before any work
             try:
-                check_header(handle, b, ref, contigs)
+                check_header(handle, b, ref, contigs, md5s)
             finally:
                 handle.close()
             libs.append({"sample": Path(b).name, "bam": str(b), "aligned_here": False,
@@ -52,11 +53,12 @@ def deadline_from(timeout: float | None) -> tuple[float, float | None]:
     return start, (start + timeout if timeout else None)
 
 
-def check_header(handle, path: str, ref: Reference, contigs: dict[str, int]) -> None:
+def check_header(handle, path: str, ref: Reference, contigs: dict[str, int],
+                 md5s: dict[str, str]) -> None:
     """InputError unless the BAM was aligned to this reference: it must share a contig name
     with it, every shared name must have the same length, and an @SQ M5 (when present) the
-    same sequence. Pooling BAMs of different references would add unrelated positions."""
-    import hashlib
+    same sequence. Pooling BAMs of different references would add unrelated positions.
+    `md5s` memoises each contig's digest, so several BAMs hash the reference once."""
 
     shared = [sq for sq in handle.header.to_dict().get("SQ", []) if sq.get("SN") in contigs]
     if not shared:
@@ -69,14 +71,22 @@ def check_header(handle, path: str, ref: Reference, contigs: dict[str, int]) -> 
                              f"but {contigs[sq['SN']]} bp in --reference {ref.name}: it was "
                              "aligned to a different reference")
         if sq.get("M5"):
-            import pysam
-
-            with pysam.FastaFile(str(ref.fasta)) as fa:
-                seq = fa.fetch(sq["SN"]).upper().encode()
-            if hashlib.md5(seq).hexdigest() != str(sq["M5"]).lower():
+            if sq["SN"] not in md5s:
+                md5s[sq["SN"]] = _contig_md5(ref, sq["SN"])
+            if md5s[sq["SN"]] != str(sq["M5"]).lower():
                 raise InputError(f"--bam {path}: contig {sq['SN']} has a different sequence (M5) "
                                  f"in its header than in --reference {ref.name}: it was aligned "
                                  "to a different reference")
+
+
+def _contig_md5(ref: Reference, contig: str) -> str:
+    """The SAM-spec M5 of a reference contig: md5 of its upper-cased sequence."""
+    import hashlib
+
+    import pysam
+
+    with pysam.FastaFile(str(ref.fasta)) as fa:
+        return hashlib.md5(fa.fetch(contig).upper().encode()).hexdigest()
 
 
 def _no_repeats(paths: list[str], flag: str) -> None:
@@ -97,6 +107,14 @@ def _unique_samples(libs: list[dict]) -> None:
         if counts[l["sample"]] > 1:
             l["sample"] = l.get("bam") or l["fastq"][0]
         l["sample"] = " ".join(l["sample"].split()) or "sample"
+
+
+def region_not_in_bam(bam_path: str, regions) -> InputError:
+    """The error for a BAM whose header lacks every contig of --region (it shares others with
+    --reference, or check_header would have refused it)."""
+    names = ", ".join(c for c, _, _ in regions[:3])
+    return InputError(f"--bam {bam_path}: its header has none of the region's contigs ({names}); "
+                      "was it aligned to this --reference?")
 
 
 def check_top(top: int) -> None:

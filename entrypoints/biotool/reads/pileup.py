@@ -27,7 +27,6 @@ class Pileup:
         n = end - start
         self.bases = np.zeros(n * 8, dtype=np.int64)  # [pos][A,C,G,T][fwd,rev]
         self.deleted = np.zeros(n + 1, dtype=np.int64)  # reads with a deletion over a base
-        self.span = np.zeros(n + 1, dtype=np.int64)  # reads whose alignment covers a base
         self.pairs = np.zeros(n + 1, dtype=np.int64)  # ... covers a base and the one after it
         self.indels: dict = defaultdict(lambda: [0, 0])  # (pos0, REF, ALT) -> [fwd, rev]
         self.reads_used = 0
@@ -116,7 +115,6 @@ class Pileup:
             self.bases += np.bincount(idx, minlength=self.bases.size)
         n = self.end - self.start
         for lo_list, hi_list, shrink, arr in ((self._dlo, self._dhi, 0, self.deleted),
-                                              (self._slo, self._shi, 0, self.span),
                                               (self._slo, self._shi, 1, self.pairs)):
             if lo_list:
                 lo = np.clip(np.asarray(lo_list, dtype=np.int64) - self.start, 0, n)
@@ -126,14 +124,13 @@ class Pileup:
         self._reset()
 
     def finish(self) -> dict:
-        """Arrays over the region: counts (n,4,2), deleted, span coverage, pairs (reads covering a
-        base and the next: those that can show an indel after it); and the indels."""
+        """Arrays over the region: counts (n,4,2), deleted, pairs (reads covering a base and
+        the next: those that can show an indel after it); and the indels."""
         import numpy as np
 
         n = self.end - self.start
         return {"counts": self.bases.reshape(n, 4, 2),
                 "deleted": np.cumsum(self.deleted)[:n],
-                "span": np.cumsum(self.span)[:n],
                 "pairs": np.cumsum(self.pairs)[:n],
                 "indels": dict(self.indels), "reads_used": self.reads_used,
                 "truncated": self.truncated}

@@ -14,7 +14,7 @@ from biotool.competence import bounded, not_applicable
 from biotool.provenance import provenance, used
 from biotool.reads import region as region_mod
 from biotool.reads.bam import open_bam
-from biotool.reads.inputs import bams_for, check_top, deadline_from
+from biotool.reads.inputs import bams_for, check_top, deadline_from, region_not_in_bam
 from biotool.reads.pileup import Pileup, _lut
 from biotool.reads.reference import resolve
 
@@ -62,34 +62,37 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
     reads_used = [0] * len(libs)
     in_header = [False] * len(libs)
     mismatched, aligned = [0] * len(libs), [0] * len(libs)
-    for contig, s, e in regions:
-        off = max(0, s - PAD)
-        seq = fasta.fetch(contig, off, min(contigs[contig], e + PAD)).upper()
-        per_lib = []
-        for i, lib in enumerate(libs):
-            pile = Pileup(contig, s, e, seq, off, min_bq=min_bq)
-            handle = open_bam(lib["bam"])
-            try:
+    handles = []  # each BAM opened once, not once per contig of a many-contig reference
+    try:
+        for lib in libs:
+            handles.append(open_bam(lib["bam"]))
+        for contig, s, e in regions:
+            off = max(0, s - PAD)
+            seq = fasta.fetch(contig, off, min(contigs[contig], e + PAD)).upper()
+            per_lib = []
+            for i, handle in enumerate(handles):
+                pile = Pileup(contig, s, e, seq, off, min_bq=min_bq)
                 if contig in handle.references:
                     in_header[i] = True
                     pile.add_bam(handle, min_mapq, deadline)
-            finally:
-                handle.close()
-            out = pile.finish()
-            mism, bases = _mismatches(out["counts"], seq[s - off:e - off])
-            mismatched[i] += mism
-            aligned[i] += bases
-            reads_used[i] += out["reads_used"]
-            truncated |= out["truncated"]
-            per_lib.append(out)
-        region_calls, n_below, depth = _call(contig, s, e, seq, off, per_lib, libs,
-                                             min_depth, min_af)
-        calls += region_calls
-        below += n_below
-        depths.append(depth)
+                out = pile.finish()
+                mism, bases = _mismatches(out["counts"], seq[s - off:e - off])
+                mismatched[i] += mism
+                aligned[i] += bases
+                reads_used[i] += out["reads_used"]
+                truncated |= out["truncated"]
+                per_lib.append(out)
+            region_calls, n_below, depth = _call(contig, s, e, seq, off, per_lib, libs,
+                                                 min_depth, min_af)
+            calls += region_calls
+            below += n_below
+            depths.append(depth)
+    finally:
+        for handle in handles:
+            handle.close()
     missing = [l["bam"] for l, ok in zip(libs, in_header) if not ok]
     if missing:
-        raise_no_contig(missing, regions)
+        raise region_not_in_bam(missing[0], regions)
     for lib, mism, bases in zip(libs, mismatched, aligned):
         if (not lib.get("aligned_here") and bases >= MISMATCH_MIN_BASES
                 and mism > MISMATCH_REFUSE * bases):
@@ -129,7 +132,7 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
     if vcf:
         from biotool.reads.vcf import write_vcf
 
-        result["vcf"] = write_vcf(vcf, calls, libs, ref, contigs, result["floor"], regions)
+        result["vcf"] = write_vcf(vcf, calls, libs, ref, contigs, result["floor"])
     result["competence"] = _summary_competence(median_depth, median_covered, assessed, min_depth,
                                                min_af, len(calls), truncated)
     bam_prov = [used("alignments", l["sample"], "", path=l["bam"]) for l in libs
@@ -138,21 +141,13 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
     return result
 
 
-def raise_no_contig(bams, regions):
-    from biotool.output import InputError
-
-    names = ", ".join(c for c, _, _ in regions[:3])
-    raise InputError(f"--bam {bams[0]}: its header has none of the region's contigs ({names}); "
-                     "was it aligned to this --reference?")
-
-
 def _call(contig, s, e, seq, off, per_lib, libs, min_depth, min_af):
+    """(calls, candidates below the floor, informative depth per position) for one region."""
     import numpy as np
 
     n = e - s
     counts = sum(p["counts"] for p in per_lib)          # (n, 4, 2)
     deleted = sum(p["deleted"] for p in per_lib)
-    span = sum(p["span"] for p in per_lib)
     depth = counts.sum(axis=(1, 2)) + deleted
     refc = _lut()[np.frombuffer(seq[s - off:e - off].encode(), dtype=np.uint8)]
     alt = counts.sum(axis=2)                            # (n, 4)
@@ -210,7 +205,7 @@ def _call(contig, s, e, seq, off, per_lib, libs, min_depth, min_af):
                       "length": abs(len(r) - len(a)), "depth": d, "alt_reads": k,
                       "af": round(f, 4), "fwd": fwd, "rev": rev, "samples": samples,
                       "other_indels_nearby": _nearby(keys, per_lib, key)})
-    return calls, below, span
+    return calls, below, depth
 
 
 def _nearby(keys, per_lib, key, flank: int = 5) -> int:

@@ -43,7 +43,7 @@ def _text(calls, libs, ref, contigs, floor) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_vcf(out: str | Path, calls, libs, ref, contigs, floor, regions) -> dict:
+def write_vcf(out: str | Path, calls, libs, ref, contigs, floor) -> dict:
     """Write OUT (.vcf.gz) and OUT.tbi; the cache holds the same files under a content key."""
     import pysam
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 
+from biotool import staging
 from biotool.competence import bounded, not_applicable
 from biotool.output import InputError
-from biotool.provenance import provenance
+from biotool.provenance import provenance, used
 from biotool.singlecell import celltypist_panel as ctp
 from biotool.singlecell import models as mdl
 from biotool.singlecell import species as sp
@@ -49,10 +50,10 @@ def _celltypist(adata, species: str, reference: str) -> tuple[dict, list]:
         return {"reference": None, "ranking": [], "composition": [],
                 "reference_is_conclusive": False, "competence": comp.explain(),
                 "caveat": comp.blind_spots[0]}, []
-    loaded = [(rec["name"], ctp.load_model(mdl.staging.path_of(rec))) for rec in panel]
+    loaded = [(rec["name"], ctp.load_model(staging.path_of(rec))) for rec in panel]
     rows = ctp.rank(adata, loaded)
     scored = [r for r in rows if r["fit"] is not None]
-    items = [mdl.used("model", rec["name"], rec["sha256"], framework="celltypist")
+    items = [used("model", rec["name"], rec["sha256"], framework="celltypist")
              for rec in panel]
     tissues = {rec["name"]: rec.get("tissue", "") for rec in panel}
     ranking = [{k: v for k, v in r.items() if k != "_score"} | {"tissue": tissues[r["reference"]]}

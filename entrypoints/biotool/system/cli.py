@@ -16,8 +16,9 @@ def describe() -> dict:
 def register(app: typer.Typer) -> None:
     @app.command("list")
     def list_cmd() -> None:
-        """Every tool family and every reference, database and model this image knows,
-        each with whether it is staged and usable here, and why not."""
+        """Every tool family and every reference, database, model and sample (example
+        inputs to try) this image knows, each with whether it is staged and usable here:
+        items[] carry kind, name, set, staged, usable, and path (when staged) or reason."""
         from biotool.system.inventory import list_everything
 
         run(list_everything)

@@ -101,8 +101,9 @@ def check_user() -> dict:
 
 
 def check_binaries() -> list[dict]:
-    return [_check(f"binary:{b}", shutil.which(b) is not None,
-                   shutil.which(b) or f"{b} not on PATH") for b in BINARIES]
+    found = {b: shutil.which(b) for b in BINARIES}
+    return [_check(f"binary:{b}", path is not None, path or f"{b} not on PATH")
+            for b, path in found.items()]
 
 
 def doctor(verify_sha: bool = True) -> dict:

@@ -55,7 +55,7 @@ def references() -> dict:
         if rec:
             row["path"] = str(staging.path_of(rec))
             row["sha256"] = rec["sha256"]
-            row["indexes"] = {k: {"path": str(staging.home() / v["path"]), "sha256": v["sha256"]}
+            row["indexes"] = {k: {"path": str(staging.path_of(rec, k)), "sha256": v["sha256"]}
                               for k, v in rec["files"].items() if k != "main"}
             if st["usable"]:
                 usable_used.append(used("reference", rec["name"], rec["sha256"]))

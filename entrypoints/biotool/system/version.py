@@ -14,7 +14,7 @@ PACKAGES = ("numpy", "scipy", "pandas", "anndata", "h5py", "scanpy", "scikit-lea
             "celltypist", "torch", "transformers", "tokenizers", "safetensors", "pysam",
             "mappy", "biopython", "rdkit", "typer", "filelock", "tooluniverse")
 BINARIES = {"minimap2": ["--version"], "samtools": ["--version"], "bcftools": ["--version"],
-            "blastn": ["-version"], "squid": ["-v"]}
+            "blastn": ["-version"]}
 
 
 def _binary_version(name: str, args: list[str]) -> str | None:

@@ -70,9 +70,10 @@ def register(app: typer.Typer) -> None:
         remote: bool = typer.Option(False, "--remote", help="Search NCBI BLAST through the "
                                                             "egress proxy."),
         database: Optional[str] = typer.Option(None, "--database", help="Local: a staged "
-                                               "database name or alias (default the first "
-                                               "staged, demo-viral-panel). Remote: an NCBI "
-                                               "database (default nt)."),
+                                               "BLAST database name or alias (default: the "
+                                               "staged taxonomy panel, production before "
+                                               "demo; demo-viral-panel in the demo image). "
+                                               "Remote: an NCBI database (default nt)."),
         email: str = typer.Option("", "--email", help="Contact address sent to NCBI as the "
                                   "`email` parameter (or env BIOTOOL_NCBI_EMAIL)."),
         seed: int = typer.Option(0, "--seed", help="Sampling seed."),

@@ -16,7 +16,7 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import urlencode, urlsplit
 
@@ -186,34 +186,31 @@ class BlastClient:
     settings: Settings
     pacer: Pacer
     clock: Callable[[], float] = time.time
-    request: Callable | None = None
     log: Callable[[str], None] = lambda msg: None
-    contacts: list = field(default_factory=list)  # (slot, what) for the result's record
+    contacts: int = 0  # requests sent, for the result's record
 
     def _http(self, method: str, params: dict, deadline: float) -> "object":
         from biotool import net
 
-        req = self.request or net.request
         params = {**params, "tool": TOOL, **({"email": self.settings.email}
                                              if self.settings.email else {})}
         budget = max(5.0, min(300.0, deadline - self.clock()))
         if method == "POST":
-            return req("POST", self.settings.url, body=urlencode(params).encode(),
-                       headers={"Content-Type": "application/x-www-form-urlencoded"},
-                       timeout=budget)
-        return req("GET", f"{self.settings.url}?{urlencode(params)}", timeout=budget)
+            return net.request("POST", self.settings.url, body=urlencode(params).encode(),
+                               headers={"Content-Type": "application/x-www-form-urlencoded"},
+                               timeout=budget)
+        return net.request("GET", f"{self.settings.url}?{urlencode(params)}", timeout=budget)
 
-    def _contact(self, what: str, deadline: float, rid: str | None = None,
-                 not_before: float = 0.0) -> float:
+    def _contact(self, deadline: float, rid: str | None = None, not_before: float = 0.0) -> float:
         slot = self.pacer.wait_turn(rid=rid, not_before=not_before, deadline=deadline)
-        self.contacts.append((slot, what))
+        self.contacts += 1
         return slot
 
     def put(self, batch: list, deadline: float) -> tuple[str, float, float]:
         from biotool.taxonomy.sequences import to_fasta
 
         s = self.settings
-        slot = self._contact("put", deadline)
+        slot = self._contact(deadline)
         resp = self._http("POST", {"CMD": "Put", "PROGRAM": s.program, "DATABASE": s.database,
                                    "QUERY": to_fasta(batch), "HITLIST_SIZE": str(s.hitlist_size),
                                    "FORMAT_TYPE": "JSON2_S"}, deadline)
@@ -239,7 +236,7 @@ class BlastClient:
         return rid, rtoe, max(slot, self.clock())
 
     def poll(self, job: _Job, deadline: float) -> str:
-        slot = self._contact(f"poll {job.rid}", deadline, rid=job.rid, not_before=job.not_before)
+        slot = self._contact(deadline, rid=job.rid, not_before=job.not_before)
         resp = self._http("GET", {"CMD": "Get", "FORMAT_OBJECT": "SearchInfo", "RID": job.rid},
                           deadline)
         job.polls += 1
@@ -255,7 +252,7 @@ class BlastClient:
         return status
 
     def fetch(self, job: _Job, deadline: float, top: int) -> dict[str, list]:
-        self._contact(f"get {job.rid}", deadline)
+        self._contact(deadline)
         resp = self._http("GET", {"CMD": "Get", "FORMAT_TYPE": "JSON2_S", "RID": job.rid},
                           deadline)
         if resp.status != 200:
@@ -304,15 +301,14 @@ class BlastClient:
                              f"{half} and {len(job.batch) - half}")
                     queue[:0] = [job.batch[:half], job.batch[half:]]
         except PastDeadline:
-            pending = [j for j in inflight]
             if not hits:
-                what = (f"RID {pending[0].rid} still {pending[0].status or 'not polled'} after "
-                        f"{pending[0].polls} polls") if pending else "no search finished"
+                what = (f"RID {inflight[0].rid} still {inflight[0].status or 'not polled'} after "
+                        f"{inflight[0].polls} polls") if inflight else "no search finished"
                 raise ToolFailure(f"NCBI BLAST did not finish within --timeout {timeout:.0f} s "
                                   f"({what})") from None
         done = [q for q, _ in queries if q in hits]
         return {"hits": hits, "searched": done, "truncated": len(done) < len(queries),
-                "rids": rids, "halvings": halvings, "contacts": len(self.contacts)}
+                "rids": rids, "halvings": halvings, "contacts": self.contacts}
 
 
 def remote_search(queries: list, top: int, timeout: float, database: str, email: str,

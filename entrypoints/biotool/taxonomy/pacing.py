@@ -14,7 +14,7 @@ import json
 import math
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -54,7 +54,6 @@ class Pacer:
     poll_interval: float = 60.0
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
-    reserved: list = field(default_factory=list)  # (slot, rid) of this pacer, for reports
 
     def _state_fd(self) -> tuple[int, bool]:
         """The one schedule file, opened read-write; any UID sharing the volume may use it.
@@ -154,7 +153,6 @@ class Pacer:
             self._write(fd, {"last_contact": slot, "polls": polls})
         finally:
             os.close(fd)  # closing releases the lock
-        self.reserved.append((slot, rid))
         return slot
 
     def _write(self, fd: int, state: dict) -> None:

@@ -32,6 +32,17 @@ def test_seq_stats_flags_ambiguous_bases(call):
     assert "ambiguous" in res["competence"]["blind_spots"][0]
 
 
+def test_seq_stats_reads_u_as_rna_not_as_ambiguous(call):
+    from Bio.SeqUtils import molecular_weight
+
+    res = call("seq_stats", {"sequence": "ACGUACGUAGGCUA"})
+    assert res["alphabet"] == "rna" and res["ambiguous_bases"] == 0
+    assert res["gc_fraction"] == 0.5 and res["competence"]["blind_spots"] == []
+    assert res["molecular_weight_da"] == round(molecular_weight("ACGUACGUAGGCUA", "RNA"), 2)
+    mixed = call("seq_stats", {"sequence": "ACGTUACGT"})
+    assert "molecular_weight_da" not in mixed and "T and U" in mixed["competence"]["blind_spots"][0]
+
+
 def test_protein_stats(call):
     res = call("seq_stats", {"sequence": "MKWVTFISLLFLFSSAYS", "alphabet": "protein"})
     assert res["length"] == 18 and 1900 < res["molecular_weight_da"] < 2300
@@ -101,6 +112,8 @@ def test_primer_tm_matches_the_nearest_neighbour_model(call):
 def test_primer_with_ambiguous_bases_is_refused_naming_the_field(call):
     with pytest.raises(InputError, match=r"^args\.sequence"):
         call("primer_tm", {"sequence": "ACGTNNACGT"})
+    with pytest.raises(InputError, match=r"^args\.sequence: holds U"):
+        call("primer_tm", {"sequence": "ACGUACGUACGUAAAGG"})
 
 
 def test_restriction_sites_cut_positions(call):

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
+from biotool.output import InputError
+
 
 def test_local_tooluniverse_tools_are_offered_and_remote_ones_are_not(biotool_env,
                                                                      tooluniverse_tools):
@@ -29,10 +35,6 @@ def test_a_tooluniverse_tool_agrees_with_the_builtin(call, tooluniverse_tools):
 
 
 def test_tooluniverse_arguments_are_validated_against_its_schema(call, tooluniverse_tools):
-    import pytest
-
-    from biotool.output import InputError
-
     with pytest.raises(InputError, match=r"args\.sequence: expected string"):
         call("DNA_reverse_complement", {"sequence": 42})
 
@@ -41,9 +43,6 @@ def test_tooluniverse_call_from_the_command_line(biotool, tooluniverse_tools):
     res = biotool("call", "tu:DNA_translate_sequence", '{"sequence": "ATGGCCTAA"}')
     assert res.code == 0, res.stderr
     assert "MA" in json.dumps(res.json["result"])
-
-
-import json  # noqa: E402
 
 
 def test_calling_a_builtin_does_not_read_the_tooluniverse_configs(call, tooluniverse_tools):

@@ -158,3 +158,15 @@ def test_molecules_keeping_a_hydrogen_atom_are_left_out_of_the_corpus(tmp_path):
     summary = build.build(smi, tmp_path / "rows.jsonl", seed=0)
     assert summary["molecules"] == 1
     assert summary["skipped_molecules"] == {"hydrogen_atom_in_graph": 1}
+
+
+def test_limit_stops_reading_once_enough_molecules_are_found(tmp_path):
+    # Everything after the limit is left unread: no classification, no skip counted.
+    from molperceive import build
+
+    smi = tmp_path / "m.smi"
+    smi.write_text("O=Cc1ccccc1 benzaldehyde\nOc1ccccc1 phenol\n[Xe] xenon\n")
+    summary = build.build(smi, tmp_path / "rows.jsonl", seed=0, limit=2)
+    assert summary["molecules"] == 2 and summary["skipped_molecules"] == {}
+    full = build.build(smi, tmp_path / "all.jsonl", seed=0)
+    assert full["molecules"] == 2 and sum(full["skipped_molecules"].values()) == 1

@@ -213,3 +213,56 @@ def test_unreadable_files_are_bad_input_not_internal_errors(biotool_env, cas9, m
         next(fastq.records(cas9["fastq"]))
     with pytest.raises(InputError, match="genome.fasta: cannot be read .Permission denied"):
         reference.resolve(str(cas9["fasta"]))
+
+
+@pytest.mark.parametrize("command", ["breakpoints", "variants"])
+def test_region_on_a_contig_the_bam_lacks(biotool, cas9, tmp_path, command):
+    # The reference has a second contig the BAM was never aligned to: the header check passes
+    # (sim_chr is shared), and --region on the other contig is named as the fault.
+    fasta = tmp_path / "two_contigs.fasta"
+    fasta.write_text(cas9["fasta"].read_text() + ">other_chr\n" + "ACGT" * 250 + "\n")
+    r = biotool(command, "--bam", str(cas9["bam"]), "--reference", str(fasta),
+                "--region", "other_chr:1-500")
+    _fail(r, str(cas9["bam"]), "none of the region's contigs (other_chr)")
+    ok = biotool(command, "--bam", str(cas9["bam"]), "--reference", str(fasta),
+                 "--region", "sim_chr:1-500")
+    assert ok.code == 0, ok.stderr
+
+
+def test_three_files_in_one_library_are_refused_before_any_work(biotool, cas9, tmp_path,
+                                                                leftovers):
+    copies = []
+    for name in ("a.fastq", "b.fastq", "c.fastq"):
+        shutil.copyfile(cas9["fastq"], tmp_path / name)
+        copies.append(str(tmp_path / name))
+    r = biotool("variants", "--fastq", ",".join(copies), "--reference", str(cas9["fasta"]))
+    _fail(r, "give one file, or two mate files")
+    assert not list((tmp_path / "cache").rglob("*.bam"))
+
+
+def _with_m5(src_bam, out_bam, m5: str):
+    import pysam
+
+    with pysam.AlignmentFile(str(src_bam)) as src:
+        header = src.header.to_dict()
+        header["SQ"][0]["M5"] = m5
+        with pysam.AlignmentFile(str(out_bam), "wb", header=header) as out:
+            for read in src:
+                out.write(pysam.AlignedSegment.fromstring(read.to_string(), out.header))
+    pysam.index(str(out_bam))
+    return out_bam
+
+
+def test_an_m5_in_the_header_is_checked_against_the_reference(biotool, cas9, planted, tmp_path):
+    import hashlib
+
+    right = _with_m5(cas9["bam"], tmp_path / "right.bam",
+                     hashlib.md5(cas9["ref"].upper().encode()).hexdigest())
+    wrong = _with_m5(cas9["bam"], tmp_path / "wrong.bam",
+                     hashlib.md5(planted["ref"].upper().encode()).hexdigest())
+    ok = biotool("variants", "--bam", str(right), "--reference", str(cas9["fasta"]))
+    assert ok.code == 0, ok.stderr
+    # Two BAMs, the second with another sequence's M5: refused from its header alone.
+    r = biotool("variants", "--bam", str(right), "--bam", str(wrong),
+                "--reference", str(cas9["fasta"]))
+    _fail(r, str(wrong), "different sequence (M5)")

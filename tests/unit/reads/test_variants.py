@@ -124,3 +124,14 @@ def test_region_without_reads_is_not_applicable_not_an_error(biotool, artic_fast
     assert out["variants"] == [] and out["median_depth"] == 0
     assert out["competence"]["applicable"] is False
     assert "no reads cover the region" in out["competence"]["blind_spots"][0]
+
+
+def test_depth_summary_counts_informative_reads_not_coverage(biotool, planted):
+    # Every simulated base is Q35: with --min-bq 36 no base informs a position, so nothing is
+    # assessed, although 60 reads cover each one. The summary must use the depth calls use.
+    r = biotool("variants", "--bam", str(planted["bam"]), "--reference", str(planted["fasta"]),
+                "--min-bq", "36")
+    assert r.code == 0, r.stderr
+    out = r.json
+    assert not [v for v in out["variants"] if v["type"] == "SNV"]
+    assert out["median_depth"] < 10 and out["fraction_assessed"] < 0.05

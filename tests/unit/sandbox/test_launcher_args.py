@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import io
+import json
+import re
 import subprocess
 import sys
+import tarfile
 
 import pytest
 
-from biotool_sandbox import agent, cli, stack
+from biotool_sandbox import agent, cli, demo, stack
 from biotool_sandbox.errors import LauncherError
 
 
@@ -19,8 +23,8 @@ def launcher(*args: str) -> subprocess.CompletedProcess:
 def test_help_lists_every_command():
     proc = launcher("--help")
     assert proc.returncode == 0
-    for cmd in ("up", "exec", "cp", "audit", "down", "demo"):
-        assert cmd in proc.stdout
+    listed = re.findall(r"^    (\w+) ", proc.stdout, re.M)
+    assert listed == ["up", "exec", "cp", "audit", "down", "ps", "demo"]
 
 
 def test_cp_needs_exactly_one_run_side():
@@ -63,14 +67,14 @@ def test_exec_without_a_command_exits_2():
     assert proc.returncode == 2 and "needs a command" in proc.stderr
 
 
-def test_exec_options_after_double_dash_belong_to_the_command():
-    parser = cli.build_parser()
-    argv = ["exec", "bts-1a2b3c4d", "--timeout", "5", "--", "ls", "--timeout", "-l"]
-    cut = argv.index("--")
-    args = parser.parse_args(argv[:cut])
-    assert args.timeout == 5 and args.cmd == []
-    with pytest.raises(SystemExit):  # a stray -- for another command is a usage error
+def test_exec_options_after_double_dash_belong_to_the_command(monkeypatch, capsys):
+    # dispatch is where docker starts; everything before it is main's own argument handling.
+    monkeypatch.setattr(cli, "dispatch", lambda args: {"timeout": args.timeout, "cmd": args.cmd})
+    assert cli.main(["exec", "bts-1a2b3c4d", "--timeout", "5", "--", "ls", "--timeout", "-l"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"timeout": 5, "cmd": ["ls", "--timeout", "-l"]}
+    with pytest.raises(SystemExit) as stray:  # a stray -- for another command is a usage error
         cli.main(["audit", "bts-1a2b3c4d", "--", "x"])
+    assert stray.value.code == 2
 
 
 def test_unknown_mode_is_a_usage_error():
@@ -92,3 +96,29 @@ def test_env_pairs_must_be_key_value():
     assert cli._env_pairs(["A=1", "B=x=y"]) == {"A": "1", "B": "x=y"}
     with pytest.raises(LauncherError, match="KEY=VALUE"):
         cli._env_pairs(["nope"])
+
+
+def _archive(*names: str) -> tarfile.TarFile:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name in names:
+            tar.addfile(tarfile.TarInfo(name), io.BytesIO(b""))
+    buf.seek(0)
+    return tarfile.open(fileobj=buf)
+
+
+def test_copy_out_refuses_members_outside_the_destination(tmp_path):
+    dest = tmp_path / "out"
+    dest.mkdir()
+    assert [m.name for m in agent._safe_members(_archive("x/a.txt"), dest)] == ["x/a.txt"]
+    # A sibling whose name starts with the destination's is still outside it.
+    for escape in ("../out-evil/a.txt", "../a.txt", "/etc/a.txt"):
+        with pytest.raises(LauncherError, match="refusing archive member"):
+            list(agent._safe_members(_archive(escape), dest))
+
+
+def test_demo_finds_commands_in_the_help_listing_not_in_prose():
+    help_text = ("Usage: biotool [OPTIONS] COMMAND\n\n  Every command prints one JSON object;"
+                 " a call to a remote service may fail.\n\nCommands:\n  list  what is staged\n"
+                 "  align  align reads\n")
+    assert demo._commands(help_text) == ["list", "align"]

@@ -133,6 +133,13 @@ def test_normalisation_detects_counts_and_already_normalised(small):
     again, note2 = matrix.normalise(norm)
     assert note2["input"] == "log1p" and "already" in note2["action"]
     assert np.allclose(again.X.toarray(), norm.X.toarray(), atol=1e-4)
+    # Counts per 10k without the log: non-integer, too large to be log1p; only the log is added.
+    per10k = norm.copy()
+    per10k.X = per10k.X.expm1()
+    assert matrix.detect_scale(per10k) == "normalised"
+    unlogged, note3 = matrix.normalise(per10k)
+    assert note3["input"] == "normalised"
+    assert np.allclose(unlogged.X.toarray(), norm.X.toarray(), atol=1e-4)
 
 
 def test_empty_matrix_is_refused(tmp_path):

@@ -70,9 +70,16 @@ def test_usage_errors_are_one_line_exit_2(biotool):
     assert r.code == 2 and "--bogus" in r.stderr and r.stderr.count("\n") == 1
 
 
-def test_version_names_rdkit_and_packages(biotool):
+def test_version_names_rdkit_packages_and_binaries(biotool):
+    from importlib import metadata
+
+    import biotool as biotool_pkg
+
     out = biotool("version").json
-    assert out["biotool"] and "rdkit" in out and "torch" in out["packages"]
+    assert out["biotool"] == biotool_pkg.__version__
+    assert out["rdkit"] == out["packages"]["rdkit"] == metadata.version("rdkit")
+    assert out["packages"]["torch"] == metadata.version("torch")
+    assert out["binaries"]["minimap2"].startswith("2.") and "samtools" in out["binaries"]["samtools"]
 
 
 def test_quiet_is_taken_before_or_after_the_command(biotool):
