@@ -22,13 +22,7 @@ INVALID_REASONS = contract.CHEMISTRY_REASONS + contract.SYNTAX_REASONS
 
 def read_smiles(path: str | Path) -> list[tuple[int, str, str]]:
     """(line number, SMILES, name) per line; '#' lines and blanks skipped; name optional."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such SMILES list") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read SMILES list: {exc}") from None
+    text = jsonl.read_text(path, "SMILES list")
     out = []
     for number, line in enumerate(text.splitlines(), 1):
         parts = line.split()

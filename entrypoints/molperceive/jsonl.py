@@ -8,15 +8,21 @@ from pathlib import Path
 from biotool.output import InputError
 
 
-def read(path: str | Path, what: str = "file") -> list[tuple[int, dict]]:
-    """(line number, object) for each non-blank line; one error naming every bad line."""
+def read_text(path: str | Path, what: str = "file") -> str:
+    """A UTF-8 input file's text, or one InputError naming the file and why not."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: no such {what}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read {what}: {exc}") from None
+
+
+def read(path: str | Path, what: str = "file") -> list[tuple[int, dict]]:
+    """(line number, object) for each non-blank line; one error naming every bad line."""
+    path = Path(path)
+    text = read_text(path, what)
     out, bad = [], []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
