@@ -1,16 +1,15 @@
-"""Validating a tool's JSON arguments against its JSON Schema (the subset tools use).
+"""Validating a tool's JSON arguments against its JSON Schema.
 
 Errors are InputError (exit 2) naming the field by its path, e.g. `args.frame`.
-Standard library only: jsonschema is not in the default image, and the messages must name
-the field in one line.
+Validation is jsonschema's (every keyword ToolUniverse schemas use); this module only puts
+its errors into one line that names the field, and fills in defaults.
 """
 
 from __future__ import annotations
 
 import json
-import re
 
-from biotool.output import InputError
+from biotool.output import InputError, ToolFailure
 
 _TYPES = {
     "string": lambda v: isinstance(v, str),
@@ -44,71 +43,92 @@ def parse_args(text: str | None) -> dict:
     return value
 
 
-def validate(value, schema: dict, path: str = "args"):
-    """Check `value` against `schema`; return it with defaults filled in for missing properties."""
-    if not schema:
+def _where(path: str, parts) -> str:
+    """`args.a[0].b` from jsonschema's absolute path."""
+    out = path
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _message(error, path: str) -> str:
+    """One line in this project's words for a jsonschema error, naming the field."""
+    where = _where(path, error.absolute_path)
+    kind, want, value = error.validator, error.validator_value, error.instance
+    if kind == "type":
+        wanted = [want] if isinstance(want, str) else list(want)
+        return f"{where}: expected {' or '.join(wanted)}, got {_kind(value)}"
+    if kind == "enum":
+        return f"{where}: {json.dumps(value)} is not one of {', '.join(json.dumps(c) for c in want)}"
+    if kind == "const":
+        return f"{where}: must be {json.dumps(want)}, got {json.dumps(value)}"
+    if kind in ("minimum", "exclusiveMinimum"):
+        return f"{where}: {value} is below the minimum {want}"
+    if kind in ("maximum", "exclusiveMaximum"):
+        return f"{where}: {value} is above the maximum {want}"
+    if kind == "minLength":
+        return f"{where}: shorter than {want} characters"
+    if kind == "maxLength":
+        return f"{where}: longer than {want} characters"
+    if kind == "pattern":
+        return f"{where}: does not match the pattern {want}"
+    if kind == "minItems":
+        return f"{where}: needs at least {want} items"
+    if kind == "maxItems":
+        return f"{where}: at most {want} items"
+    if kind == "required":
+        missing = next((n for n in want if isinstance(value, dict) and n not in value), want[0])
+        return f"{where}.{missing}: required field is missing"
+    if kind == "additionalProperties":
+        allowed = sorted((error.schema.get("properties") or {}))
+        extra = sorted(set(value) - set(allowed)) if isinstance(value, dict) else []
+        name = extra[0] if extra else "?"
+        return f"{where}.{name}: unknown field (allowed: {', '.join(allowed)})"
+    if kind in ("oneOf", "anyOf"):
+        inner = min(error.context, key=lambda e: len(list(e.absolute_path)), default=None)
+        detail = f" ({_message(inner, path)})" if inner is not None else ""
+        if kind == "oneOf" and not error.context:
+            return f"{where}: matches more than one of the allowed forms"
+        return f"{where}: matches none of the allowed forms{detail}"
+    if kind == "not":
+        return f"{where}: is a form that is not allowed here"
+    return f"{where}: {error.message}"
+
+
+def _fill_defaults(value, schema: dict):
+    """Defaults of missing properties, at every depth of objects (jsonschema only checks)."""
+    if not isinstance(schema, dict):
         return value
-    for combo in ("anyOf", "oneOf"):
-        if combo in schema:
-            errors = []
-            for option in schema[combo]:
-                try:
-                    return validate(value, option, path)
-                except InputError as exc:
-                    errors.append(str(exc))
-            raise InputError(errors[0] if len(errors) == 1 else
-                             f"{path}: matches none of the allowed forms ({errors[0]})",
-                             culprit=path)
-    types = schema.get("type")
-    if types:
-        types = [types] if isinstance(types, str) else list(types)
-        if not any(_TYPES.get(t, lambda v: True)(value) for t in types):
-            raise InputError(f"{path}: expected {' or '.join(types)}, got {_kind(value)}",
-                             culprit=path)
-    if "enum" in schema and value not in schema["enum"]:
-        choices = ", ".join(json.dumps(c) for c in schema["enum"])
-        raise InputError(f"{path}: {json.dumps(value)} is not one of {choices}", culprit=path)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            raise InputError(f"{path}: {value} is below the minimum {schema['minimum']}",
-                             culprit=path)
-        if "maximum" in schema and value > schema["maximum"]:
-            raise InputError(f"{path}: {value} is above the maximum {schema['maximum']}",
-                             culprit=path)
-    if isinstance(value, str):
-        if len(value) < schema.get("minLength", 0):
-            raise InputError(f"{path}: shorter than {schema['minLength']} characters",
-                             culprit=path)
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            raise InputError(f"{path}: longer than {schema['maxLength']} characters",
-                             culprit=path)
-        if "pattern" in schema and not re.search(schema["pattern"], value):
-            raise InputError(f"{path}: does not match the pattern {schema['pattern']}",
-                             culprit=path)
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            raise InputError(f"{path}: needs at least {schema['minItems']} items", culprit=path)
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            raise InputError(f"{path}: at most {schema['maxItems']} items", culprit=path)
-        if isinstance(schema.get("items"), dict):
-            value = [validate(v, schema["items"], f"{path}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, dict):
-        props = schema.get("properties", {}) or {}
-        for name in schema.get("required", []) or []:
-            if name not in value:
-                raise InputError(f"{path}.{name}: required field is missing", culprit=name)
-        if schema.get("additionalProperties") is False:
-            extra = sorted(set(value) - set(props))
-            if extra:
-                raise InputError(f"{path}.{extra[0]}: unknown field (allowed: "
-                                 f"{', '.join(sorted(props))})", culprit=extra[0])
         out = dict(value)
-        for name, sub in props.items():
+        for name, sub in (schema.get("properties") or {}).items():
             if not isinstance(sub, dict):
                 continue
             if name in out:
-                out[name] = validate(out[name], sub, f"{path}.{name}")
+                out[name] = _fill_defaults(out[name], sub)
             elif "default" in sub:
                 out[name] = sub["default"]
-        value = out
+        return out
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [_fill_defaults(v, schema["items"]) for v in value]
     return value
+
+
+def validate(value, schema: dict, path: str = "args"):
+    """Check `value` against `schema` (full JSON Schema: $ref, const, not, oneOf, ...);
+    return it with defaults filled in for missing properties. InputError names the field."""
+    if not schema:
+        return value
+    from jsonschema import exceptions, validators
+
+    try:
+        cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+        cls.check_schema(schema)
+    except exceptions.SchemaError as exc:
+        # The tool's own schema is broken: not the caller's fault, so exit 4.
+        raise ToolFailure(f"{path}: the tool's argument schema is invalid: "
+                          f"{exc.message}") from None
+    error = exceptions.best_match(cls(schema).iter_errors(value))
+    if error is not None:
+        raise InputError(_message(error, path))
+    return _fill_defaults(value, schema)
