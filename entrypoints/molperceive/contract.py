@@ -325,13 +325,29 @@ def recover_fields(prose: str) -> set[str]:
 ALL_FIELDS = HEADLINE + tuple(REPORTED)
 
 
+def excluded_name(name) -> str | None:
+    """The excluded field `name` denotes, read case-insensitively with '-' and ' ' as '_'
+    ("InChIKey", "LogP", "TPSA", "canonical-smiles"), or None."""
+    if not isinstance(name, str):
+        return None
+    key = "_".join(name.lower().replace("-", " ").replace("_", " ").split())
+    return key if key in EXCLUDED else None
+
+
+def excluded_why(name) -> str | None:
+    """'NAME (why it is excluded)' for an excluded field name in any case, or None."""
+    key = excluded_name(name)
+    if key is None:
+        return None
+    return f"{name} ({EXCLUDED[key]})" if name == key else f"{name} (= {key}: {EXCLUDED[key]})"
+
+
 def refuse_excluded(fields) -> None:
     """Raise RefusedError naming each excluded field and why; unknown names are InputError."""
     fields = list(fields)
-    excluded = [f for f in fields if f in EXCLUDED]
+    excluded = [excluded_why(f) for f in fields if excluded_name(f)]
     if excluded:
-        raise RefusedError("excluded field(s), never a model output: " + "; ".join(
-            f"{f} ({EXCLUDED[f]})" for f in excluded))
+        raise RefusedError("excluded field(s), never a model output: " + "; ".join(excluded))
     unknown = [f for f in fields if f not in ALL_FIELDS]
     if unknown:
         raise InputError(f"unknown field name(s): {', '.join(map(str, unknown))}; "

@@ -27,6 +27,35 @@ _BRACKET = re.compile(
     r"(?P<chiral>@(?:@|TH[12]|AL[12]|SP[1-3]|TB\d{1,2}|OH\d{1,2})?)?"
     r"(?P<h>H\d*)?(?P<charge>[+-]{1,2}\d*)?(?::\d+)?$")
 
+# Longer than any molecule in scope (70 heavy atoms) by a wide margin; refused before parsing,
+# because a multi-megabyte line would otherwise take the tokenizer and RDKit many seconds.
+MAX_SMILES_CHARS = 4096
+# Numbers inside brackets, as OpenSMILES bounds them (isotope 3 digits, hydrogen count one
+# digit, charge two, atom class five here): RDKit fails in C++ pre-conditions beyond them.
+
+
+def unbounded(smiles: str) -> str | None:
+    """Why this string is refused as input before any parsing, or None: too long, or a bracket
+    number outside the grammar's bounds (a usage error, not an invalid structure)."""
+    if len(smiles) > MAX_SMILES_CHARS:
+        return f"SMILES of {len(smiles):,} characters is over the limit of {MAX_SMILES_CHARS:,}"
+    if "[" not in smiles:
+        return None
+    for body in re.findall(r"\[([^\]]*)\]", smiles):
+        m = re.match(r"(\d*)", body)
+        if len(m.group(1)) > 3:
+            return f"isotope {m.group(1)[:12]} in [{body[:24]}] has more than 3 digits"
+        h = re.search(r"H(\d+)", body)
+        if h and len(h.group(1)) > 1:
+            return f"hydrogen count {h.group(1)[:12]} in [{body[:24]}] has more than one digit"
+        q = re.search(r"[+-](\d+)", body)
+        if q and len(q.group(1)) > 2:
+            return f"charge {q.group(1)[:12]} in [{body[:24]}] has more than 2 digits"
+        c = re.search(r":(\d+)$", body)
+        if c and len(c.group(1)) > 5:
+            return f"atom class {c.group(1)[:12]} in [{body[:24]}] has more than 5 digits"
+    return None
+
 
 @dataclass(frozen=True)
 class Token:
