@@ -93,7 +93,7 @@ def cmd_label(a):
         smiles += [s for _, s, _ in read_smiles(a.file)]
     if not smiles:
         raise InputError("give at least one SMILES or --file")
-    out = [label.label(s, _fields(a.fields), k=a.k, i=a.i, j=a.j) for s in smiles]
+    out = label.label_many(smiles, _fields(a.fields), k=a.k, i=a.i, j=a.j)
     info = label.rdkit_info()
     return {"molecules": out, "rdkit": {k: info[k] for k in ("version", "pinned", "matches_pin")}}
 

@@ -8,7 +8,6 @@ scores by it; nothing else may invent a field. The specification is molperceive-
 from __future__ import annotations
 
 from collections import Counter
-from fractions import Fraction
 
 from biotool.output import InputError, RefusedError
 
@@ -174,9 +173,9 @@ UNSATURATION_VALENCE = {"C": 4, "Si": 4, "N": 3, "P": 3, "B": 3, "O": 2, "S": 2,
 
 
 def degree_unsaturation(counts: dict[str, int]) -> int | float:
-    total = Fraction(1) + sum(Fraction(n * (UNSATURATION_VALENCE[el] - 2), 2)
-                              for el, n in counts.items())
-    return int(total) if total.denominator == 1 else float(total)
+    """1 + sum(n * (v - 2)) / 2: an int when whole, else the exact half as a float."""
+    twice = 2 + sum(n * (UNSATURATION_VALENCE[el] - 2) for el, n in counts.items())
+    return twice // 2 if twice % 2 == 0 else twice / 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,6 +322,7 @@ def recover_fields(prose: str) -> set[str]:
 # Field names: validation and refusal.
 
 ALL_FIELDS = HEADLINE + tuple(REPORTED)
+_KNOWN = frozenset(ALL_FIELDS)
 
 
 def excluded_name(name) -> str | None:
@@ -345,7 +345,7 @@ def excluded_why(name) -> str | None:
 def refuse_excluded(fields) -> None:
     """Raise RefusedError naming each excluded field and why; unknown names are InputError."""
     fields = list(fields)
-    excluded = [excluded_why(f) for f in fields if excluded_name(f)]
+    excluded = [excluded_why(f) for f in fields if f not in _KNOWN and excluded_name(f)]
     if excluded:
         raise RefusedError("excluded field(s), never a model output: " + "; ".join(excluded))
     unknown = [f for f in fields if f not in ALL_FIELDS]

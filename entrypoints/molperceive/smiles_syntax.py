@@ -8,7 +8,7 @@ what `corrupt` uses to find atoms, branches and ring bonds in a SMILES string.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 ELEMENTS = frozenset("""
 H He Li Be B C N O F Ne Na Mg Al Si P S Cl Ar K Ca Sc Ti V Cr Mn Fe Co Ni Cu Zn Ga Ge As Se Br
@@ -18,6 +18,8 @@ Fm Md No Lr Rf Db Sg Bh Hs Mt Ds Rg Cn Nh Fl Mc Lv Ts Og
 """.split())
 ORGANIC = ("Cl", "Br", "B", "C", "N", "O", "P", "S", "F", "I")   # two-letter ones first
 AROMATIC_ORGANIC = ("b", "c", "n", "o", "p", "s")
+_ORGANIC_TWO = frozenset(o for o in ORGANIC if len(o) == 2)
+_ORGANIC_ONE = frozenset(o for o in ORGANIC if len(o) == 1)
 AROMATIC_BRACKET = frozenset({"b", "c", "n", "o", "p", "s", "se", "as", "te", "si"})
 BONDS = "-=#$:/\\"
 
@@ -57,8 +59,8 @@ def unbounded(smiles: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
+    # A named tuple: the tokenizer makes one per character, and tuples are cheap to make.
     kind: str        # atom, bond, open, close, ring, dot
     text: str
     start: int
@@ -106,9 +108,10 @@ def tokenize(smiles: str) -> list[Token]:
             out.append(Token("atom", ch, pos, symbol="*"))
             pos += 1
         elif ch.isalpha():
-            sym = next((o for o in ORGANIC if smiles.startswith(o, pos)), None)
-            if sym is None and ch in AROMATIC_ORGANIC:
-                sym = ch
+            two = smiles[pos:pos + 2]
+            # ORGANIC's order: the two-letter symbols first.
+            sym = two if two in _ORGANIC_TWO else ch if ch in _ORGANIC_ONE or ch in AROMATIC_ORGANIC \
+                else None
             if sym is None:
                 raise SyntaxProblem("unknown_element",
                                     f"unknown element {ch!r} at position {pos}", pos)
