@@ -143,42 +143,122 @@ def tokenize(smiles: str) -> list[Token]:
     return out
 
 
+# One match per token of a lexically clean SMILES: organic atom, ring label, bond, branch,
+# dot, bracket atom. A string with anything else takes tokenize() and its exact error.
+_LEX = re.compile(r"(Cl|Br|[BCNOPSFIbcnops*])|([0-9]|%[0-9]{2}|%\([0-9]{1,5}\))|([-=#$:/\\])"
+                  r"|(\()|(\))|(\.)|\[([^\]]*)\]")
+_KIND = (None, "atom", "ring", "bond", "open", "close", "dot", "atom")
+
+
+def _lex(smiles: str) -> list[tuple[str, int, str, str]] | None:
+    """(kind, start, ring label, text) per token, or None when the string is not lexically clean."""
+    out = []
+    pos = 0
+    for m in _LEX.finditer(smiles):
+        start = m.start()
+        if start != pos:
+            return None
+        kind = _KIND[m.lastindex]
+        if m.lastindex == 7:
+            try:
+                _bracket_symbol(m.group(7), start)
+            except SyntaxProblem:
+                return None
+        ring = ""
+        if kind == "ring":
+            text = m.group(2)
+            ring = text if text[0] != "%" else text[2:-1] if text[1] == "(" else text[1:]
+        out.append((kind, start, ring, m.group(0)))
+        pos = m.end()
+    return out if pos == len(smiles) else None
+
+
+_CLEAN = re.compile(r"(?:Cl|Br|[BCNOPSFIbcnops*0-9=#$:/\\().-]|%[0-9]{2}|%\([0-9]{1,5}\)|\[[^\]]*\])*")
+
+
+def _well_formed(smiles: str) -> bool:
+    """True only for a lexically clean, well-formed SMILES: the common case, decided without
+    positions; anything else goes through check()'s token walk for the exact first problem."""
+    if not smiles or not _CLEAN.fullmatch(smiles):
+        return False
+    depth = 0
+    open_rings: set[str] = set()
+    prev = None
+    for atom, ring, bond, opened, closed, dot, body in _LEX.findall(smiles):
+        if atom:
+            kind = "atom"
+        elif ring:
+            kind = "ring"
+            label = ring if ring[0] != "%" else ring[2:-1] if ring[1] == "(" else ring[1:]
+            if prev not in ("atom", "ring", "bond"):
+                return False
+            open_rings ^= {label}
+        elif bond:
+            kind = "bond"
+            if prev is None or prev in ("bond", "dot"):
+                return False
+        elif opened:
+            kind = "open"
+            if prev not in ("atom", "ring", "close"):
+                return False
+            depth += 1
+        elif closed:
+            kind = "close"
+            if depth == 0 or prev in ("open", "bond"):
+                return False
+            depth -= 1
+        elif dot:
+            kind = "dot"
+            if prev not in ("atom", "ring", "close"):
+                return False
+        else:
+            kind = "atom"
+            try:
+                _bracket_symbol(body, 0)
+            except SyntaxProblem:
+                return False
+        prev = kind
+    return not depth and not open_rings and prev not in (None, "bond", "open")
+
+
 def check(smiles: str) -> None:
     """Raise SyntaxProblem for the first syntax problem of `smiles`; return None if it has none."""
+    if _well_formed(smiles):
+        return
     if not smiles or smiles != smiles.strip():
         raise SyntaxProblem(None, "empty SMILES or surrounding whitespace", 0)
-    toks = tokenize(smiles)
+    toks = _lex(smiles)
+    if toks is None:
+        toks = [(t.kind, t.start, t.ring, t.text) for t in tokenize(smiles)]
     depth = 0
     open_rings: dict[str, int] = {}
     prev = None
-    for tok in toks:
-        if tok.kind == "open":
-            if prev is None or prev.kind not in ("atom", "ring", "close"):
-                raise SyntaxProblem(None, f"branch opened without an atom at {tok.start}", tok.start)
+    for kind, start, ring, text in toks:
+        if kind == "open":
+            if prev is None or prev not in ("atom", "ring", "close"):
+                raise SyntaxProblem(None, f"branch opened without an atom at {start}", start)
             depth += 1
-        elif tok.kind == "close":
+        elif kind == "close":
             if depth == 0:
                 raise SyntaxProblem("unbalanced_parenthesis",
-                                    f"')' at position {tok.start} closes no branch", tok.start)
-            if prev is not None and prev.kind in ("open", "bond"):
-                raise SyntaxProblem(None, f"empty branch or dangling bond at {tok.start}",
-                                    tok.start)
+                                    f"')' at position {start} closes no branch", start)
+            if prev is not None and prev in ("open", "bond"):
+                raise SyntaxProblem(None, f"empty branch or dangling bond at {start}", start)
             depth -= 1
-        elif tok.kind == "ring":
-            if prev is None or prev.kind not in ("atom", "ring", "bond"):
-                raise SyntaxProblem(None, f"ring-bond label {tok.text} follows no atom", tok.start)
-            if tok.ring in open_rings:
-                del open_rings[tok.ring]
+        elif kind == "ring":
+            if prev is None or prev not in ("atom", "ring", "bond"):
+                raise SyntaxProblem(None, f"ring-bond label {text} follows no atom", start)
+            if ring in open_rings:
+                del open_rings[ring]
             else:
-                open_rings[tok.ring] = tok.start
-        elif tok.kind == "bond":
-            if prev is None or prev.kind in ("bond", "dot"):
-                raise SyntaxProblem(None, f"bond {tok.text!r} at {tok.start} joins nothing",
-                                    tok.start)
-        elif tok.kind == "dot":
-            if prev is None or prev.kind not in ("atom", "ring", "close"):
-                raise SyntaxProblem(None, f"'.' at {tok.start} separates nothing", tok.start)
-        prev = tok
+                open_rings[ring] = start
+        elif kind == "bond":
+            if prev is None or prev in ("bond", "dot"):
+                raise SyntaxProblem(None, f"bond {text!r} at {start} joins nothing", start)
+        elif kind == "dot":
+            if prev is None or prev not in ("atom", "ring", "close"):
+                raise SyntaxProblem(None, f"'.' at {start} separates nothing", start)
+        prev = kind
     if depth:
         raise SyntaxProblem("unbalanced_parenthesis", f"{depth} branch(es) never closed",
                             len(smiles))
@@ -186,7 +266,7 @@ def check(smiles: str) -> None:
         label, where = next(iter(open_rings.items()))
         raise SyntaxProblem("unclosed_ring_bond",
                             f"ring bond {label} opened at position {where} is never closed", where)
-    if prev is None or prev.kind in ("bond", "open"):
+    if prev is None or prev in ("bond", "open"):
         raise SyntaxProblem(None, "SMILES ends in a bond or an open branch", len(smiles))
 
 
