@@ -1,6 +1,7 @@
 """The gate: re-assert the contract on every corpus row and name each row that breaks it.
 
-Checks per row: a well-formed row (rows.shape_problems); no excluded (in any letter case) or
+A file with a malformed row (rows.shape_problems: wrong JSON types, a predictions file) is
+not a corpus and is refused whole. Checks per row: no excluded (in any letter case) or
 unknown field; the fields recovered from the prose equal the fields claimed, so no other
 field's trigger is present; reserved families only in mp_para; at least one graph-determined
 field on a scored row; status, reason and every label recompute to the stored values under
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from biotool.output import BiotoolError, InputError
 
-from molperceive import contract, jsonl, label, requests, rows
+from molperceive import contract, label, requests, rows
 
 NEAR_CONSTANT_TOP_SHARE = 0.9
 NEAR_CONSTANT_BITS = 0.5
@@ -67,10 +68,7 @@ def check_row(row: dict, mols: Molecules) -> tuple[list[tuple[str, str]], str | 
     """(failures as (check, detail), leak key, slice, report items as (check, detail))."""
     fails: list[tuple[str, str]] = []
     notes: list[tuple[str, str]] = []
-    slice_name = row.get("slice")
-    shape = rows.shape_problems(row)
-    if shape:
-        return [("malformed_row", "; ".join(shape))], None, None, notes
+    slice_name = row["slice"]
     fields, status, prose = row["fields"], row["status"], row["request"]
     for f in fields:
         why = contract.excluded_why(f)
@@ -170,7 +168,7 @@ def _short(value) -> str:
 def gate(rows_path: str | Path) -> dict:
     """Every failure as {id, line, check, detail}; `passed` only when there is none."""
     from biotool.cache import sha256_file
-    corpus = jsonl.read(rows_path, "corpus")
+    corpus = rows.read(rows_path)
     mols = Molecules()
     failures, notes = [], []
     ids: dict[str, int] = {}
@@ -178,11 +176,7 @@ def gate(rows_path: str | Path) -> dict:
     values: dict[str, list] = defaultdict(list)
     reported_values: dict[str, list] = defaultdict(list)
     for line, row in corpus:
-        rid = row.get("id")
-        if not isinstance(rid, str) or not rid:
-            failures.append({"id": None, "line": line, "check": "malformed_row",
-                             "detail": "; ".join(rows.shape_problems(row))})
-            continue
+        rid = row["id"]
         if rid in ids:
             failures.append({"id": rid, "line": line, "check": "duplicate_id",
                              "detail": f"id also on line {ids[rid]}"})

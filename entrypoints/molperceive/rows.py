@@ -7,7 +7,11 @@ its line and never reaches the labeler.
 
 from __future__ import annotations
 
-from molperceive import contract, smiles_syntax
+from pathlib import Path
+
+from biotool.output import InputError
+
+from molperceive import contract, jsonl, smiles_syntax
 
 
 def _int(v) -> bool:
@@ -57,3 +61,20 @@ def shape_problems(row: dict) -> list[str]:
     if out and ("answers" in row or "abstain" in row):
         out.append("this line looks like a prediction: is a predictions file given as the corpus?")
     return out
+
+
+def read(path: str | Path) -> list[tuple[int, dict]]:
+    """(line number, row) of a corpus whose every row is well formed; otherwise one InputError
+    naming the first malformed rows by line and id (the file is not a corpus to judge)."""
+    corpus = jsonl.read(path, "corpus")
+    malformed = []
+    for line, r in corpus:
+        shape = shape_problems(r)
+        if shape:
+            rid = r.get("id") if isinstance(r.get("id"), str) else None
+            malformed.append(f"line {line}{f' (id {rid[:40]})' if rid else ''}: " + "; ".join(shape))
+    if malformed:
+        raise InputError(f"{path}: malformed corpus row(s): " + " | ".join(malformed[:3])
+                         + (f" and {len(malformed) - 3} more" if len(malformed) > 3 else ""),
+                         culprit=str(path))
+    return corpus
