@@ -156,7 +156,7 @@ def parser() -> argparse.ArgumentParser:
         return sp
 
     add("contract", cmd_contract, "Print the field contract: groups, pinned calls, reasons, scope, "
-        "triggers, phrasing families.")
+        "triggers, phrasing families (as a document: docs/molperceive-contract.md).")
     add("selftest", cmd_selftest, "Check the contract's invariants and the labeler on known molecules "
         "(phenol, cubane, glycine, Hill cases, every reason code reachable). Exit 4 if any fails.")
     sp = add("label", cmd_label, "Label SMILES through the pinned RDKit calls: status, reason and fields.",
@@ -195,13 +195,16 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--fields", help="comma-separated headline fields to ask (default all); must "
                     "include a graph-determined one; excluded fields are refused (exit 3)")
     sp = add("gate", cmd_gate, "Re-check every corpus row against the contract; exit 2 naming each failing row.",
-             "Re-check every row: no excluded field requested; fields recovered from the prose equal "
-             "the claimed fields; table phrasings, reserved families only in mp_para; a "
+             "Re-check every row: no excluded field requested (any letter case); fields recovered "
+             "from the prose equal the claimed fields (so no other field's trigger is present); "
+             "reserved families only in mp_para (prose that is not the table's phrasing, a "
+             "rewrite, is listed in report_items, not failed); a "
              "graph-determined field on every scored row; status, reason and labels recompute to "
              "the stored values; slice matches size; no InChIKey shared by train and an evaluation "
              "slice; per-field label entropy (near-constant headline fields fail, reported ones "
              "are flagged). The JSON report lists every failure with row id and line; on failure "
-             "stderr names the rows and the exit code is 2.")
+             "stderr names the rows and the exit code is 2. A file with a malformed row (wrong "
+             "JSON types, a predictions file) is refused whole: exit 2, one line.")
     sp.add_argument("rows", help="corpus JSONL")
     sp = add("score", cmd_score, "Score predictions (JSONL) against corpus rows.", epilog=EPILOG_SCORE)
     sp.add_argument("rows", help="corpus JSONL")
