@@ -7,7 +7,8 @@ field's trigger is present; reserved families only in mp_para; at least one grap
 field on a scored row; status, reason and every label recompute to the stored values under
 the pinned calls; the slice matches the size band. Prose that is not the table's phrasing of
 its families (a rewrite) is a report item, not a failure: only the triggers must survive.
-Across rows: unique ids, no InChIKey shared between train and an evaluation slice, and per-field label entropy (a near-constant headline field fails; reported ones are flagged).
+Across rows: unique ids, no InChIKey shared between train and an evaluation slice, and
+per-field label entropy (a near-constant headline field fails; reported ones are flagged).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ _AROMATIC = Chem.BondType.AROMATIC
 _ORDER = {Chem.BondType.SINGLE: 1, Chem.BondType.DOUBLE: 2, Chem.BondType.TRIPLE: 3}
 _PLAIN_BONDS = frozenset(_ORDER) | {_AROMATIC}
 _TYPE_NAME: dict = {}
+_SUPPORTED = frozenset(contract.SUPPORTED_ELEMENTS)
 _MARKS = re.compile(r"[@/\\]|\[\d")
 
 
@@ -296,7 +297,8 @@ def classify(smiles: str) -> dict:
     if mol is None:
         return _invalid(None, "RDKit sanitisation failed without a detected problem")
     m = Molecule.from_smiles_mol(smiles, mol)
-    unsupported = sorted(set(m.symbols) - set(contract.SUPPORTED_ELEMENTS))
+    unsupported = [] if _SUPPORTED.issuperset(m.symbols) else \
+        sorted(set(m.symbols) - _SUPPORTED)
     verdict = {"status": "ok", "reason": None, "detail": None, "mol": mol, "molecule": m}
     if unsupported:
         return {**verdict, "status": "out_of_scope", "reason": "element_not_supported",

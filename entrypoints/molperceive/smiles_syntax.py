@@ -36,13 +36,16 @@ MAX_SMILES_CHARS = 4096
 # digit, charge two, atom class five here): RDKit fails in C++ pre-conditions beyond them.
 
 
+_BRACKET_DIGITS = re.compile(r"\[[^\]]*?[0-9]{2}")
+
+
 def unbounded(smiles: str) -> str | None:
     """Why this string is refused as input before any parsing, or None: too long, or a bracket
     number outside the grammar's bounds (a usage error, not an invalid structure)."""
     if len(smiles) > MAX_SMILES_CHARS:
         return f"SMILES of {len(smiles):,} characters is over the limit of {MAX_SMILES_CHARS:,}"
-    if "[" not in smiles:
-        return None
+    if "[" not in smiles or not _BRACKET_DIGITS.search(smiles):
+        return None   # every bound below needs two digits in a row inside a bracket
     for body in re.findall(r"\[([^\]]*)\]", smiles):
         m = re.match(r"(\d*)", body)
         if len(m.group(1)) > 3:
