@@ -253,10 +253,6 @@ def from_graph(graph: dict) -> Molecule:
     return Molecule(mol_from_graph(graph), plain=True)
 
 
-def graph_of(mol) -> dict:
-    return Molecule(mol, plain=False).graph
-
-
 def formula_conflict(mol) -> str | None:
     return (mol if isinstance(mol, Molecule) else Molecule(mol, plain=False)).formula_conflict()
 
@@ -313,17 +309,6 @@ def classify(smiles: str) -> dict:
 
 # ---------------------------------------------------------------------------------------------
 # Labels.
-
-def headline_label(mol, field: str, args: dict):
-    """One headline label of an RDKit mol or a Molecule."""
-    m = mol if isinstance(mol, Molecule) else Molecule(mol, plain=False)
-    return m.headline(field, args)
-
-
-def reported_labels(mol) -> dict:
-    m = mol if isinstance(mol, Molecule) else Molecule(mol, plain=False)
-    return dict(m.reported)
-
 
 def default_fields(args: dict) -> list[str]:
     """All headline fields whose arguments are given, then every reported field."""
