@@ -15,9 +15,12 @@ from pathlib import Path
 
 from biotool.output import InputError
 
-from molperceive import contract, corrupt, jsonl, label, requests
+from molperceive import contract, corrupt, jsonl, label, requests, smiles_syntax
 
 INVALID_REASONS = contract.CHEMISTRY_REASONS + contract.SYNTAX_REASONS
+# Rows per molecule beyond this repeat the same few fields and phrasings: more rows, no more
+# information, and an unbounded value would let one argument fill the disk.
+MAX_ROWS_PER_MOLECULE = 100
 
 
 def read_smiles(path: str | Path) -> list[tuple[int, str, str]]:
@@ -28,6 +31,9 @@ def read_smiles(path: str | Path) -> list[tuple[int, str, str]]:
         parts = line.split()
         if not parts or parts[0].startswith("#"):
             continue
+        why = smiles_syntax.unbounded(parts[0])
+        if why:
+            raise InputError(f"{path}: line {number}: {why}")
         out.append((number, parts[0], " ".join(parts[1:])))
     if not out:
         raise InputError(f"{path}: empty SMILES list (no molecules)")
@@ -50,17 +56,21 @@ def molecules(path: str | Path, seed: int, eval_fraction: float,
     for number, smi, name in read_smiles(path):
         if limit is not None and len(mols) >= limit:
             break
-        verdict = label.classify(smi)
+        try:
+            verdict = label.classify(smi)
+        except InputError as exc:
+            raise InputError(f"{path}: line {number}: {exc}") from None
         if verdict["status"] != "ok":
             skipped[f"{verdict['status']}:{verdict['reason'] or 'other'}"] += 1
             continue
-        mol = verdict["mol"]
-        if any(a.GetAtomicNum() == 1 for a in mol.GetAtoms()):
+        molecule = verdict["molecule"]
+        mol = molecule.mol
+        if "H" in molecule.symbols:
             # Hydrogen kept as a graph atom ([2H], [3H], [H][H]): mol.GetNumBonds() would count
             # its bond, breaking the contract's "bond_count: bonds between heavy atoms only".
             skipped["hydrogen_atom_in_graph"] += 1
             continue
-        key = label.inchikey(mol)
+        key = molecule.inchikey
         if not key:
             skipped["no_inchikey"] += 1
             continue
@@ -68,27 +78,26 @@ def molecules(path: str | Path, seed: int, eval_fraction: float,
             duplicates += 1
             continue
         seen.add(key)
-        graph = label.graph_of(mol)
-        split_key = label.inchikey(label.mol_from_graph(graph))
+        graph = molecule.graph
+        split_key = molecule.graph_inchikey
         band = contract.size_band(mol.GetNumHeavyAtoms())
         if band == "diagnostic":
             split = "diag"
         else:
             split = "eval" if _fraction(seed, split_key) < eval_fraction else "train"
-        mols.append({"line": number, "smiles": smi, "name": name, "mol": mol, "inchikey": key,
+        mols.append({"line": number, "smiles": smi, "name": name, "mol": mol, "molecule": molecule,
+                     "inchikey": key,
                      "graph": graph, "graph_inchikey": split_key, "split": split})
     return mols, {"skipped": dict(skipped), "duplicates": duplicates}
 
 
 def _reported(m: dict) -> dict:
-    if "reported" not in m:
-        m["reported"] = label.reported_labels(m["mol"])
-    return dict(m["reported"])
+    return dict(m["molecule"].reported)
 
 
 def _ok_row(m: dict, slice_name: str, req: dict, graph: bool) -> dict:
     mol = m["mol"]
-    labels = {f: label.headline_label(mol, f, req["args"]) for f in req["fields"]}
+    labels = {f: m["molecule"].headline(f, req["args"]) for f in req["fields"]}
     row = {"slice": slice_name, "status": "ok", "reason": None,
            "input": {"graph": m["graph"]} if graph else {"smiles": m["smiles"]},
            "request": req["request"], "fields": req["fields"], "families": req["families"],
@@ -105,7 +114,7 @@ def _invalid_row(m: dict, slice_name: str, rng: random.Random, allowed) -> dict 
             mutant = corrupt.corrupt(m["smiles"], reason, rng)
         except InputError:
             continue
-        req = requests.smiles_request(m["mol"], slice_name, rng, allowed)
+        req = requests.smiles_request(m["molecule"], slice_name, rng, allowed)
         return {"slice": slice_name, "status": mutant["status"], "reason": reason,
                 "input": {"smiles": mutant["smiles"]}, "request": req["request"],
                 "fields": req["fields"], "families": req["families"], "args": req["args"],
@@ -125,7 +134,7 @@ def rows_for(m: dict, seed: int, rows_per_molecule: int, graph_fraction: float,
     rows = []
     if allowed:
         for _ in range(rows_per_molecule):
-            rows.append(_ok_row(m, split, requests.smiles_request(m["mol"], split, rng, allowed),
+            rows.append(_ok_row(m, split, requests.smiles_request(m["molecule"], split, rng, allowed),
                                 graph=False))
     if rng.random() < graph_fraction:
         rows.append(_ok_row(m, split, requests.graph_request(split, rng), graph=True))
@@ -134,7 +143,7 @@ def rows_for(m: dict, seed: int, rows_per_molecule: int, graph_fraction: float,
         if rng.random() < graph_fraction or not allowed:
             rows.append(_ok_row(m, "mp_para", requests.graph_request("mp_para", rng), graph=True))
         else:
-            rows.append(_ok_row(m, "mp_para", requests.smiles_request(m["mol"], "mp_para", rng,
+            rows.append(_ok_row(m, "mp_para", requests.smiles_request(m["molecule"], "mp_para", rng,
                                                                       allowed), graph=False))
     if allowed and split in ("train", "eval") and rng.random() < invalid_fraction:
         bad = _invalid_row(m, split, rng, allowed)
@@ -163,8 +172,11 @@ def build(smiles_path: str | Path, out_path: str | Path, seed: int = 0, eval_fra
                         ("invalid_fraction", invalid_fraction), ("para_fraction", para_fraction)):
         if not 0.0 <= value <= 1.0:
             raise InputError(f"--{name.replace('_', '-')} must be between 0 and 1, got {value}")
-    if rows_per_molecule < 1:
-        raise InputError(f"--rows-per-molecule must be at least 1, got {rows_per_molecule}")
+    if not 1 <= rows_per_molecule <= MAX_ROWS_PER_MOLECULE:
+        raise InputError(f"--rows-per-molecule must be 1-{MAX_ROWS_PER_MOLECULE}, got {rows_per_molecule}")
+    if limit is not None and limit < 1:
+        raise InputError(f"--limit must be at least 1, got {limit}")
+    jsonl.check_output(out_path)
     from biotool.cache import sha256_file
     mols, stats = molecules(smiles_path, seed, eval_fraction, limit)
     if not mols:

@@ -22,9 +22,9 @@ prints the fields, the exact call behind each, reason codes, scope and the reque
 
 Every command prints one JSON object on stdout. Errors are one line on stderr.
 Exit codes: 0 success; 2 bad input (unreadable file, malformed JSONL with line numbers, empty
-file, unknown field or row id) and a failing gate; 3 an excluded field was requested
-(inchikey, canonical_smiles, monoisotopic_mass, logp, tpsa, iupac_name); 4 an internal failure
-or a failing selftest.
+file, unknown field, a malformed corpus row) and a failing gate; 3 an excluded field was
+requested (inchikey, canonical_smiles, monoisotopic_mass, logp, tpsa, iupac_name, in any
+letter case); 4 an internal failure or a failing selftest.
 
 Typical use:
   molperceive build molecules.smi --out rows.jsonl     # corpus from a SMILES list
@@ -41,7 +41,13 @@ smiles_from_graph (any SMILES; scored by InChIKey identity). Reported fields (ri
 ...) may be answered too; they are scored apart, never in the headline. The headline pools the
 headline fields of the eval slice; chemistry-reason abstention is the headline abstention
 number, syntax and scope reasons are reported on their own lines. Rows of the scored slices
-with no prediction count as wrong."""
+with no prediction count as wrong.
+
+A prediction line or answer that cannot be scored (unknown row id, a second prediction for a
+row, an unknown field, an excluded field such as inchikey/InChIKey, a line that is not JSON)
+is left out and listed in invalid_predictions as {line, row, key, why}, with counts, and the
+rest is scored (exit 0, one warning line). --strict restores refusal: exit 2, or 3 for an
+excluded field. A file with no valid prediction line at all is refused (exit 2)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -93,7 +99,7 @@ def cmd_label(a):
         smiles += [s for _, s, _ in read_smiles(a.file)]
     if not smiles:
         raise InputError("give at least one SMILES or --file")
-    out = [label.label(s, _fields(a.fields), k=a.k, i=a.i, j=a.j) for s in smiles]
+    out = label.label_many(smiles, _fields(a.fields), k=a.k, i=a.i, j=a.j)
     info = label.rdkit_info()
     return {"molecules": out, "rdkit": {k: info[k] for k in ("version", "pinned", "matches_pin")}}
 
@@ -126,9 +132,16 @@ def cmd_gate(a):
 
 def cmd_score(a):
     from molperceive import score
-    report = score.score(a.rows, a.predictions, slices=_fields(a.slices), recompute=not a.no_recompute)
-    for w in report.get("warnings", []):
-        sys.stderr.write(f"{PROG}: warning: {w}\n")
+    report = score.score(a.rows, a.predictions, slices=_fields(a.slices),
+                         recompute=not a.no_recompute, strict=a.strict)
+    invalid = report["invalid_predictions"]
+    warnings = list(report.get("warnings", []))
+    if invalid["count"]:
+        warnings.append(f"{invalid['count']} prediction line(s) or answer(s) in {a.predictions} "
+                        f"not scored ({', '.join(f'{k}: {n}' for k, n in invalid['by_why'].items())}); "
+                        "listed in invalid_predictions")
+    for w in warnings:
+        sys.stderr.write(f"{PROG}: warning: {' '.join(w.split())}\n")
     return report
 
 
@@ -143,7 +156,7 @@ def parser() -> argparse.ArgumentParser:
         return sp
 
     add("contract", cmd_contract, "Print the field contract: groups, pinned calls, reasons, scope, "
-        "triggers, phrasing families.")
+        "triggers, phrasing families (as a document: docs/molperceive-contract.md).")
     add("selftest", cmd_selftest, "Check the contract's invariants and the labeler on known molecules "
         "(phenol, cubane, glycine, Hill cases, every reason code reachable). Exit 4 if any fails.")
     sp = add("label", cmd_label, "Label SMILES through the pinned RDKit calls: status, reason and fields.",
@@ -182,13 +195,16 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--fields", help="comma-separated headline fields to ask (default all); must "
                     "include a graph-determined one; excluded fields are refused (exit 3)")
     sp = add("gate", cmd_gate, "Re-check every corpus row against the contract; exit 2 naming each failing row.",
-             "Re-check every row: no excluded field requested; fields recovered from the prose equal "
-             "the claimed fields; table phrasings, reserved families only in mp_para; a "
+             "Re-check every row: no excluded field requested (any letter case); fields recovered "
+             "from the prose equal the claimed fields (so no other field's trigger is present); "
+             "reserved families only in mp_para (prose that is not the table's phrasing, a "
+             "rewrite, is listed in report_items, not failed); a "
              "graph-determined field on every scored row; status, reason and labels recompute to "
              "the stored values; slice matches size; no InChIKey shared by train and an evaluation "
              "slice; per-field label entropy (near-constant headline fields fail, reported ones "
              "are flagged). The JSON report lists every failure with row id and line; on failure "
-             "stderr names the rows and the exit code is 2.")
+             "stderr names the rows and the exit code is 2. A file with a malformed row (wrong "
+             "JSON types, a predictions file) is refused whole: exit 2, one line.")
     sp.add_argument("rows", help="corpus JSONL")
     sp = add("score", cmd_score, "Score predictions (JSONL) against corpus rows.", epilog=EPILOG_SCORE)
     sp.add_argument("rows", help="corpus JSONL")
@@ -196,6 +212,9 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--slices", help="comma-separated slices to score (default eval,mp_para,diag)")
     sp.add_argument("--no-recompute", action="store_true",
                     help="skip recomputing labels under this RDKit (no label_drift)")
+    sp.add_argument("--strict", action="store_true",
+                    help="refuse the whole file on the first prediction that cannot be scored "
+                         "(exit 2; exit 3 for an excluded field) instead of listing it")
     return p
 
 

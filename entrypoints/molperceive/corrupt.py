@@ -118,7 +118,10 @@ def corrupt(smiles: str, reason: str, rng: random.Random | None = None) -> dict:
     aromatic = label._rdkit().MolToSmiles(mol) if reason == "kekulization_failure" else ""
     for mutant, how in candidates(smiles, reason, mol.GetNumHeavyAtoms(), order, aromatic):
         tried += 1
-        got = label.classify(mutant)
+        try:
+            got = label.classify(mutant)
+        except InputError:   # the edit made a string refused before parsing (too long)
+            continue
         if got["status"] == want and got["reason"] == reason:
             return {"source": smiles, "smiles": mutant, "status": want, "reason": reason,
                     "mutation": how, "verified": got["detail"]}

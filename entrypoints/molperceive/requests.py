@@ -40,13 +40,14 @@ def pick_args(mol, fields, rng: random.Random) -> dict:
     return args
 
 
-def smiles_request(mol, slice_name: str, rng: random.Random, allowed=SMILES_FIELDS) -> dict:
-    """1-3 fields about a SMILES, at least one graph-determined, with families and arguments."""
-    from molperceive import label
+def smiles_request(molecule, slice_name: str, rng: random.Random, allowed=SMILES_FIELDS) -> dict:
+    """1-3 fields about a SMILES (a label.Molecule), at least one graph-determined, with
+    families and arguments."""
+    mol = molecule.mol
     count = rng.choice((1, 1, 2, 2, 3))
     fields = [rng.choice([f for f in SMILES_GRAPH_FIELDS if f in allowed])]
     # Never ask a formula whose pinned label departs from the published Hill rule.
-    skip = {"formula"} if label.formula_conflict(mol) else set()
+    skip = {"formula"} if molecule.formula_conflict() else set()
     others = [f for f in SMILES_FIELDS if f in allowed and f not in fields and f not in skip]
     fields += rng.sample(others, min(count - 1, len(others)))
     rng.shuffle(fields)

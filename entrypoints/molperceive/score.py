@@ -9,7 +9,11 @@ in use and any drift from the stored labels is counted per field, so a reviewer 
 RDKit version sees which fields moved.
 
 Prediction line: {"id": ROW_ID, "answers": {FIELD: VALUE, ...}} or {"id": ROW_ID, "abstain":
-true, "reason": REASON}.
+true, "reason": REASON}. A grader scores what it can: a line or an answer that cannot be
+scored (unknown row id, a second prediction for a row, an unknown field, an excluded field in
+any letter case, a line that is not JSON) is left out, counted and listed in
+`invalid_predictions` as {line, row, key, why}; `strict` makes the first of them an error.
+The corpus itself must be well formed (rows.shape_problems), or nothing is scored.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from pathlib import Path
 
 from biotool.output import BiotoolError, InputError, RefusedError
 
-from molperceive import contract, gate, jsonl, label
+from molperceive import contract, gate, jsonl, label, rows, smiles_syntax
 
 BIN = 5   # heavy-atom bins for the accuracy-versus-size curve
 
@@ -58,11 +62,15 @@ def correct(field: str, predicted, stored) -> bool:
     if field in ("formula", "atom_at_index"):
         return isinstance(predicted, str) and predicted.strip() == stored
     if field == "smiles_from_graph":
-        if not isinstance(predicted, str) or not predicted.strip():
+        if not isinstance(predicted, str) or not predicted.strip() \
+                or smiles_syntax.unbounded(predicted.strip()):
             return False
         Chem = label._rdkit()
-        mol = Chem.MolFromSmiles(predicted.strip())
-        return mol is not None and Chem.MolToInchiKey(mol) == stored
+        try:
+            mol = Chem.MolFromSmiles(predicted.strip())
+            return mol is not None and Chem.MolToInchiKey(mol) == stored
+        except RuntimeError:   # RDKit pre-condition failures: not this molecule, so wrong
+            return False
     if field in contract.REPORTED and not isinstance(stored, int):
         # bond_count_by_type is a map, mw and degree_unsaturation may be decimals: exact.
         if isinstance(stored, dict):
@@ -73,55 +81,117 @@ def correct(field: str, predicted, stored) -> bool:
     return got is not None and got == stored
 
 
-def read_predictions(path: str | Path, rows_by_id: dict) -> dict[str, dict]:
+def _why_not_prediction(obj: dict) -> str | None:
+    """Why a line with a known id cannot be scored at all, or None."""
+    if "answers" not in obj and "abstain" not in obj:
+        hint = ("; it looks like a corpus row: are rows and predictions swapped?"
+                if "labels" in obj or "fields" in obj else "")
+        return f"neither answers nor abstain{hint}"
+    if not isinstance(obj.get("abstain", False), bool):
+        return f"abstain must be true or false, not {str(obj.get('abstain'))[:40]!r}"
+    reason = obj.get("reason")
+    if reason is not None and reason not in contract.REASONS:
+        return (f"unknown reason {str(reason)[:40]!r} (reasons: {', '.join(contract.REASONS)})")
+    if not isinstance(obj.get("answers", {}), dict):
+        return "answers must be an object of field: value"
+    return None
+
+
+def read_predictions(path: str | Path, rows_by_id: dict, strict: bool = False) -> tuple[dict, list]:
+    """({row id: prediction}, invalid items as {line, row, key, why}).
+
+    Lenient (the default): every line and every answer that cannot be scored is left out and
+    listed; the rest is scored. Strict: the first such problem is an error, as a gate would want
+    (exit 2; exit 3 for an excluded field).
+    """
+    if strict:
+        lines, unreadable = jsonl.read(path, "predictions"), []
+    else:
+        lines, unreadable = jsonl.read_lines(path, "predictions")
+    invalid = [{"line": n, "row": None, "key": None, "why": f"not a JSON object line ({why})"}
+               for n, why in unreadable]
     preds: dict[str, dict] = {}
-    unknown_ids, problems = [], []
-    for line, obj in jsonl.read(path, "predictions"):
+    first_line: dict[str, int] = {}
+    for line, obj in lines:
         rid = obj.get("id")
         if not isinstance(rid, str):
-            problems.append(f"line {line}: no string id")
+            invalid.append({"line": line, "row": None, "key": None, "why": "no string id"})
             continue
         if rid not in rows_by_id:
-            unknown_ids.append(f"{rid} (line {line})")
+            invalid.append({"line": line, "row": rid[:80], "key": None, "why": "unknown row id"})
             continue
         if rid in preds:
-            problems.append(f"line {line}: second prediction for {rid}")
+            invalid.append({"line": line, "row": rid, "key": None,
+                            "why": f"second prediction for this row (line {first_line[rid]} is scored)"})
             continue
-        if "answers" not in obj and "abstain" not in obj:
-            hint = ("; it looks like a corpus row: are rows and predictions swapped?"
-                    if "labels" in obj or "fields" in obj else "")
-            problems.append(f"line {line}: neither answers nor abstain{hint}")
+        why = _why_not_prediction(obj)
+        if why:
+            invalid.append({"line": line, "row": rid, "key": None, "why": why})
             continue
-        answers = obj.get("answers", {})
-        abstain = obj.get("abstain", False)
-        if not isinstance(abstain, bool):
-            problems.append(f"line {line}: abstain must be true or false, not {abstain!r}")
-            continue
-        reason = obj.get("reason")
-        if reason is not None and reason not in contract.REASONS:
-            problems.append(f"line {line}: unknown reason {reason!r} (reasons: "
-                            f"{', '.join(contract.REASONS)})")
-            continue
-        if not isinstance(answers, dict):
-            problems.append(f"line {line}: answers must be an object of field: value")
-            continue
-        excluded = [f for f in answers if f in contract.EXCLUDED]
-        if excluded:
-            raise RefusedError(f"{path}: line {line}: excluded field(s), never a model output: "
-                               + "; ".join(f"{f} ({contract.EXCLUDED[f]})" for f in excluded))
-        unknown = [f for f in answers if f not in contract.ALL_FIELDS]
-        if unknown:
-            problems.append(f"line {line}: unknown field name(s) {', '.join(map(str, unknown))}")
-            continue
-        preds[rid] = {"answers": answers, "abstain": abstain, "reason": reason}
-    if unknown_ids:
-        shown = ", ".join(unknown_ids[:5]) + (f" and {len(unknown_ids) - 5} more"
-                                               if len(unknown_ids) > 5 else "")
+        answers = {}
+        for f, value in obj.get("answers", {}).items():
+            excluded = contract.excluded_why(f)
+            if excluded:
+                invalid.append({"line": line, "row": rid, "key": f[:80],
+                                "why": f"excluded field, never a model output: {excluded}"})
+            elif f not in contract.ALL_FIELDS:
+                invalid.append({"line": line, "row": rid, "key": f[:80], "why": "unknown field name"})
+            else:
+                answers[f] = value
+        preds[rid] = {"answers": answers, "abstain": obj.get("abstain", False),
+                      "reason": obj.get("reason")}
+        first_line[rid] = line
+    if strict and invalid:
+        _raise_strict(path, invalid)
+    if invalid and not preds:
+        shown = "; ".join(f"line {i['line']}: {i['why']}" for i in invalid[:3])
+        raise InputError(f"{path}: no valid prediction line ({shown}"
+                         + (f" and {len(invalid) - 3} more" if len(invalid) > 3 else "") + ")")
+    return preds, invalid
+
+
+def _raise_strict(path, invalid: list) -> None:
+    excluded = [i for i in invalid if i["why"].startswith("excluded field")]
+    if excluded:
+        raise RefusedError(f"{path}: line {excluded[0]['line']}: {excluded[0]['why']}")
+    unknown = [f"{i['row']} (line {i['line']})" for i in invalid if i["why"] == "unknown row id"]
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
         raise InputError(f"{path}: predictions for unknown row ids: {shown}")
-    if problems:
-        raise InputError(f"{path}: " + "; ".join(problems[:5])
-                         + (f" and {len(problems) - 5} more" if len(problems) > 5 else ""))
-    return preds
+    problems = [f"line {i['line']}: " + (
+        f"unknown field name(s) {i['key']}" if i["why"] == "unknown field name"
+        else f"second prediction for {i['row']}" if i["why"].startswith("second prediction")
+        else i["why"]) for i in invalid]
+    raise InputError(f"{path}: " + "; ".join(problems[:5])
+                     + (f" and {len(problems) - 5} more" if len(problems) > 5 else ""))
+
+
+def _summary(invalid: list) -> dict:
+    """Counts of invalid predictions by why (the why without its per-row detail), and the items."""
+    def kind(why: str) -> str:
+        return why.split(":")[0].split(" (")[0].split(";")[0]
+    return {"count": len(invalid), "by_why": dict(Counter(kind(i["why"]) for i in invalid)),
+            "items": invalid[:MAX_LISTED], "listed": min(len(invalid), MAX_LISTED)}
+
+
+MAX_LISTED = 200   # invalid predictions listed in the report; all are counted
+
+
+def read_corpus(rows_path: str | Path) -> dict:
+    """{row id: row} of a well-formed corpus; InputError naming malformed or duplicated rows."""
+    rows_by_id, line_of, duplicated = {}, {}, []
+    for line, r in rows.read(rows_path):
+        rid = r["id"]
+        if rid in rows_by_id:
+            # Two rows under one id: a prediction for it could be scored against either.
+            duplicated.append(f"{rid} (lines {line_of[rid]} and {line})")
+            continue
+        rows_by_id[rid], line_of[rid] = r, line
+    if duplicated:
+        raise InputError(f"{rows_path}: duplicated row id(s) {', '.join(duplicated[:5])}"
+                         + (f" and {len(duplicated) - 5} more" if len(duplicated) > 5 else "")
+                         + "; run `molperceive gate` first", culprit=str(rows_path))
+    return rows_by_id
 
 
 def _rate(correct_n: int, total: int) -> dict:
@@ -137,31 +207,17 @@ def _bin(heavy) -> str:
 
 
 def score(rows_path: str | Path, predictions_path: str | Path, slices=None,
-          recompute: bool = True) -> dict:
-    """The score report: headline, per slice and field, abstention, size curve, drift."""
+          recompute: bool = True, strict: bool = False) -> dict:
+    """The score report: headline, per slice and field, abstention, size curve, drift, and the
+    invalid predictions left out (strict: any of them is an error instead)."""
     from biotool.cache import sha256_file
-    rows = jsonl.read(rows_path, "corpus")
-    rows_by_id, line_of, duplicated = {}, {}, []
-    for line, r in rows:
-        rid = r.get("id")
-        if not isinstance(rid, str):
-            raise InputError(f"{rows_path}: line {line}: corpus row has no string id; run "
-                             "`molperceive gate` first", culprit=str(rows_path))
-        if rid in rows_by_id:
-            # Two rows under one id: a prediction for it could be scored against either.
-            duplicated.append(f"{rid} (lines {line_of[rid]} and {line})")
-            continue
-        rows_by_id[rid], line_of[rid] = r, line
-    if duplicated:
-        raise InputError(f"{rows_path}: duplicated row id(s) {', '.join(duplicated[:5])}"
-                         + (f" and {len(duplicated) - 5} more" if len(duplicated) > 5 else "")
-                         + "; run `molperceive gate` first", culprit=str(rows_path))
+    rows_by_id = read_corpus(rows_path)
     rows = list(rows_by_id.values())
     slices = tuple(slices or contract.EVALUATION_SLICES)
     bad = [s for s in slices if s not in contract.SLICES]
     if bad:
         raise InputError(f"unknown slice(s) {', '.join(bad)}; slices: {', '.join(contract.SLICES)}")
-    preds = read_predictions(predictions_path, rows_by_id)
+    preds, invalid = read_predictions(predictions_path, rows_by_id, strict=strict)
 
     field_hits = defaultdict(lambda: defaultdict(lambda: [0, 0]))      # slice -> field -> [c, n]
     reported_hits = defaultdict(lambda: defaultdict(lambda: [0, 0]))
@@ -239,6 +295,7 @@ def score(rows_path: str | Path, predictions_path: str | Path, slices=None,
         "predictions": {"scored_rows": scored_rows, "given": len(preds),
                         "missing_for_scored_rows": missing,
                         "unrequested_headline_answers": unrequested},
+        "invalid_predictions": _summary(invalid),
         "label_drift": dict(drift) if recompute else None,
         "rdkit": label.rdkit_info(),
         "corpus_sha256": sha256_file(rows_path),
@@ -262,18 +319,18 @@ def _drift(row: dict, mols: gate.Molecules) -> Counter:
     out = Counter()
     inp = row.get("input") or {}
     try:
-        if "graph" in inp:
-            mol = mols.graph(inp["graph"])
+        if isinstance(inp.get("smiles"), str):
+            m = mols.classify(inp["smiles"])["molecule"]
         else:
-            mol = mols.classify(inp.get("smiles", ""))["mol"]
+            m = mols.graph(inp["graph"])
     except BiotoolError:
-        mol = None
-    if mol is None:
+        m = None
+    if m is None:
         out["_unparseable"] += 1
         return out
     for f in row.get("fields") or []:
         try:
-            now = label.headline_label(mol, f, row.get("args") or {})
+            now = m.headline(f, row.get("args") or {})
         except BiotoolError:
             out[f] += 1
             continue

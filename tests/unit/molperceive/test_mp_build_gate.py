@@ -170,3 +170,42 @@ def test_limit_stops_reading_once_enough_molecules_are_found(tmp_path):
     assert summary["molecules"] == 2 and summary["skipped_molecules"] == {}
     full = build.build(smi, tmp_path / "all.jsonl", seed=0)
     assert full["molecules"] == 2 and sum(full["skipped_molecules"].values()) == 1
+
+
+def _rewrite(row):
+    """Prose a paraphrasing service might write: new wording, each field's first trigger kept."""
+    parts = [f"Kindly state the {contract.TRIGGERS[f][0]} for this input" for f in row["fields"]]
+    return " and ".join(parts) + " (indices are 0-based)."
+
+
+def test_rewritten_prose_passes_and_is_only_reported(corpus, rows_io, tmp_path):
+    read, write = rows_io
+    rows = read(corpus[0])
+    rewritten = [r for r in rows[::3]]
+    for r in rewritten:
+        r["request"] = _rewrite(r)
+    report = gate.gate(write(tmp_path / "rw.jsonl", rows))
+    assert report["passed"], report["failures"][:3]
+    assert report["report_items_by_check"] == {"phrasing_not_in_table": len(rewritten)}
+    assert {i["id"] for i in report["report_items"]} == {r["id"] for r in rewritten}
+
+
+def test_rewrite_carrying_another_fields_trigger_fails(corpus, rows_io, tmp_path):
+    read, write = rows_io
+    rows = read(corpus[0])
+    r = next(r for r in rows if r["status"] == "ok" and "formula" not in r["fields"]
+             and "smiles" in r["input"])
+    r["request"] = _rewrite(r) + " Mind the molecular formula."
+    report = gate.gate(write(tmp_path / "rw.jsonl", rows))
+    assert {(f["id"], f["check"]) for f in report["failures"]} == {(r["id"], "prose_claim_mismatch")}
+
+
+def test_excluded_fields_in_another_letter_case_fail_as_excluded(corpus, rows_io, tmp_path):
+    read, write = rows_io
+    rows = read(corpus[0])
+    r = next(r for r in rows if r["status"] == "ok")
+    r["fields"] = r["fields"] + ["InChIKey"]
+    report = gate.gate(write(tmp_path / "x.jsonl", rows))
+    details = [f["detail"] for f in report["failures"] if f["id"] == r["id"] and f["check"] == "excluded_field"]
+    assert details and "InChIKey (= inchikey: a hash" in details[0]
+    assert not [f for f in report["failures"] if f["check"] == "unknown_field"]

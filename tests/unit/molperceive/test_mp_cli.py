@@ -98,3 +98,18 @@ def test_build_then_gate_then_score_through_the_cli(molperceive, tmp_path):
     assert code == 0, err
     report = json.loads(out)
     assert report["headline"]["accuracy"] == 0.0 and report["rdkit"]["version"] == "2026.03.4"
+
+
+def test_score_with_stray_answers_exits_0_listing_them_and_strict_refuses(molperceive, corpus, tmp_path):
+    rows = [json.loads(l) for l in corpus[0].read_text().splitlines()]
+    ok = [r for r in rows if r["status"] == "ok"]
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(json.dumps({"id": ok[0]["id"], "answers": {**ok[0]["labels"], "InChIKey": "X"}}) + "\n"
+                     + json.dumps({"id": "mp-999999", "answers": {}}) + "\n")
+    code, out, err = molperceive("score", corpus[0], preds)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["invalid_predictions"]["count"] == 2 and report["predictions"]["given"] == 1
+    assert err.count("\n") == 1 and err.startswith("molperceive: warning: 2 prediction")
+    code, out, err = molperceive("score", corpus[0], preds, "--strict")
+    assert code == 3 and out == "" and err.count("\n") == 1 and "InChIKey" in err

@@ -104,26 +104,62 @@ def test_label_drift_is_counted_per_field(corpus, rows_io, tmp_path):
     assert report["label_drift"] == {"bond_count": 1}
 
 
-def test_unknown_ids_unknown_fields_and_excluded_fields_are_errors(corpus, tmp_path):
+def test_strict_refuses_unknown_ids_unknown_fields_and_excluded_fields(corpus, tmp_path):
     p = tmp_path / "p.jsonl"
     p.write_text('{"id": "mp-999999", "answers": {}}\n')
     with pytest.raises(InputError, match=r"unknown row ids: mp-999999 \(line 1\)"):
-        score.score(corpus[0], p)
+        score.score(corpus[0], p, strict=True)
     p.write_text('{"id": "mp-000001", "answers": {"atom_count": 3}}\n')
     with pytest.raises(InputError, match="line 1: unknown field name.*atom_count"):
-        score.score(corpus[0], p)
+        score.score(corpus[0], p, strict=True)
     p.write_text('{"id": "mp-000001", "answers": {"inchikey": "X"}}\n')
     with pytest.raises(RefusedError, match="inchikey"):
-        score.score(corpus[0], p)
+        score.score(corpus[0], p, strict=True)
+    p.write_text('{"id": "mp-000001", "answers": {"InChIKey": "X"}}\n')
+    with pytest.raises(RefusedError, match="InChIKey .*= inchikey: a hash"):
+        score.score(corpus[0], p, strict=True)
+
+
+def test_stray_answers_are_listed_and_every_valid_row_still_scored(corpus, rows_io, tmp_path):
+    read, write = rows_io
+    rows = read(corpus[0])
+    preds = perfect(rows)
+    ok = [p for p, r in zip(preds, rows) if r["status"] == "ok"]
+    ok[0]["answers"]["inchikey"] = "X"            # excluded: the key is dropped, the row scored
+    ok[1]["answers"]["LogP"] = 1.2                # excluded in another letter case
+    ok[2]["answers"]["atom_count"] = 3            # unknown field name
+    preds.append({"id": "mp-999999", "answers": {}})          # unknown row id
+    preds.append({"id": rows[0]["id"], "answers": {}})        # a second prediction
+    path = write(tmp_path / "p.jsonl", preds)
+    with path.open("a") as fh:
+        fh.write("{not json\n")
+    report = score.score(corpus[0], path)
+    assert report["headline"]["accuracy"] == 100.0
+    inv = report["invalid_predictions"]
+    assert inv["count"] == 6 and inv["listed"] == 6
+    items = {(i["row"], i["key"]): i["why"] for i in inv["items"]}
+    assert items[(ok[0]["id"], "inchikey")].startswith("excluded field")
+    assert "= logp" in items[(ok[1]["id"], "LogP")]
+    assert items[(ok[2]["id"], "atom_count")] == "unknown field name"
+    assert items[("mp-999999", None)] == "unknown row id"
+    assert items[(rows[0]["id"], None)].startswith("second prediction")
+    assert items[(None, None)].startswith("not a JSON object line")
+    assert inv["by_why"] == {"excluded field, never a model output": 2, "unknown field name": 1,
+                             "unknown row id": 1, "second prediction for this row": 1,
+                             "not a JSON object line": 1}
 
 
 def test_unreadable_and_empty_prediction_files(corpus, tmp_path):
     p = tmp_path / "p.jsonl"
     p.write_text('{"id": "mp-000001", "answers": {}}\n{"id": \nnot json\n')
     with pytest.raises(InputError, match="line 2 .*line 3"):
-        score.score(corpus[0], p)
+        score.score(corpus[0], p, strict=True)
+    assert score.score(corpus[0], p)["invalid_predictions"]["count"] == 2
     p.write_text("\n\n")
     with pytest.raises(InputError, match="empty predictions"):
+        score.score(corpus[0], p)
+    p.write_text("{not json\n[1]\n")
+    with pytest.raises(InputError, match="no valid prediction line"):
         score.score(corpus[0], p)
 
 
@@ -140,7 +176,7 @@ def test_a_second_prediction_for_one_row_is_refused_naming_the_line(corpus, tmp_
     p = tmp_path / "p.jsonl"
     p.write_text('{"id": "mp-000001", "answers": {}}\n{"id": "mp-000001", "answers": {}}\n')
     with pytest.raises(InputError, match="line 2: second prediction for mp-000001"):
-        score.score(corpus[0], p)
+        score.score(corpus[0], p, strict=True)
 
 
 def test_duplicated_row_ids_in_the_corpus_are_refused_naming_both_lines(corpus, rows_io, tmp_path):
