@@ -13,6 +13,7 @@ import time
 from collections import Counter
 
 from biotool.competence import bounded, not_applicable
+from biotool.output import InputError
 from biotool.provenance import provenance
 from biotool.reads import region as region_mod
 from biotool.reads.bam import open_bam
@@ -183,6 +184,9 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
     import pysam
 
     check_top(top)
+    if bam and len(bam) > 1:
+        raise InputError(f"--bam {' '.join(bam)}: breakpoints counts one library; give one BAM "
+                         "(biotool variants pools several)")
     start_t, deadline = deadline_from(timeout)
     ref = resolve(reference)
     contigs = ref.contigs()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 import typer
+from typer.core import TyperCommand
 
 from biotool.output import run
 
@@ -17,6 +18,52 @@ REGION_HELP = ("Limit to chr:start-end (1-based, inclusive; commas allowed), chr
                "contains ':'. Exit 2 when empty, start > end or beyond the contig.")
 TIMEOUT_HELP = ("Time budget in seconds: when it runs out the command returns what it has, "
                 "flagged truncated: true, instead of being killed.")
+
+
+def list_forms(each: tuple[str, ...] = (), grouped: tuple[str, ...] = ()) -> type:
+    """A command class that also takes one flag followed by several files (`--bam a b c`,
+    `--fastq R1 R2`), the form the seed and agents write, besides the repeated flag.
+
+    Files after an `each` flag become one repeated flag apiece; files after a `grouped` flag
+    are joined with commas into one value, so they stay one library (its mate files)."""
+
+    class ListForms(TyperCommand):
+        def parse_args(self, ctx, args):
+            return super().parse_args(ctx, spread(args, each, grouped))
+
+    return ListForms
+
+
+def spread(args: list[str], each: tuple[str, ...], grouped: tuple[str, ...]) -> list[str]:
+    """argv with `--flag A B` rewritten as `--flag A --flag B` (each) or `--flag A,B` (grouped);
+    a value starting with '-' ends the run, and nothing after `--` is touched."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        if tok == "--":
+            return out + args[i:]
+        flag, eq, first = tok.partition("=")
+        if flag not in each + grouped:
+            out.append(tok)
+            i += 1
+            continue
+        values = [first] if eq else []
+        i += 1
+        if not eq and i < len(args):
+            values.append(args[i])  # the flag's own value, whatever it looks like
+            i += 1
+        while i < len(args) and not args[i].startswith("-"):
+            values.append(args[i])
+            i += 1
+        if not values:
+            out.append(tok)
+        elif flag in grouped:
+            out += [flag, ",".join(values)]
+        else:
+            for v in values:
+                out += [flag, v]
+    return out
 
 
 def describe() -> dict:
@@ -50,14 +97,15 @@ def register(app: typer.Typer) -> None:
 
         run(lambda: align_sample(fastq, reference, n_reads, preset, seed, top, timeout))
 
-    @app.command("breakpoints")
+    @app.command("breakpoints", cls=list_forms(each=("--fastq", "--bam")))
     def breakpoints_cmd(
         reference: str = typer.Option(..., "--reference", help=REF_HELP),
-        fastq: Optional[List[str]] = typer.Option(None, "--fastq", help=(
-            "Reads (FASTQ, plain or gzip); give --fastq twice for the two mate files of a "
-            "paired library. Aligned whole into a cached, sorted, indexed BAM.")),
-        bam: Optional[str] = typer.Option(None, "--bam", help=(
-            "Instead of --fastq: a coordinate-sorted BAM with its .bai index, aligned to "
+        fastq: Optional[List[str]] = typer.Option(None, "--fastq", metavar="F [F2]", help=(
+            "Reads (FASTQ, plain or gzip) of one library: one file, or the two mate files of "
+            "a paired library as --fastq R1.fq R2.fq (also --fastq R1.fq --fastq R2.fq or "
+            "R1.fq,R2.fq). Aligned whole into a cached, sorted, indexed BAM.")),
+        bam: Optional[List[str]] = typer.Option(None, "--bam", metavar="B", help=(
+            "Instead of --fastq: one coordinate-sorted BAM with its .bai index, aligned to "
             "--reference.")),
         region: Optional[str] = typer.Option(None, "--region", help=REGION_HELP),
         top: int = typer.Option(10, "--top", help="How many consensus positions to list."),
@@ -86,20 +134,23 @@ def register(app: typer.Typer) -> None:
         waits and reuses the cached BAM)."""
         from biotool.reads.breakpoints import breakpoints
 
-        run(lambda: breakpoints(reference, fastq=list(fastq or []) or None,
-                                bam=[bam] if bam else None, region=region, top=top,
+        files = [p for f in (fastq or []) for p in f.split(",") if p]
+        run(lambda: breakpoints(reference, fastq=files or None,
+                                bam=list(bam or []) or None, region=region, top=top,
                                 min_mapq=min_mapq, threads=threads, timeout=timeout,
                                 preset=preset))
 
-    @app.command("variants")
+    @app.command("variants", cls=list_forms(each=("--bam",), grouped=("--fastq",)))
     def variants_cmd(
         reference: str = typer.Option(..., "--reference", help=REF_HELP),
-        fastq: Optional[List[str]] = typer.Option(None, "--fastq", help=(
-            "Reads (FASTQ, plain or gzip), one library per --fastq; a paired library as "
-            "R1.fq,R2.fq. Each is aligned whole into a cached, sorted, indexed BAM.")),
-        bam: Optional[List[str]] = typer.Option(None, "--bam", help=(
-            "Instead of --fastq: coordinate-sorted, indexed BAMs (repeat --bam for several "
-            "samples; they are pooled and per-sample counts kept).")),
+        fastq: Optional[List[str]] = typer.Option(None, "--fastq", metavar="F [F2]", help=(
+            "Reads (FASTQ, plain or gzip), one library per --fastq: one file, or the two "
+            "mate files of a paired library as --fastq R1.fq R2.fq (or R1.fq,R2.fq); repeat "
+            "--fastq for more libraries. Each is aligned whole into a cached, sorted, indexed "
+            "BAM.")),
+        bam: Optional[List[str]] = typer.Option(None, "--bam", metavar="B..", help=(
+            "Instead of --fastq: coordinate-sorted, indexed BAMs, one per sample: --bam a.bam "
+            "b.bam c.bam or --bam a.bam --bam b.bam (pooled, per-sample counts kept).")),
         region: Optional[str] = typer.Option(None, "--region", help=REGION_HELP),
         min_depth: int = typer.Option(10, "--min-depth", help="Floor: informative depth."),
         min_af: float = typer.Option(0.2, "--min-af", help="Floor: allele fraction."),
