@@ -18,7 +18,8 @@ from biotool.provenance import provenance
 from biotool.reads import region as region_mod
 from biotool.reads.bam import open_bam
 from biotool.reads.indel import deletion_span, insertion_left, insertion_right
-from biotool.reads.inputs import bams_for, check_top, deadline_from, region_not_in_bam
+from biotool.reads.inputs import (bams_for, check_top, deadline_from, region_not_in_bam,
+                                  warnings_of, with_warnings)
 from biotool.reads.reference import resolve
 
 CONVENTION = ("pos is the 1-based last reference base covered before the break: a read "
@@ -265,6 +266,12 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
         result["consensus"] = [_with_competence(r, scores, i, truncated)
                                for i, r in enumerate(rows)]
         result["competence"] = result["consensus"][0]["competence"]
+    if warnings_of(libs):
+        result["warnings"] = warnings_of(libs)
+        for row in result["consensus"]:
+            row["competence"] = with_warnings(row["competence"], result["warnings"])
+        result["competence"] = with_warnings(result["competence"], result["warnings"]) \
+            if not result["consensus"] else result["consensus"][0]["competence"]
     result["provenance"] = provenance(*ref.provenance(), *index_prov)
     return result
 

@@ -178,8 +178,9 @@ def register(app: typer.Typer) -> None:
         --min-depth), and competence saying what the depth cannot show. Exit 2 on bad
         input (malformed FASTQ, BAM without index, reference not staged, region outside the
         contig, the same file twice, BAMs aligned to a different reference: a contig of another
-        length or M5 in the header, or >30% of aligned bases differing from --reference); 4 if
-        minimap2/samtools fail."""
+        length in the header, or >30% of aligned bases differing from --reference); a header
+        M5 that differs while lengths and bases agree is listed in warnings and competence;
+        4 if the aligner or samtools fail."""
         from biotool.reads.variants import variants
 
         groups = [[p for p in f.split(",") if p] for f in (fastq or [])]
