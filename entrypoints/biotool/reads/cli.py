@@ -11,8 +11,9 @@ from biotool.output import run
 
 REF_HELP = ("Staged reference name or alias (see `biotool references`, e.g. MN908947.3), or a "
             "FASTA path, which is indexed on the fly into the cache.")
-PRESET_HELP = ("minimap2 preset: auto (sr when median read length <= 350 and mean quality >= "
-               "20, else map-ont), sr, map-ont or map-pb.")
+PRESET_HELP = ("Read type: auto (sr when the median read length is <= 350, whatever the base "
+               "quality, else map-ont), sr (short reads: bwa mem), map-ont or map-pb (long "
+               "reads: minimap2 with that preset).")
 REGION_HELP = ("Limit to chr:start-end (1-based, inclusive; commas allowed), chr:start (to the "
                "contig end) or a whole contig name; {name}:start-end quotes a name that "
                "contains ':'. Exit 2 when empty, start > end or beyond the contig.")
@@ -69,7 +70,7 @@ def spread(args: list[str], each: tuple[str, ...], grouped: tuple[str, ...]) -> 
 def describe() -> dict:
     return {"commands": ["align", "breakpoints", "variants"],
             "summary": "reads against a reference: placement, base-exact breakpoints, variants",
-            "requires": {"binaries": ["minimap2", "samtools"],
+            "requires": {"binaries": ["bwa", "minimap2", "samtools"],
                          "python": ["mappy", "pysam", "numpy"]}}
 
 
@@ -84,8 +85,8 @@ def register(app: typer.Typer) -> None:
         top: int = typer.Option(5, "--top", help="How many loci to list."),
         timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
     ) -> None:
-        """Where do these reads come from? Aligns a seeded sample of reads (minimap2 via
-        mappy on the staged index) and reports n_reads (sampled), n_reads_in_file, mapped,
+        """Where do these reads come from? Aligns a seeded sample of reads (bwa mem for short
+        reads, minimap2 via mappy for long ones) and reports n_reads (sampled), n_reads_in_file, mapped,
         mapped_fraction, mean_mapq, strands and top_loci [{contig, window [start, end]
         1-based, reads, share}], each read placed by its primary alignment's midpoint in
         1 kb windows. competence: confidence = mapped fraction, margin = top locus share, a
@@ -130,7 +131,7 @@ def register(app: typer.Typer) -> None:
         alignment for reuse with --bam; truncated: true when --timeout cut the work short.
         Exit 2 on bad input (malformed FASTQ, mate files of different lengths, BAM without
         index, BAM aligned to another reference, reference not staged, region outside the
-        contig or on a contig the BAM lacks); 4 if minimap2/samtools fail. Two runs on the same reads at once align them once (the second
+        contig or on a contig the BAM lacks); 4 if the aligner or samtools fail. Two runs on the same reads at once align them once (the second
         waits and reuses the cached BAM)."""
         from biotool.reads.breakpoints import breakpoints
 

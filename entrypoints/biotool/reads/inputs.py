@@ -11,6 +11,7 @@ from biotool.output import InputError
 from biotool.provenance import used
 from biotool.reads.bam import library_bam, open_bam
 from biotool.reads.reference import Reference
+from biotool.reads.shortreads import index_label
 
 
 def bams_for(fastq_groups: list[list[str]], bams: list[str], ref: Reference, preset: str,
@@ -42,7 +43,7 @@ def bams_for(fastq_groups: list[list[str]], bams: list[str], ref: Reference, pre
     _unique_samples(libs)
     for p in sorted(presets):
         path, digest = ref.index(p)
-        prov.append(used("index", f"minimap2:{p}", digest, path=str(path)))
+        prov.append(used("index", index_label(p), digest, path=str(path)))
     return libs, prov
 
 
