@@ -188,8 +188,9 @@ def _tail(path: Path) -> str:
     return (errs or lines or ["no message"])[-1][:300]
 
 
-def open_bam(path: str | Path):
-    """A pysam handle on a coordinate-sorted, indexed BAM; InputError naming what is wrong."""
+def open_bam(path: str | Path, threads: int = 1):
+    """A pysam handle on a coordinate-sorted, indexed BAM; InputError naming what is wrong.
+    `threads` > 1 decompresses in htslib's background threads."""
     import pysam
 
     path = Path(path)
@@ -199,7 +200,7 @@ def open_bam(path: str | Path):
         raise InputError(f"--bam {path}: no such file")
     pysam.set_verbosity(0)  # htslib's own stderr lines would break the one-line error contract
     try:
-        bam = pysam.AlignmentFile(str(path), "rb")
+        bam = pysam.AlignmentFile(str(path), "rb", threads=max(1, threads))
     except (ValueError, OSError) as exc:
         raise InputError(f"--bam {path}: not a readable BAM ({str(exc).strip()[:120]})") from None
     if not bam.has_index():

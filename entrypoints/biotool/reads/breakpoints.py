@@ -9,6 +9,7 @@ by the repeat it sits in, so it supports every position of that span, not one ed
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections import Counter
 
@@ -253,7 +254,7 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
                                 deadline, start_t)
     lib = libs[0]
     parts = []
-    handle = open_bam(lib["bam"])
+    handle = open_bam(lib["bam"], threads=min(int(threads), os.cpu_count() or 1))
     try:
         with pysam.FastaFile(str(ref.fasta)) as fasta:
             for contig, s, e in regions:
