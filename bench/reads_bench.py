@@ -151,6 +151,10 @@ def bench_breakpoints(sim, ref_seq, d, env, depth, runs):
     t_ours, ours = _median_time(lambda: _biotool(env, "breakpoints", "--bam", str(bam),
                                                  "--reference", str(REF), "--region", region,
                                                  "--top", "5"), runs)
+    t_one, one = _median_time(lambda: _biotool(env, "breakpoints", "--bam", str(bam),
+                                               "--reference", str(REF), "--region", region,
+                                               "--top", "5", "--threads", "1"), runs)
+    assert one["consensus"] == ours["consensus"]  # the split changes nothing but the time
     # -F 0x704: the alignments biotool counts (supplementary ones included, for hard clips).
     t_peer, tally = _median_time(lambda: _sh(
         f"samtools view -q 20 -F 0x704 {bam} {region} | awk '{AWK_TALLY}'"), runs)
@@ -161,6 +165,8 @@ def bench_breakpoints(sim, ref_seq, d, env, depth, runs):
         "reads": len(reads), "cuts": len(cuts), "background_depth": depth,
         "biotool_s": round(t_ours, 3), "samtools_awk_s": round(t_peer, 3),
         "ratio_biotool_over_samtools_awk": round(t_ours / t_peer, 3),
+        "biotool_threads1_s": round(t_one, 3),
+        "ratio_threads1_over_samtools_awk": round(t_one / t_peer, 3),
         "biotool_top5": _score({r["pos"] for r in ours["consensus"][:5]}, truth),
         "samtools_awk_top5": _score({p for _n, p in peer}, truth),
         "biotool_by_signature_exact": {k: v["pos"] in truth

@@ -37,6 +37,7 @@ PRIMER_SHARE = 0.5   # share of the reads covering a primer that start (end) wit
 PRIMER_WINDOW = 5    # bases either side over which read edges at one primer spread
 PRIMER_MIN_READS = 10  # fewer reads sharing an edge are chance, not a primer
 ONE_SIDED = 0.1      # at a real break, reads end on one side as others start on the other
+SPLIT_READS = 50000  # reads in a region above which the per-read loop is split over processes
 
 
 def _span_deletion(seq: str, off: int, r: int, k: int) -> tuple[int, int]:
@@ -54,21 +55,26 @@ def _span_insertion(seq: str, off: int, r: int, ins: str) -> tuple[int, int]:
 
 
 def tally(bam, contig: str, start: int, end: int, refseq: str, off: int, min_mapq: int,
-          deadline: float | None) -> dict:
+          deadline: float | None, own: tuple[int, int] | None = None) -> dict:
     """Per-read extents and indel spans for one region of one BAM (0-based half-open region).
 
     This loop is the command's hot path, so it stays lean: one pass over pysam's alignments,
     per read only its extent (and, for clipped reads, which edge is clipped); the CIGAR is
     walked only for reads with more than one operation, and everything else is counted
-    afterwards in numpy.
+    afterwards in numpy. `own` = (lo, hi) counts only the reads starting in lo..hi-1 (the
+    first piece also those starting left of the region), for one piece of a split region.
     """
+    fetch_lo, fetch_hi = own or (start, end)
+    skip_before = fetch_lo if fetch_lo > start else -1  # earlier pieces own those reads
     spans = {}
     read_lo, read_hi, lclipped, rclipped = [], [], [], []
     lo_append, hi_append = read_lo.append, read_hi.append
     n = kept = 0
     truncated = False
     check_every = 4096
-    for read in bam.fetch(contig, start, end):
+    for read in bam.fetch(contig, fetch_lo, fetch_hi):
+        if read.reference_start < skip_before:
+            continue
         n += 1
         if deadline is not None and not n % check_every and time.monotonic() > deadline:
             truncated = True
@@ -130,12 +136,48 @@ def tally(bam, contig: str, start: int, end: int, refseq: str, off: int, min_map
             "reads_seen": n, "reads_used": kept, "truncated": truncated}
 
 
-def _hist(values, start: int, end: int):
-    """(positions, counts) of `values` within start..end."""
+def _tally_piece(args) -> dict:
+    """tally() on one piece of a region, in a worker process with its own BAM handle."""
+    import pysam
+
+    path, threads, *rest = args
+    with pysam.AlignmentFile(path, "rb", threads=threads) as bam:
+        return tally(bam, *rest)
+
+
+def _tally_pieces(path: str, contig: str, s: int, e: int, seq: str, off: int, min_mapq: int,
+                  deadline: float | None, pieces: int, threads: int) -> dict:
+    """tally() over the region cut into `pieces` by read start, each in its own process (the
+    per-read loop is the command's cost, and it parallelises), merged in order."""
+    if pieces < 2:
+        return _tally_piece((path, threads, contig, s, e, seq, off, min_mapq, deadline))
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    cuts = [s + (e - s) * i // pieces for i in range(pieces + 1)]
+    jobs = [(path, 1, contig, s, e, seq, off, min_mapq, deadline, (lo, hi))
+            for lo, hi in zip(cuts, cuts[1:])]
+    # fork: the workers inherit the imported modules, so they start in milliseconds.
+    with ProcessPoolExecutor(pieces, mp_context=multiprocessing.get_context("fork")) as pool:
+        done = list(pool.map(_tally_piece, jobs))
+    merged = {k: [x for d in done for x in d[k]]
+              for k in ("read_lo", "read_hi", "lclipped", "rclipped")}
+    merged["spans"] = sum((d["spans"] for d in done), Counter())
+    return {**merged, "start": s, "end": e, "reads_seen": sum(d["reads_seen"] for d in done),
+            "reads_used": sum(d["reads_used"] for d in done),
+            "truncated": any(d["truncated"] for d in done)}
+
+
+def _hist(arr, start: int, end: int):
+    """(positions, counts) of the sorted array `arr` within start..end."""
     import numpy as np
 
-    arr = np.asarray(values, dtype=np.int64)
-    return np.unique(arr[(arr >= start) & (arr <= end)], return_counts=True)
+    arr = arr[np.searchsorted(arr, start, "left"):np.searchsorted(arr, end, "right")]
+    if not len(arr):
+        return arr, arr
+    first = np.flatnonzero(np.diff(arr)) + 1  # where a new position begins
+    first = np.concatenate([[0], first])
+    return arr[first], np.diff(np.concatenate([first, [len(arr)]]))
 
 
 def _table(t: dict, contig_length: int) -> dict:
@@ -147,8 +189,11 @@ def _table(t: dict, contig_length: int) -> dict:
     lo = np.array([s[0] for s, _ in span_items], dtype=np.int64)
     hi = np.array([s[1] for s, _ in span_items], dtype=np.int64)
     w = np.array([c for _, c in span_items], dtype=np.int64)
-    edges = {k: _hist(t[src], t["start"], t["end"]) for k, src in
-             (("lo", "read_lo"), ("hi", "read_hi"), ("lclip", "lclipped"), ("rclip", "rclipped"))}
+    # Stable sorts: BAM order makes starts sorted and ends nearly so, which timsort exploits.
+    rlo, rhi, lcl, rcl = (np.sort(np.asarray(t[k], dtype=np.int64), kind="stable")
+                          for k in ("read_lo", "read_hi", "lclipped", "rclipped"))
+    edges = {k: _hist(arr, t["start"], t["end"]) for k, arr in
+             (("lo", rlo), ("hi", rhi), ("lclip", lcl), ("rclip", rcl))}
     pos = np.unique(np.concatenate([edges["lo"][0], edges["hi"][0], lo]))
 
     def col(k):
@@ -163,8 +208,6 @@ def _table(t: dict, contig_length: int) -> dict:
     cum_hi = np.concatenate([[0], np.cumsum(w[order_hi])])
     indels = (cum_lo[np.searchsorted(lo[order_lo], pos, "right")]
               - cum_hi[np.searchsorted(hi[order_hi], pos, "left")])
-    rlo = np.sort(np.asarray(t["read_lo"], dtype=np.int64))
-    rhi = np.sort(np.asarray(t["read_hi"], dtype=np.int64))
     # Reads crossing the boundary after pos: start < pos and end > pos.
     crossing = np.searchsorted(rlo, pos, "left") - np.searchsorted(rhi, pos, "right")
     # Contig ends: no read can run past them, so edges there are no junction.
@@ -254,20 +297,26 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
                                 deadline, start_t)
     lib = libs[0]
     parts = []
-    handle = open_bam(lib["bam"], threads=min(int(threads), os.cpu_count() or 1))
+    handle = open_bam(lib["bam"])
     try:
-        with pysam.FastaFile(str(ref.fasta)) as fasta:
-            for contig, s, e in regions:
-                if contig not in handle.references:
-                    continue
-                off = max(0, s - PAD)
-                seq = fasta.fetch(contig, off, min(contigs[contig], e + PAD)).upper()
-                parts.append(tally(handle, contig, s, e, seq, off, min_mapq, deadline))
-                parts[-1]["contig"] = contig
-                if parts[-1]["truncated"]:
-                    break
+        in_bam = set(handle.references)
+        mapped = {st.contig: st.mapped for st in handle.get_index_statistics()}
     finally:
         handle.close()
+    workers = max(1, min(int(threads), os.cpu_count() or 1))
+    with pysam.FastaFile(str(ref.fasta)) as fasta:
+        for contig, s, e in regions:
+            if contig not in in_bam:
+                continue
+            off = max(0, s - PAD)
+            seq = fasta.fetch(contig, off, min(contigs[contig], e + PAD)).upper()
+            expected = mapped.get(contig, 0) * (e - s) / max(1, contigs[contig])
+            pieces = workers if expected >= SPLIT_READS else 1
+            parts.append(_tally_pieces(lib["bam"], contig, s, e, seq, off, min_mapq, deadline,
+                                       pieces, workers))
+            parts[-1]["contig"] = contig
+            if parts[-1]["truncated"]:
+                break
     if not parts:
         raise region_not_in_bam(lib["bam"], regions)
     import numpy as np
