@@ -1,10 +1,9 @@
 """Whole-library alignment to a sorted, indexed BAM, cached by the content of its inputs.
 
 Reads are validated in Python as they stream into the aligner (bwa mem for short reads,
-minimap2 for long ones; a truncated or corrupt FASTQ fails loudly), its SAM goes straight
-into `samtools sort`, and the BAM
-and its index are published together by renaming their directory: a later run never trusts a
-half-written file, nor a BAM beside another run's index.
+minimap2 for long ones), so a truncated or corrupt FASTQ fails loudly; its SAM goes straight
+into `samtools sort`, and the BAM and its index are published together by renaming their
+directory: a later run never trusts a half-written file, nor a BAM beside another run's index.
 """
 
 from __future__ import annotations
