@@ -62,3 +62,14 @@ def test_whole_library_bam_maps_as_many_reads_as_bwa(biotool, bwa_peer, tmp_path
     assert len(indexes) == 1
     assert biotool(*args).json["bam"] == out["bam"]
     assert leftovers(tmp_path / "cache") == []
+
+
+def test_short_read_sample_stops_at_the_time_budget(biotool):
+    # The budget is spent before the first read is fed: a flagged partial result, not a hang.
+    r = biotool("align", "--fastq", str(READS), "--reference", str(REF), "--n-reads", "10000",
+                "--timeout", "0.001")
+    assert r.code == 0, r.stderr
+    out = r.json
+    assert out["truncated"] is True and out["aligner"] == "bwa mem"
+    assert out["n_reads"] < 10000 and out["n_reads_in_file"] == 10000
+    assert any("--timeout" in s for s in out["competence"]["blind_spots"])
