@@ -127,8 +127,13 @@ def register(app: typer.Typer) -> None:
         [{contig, pos, starts, ends, clips, indels, support, agreeing, intact, depth,
         broken_fraction, competence}] ranked by support times the number of signatures that
         agree there (>= 2 reads and >= 10% of the support each); by_signature gives the best
-        pos of each signature alone (indels: the span where most agree); bam is the cached
-        alignment for reuse with --bam; truncated: true when --timeout cut the work short.
+        pos of each signature alone (indels: the span where most agree). Read edges at a
+        contig's first or last base and at amplicon primers (a few bases where most reads
+        covering them start, or end, while none break on the other side) are not breaks:
+        they are left out and listed in discounted with why, so on an amplicon library
+        consensus[0] is the cut the indels carry. bam is the cached alignment for reuse with
+        --bam; truncated: true when --timeout cut the work short; --threads N also splits the
+        per-read pass over N processes.
         Exit 2 on bad input (malformed FASTQ, mate files of different lengths, BAM without
         index, BAM aligned to another reference, reference not staged, region outside the
         contig or on a contig the BAM lacks); 4 if the aligner or samtools fail. Two runs on the same reads at once align them once (the second
