@@ -111,7 +111,7 @@ def register(app: typer.Typer) -> None:
         region: Optional[str] = typer.Option(None, "--region", help=REGION_HELP),
         top: int = typer.Option(10, "--top", help="How many consensus positions to list."),
         min_mapq: int = typer.Option(20, "--min-mapq", help="Ignore alignments below this MAPQ."),
-        threads: int = typer.Option(2, "--threads", help="Threads for minimap2 and sorting."),
+        threads: int = typer.Option(2, "--threads", help="Threads for the aligner and sorting."),
         timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
         preset: str = typer.Option("auto", "--preset", help=PRESET_HELP),
     ) -> None:
@@ -166,7 +166,7 @@ def register(app: typer.Typer) -> None:
             ".tbi index; readable by bcftools).")),
         min_mapq: int = typer.Option(20, "--min-mapq", help="Ignore alignments below this MAPQ."),
         min_bq: int = typer.Option(13, "--min-bq", help="Ignore bases below this quality."),
-        threads: int = typer.Option(2, "--threads", help="Threads for minimap2 and sorting."),
+        threads: int = typer.Option(2, "--threads", help="Threads for the aligner and sorting."),
         timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
         preset: str = typer.Option("auto", "--preset", help=PRESET_HELP),
     ) -> None:
