@@ -86,8 +86,8 @@ def register(app: typer.Typer) -> None:
         timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
     ) -> None:
         """Where do these reads come from? Aligns a seeded sample of reads (bwa mem for short
-        reads, minimap2 via mappy for long ones) and reports n_reads (sampled), n_reads_in_file, mapped,
-        mapped_fraction, mean_mapq, strands and top_loci [{contig, window [start, end]
+        reads, minimap2 via mappy for long ones) and reports aligner, n_reads (sampled),
+        n_reads_in_file, mapped, mapped_fraction, mean_mapq, strands and top_loci [{contig, window [start, end]
         1-based, reads, share}], each read placed by its primary alignment's midpoint in
         1 kb windows. competence: confidence = mapped fraction, margin = top locus share, a
         blind spot when fewer than 100 reads map; truncated: true when --timeout stopped it

@@ -65,7 +65,7 @@ def bwa_command(prefix: Path, threads: int, paired: bool) -> list[str]:
 
 
 def map_sample(prefix: Path, recs, as_text, threads: int = 1,
-               deadline: float | None = None) -> tuple[list[tuple[str, int, int, int, bool]], int, bool]:
+               deadline: float | None = None) -> tuple[list[tuple], int, bool]:
     """Primary placements of `recs` by bwa mem: ([(contig, start0, end0, mapq, reverse)] for
     mapped reads, reads aligned, truncated). Reads are fed from a thread while SAM is read
     back, and feeding stops at the deadline, so the budget bounds the work."""
@@ -115,7 +115,8 @@ def map_sample(prefix: Path, recs, as_text, threads: int = 1,
     rc = proc.wait()
     reader.join()
     if rc != 0:
-        raise ToolFailure(f"bwa mem failed (exit {rc}): {_last_line((err or [b''])[0].decode(errors='replace'))}")
+        said = (err or [b""])[0].decode(errors="replace")
+        raise ToolFailure(f"bwa mem failed (exit {rc}): {_last_line(said)}")
     return placed, seen, fed["truncated"]
 
 
