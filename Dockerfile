@@ -31,7 +31,7 @@ ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       python3 ca-certificates curl procps \
-      minimap2 samtools bcftools tabix ncbi-blast+ \
+      minimap2 bwa samtools bcftools tabix ncbi-blast+ \
  && rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log
 
 # ---- wheels: the pinned dependencies installed into /opt/venv from the wheelhouse only

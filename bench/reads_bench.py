@@ -16,8 +16,17 @@ Peers, on the same BAM and region, each the median of --runs:
                position with the correct end (POS + reference length - 1)
 Both biotool commands run as the agent runs them (a subprocess, start-up included); the
 start-up alone (`python -m biotool --help`) is reported too, since it dominates small inputs.
-Also: whole-library alignment through the minimap2 binary (what biotool uses) against a
-mappy loop writing the BAM with pysam, on the same reads.
+Also:
+  amplicon:    a 220 bp Cas9 amplicon library (2,000 MiSeq-like reads, 25% edited at a known
+               cut, adapters past the end): is the top position the cut, for biotool and for
+               the samtools | awk read-edge tally?
+  header_m5:   variants on a BAM whose @SQ M5 is of the 12 kb chromosome while --reference is
+               its 4,200-base extract, against bcftools on the same files;
+  short_reads: bowtie2's lambda example (tests/unit/reads/data/bowtie2_lambda): reads mapped by
+               biotool (align and the whole-library BAM) against bwa mem, bowtie2 and
+               minimap2 -x sr run directly (needs bwa and bowtie2 on PATH);
+  alignment:   the whole-library short-read pipeline (bwa mem | samtools sort) against the
+               minimap2 -x sr pipeline, time and reads mapped, on the variants reads.
 Prints one JSON object.
 """
 
@@ -142,6 +151,10 @@ def bench_breakpoints(sim, ref_seq, d, env, depth, runs):
     t_ours, ours = _median_time(lambda: _biotool(env, "breakpoints", "--bam", str(bam),
                                                  "--reference", str(REF), "--region", region,
                                                  "--top", "5"), runs)
+    t_one, one = _median_time(lambda: _biotool(env, "breakpoints", "--bam", str(bam),
+                                               "--reference", str(REF), "--region", region,
+                                               "--top", "5", "--threads", "1"), runs)
+    assert one["consensus"] == ours["consensus"]  # the split changes nothing but the time
     # -F 0x704: the alignments biotool counts (supplementary ones included, for hard clips).
     t_peer, tally = _median_time(lambda: _sh(
         f"samtools view -q 20 -F 0x704 {bam} {region} | awk '{AWK_TALLY}'"), runs)
@@ -152,6 +165,8 @@ def bench_breakpoints(sim, ref_seq, d, env, depth, runs):
         "reads": len(reads), "cuts": len(cuts), "background_depth": depth,
         "biotool_s": round(t_ours, 3), "samtools_awk_s": round(t_peer, 3),
         "ratio_biotool_over_samtools_awk": round(t_ours / t_peer, 3),
+        "biotool_threads1_s": round(t_one, 3),
+        "ratio_threads1_over_samtools_awk": round(t_one / t_peer, 3),
         "biotool_top5": _score({r["pos"] for r in ours["consensus"][:5]}, truth),
         "samtools_awk_top5": _score({p for _n, p in peer}, truth),
         "biotool_by_signature_exact": {k: v["pos"] in truth
@@ -160,50 +175,128 @@ def bench_breakpoints(sim, ref_seq, d, env, depth, runs):
 
 
 def bench_alignment(d, threads):
-    """The minimap2 binary pipeline biotool uses, against a mappy loop writing BAM via pysam."""
-    import mappy
-    import pysam
-
+    """Whole-library alignment as biotool runs it for short reads (bwa mem | samtools sort,
+    through library_bam) against the minimap2 -x sr pipeline it replaced, on the same reads."""
     from biotool.reads.bam import library_bam
     from biotool.reads.reference import resolve
 
     fq = d / "variants.fastq"
     os.environ["BIOTOOL_CACHE"] = str(d / "cache-align")
     ref = resolve(str(REF))
-    ref.index("sr")
+    ref.index("sr")  # the bwa index, built outside the timing
     t = time.perf_counter()
-    library_bam([fq], ref, "sr", threads=threads)
-    t_binary = time.perf_counter() - t
+    out = library_bam([fq], ref, "sr", threads=threads)
+    t_bwa = time.perf_counter() - t
+    t = time.perf_counter()
+    _sh(f"minimap2 -a -x sr -t {threads} --secondary=no {REF} {fq} 2>/dev/null | "
+        f"samtools sort -@ {max(0, threads - 1)} -o {d / 'mm2.bam'} - 2>/dev/null && "
+        f"samtools index {d / 'mm2.bam'}")
+    t_mm2 = time.perf_counter() - t
+    return {"reads_file": fq.name, "threads": threads,
+            "biotool_bwa_pipeline_s": round(t_bwa, 3), "minimap2_sr_pipeline_s": round(t_mm2, 3),
+            "ratio_bwa_over_minimap2": round(t_bwa / t_mm2, 3),
+            "mapped_bwa": _mapped(out["bam"]), "mapped_minimap2_sr": _mapped(d / "mm2.bam")}
 
+
+def _mapped(bam) -> int:
+    """Primary alignments that map, in a BAM or SAM."""
+    return int(_sh(f"samtools view -c -F 0x904 {bam}"))
+
+
+LAMBDA = REPO / "tests" / "unit" / "reads" / "data" / "bowtie2_lambda"
+
+
+def bench_short_reads(d, env, threads, runs):
+    """bowtie2's own example (lambda phage, 10,000 simulated reads with errors and Ns): reads
+    mapped by biotool (align's sample and the whole-library BAM) against bwa mem, bowtie2 and
+    minimap2 -x sr run directly on the same reads."""
+    reads, ref = LAMBDA / "reads_1.fq.gz", LAMBDA / "lambda_virus.fa"
+    _sh(f"bwa index -p {d / 'lambda'} {ref} 2>/dev/null && "
+        f"bowtie2-build -q {ref} {d / 'lambda_bt2'} >/dev/null")
+    peers = {
+        "bwa_mem": f"bwa mem -v 1 -t {threads} {d / 'lambda'} {reads} > {d / 'bwa_mem.sam'}",
+        "bowtie2": f"bowtie2 --no-unal -p {threads} -x {d / 'lambda_bt2'} -U {reads} "
+                   f"-S {d / 'bowtie2.sam'} 2>/dev/null",
+        "minimap2_sr": f"minimap2 -a -x sr -t {threads} --secondary=no {ref} {reads} "
+                       f"> {d / 'minimap2_sr.sam'} 2>/dev/null",
+    }
+    out = {"reads": 10000, "reference": "lambda phage NC_001416.1, 48,502 nt"}
+    for name, cmd in peers.items():
+        t, _ = _median_time(lambda: _sh(cmd), runs)
+        out[name] = {"mapped": _mapped(d / f"{name}.sam"), "s": round(t, 3)}
+    t, aligned = _median_time(lambda: _biotool(env, "align", "--fastq", str(reads), "--reference",
+                                               str(ref), "--n-reads", "10000"), runs)
+    out["biotool_align"] = {"mapped": aligned["mapped"], "s": round(t, 3),
+                            "preset": aligned["preset"], "aligner": aligned["aligner"]}
+    lib_env = {**env, "BIOTOOL_CACHE": str(d / "cache-lambda")}
     t = time.perf_counter()
-    aligner = mappy.Aligner(str(ref.index("sr")[0]), preset="sr")
-    header = {"HD": {"VN": "1.6", "SO": "unsorted"},
-              "SQ": [{"SN": n, "LN": len(aligner.seq(n))} for n in aligner.seq_names]}
-    unsorted = d / "mappy.unsorted.bam"
-    with pysam.AlignmentFile(str(unsorted), "wb", header=header) as out:
-        for name, seq, qual in mappy.fastx_read(str(fq)):
-            for h in aligner.map(seq):
-                if not h.is_primary:
-                    continue
-                a = pysam.AlignedSegment(out.header)
-                a.query_name, a.reference_name, a.reference_start = name, h.ctg, h.r_st
-                a.mapping_quality = h.mapq
-                s, q = (seq, qual) if h.strand > 0 else (mappy.revcomp(seq), qual[::-1])
-                clip_l, clip_r = (h.q_st, len(seq) - h.q_en) if h.strand > 0 else \
-                    (len(seq) - h.q_en, h.q_st)
-                cig = ([(4, clip_l)] if clip_l else []) + [(op, ln) for ln, op in h.cigar] + \
-                    ([(4, clip_r)] if clip_r else [])
-                a.flag = 0 if h.strand > 0 else 16
-                a.cigartuples = cig
-                a.query_sequence = s
-                a.query_qualities = pysam.qualitystring_to_array(q)
-                out.write(a)
-    pysam.sort("-o", str(d / "mappy.bam"), str(unsorted))
-    pysam.index(str(d / "mappy.bam"))
-    t_mappy = time.perf_counter() - t
-    return {"reads_file": fq.name, "minimap2_binary_pipeline_s": round(t_binary, 3),
-            "mappy_loop_s": round(t_mappy, 3),
-            "ratio_binary_over_mappy": round(t_binary / t_mappy, 3), "threads": threads}
+    whole = _biotool(lib_env, "breakpoints", "--fastq", str(reads), "--reference", str(ref),
+                     "--threads", str(threads))
+    out["biotool_library_bam"] = {"mapped": _mapped(whole["bam"]),
+                                  "s_first_run": round(time.perf_counter() - t, 3)}
+    for k in ("biotool_align", "biotool_library_bam", "bowtie2", "minimap2_sr"):
+        out[k]["fraction"] = round(out[k]["mapped"] / 10000, 4)
+        out[k]["minus_bwa_mem_points"] = round(100 * (out[k]["mapped"] - out["bwa_mem"]["mapped"])
+                                               / 10000, 2)
+    out["bwa_mem"]["fraction"] = round(out["bwa_mem"]["mapped"] / 10000, 4)
+    return out
+
+
+def bench_amplicon(sim, d, env, runs):
+    """A Cas9 amplicon library (220 bp amplicon as the reference, 2,000 MiSeq-like 250 bp reads
+    with stagger bases and adapters past the end, 25% carrying repair outcomes at a known cut):
+    is consensus[0] the cut, for biotool and for the samtools | awk read-edge tally?"""
+    amp, c = sim.amplicon(220, seed=41)
+    reads, truth = sim.amplicon_reads(amp, c, seed=41, n=2000, edited=0.25, reverse_share=0.5)
+    fasta = sim.write_fasta(d / "amplicon.fasta", "amplicon", amp)
+    fq = sim.write_fastq(d / "amplicon.fastq", reads)
+    bam = sim.align(fasta, fq, d / "amplicon.bam")
+    t_ours, ours = _median_time(lambda: _biotool(env, "breakpoints", "--bam", str(bam),
+                                                 "--reference", str(fasta)), runs)
+    t_peer, tally = _median_time(lambda: _sh(
+        f"samtools view -q 20 -F 0x704 {bam} | awk '{AWK_TALLY}'"), runs)
+    peer_top = max(((int(n), int(p)) for p, n in (l.split("\t") for l in tally.splitlines())),
+                   key=lambda x: (x[0], -x[1]))
+    return {"reads": len(reads), "cut": c, "edited_reads": truth["edited_reads"],
+            "biotool_s": round(t_ours, 3), "samtools_awk_s": round(t_peer, 3),
+            "biotool_top": ours["consensus"][0]["pos"],
+            "biotool_top_indels": ours["consensus"][0]["indels"],
+            "biotool_discounted": [(x["pos"], x["reads"]) for x in ours["discounted"][:4]],
+            "samtools_awk_top": peer_top[1], "samtools_awk_top_reads": peer_top[0]}
+
+
+def bench_header_m5(sim, d, env, runs):
+    """The 1000 Genomes layout: a BAM whose @SQ carries the M5 of a 12 kb chromosome while
+    --reference is its 4,200-base extract. biotool variants (a warning, not a refusal)
+    against bcftools on the same BAM and extract."""
+    import hashlib
+
+    import pysam
+
+    chrom = sim.genome(12000, seed=31)
+    ref = chrom[3000:7200]
+    truth = sim.plant_variants(ref, seed=31, fractions=(1.0, 0.5), low=())
+    fasta = sim.write_fasta(d / "extract.fasta", "20", ref)
+    fq = sim.write_fastq(d / "extract.fastq", sim.variant_reads(ref, truth, depth=60, seed=31))
+    plain = sim.align(fasta, fq, d / "extract.plain.bam")
+    bam = d / "extract.m5.bam"
+    with pysam.AlignmentFile(str(plain)) as src:
+        header = src.header.to_dict()
+        header["SQ"][0]["M5"] = hashlib.md5(chrom.encode()).hexdigest()
+        with pysam.AlignmentFile(str(bam), "wb", header=header) as out:
+            for read in src:
+                out.write(pysam.AlignedSegment.fromstring(read.to_string(), out.header))
+    pysam.index(str(bam))
+    t_ours, ours = _median_time(lambda: _biotool(env, "variants", "--bam", str(bam),
+                                                 "--reference", str(fasta), "--top", "100"), runs)
+    t_peer, called = _median_time(lambda: _sh(
+        f"bcftools mpileup -f {fasta} {bam} 2>/dev/null | bcftools call -mv 2>/dev/null | "
+        "bcftools query -f '%POS\\n'"), runs)
+    want = {t["pos"] for t in truth}
+    return {"planted": len(want), "warnings": len(ours.get("warnings", [])),
+            "biotool_s": round(t_ours, 3), "bcftools_s": round(t_peer, 3),
+            "biotool": _score({v["pos"] for v in ours["variants"]}, want),
+            "bcftools": _score({int(p) for p in called.split()}, want)}
 
 
 def main(argv=None) -> int:
@@ -229,6 +322,9 @@ def main(argv=None) -> int:
                 [sys.executable, "-m", "biotool", "--help"], capture_output=True, env=env),
                 args.runs)[0], 3),
             "breakpoints": bench_breakpoints(sim, ref_seq, d, env, args.bp_depth, args.runs),
+            "amplicon": bench_amplicon(sim, d, env, args.runs),
+            "header_m5": bench_header_m5(sim, d, env, args.runs),
+            "short_reads": bench_short_reads(d, env, args.threads, args.runs),
             "alignment": bench_alignment(d, args.threads),
         }
     print(json.dumps(result, indent=1))

@@ -1,4 +1,5 @@
-"""`biotool align`: where a seeded sample of reads lands on a reference (minimap2 via mappy)."""
+"""`biotool align`: where a seeded sample of reads lands on a reference (bwa mem for short
+reads, minimap2 via mappy for long ones)."""
 
 from __future__ import annotations
 
@@ -12,44 +13,53 @@ from biotool.provenance import provenance
 from biotool.reads import fastq
 from biotool.reads.inputs import check_top, deadline_from
 from biotool.reads.reference import resolve
+from biotool.reads.shortreads import SHORT, aligner_of, map_sample
 
 WINDOW = 1000
 FEW_MAPPED = 100
 
 
+def _minimap2_sample(index, preset, recs, deadline, reference):
+    """Primary placements by minimap2 (mappy), as map_sample gives bwa's: (placed, aligned,
+    truncated)."""
+    import mappy
+
+    aligner = mappy.Aligner(str(index), preset=preset)
+    if not aligner:
+        raise InputError(f"--reference {reference}: minimap2 could not load index {index}")
+    placed, aligned = [], 0
+    for _name, seq, _qual in recs:
+        # The clock is read every 256 reads: cheap, and fine-grained enough for a budget.
+        if deadline is not None and aligned % 256 == 0 and time.monotonic() > deadline:
+            return placed, aligned, True
+        aligned += 1
+        hit = next((h for h in aligner.map(seq.decode()) if h.is_primary), None)
+        if hit is not None:
+            placed.append((hit.ctg, hit.r_st, hit.r_en, hit.mapq, hit.strand < 0))
+    return placed, aligned, False
+
+
 def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
                  preset: str = "auto", seed: int = 0, top: int = 5,
                  timeout: float | None = None) -> dict:
-    import mappy
-
     check_top(top)
     _, deadline = deadline_from(timeout)
     ref = resolve(reference)
     recs, total = fastq.sample(fastq_path, n_reads, seed)
     preset, why = fastq.choose_preset(recs, preset)
     index, _ = ref.index(preset)
-    aligner = mappy.Aligner(str(index), preset=preset)
-    if not aligner:
-        raise InputError(f"--reference {reference}: minimap2 could not load index {index}")
+    if preset == SHORT:
+        placed, n, truncated = map_sample(index, recs, fastq.as_text, deadline=deadline)
+    else:
+        placed, n, truncated = _minimap2_sample(index, preset, recs, deadline, reference)
     loci: Counter = Counter()
     strands: Counter = Counter()
-    mapq_sum = mapped = aligned = 0
-    truncated = False
-    for _name, seq, _qual in recs:
-        # The clock is read every 256 reads: cheap, and fine-grained enough for a budget.
-        if deadline is not None and aligned % 256 == 0 and time.monotonic() > deadline:
-            truncated = True
-            break
-        aligned += 1
-        hit = next((h for h in aligner.map(seq.decode()) if h.is_primary), None)
-        if hit is None:
-            continue
+    mapq_sum = mapped = 0
+    for ctg, r_st, r_en, mapq, reverse in placed:
         mapped += 1
-        mapq_sum += hit.mapq
-        strands["+" if hit.strand > 0 else "-"] += 1
-        mid = (hit.r_st + hit.r_en) // 2
-        loci[(hit.ctg, mid // WINDOW)] += 1
-    n = aligned
+        mapq_sum += mapq
+        strands["-" if reverse else "+"] += 1
+        loci[(ctg, (r_st + r_en) // 2 // WINDOW)] += 1
     top_loci = [{"contig": ctg, "window": [b * WINDOW + 1, (b + 1) * WINDOW], "reads": c,
                  "share": round(c / mapped, 4)} for (ctg, b), c in loci.most_common(top)]
     frac = mapped / n if n else 0.0
@@ -72,6 +82,7 @@ def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
     return {
         "reference": ref.name,
         "preset": preset,
+        "aligner": aligner_of(preset),
         "preset_reason": why,
         "n_reads": n,
         "n_reads_in_file": total,

@@ -1,9 +1,9 @@
 """Whole-library alignment to a sorted, indexed BAM, cached by the content of its inputs.
 
-Reads are validated in Python as they stream into the minimap2 binary (so a truncated or
-corrupt FASTQ fails loudly), minimap2's SAM goes straight into `samtools sort`, and the BAM
-and its index are published together by renaming their directory: a later run never trusts a
-half-written file, nor a BAM beside another run's index.
+Reads are validated in Python as they stream into the aligner (bwa mem for short reads,
+minimap2 for long ones), so a truncated or corrupt FASTQ fails loudly; its SAM goes straight
+into `samtools sort`, and the BAM and its index are published together by renaming their
+directory: a later run never trusts a half-written file, nor a BAM beside another run's index.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from biotool.output import InputError, ToolFailure
 from biotool.progress import log
 from biotool.reads import fastq
 from biotool.reads.reference import Reference
+from biotool.reads.shortreads import SHORT, aligner_of, bwa_command
 
 SHAPE_SAMPLE = 2000
 # Stop feeding reads at this share of the time budget; the rest is for sorting and counting.
@@ -33,7 +34,7 @@ def choose_preset(fastqs: list[Path], preset: str) -> tuple[str, str]:
 
 
 def _stream(fastqs: list[Path]):
-    """Records to feed minimap2: one file, or two mate files interleaved (fragment mode pairs them)."""
+    """Records to feed the aligner: one file, or two mate files interleaved (bwa mem -p pairs them)."""
     if len(fastqs) == 1:
         yield from fastq.records(fastqs[0])
     else:
@@ -92,7 +93,8 @@ def _published(unit: Path, preset: str, why: str) -> dict | None:
     bam = unit / "aligned.bam"
     if not (bam.is_file() and Path(str(bam) + ".bai").is_file()):
         return None
-    return {"bam": str(bam), "preset": preset, "preset_reason": why, "cached": True,
+    return {"bam": str(bam), "preset": preset, "aligner": aligner_of(preset),
+            "preset_reason": why, "cached": True,
             "truncated": False, "n_reads": _count_note(unit)}
 
 
@@ -100,13 +102,13 @@ def _align_and_publish(fastqs, index, preset, why, threads, d, deadline, start) 
     feed_until = None if deadline is None else start + (deadline - start) * FEED_SHARE
     # More threads than CPUs only adds sort buffers (-m is per thread) and memory pressure.
     threads = max(1, min(int(threads), os.cpu_count() or 1))
-    log(f"aligning the whole library with minimap2 -x {preset} ({threads} threads)")
+    log(f"aligning the whole library with {aligner_of(preset)} ({threads} threads)")
     with tempfile.TemporaryDirectory(dir=d, prefix=".work.") as work:
         work = Path(work)
         unit_tmp = work / "unit"
         unit_tmp.mkdir()
         bam = unit_tmp / "aligned.bam"
-        n, truncated = _align_sorted(fastqs, index, preset, threads, bam, work / "minimap2.err",
+        n, truncated = _align_sorted(fastqs, index, preset, threads, bam, work / "aligner.err",
                                      feed_until, work)
         import pysam
 
@@ -119,7 +121,8 @@ def _align_and_publish(fastqs, index, preset, why, threads, d, deadline, start) 
         except OSError:
             if not _published(unit, preset, why):  # not another run's complete result
                 raise ToolFailure(f"could not publish the alignment into the cache at {unit}") from None
-    return {"bam": str(unit / "aligned.bam"), "preset": preset, "preset_reason": why,
+    return {"bam": str(unit / "aligned.bam"), "preset": preset, "aligner": aligner_of(preset),
+            "preset_reason": why,
             "cached": False, "truncated": truncated, "n_reads": n}
 
 
@@ -131,8 +134,11 @@ def _count_note(unit: Path) -> int | None:
 
 
 def _align_sorted(fastqs, index, preset, threads, out_bam, err_path, feed_until, work) -> tuple[int, bool]:
-    mm_cmd = ["minimap2", "-a", "-x", preset, "-t", str(threads), "--secondary=no",
-              str(index), "-"]
+    if preset == SHORT:
+        mm_cmd = bwa_command(index, threads, paired=len(fastqs) == 2)
+    else:
+        mm_cmd = ["minimap2", "-a", "-x", preset, "-t", str(threads), "--secondary=no",
+                  str(index), "-"]
     sort_cmd = ["samtools", "sort", "-@", str(max(0, threads - 1)), "-m", "256M", "-O", "bam",
                 "-T", str(work / "sorttmp"), "-o", str(out_bam), "-"]
     n = 0
@@ -143,7 +149,7 @@ def _align_sorted(fastqs, index, preset, threads, out_bam, err_path, feed_until,
             srt = subprocess.Popen(sort_cmd, stdin=mm.stdout, stdout=subprocess.DEVNULL, stderr=serr)
         except FileNotFoundError as exc:
             raise ToolFailure(f"{exc.filename} is not installed (needed to align the library)") from None
-        mm.stdout.close()  # samtools holds the read end; minimap2 sees SIGPIPE if it dies
+        mm.stdout.close()  # samtools holds the read end; the aligner sees SIGPIPE if it dies
         try:
             write = mm.stdin.write
             for rec in _stream(fastqs):
@@ -160,11 +166,11 @@ def _align_sorted(fastqs, index, preset, threads, out_bam, err_path, feed_until,
             for p in (mm, srt):
                 p.wait()
             if isinstance(exc, BrokenPipeError):
-                raise ToolFailure(f"minimap2 failed: {_tail(err_path)}") from None
+                raise ToolFailure(f"{aligner_of(preset)} failed: {_tail(err_path)}") from None
             raise
         mm_rc, sort_rc = mm.wait(), srt.wait()
     if mm_rc != 0:
-        raise ToolFailure(f"minimap2 -x {preset} failed (exit {mm_rc}): {_tail(err_path)}")
+        raise ToolFailure(f"{aligner_of(preset)} failed (exit {mm_rc}): {_tail(err_path)}")
     if sort_rc != 0:
         raise ToolFailure(f"samtools sort failed (exit {sort_rc}): {_tail(work / 'sort.err')}")
     if len(fastqs) == 2:
@@ -181,8 +187,9 @@ def _tail(path: Path) -> str:
     return (errs or lines or ["no message"])[-1][:300]
 
 
-def open_bam(path: str | Path):
-    """A pysam handle on a coordinate-sorted, indexed BAM; InputError naming what is wrong."""
+def open_bam(path: str | Path, threads: int = 1):
+    """A pysam handle on a coordinate-sorted, indexed BAM; InputError naming what is wrong.
+    `threads` > 1 decompresses in htslib's background threads."""
     import pysam
 
     path = Path(path)
@@ -192,7 +199,7 @@ def open_bam(path: str | Path):
         raise InputError(f"--bam {path}: no such file")
     pysam.set_verbosity(0)  # htslib's own stderr lines would break the one-line error contract
     try:
-        bam = pysam.AlignmentFile(str(path), "rb")
+        bam = pysam.AlignmentFile(str(path), "rb", threads=max(1, threads))
     except (ValueError, OSError) as exc:
         raise InputError(f"--bam {path}: not a readable BAM ({str(exc).strip()[:120]})") from None
     if not bam.has_index():

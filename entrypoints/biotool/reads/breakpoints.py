@@ -9,15 +9,18 @@ by the repeat it sits in, so it supports every position of that span, not one ed
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections import Counter
 
 from biotool.competence import bounded, not_applicable
+from biotool.output import InputError
 from biotool.provenance import provenance
 from biotool.reads import region as region_mod
 from biotool.reads.bam import open_bam
 from biotool.reads.indel import deletion_span, insertion_left, insertion_right
-from biotool.reads.inputs import bams_for, check_top, deadline_from, region_not_in_bam
+from biotool.reads.inputs import (bams_for, check_top, deadline_from, region_not_in_bam,
+                                  warnings_of, with_warnings)
 from biotool.reads.reference import resolve
 
 CONVENTION = ("pos is the 1-based last reference base covered before the break: a read "
@@ -30,6 +33,11 @@ MIN_AGREE = 2   # reads a signature needs at a position before it counts as agre
 AGREE_SHARE = 0.1  # ... and this share of the position's support, so stray clips do not count
 KINDS = ("starts", "ends", "clips", "indels")
 PAD = 2000      # reference fetched around the region, so repeats at its edge can widen spans
+PRIMER_SHARE = 0.5   # share of the reads covering a primer that start (end) within the window
+PRIMER_WINDOW = 5    # bases either side over which read edges at one primer spread
+PRIMER_MIN_READS = 10  # fewer reads sharing an edge are chance, not a primer
+ONE_SIDED = 0.1      # at a real break, reads end on one side as others start on the other
+SPLIT_READS = 50000  # reads in a region above which the per-read loop is split over processes
 
 
 def _span_deletion(seq: str, off: int, r: int, k: int) -> tuple[int, int]:
@@ -47,22 +55,26 @@ def _span_insertion(seq: str, off: int, r: int, ins: str) -> tuple[int, int]:
 
 
 def tally(bam, contig: str, start: int, end: int, refseq: str, off: int, min_mapq: int,
-          deadline: float | None) -> dict:
-    """Per-position signature counts for one region of one BAM (0-based half-open region).
+          deadline: float | None, own: tuple[int, int] | None = None) -> dict:
+    """Per-read extents and indel spans for one region of one BAM (0-based half-open region).
 
-    This loop is the command's hot path, so it stays lean: per read it only appends the
-    alignment's extent (and, for clipped reads, the clipped edge); starts, ends and clips are
-    tallied afterwards in numpy, and the CIGAR is walked only for reads with an indel.
+    This loop is the command's hot path, so it stays lean: one pass over pysam's alignments,
+    per read only its extent (and, for clipped reads, which edge is clipped); the CIGAR is
+    walked only for reads with more than one operation, and everything else is counted
+    afterwards in numpy. `own` = (lo, hi) counts only the reads starting in lo..hi-1 (the
+    first piece also those starting left of the region), for one piece of a split region.
     """
-    import numpy as np
-
+    fetch_lo, fetch_hi = own or (start, end)
+    skip_before = fetch_lo if fetch_lo > start else -1  # earlier pieces own those reads
     spans = {}
     read_lo, read_hi, lclipped, rclipped = [], [], [], []
     lo_append, hi_append = read_lo.append, read_hi.append
     n = kept = 0
     truncated = False
     check_every = 4096
-    for read in bam.fetch(contig, start, end):
+    for read in bam.fetch(contig, fetch_lo, fetch_hi):
+        if read.reference_start < skip_before:
+            continue
         n += 1
         if deadline is not None and not n % check_every and time.monotonic() > deadline:
             truncated = True
@@ -76,8 +88,9 @@ def tally(bam, contig: str, start: int, end: int, refseq: str, off: int, min_map
             continue
         kept += 1
         rs = read.reference_start
+        re_ = read.reference_end
         lo_append(rs)
-        hi_append(read.reference_end)
+        hi_append(re_)
         if len(cig) == 1:
             continue
         lclip = rclip = 0
@@ -94,7 +107,7 @@ def tally(bam, contig: str, start: int, end: int, refseq: str, off: int, min_map
         if lclip >= MIN_CLIP:
             lclipped.append(rs)
         if rclip >= MIN_CLIP:
-            rclipped.append(read_hi[-1])
+            rclipped.append(re_)
         if not any(op == 1 or op == 2 for op, _ in cig):
             continue
         r = rs
@@ -118,43 +131,133 @@ def tally(bam, contig: str, start: int, end: int, refseq: str, off: int, min_map
                 r += ln
             elif op == 4:
                 q += ln
-
-    def counts(values: list) -> Counter:
-        arr = np.asarray(values, dtype=np.int64)
-        arr = arr[(arr >= start) & (arr <= end)]
-        pos, c = np.unique(arr, return_counts=True)
-        return Counter(dict(zip(pos.tolist(), c.tolist())))
-
-    # A clipped edge (>= MIN_CLIP bases) counts as a clip instead of a start or an end.
-    left_clips, right_clips = counts(lclipped), counts(rclipped)
-    return {"starts": counts(read_lo) - left_clips, "ends": counts(read_hi) - right_clips,
-            "clips": left_clips + right_clips, "spans": Counter(spans),
-            "read_lo": read_lo, "read_hi": read_hi,
+    return {"read_lo": read_lo, "read_hi": read_hi, "lclipped": lclipped,
+            "rclipped": rclipped, "spans": Counter(spans), "start": start, "end": end,
             "reads_seen": n, "reads_used": kept, "truncated": truncated}
 
 
-def _table(t: dict):
-    """Candidate positions with their four counts and the reads spanning them intact."""
+def _tally_piece(args) -> dict:
+    """tally() on one piece of a region, in a worker process with its own BAM handle."""
+    import pysam
+
+    path, threads, *rest = args
+    with pysam.AlignmentFile(path, "rb", threads=threads) as bam:
+        return tally(bam, *rest)
+
+
+def _tally_pieces(path: str, contig: str, s: int, e: int, seq: str, off: int, min_mapq: int,
+                  deadline: float | None, pieces: int, threads: int) -> dict:
+    """tally() over the region cut into `pieces` by read start, each in its own process (the
+    per-read loop is the command's cost, and it parallelises), merged in order."""
+    if pieces < 2:
+        return _tally_piece((path, threads, contig, s, e, seq, off, min_mapq, deadline))
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    cuts = [s + (e - s) * i // pieces for i in range(pieces + 1)]
+    jobs = [(path, 1, contig, s, e, seq, off, min_mapq, deadline, (lo, hi))
+            for lo, hi in zip(cuts, cuts[1:])]
+    # fork: the workers inherit the imported modules, so they start in milliseconds.
+    with ProcessPoolExecutor(pieces, mp_context=multiprocessing.get_context("fork")) as pool:
+        done = list(pool.map(_tally_piece, jobs))
+    merged = {k: [x for d in done for x in d[k]]
+              for k in ("read_lo", "read_hi", "lclipped", "rclipped")}
+    merged["spans"] = sum((d["spans"] for d in done), Counter())
+    return {**merged, "start": s, "end": e, "reads_seen": sum(d["reads_seen"] for d in done),
+            "reads_used": sum(d["reads_used"] for d in done),
+            "truncated": any(d["truncated"] for d in done)}
+
+
+def _hist(arr, start: int, end: int):
+    """(positions, counts) of the sorted array `arr` within start..end."""
+    import numpy as np
+
+    arr = arr[np.searchsorted(arr, start, "left"):np.searchsorted(arr, end, "right")]
+    if not len(arr):
+        return arr, arr
+    first = np.flatnonzero(np.diff(arr)) + 1  # where a new position begins
+    first = np.concatenate([[0], first])
+    return arr[first], np.diff(np.concatenate([first, [len(arr)]]))
+
+
+def _table(t: dict, contig_length: int) -> dict:
+    """Candidate positions with each signature's reads, the reads spanning them intact, and
+    the read edges discounted as contig ends or amplicon primers (not breaks)."""
     import numpy as np
 
     span_items = list(t["spans"].items())
     lo = np.array([s[0] for s, _ in span_items], dtype=np.int64)
     hi = np.array([s[1] for s, _ in span_items], dtype=np.int64)
     w = np.array([c for _, c in span_items], dtype=np.int64)
-    order_lo = np.argsort(lo, kind="stable")
-    order_hi = np.argsort(hi, kind="stable")
-    lo_sorted, hi_sorted = lo[order_lo], hi[order_hi]
+    # Stable sorts: BAM order makes starts sorted and ends nearly so, which timsort exploits.
+    rlo, rhi, lcl, rcl = (np.sort(np.asarray(t[k], dtype=np.int64), kind="stable")
+                          for k in ("read_lo", "read_hi", "lclipped", "rclipped"))
+    edges = {k: _hist(arr, t["start"], t["end"]) for k, arr in
+             (("lo", rlo), ("hi", rhi), ("lclip", lcl), ("rclip", rcl))}
+    pos = np.unique(np.concatenate([edges["lo"][0], edges["hi"][0], lo]))
+
+    def col(k):
+        out = np.zeros(len(pos), dtype=np.int64)
+        out[np.searchsorted(pos, edges[k][0])] = edges[k][1]
+        return out
+
+    left, right, lclips, rclips = col("lo"), col("hi"), col("lclip"), col("rclip")
+    # Indel reads at p: spans with lo <= p minus spans with hi < p.
+    order_lo, order_hi = np.argsort(lo, kind="stable"), np.argsort(hi, kind="stable")
     cum_lo = np.concatenate([[0], np.cumsum(w[order_lo])])
     cum_hi = np.concatenate([[0], np.cumsum(w[order_hi])])
-    cand = set(t["starts"]) | set(t["ends"]) | set(t["clips"]) | set(lo.tolist())
-    pos = np.array(sorted(cand), dtype=np.int64)
-    # Indel reads at p: spans with lo <= p minus spans with hi < p.
-    indels = cum_lo[np.searchsorted(lo_sorted, pos, "right")] - cum_hi[np.searchsorted(hi_sorted, pos, "left")]
-    rlo = np.sort(np.array(t["read_lo"], dtype=np.int64))
-    rhi = np.sort(np.array(t["read_hi"], dtype=np.int64))
+    indels = (cum_lo[np.searchsorted(lo[order_lo], pos, "right")]
+              - cum_hi[np.searchsorted(hi[order_hi], pos, "left")])
     # Reads crossing the boundary after pos: start < pos and end > pos.
     crossing = np.searchsorted(rlo, pos, "left") - np.searchsorted(rhi, pos, "right")
-    return pos, indels, crossing
+    # Contig ends: no read can run past them, so edges there are no junction.
+    edge = (pos == 0) | (pos == contig_length)
+    # Amplicon primers: a few bases where most reads covering them start (or end) while no
+    # molecule breaks on the other side, as reads meeting at a real break would. A window,
+    # because stagger bases and adapters matching by chance shift read edges by a few bases.
+    def near(counts):
+        cum = np.concatenate([[0], np.cumsum(counts)])
+        return (cum[np.searchsorted(pos, pos + PRIMER_WINDOW, "right")]
+                - cum[np.searchsorted(pos, pos - PRIMER_WINDOW, "left")])
+
+    left_near, right_near = near(left), near(right)
+    after, before = pos + PRIMER_WINDOW, pos - PRIMER_WINDOW
+    # Reads covering the base after the window (start <= after < end), and the window's
+    # first base (start < before <= end): every read with an edge in the window, and more.
+    cover_after = np.searchsorted(rlo, after, "right") - np.searchsorted(rhi, after, "right")
+    cover_before = np.searchsorted(rlo, before, "left") - np.searchsorted(rhi, before, "left")
+    primer_l = (left > 0) & (left_near >= PRIMER_MIN_READS) \
+        & (left_near >= PRIMER_SHARE * cover_after) & (right_near < ONE_SIDED * left_near)
+    primer_r = (right > 0) & (right_near >= PRIMER_MIN_READS) \
+        & (right_near >= PRIMER_SHARE * cover_before) & (left_near < ONE_SIDED * right_near)
+    primer_l &= ~edge
+    primer_r &= ~edge
+    drop_l, drop_r = edge | primer_l, edge | primer_r
+    discounted = []
+    for j in np.nonzero(drop_l | drop_r)[0].tolist():
+        reads = int(left[j] * drop_l[j] + right[j] * drop_r[j])
+        if not reads:
+            continue
+        if edge[j]:
+            why = ("the contig's first base: no read can start further left, so reads "
+                   "starting here mark the sequence's end, not a break") if pos[j] == 0 else \
+                  ("the contig's last base: no read can end further right (bases past it are "
+                   "clipped), so read ends here mark the sequence's end, not a break")
+        else:
+            side = "start" if primer_l[j] else "end"
+            share = (left_near[j] / max(1, cover_after[j]) if primer_l[j]
+                     else right_near[j] / max(1, cover_before[j]))
+            why = (f"{share:.0%} of the reads covering these bases {side} within "
+                   f"{PRIMER_WINDOW} bases of here and almost none "
+                   f"{'end' if side == 'start' else 'start'} there: a primer (amplicon "
+                   "library) or the edge of what was sequenced, since at a break reads end on "
+                   "one side as others start on the other")
+        discounted.append({"pos": int(pos[j]), "reads": reads, "why": why})
+    cols = {"starts": np.where(drop_l, 0, left - lclips),
+            "ends": np.where(drop_r, 0, right - rclips),
+            "clips": np.where(drop_l, 0, lclips) + np.where(drop_r, 0, rclips),
+            "indels": indels}
+    return {"pos": pos, "cols": cols, "crossing": crossing, "discounted": discounted}
 
 
 def _indel_plateau(t: dict) -> dict | None:
@@ -183,6 +286,9 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
     import pysam
 
     check_top(top)
+    if bam and len(bam) > 1:
+        raise InputError(f"--bam {' '.join(bam)}: breakpoints counts one library; give one BAM "
+                         "(biotool variants pools several)")
     start_t, deadline = deadline_from(timeout)
     ref = resolve(reference)
     contigs = ref.contigs()
@@ -193,38 +299,43 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
     parts = []
     handle = open_bam(lib["bam"])
     try:
-        with pysam.FastaFile(str(ref.fasta)) as fasta:
-            for contig, s, e in regions:
-                if contig not in handle.references:
-                    continue
-                off = max(0, s - PAD)
-                seq = fasta.fetch(contig, off, min(contigs[contig], e + PAD)).upper()
-                parts.append(tally(handle, contig, s, e, seq, off, min_mapq, deadline))
-                parts[-1]["contig"] = contig
-                if parts[-1]["truncated"]:
-                    break
+        in_bam = set(handle.references)
+        mapped = {st.contig: st.mapped for st in handle.get_index_statistics()}
     finally:
         handle.close()
+    workers = max(1, min(int(threads), os.cpu_count() or 1))
+    with pysam.FastaFile(str(ref.fasta)) as fasta:
+        for contig, s, e in regions:
+            if contig not in in_bam:
+                continue
+            off = max(0, s - PAD)
+            seq = fasta.fetch(contig, off, min(contigs[contig], e + PAD)).upper()
+            expected = mapped.get(contig, 0) * (e - s) / max(1, contigs[contig])
+            pieces = workers if expected >= SPLIT_READS else 1
+            parts.append(_tally_pieces(lib["bam"], contig, s, e, seq, off, min_mapq, deadline,
+                                       pieces, workers))
+            parts[-1]["contig"] = contig
+            if parts[-1]["truncated"]:
+                break
     if not parts:
         raise region_not_in_bam(lib["bam"], regions)
     import numpy as np
 
-    tables = []
+    tables, discounted = [], []
     by_signature = {}
     for part in parts:
         contig = part["contig"]
         if not part["reads_used"]:
             continue
-        pos, indels, crossing = _table(part)
-        cols = {k: np.array([part[k].get(p, 0) for p in pos.tolist()], dtype=np.int64)
-                for k in ("starts", "ends", "clips")}
-        cols["indels"] = indels
-        tables.append((contig, pos, cols, crossing))
+        table = _table(part, contigs[contig])
+        pos, cols = table["pos"], table["cols"]
+        tables.append((contig, pos, cols, table["crossing"]))
+        discounted += [{"contig": contig, **d} for d in table["discounted"]]
         for kind in ("starts", "ends", "clips"):
-            if part[kind]:
-                p, c = max(part[kind].items(), key=lambda kv: (kv[1], -kv[0]))
-                if c > by_signature.get(kind, {}).get("reads", 0):
-                    by_signature[kind] = {"contig": contig, "pos": p, "reads": c}
+            if len(pos) and cols[kind].max() > by_signature.get(kind, {}).get("reads", 0):
+                j = int(np.argmax(cols[kind]))  # the first maximum: the leftmost position
+                by_signature[kind] = {"contig": contig, "pos": int(pos[j]),
+                                      "reads": int(cols[kind][j])}
         plateau = _indel_plateau(part)
         if plateau and plateau["reads"] > by_signature.get("indels", {}).get("reads", 0):
             by_signature["indels"] = {"contig": contig, **plateau}
@@ -243,13 +354,17 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
         "truncated": truncated,
         "consensus": [],
         "by_signature": by_signature,
+        "discounted": sorted(discounted, key=lambda d: -d["reads"])[:top],
         "note": (f"consensus ranks positions by support (reads) times the number of "
                  f"signatures that agree there (a signature agrees with at least {MIN_AGREE} "
                  f"reads and {AGREE_SHARE:.0%} of the support); clips shorter than {MIN_CLIP} bases "
                  "count as starts/ends; supplementary alignments count (their hard clips mark "
                  "junctions), so a chimeric read counts once per aligned piece; reads with "
                  "mapping quality below min_mapq, secondary, duplicate and QC-failed alignments "
-                 "are ignored"),
+                 "are ignored; read edges at a contig's first or last base, and at amplicon "
+                 "primers (a position where most reads covering it start, or end, and none "
+                 "break on the other side), are not breaks and are not counted: `discounted` "
+                 "lists them with why"),
     }
     if truncated:
         result["note"] += "; the time budget ran out, so counts cover only part of the reads"
@@ -261,6 +376,19 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
         result["consensus"] = [_with_competence(r, scores, i, truncated)
                                for i, r in enumerate(rows)]
         result["competence"] = result["consensus"][0]["competence"]
+    if discounted and result["consensus"]:
+        spot = [f"read edges at {len(discounted)} position(s) were not counted as breaks "
+                "(contig ends or amplicon primers, see discounted): a break exactly there "
+                "would be missed"]
+        for row in result["consensus"]:
+            row["competence"] = with_warnings(row["competence"], spot)
+        result["competence"] = result["consensus"][0]["competence"]
+    if warnings_of(libs):
+        result["warnings"] = warnings_of(libs)
+        for row in result["consensus"]:
+            row["competence"] = with_warnings(row["competence"], result["warnings"])
+        result["competence"] = with_warnings(result["competence"], result["warnings"]) \
+            if not result["consensus"] else result["consensus"][0]["competence"]
     result["provenance"] = provenance(*ref.provenance(), *index_prov)
     return result
 
@@ -284,7 +412,7 @@ def _ranked_rows(tables, top: int):
         all_scores.append(np.stack([score, support], axis=1))
         # Sort by score, then support, both descending; keep the best `top` of this contig.
         order = np.lexsort((-support, -score))[:top]
-        for j in order.tolist():
+        for j in order[support[order] > 0].tolist():  # discounted edges leave nothing
             counts = {k: int(cols[k][j]) for k in KINDS}
             s = int(support[j])
             need_j = max(MIN_AGREE, AGREE_SHARE * s)

@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import List, Optional
 
 import typer
+from typer.core import TyperCommand
 
 from biotool.output import run
 
 REF_HELP = ("Staged reference name or alias (see `biotool references`, e.g. MN908947.3), or a "
             "FASTA path, which is indexed on the fly into the cache.")
-PRESET_HELP = ("minimap2 preset: auto (sr when median read length <= 350 and mean quality >= "
-               "20, else map-ont), sr, map-ont or map-pb.")
+PRESET_HELP = ("Read type: auto (sr when the median read length is <= 350, whatever the base "
+               "quality, else map-ont), sr (short reads: bwa mem), map-ont or map-pb (long "
+               "reads: minimap2 with that preset).")
 REGION_HELP = ("Limit to chr:start-end (1-based, inclusive; commas allowed), chr:start (to the "
                "contig end) or a whole contig name; {name}:start-end quotes a name that "
                "contains ':'. Exit 2 when empty, start > end or beyond the contig.")
@@ -19,10 +21,56 @@ TIMEOUT_HELP = ("Time budget in seconds: when it runs out the command returns wh
                 "flagged truncated: true, instead of being killed.")
 
 
+def list_forms(each: tuple[str, ...] = (), grouped: tuple[str, ...] = ()) -> type:
+    """A command class that also takes one flag followed by several files (`--bam a b c`,
+    `--fastq R1 R2`), the form the seed and agents write, besides the repeated flag.
+
+    Files after an `each` flag become one repeated flag apiece; files after a `grouped` flag
+    are joined with commas into one value, so they stay one library (its mate files)."""
+
+    class ListForms(TyperCommand):
+        def parse_args(self, ctx, args):
+            return super().parse_args(ctx, spread(args, each, grouped))
+
+    return ListForms
+
+
+def spread(args: list[str], each: tuple[str, ...], grouped: tuple[str, ...]) -> list[str]:
+    """argv with `--flag A B` rewritten as `--flag A --flag B` (each) or `--flag A,B` (grouped);
+    a value starting with '-' ends the run, and nothing after `--` is touched."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        if tok == "--":
+            return out + args[i:]
+        flag, eq, first = tok.partition("=")
+        if flag not in each + grouped:
+            out.append(tok)
+            i += 1
+            continue
+        values = [first] if eq else []
+        i += 1
+        if not eq and i < len(args):
+            values.append(args[i])  # the flag's own value, whatever it looks like
+            i += 1
+        while i < len(args) and not args[i].startswith("-"):
+            values.append(args[i])
+            i += 1
+        if not values:
+            out.append(tok)
+        elif flag in grouped:
+            out += [flag, ",".join(values)]
+        else:
+            for v in values:
+                out += [flag, v]
+    return out
+
+
 def describe() -> dict:
     return {"commands": ["align", "breakpoints", "variants"],
             "summary": "reads against a reference: placement, base-exact breakpoints, variants",
-            "requires": {"binaries": ["minimap2", "samtools"],
+            "requires": {"binaries": ["bwa", "minimap2", "samtools"],
                          "python": ["mappy", "pysam", "numpy"]}}
 
 
@@ -37,9 +85,9 @@ def register(app: typer.Typer) -> None:
         top: int = typer.Option(5, "--top", help="How many loci to list."),
         timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
     ) -> None:
-        """Where do these reads come from? Aligns a seeded sample of reads (minimap2 via
-        mappy on the staged index) and reports n_reads (sampled), n_reads_in_file, mapped,
-        mapped_fraction, mean_mapq, strands and top_loci [{contig, window [start, end]
+        """Where do these reads come from? Aligns a seeded sample of reads (bwa mem for short
+        reads, minimap2 via mappy for long ones) and reports aligner, n_reads (sampled),
+        n_reads_in_file, mapped, mapped_fraction, mean_mapq, strands and top_loci [{contig, window [start, end]
         1-based, reads, share}], each read placed by its primary alignment's midpoint in
         1 kb windows. competence: confidence = mapped fraction, margin = top locus share, a
         blind spot when fewer than 100 reads map; truncated: true when --timeout stopped it
@@ -50,19 +98,20 @@ def register(app: typer.Typer) -> None:
 
         run(lambda: align_sample(fastq, reference, n_reads, preset, seed, top, timeout))
 
-    @app.command("breakpoints")
+    @app.command("breakpoints", cls=list_forms(each=("--fastq", "--bam")))
     def breakpoints_cmd(
         reference: str = typer.Option(..., "--reference", help=REF_HELP),
-        fastq: Optional[List[str]] = typer.Option(None, "--fastq", help=(
-            "Reads (FASTQ, plain or gzip); give --fastq twice for the two mate files of a "
-            "paired library. Aligned whole into a cached, sorted, indexed BAM.")),
-        bam: Optional[str] = typer.Option(None, "--bam", help=(
-            "Instead of --fastq: a coordinate-sorted BAM with its .bai index, aligned to "
+        fastq: Optional[List[str]] = typer.Option(None, "--fastq", metavar="F [F2]", help=(
+            "Reads (FASTQ, plain or gzip) of one library: one file, or the two mate files of "
+            "a paired library as --fastq R1.fq R2.fq (also --fastq R1.fq --fastq R2.fq or "
+            "R1.fq,R2.fq). Aligned whole into a cached, sorted, indexed BAM.")),
+        bam: Optional[List[str]] = typer.Option(None, "--bam", metavar="B", help=(
+            "Instead of --fastq: one coordinate-sorted BAM with its .bai index, aligned to "
             "--reference.")),
         region: Optional[str] = typer.Option(None, "--region", help=REGION_HELP),
         top: int = typer.Option(10, "--top", help="How many consensus positions to list."),
         min_mapq: int = typer.Option(20, "--min-mapq", help="Ignore alignments below this MAPQ."),
-        threads: int = typer.Option(2, "--threads", help="Threads for minimap2 and sorting."),
+        threads: int = typer.Option(2, "--threads", help="Threads for the aligner and sorting."),
         timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
         preset: str = typer.Option("auto", "--preset", help=PRESET_HELP),
     ) -> None:
@@ -78,28 +127,36 @@ def register(app: typer.Typer) -> None:
         [{contig, pos, starts, ends, clips, indels, support, agreeing, intact, depth,
         broken_fraction, competence}] ranked by support times the number of signatures that
         agree there (>= 2 reads and >= 10% of the support each); by_signature gives the best
-        pos of each signature alone (indels: the span where most agree); bam is the cached
-        alignment for reuse with --bam; truncated: true when --timeout cut the work short.
+        pos of each signature alone (indels: the span where most agree). Read edges at a
+        contig's first or last base and at amplicon primers (a few bases where most reads
+        covering them start, or end, while none break on the other side) are not breaks:
+        they are left out and listed in discounted with why, so on an amplicon library
+        consensus[0] is the cut the indels carry. bam is the cached alignment for reuse with
+        --bam; truncated: true when --timeout cut the work short; --threads N also splits the
+        per-read pass over N processes.
         Exit 2 on bad input (malformed FASTQ, mate files of different lengths, BAM without
         index, BAM aligned to another reference, reference not staged, region outside the
-        contig or on a contig the BAM lacks); 4 if minimap2/samtools fail. Two runs on the same reads at once align them once (the second
+        contig or on a contig the BAM lacks); 4 if the aligner or samtools fail. Two runs on the same reads at once align them once (the second
         waits and reuses the cached BAM)."""
         from biotool.reads.breakpoints import breakpoints
 
-        run(lambda: breakpoints(reference, fastq=list(fastq or []) or None,
-                                bam=[bam] if bam else None, region=region, top=top,
+        files = [p for f in (fastq or []) for p in f.split(",") if p]
+        run(lambda: breakpoints(reference, fastq=files or None,
+                                bam=list(bam or []) or None, region=region, top=top,
                                 min_mapq=min_mapq, threads=threads, timeout=timeout,
                                 preset=preset))
 
-    @app.command("variants")
+    @app.command("variants", cls=list_forms(each=("--bam",), grouped=("--fastq",)))
     def variants_cmd(
         reference: str = typer.Option(..., "--reference", help=REF_HELP),
-        fastq: Optional[List[str]] = typer.Option(None, "--fastq", help=(
-            "Reads (FASTQ, plain or gzip), one library per --fastq; a paired library as "
-            "R1.fq,R2.fq. Each is aligned whole into a cached, sorted, indexed BAM.")),
-        bam: Optional[List[str]] = typer.Option(None, "--bam", help=(
-            "Instead of --fastq: coordinate-sorted, indexed BAMs (repeat --bam for several "
-            "samples; they are pooled and per-sample counts kept).")),
+        fastq: Optional[List[str]] = typer.Option(None, "--fastq", metavar="F [F2]", help=(
+            "Reads (FASTQ, plain or gzip), one library per --fastq: one file, or the two "
+            "mate files of a paired library as --fastq R1.fq R2.fq (or R1.fq,R2.fq); repeat "
+            "--fastq for more libraries. Each is aligned whole into a cached, sorted, indexed "
+            "BAM.")),
+        bam: Optional[List[str]] = typer.Option(None, "--bam", metavar="B..", help=(
+            "Instead of --fastq: coordinate-sorted, indexed BAMs, one per sample: --bam a.bam "
+            "b.bam c.bam or --bam a.bam --bam b.bam (pooled, per-sample counts kept).")),
         region: Optional[str] = typer.Option(None, "--region", help=REGION_HELP),
         min_depth: int = typer.Option(10, "--min-depth", help="Floor: informative depth."),
         min_af: float = typer.Option(0.2, "--min-af", help="Floor: allele fraction."),
@@ -109,7 +166,7 @@ def register(app: typer.Typer) -> None:
             ".tbi index; readable by bcftools).")),
         min_mapq: int = typer.Option(20, "--min-mapq", help="Ignore alignments below this MAPQ."),
         min_bq: int = typer.Option(13, "--min-bq", help="Ignore bases below this quality."),
-        threads: int = typer.Option(2, "--threads", help="Threads for minimap2 and sorting."),
+        threads: int = typer.Option(2, "--threads", help="Threads for the aligner and sorting."),
         timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
         preset: str = typer.Option("auto", "--preset", help=PRESET_HELP),
     ) -> None:
@@ -127,8 +184,9 @@ def register(app: typer.Typer) -> None:
         --min-depth), and competence saying what the depth cannot show. Exit 2 on bad
         input (malformed FASTQ, BAM without index, reference not staged, region outside the
         contig, the same file twice, BAMs aligned to a different reference: a contig of another
-        length or M5 in the header, or >30% of aligned bases differing from --reference); 4 if
-        minimap2/samtools fail."""
+        length in the header, or >30% of aligned bases differing from --reference); a header
+        M5 that differs while lengths and bases agree is listed in warnings and competence;
+        4 if the aligner or samtools fail."""
         from biotool.reads.variants import variants
 
         groups = [[p for p in f.split(",") if p] for f in (fastq or [])]

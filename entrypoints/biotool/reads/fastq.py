@@ -140,10 +140,15 @@ def choose_preset(recs: list[Record], preset: str) -> tuple[str, str]:
     return auto_preset(library_shape(recs))
 
 
+SHORT_MAX = 350  # median read length up to which a library is short reads (Illumina reaches 300)
+
+
 def auto_preset(shape: dict) -> tuple[str, str]:
-    """The minimap2 preset for a library shape, and why (short accurate reads -> sr)."""
+    """The preset for a library shape, and why: short reads are short whatever their quality
+    (a noisy Illumina run is still Illumina), so length alone picks the short-read path."""
     med, q = shape["median_length"], shape["mean_quality"]
-    if med <= 350 and q >= 20:
-        return "sr", f"median read length {med} <= 350 and mean quality {q} >= 20: short reads"
-    return "map-ont", (f"median read length {med}, mean quality {q}: long or noisy reads "
-                       "(use --preset map-pb for PacBio CLR)")
+    if med <= SHORT_MAX:
+        return "sr", (f"median read length {med} <= {SHORT_MAX}: short reads (bwa mem), "
+                      f"whatever their mean quality ({q})")
+    return "map-ont", (f"median read length {med}, mean quality {q}: long reads (minimap2 "
+                       "-x map-ont; use --preset map-pb for PacBio CLR)")

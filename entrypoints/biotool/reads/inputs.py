@@ -11,6 +11,7 @@ from biotool.output import InputError
 from biotool.provenance import used
 from biotool.reads.bam import library_bam, open_bam
 from biotool.reads.reference import Reference
+from biotool.reads.shortreads import index_label
 
 
 def bams_for(fastq_groups: list[list[str]], bams: list[str], ref: Reference, preset: str,
@@ -26,11 +27,11 @@ def bams_for(fastq_groups: list[list[str]], bams: list[str], ref: Reference, pre
         for b in bams:
             handle = open_bam(b)  # fail early on a missing index, before any work
             try:
-                check_header(handle, b, ref, contigs, md5s)
+                warnings = check_header(handle, b, ref, contigs, md5s)
             finally:
                 handle.close()
             libs.append({"sample": Path(b).name, "bam": str(b), "aligned_here": False,
-                         "truncated": False})
+                         "truncated": False, "warnings": warnings})
         _unique_samples(libs)
         return libs, prov
     presets = set()
@@ -42,8 +43,21 @@ def bams_for(fastq_groups: list[list[str]], bams: list[str], ref: Reference, pre
     _unique_samples(libs)
     for p in sorted(presets):
         path, digest = ref.index(p)
-        prov.append(used("index", f"minimap2:{p}", digest, path=str(path)))
+        prov.append(used("index", index_label(p), digest, path=str(path)))
     return libs, prov
+
+
+def warnings_of(libs: list[dict]) -> list[str]:
+    """What the input checks let through but the agent must know (e.g. a header checksum
+    that disagrees while the bases agree)."""
+    return [w for lib in libs for w in lib.get("warnings", [])]
+
+
+def with_warnings(comp, warnings: list[str]):
+    """A competence with the input warnings added to its blind spots."""
+    from dataclasses import replace
+
+    return replace(comp, blind_spots=comp.blind_spots + tuple(warnings))
 
 
 def deadline_from(timeout: float | None) -> tuple[float, float | None]:
@@ -54,17 +68,20 @@ def deadline_from(timeout: float | None) -> tuple[float, float | None]:
 
 
 def check_header(handle, path: str, ref: Reference, contigs: dict[str, int],
-                 md5s: dict[str, str]) -> None:
+                 md5s: dict[str, str]) -> list[str]:
     """InputError unless the BAM was aligned to this reference: it must share a contig name
-    with it, every shared name must have the same length, and an @SQ M5 (when present) the
-    same sequence. Pooling BAMs of different references would add unrelated positions.
-    `md5s` memoises each contig's digest, so several BAMs hash the reference once."""
+    with it and every shared name must have the same length. An @SQ M5 of another sequence
+    is only a warning (returned) when the aligned bases agree with the reference: real BAMs
+    carry the M5 of the full chromosome beside an extract of it. Pooling BAMs of different
+    references would add unrelated positions. `md5s` memoises each contig's digest, so
+    several BAMs hash the reference once."""
 
     shared = [sq for sq in handle.header.to_dict().get("SQ", []) if sq.get("SN") in contigs]
     if not shared:
         names = ", ".join(list(contigs)[:5])
         raise InputError(f"--bam {path}: its header has none of the reference contigs ({names}); "
                          "was it aligned to this --reference?")
+    warnings = []
     for sq in shared:
         if int(sq.get("LN", -1)) != contigs[sq["SN"]]:
             raise InputError(f"--bam {path}: contig {sq['SN']} is {sq.get('LN')} bp in its header "
@@ -74,9 +91,71 @@ def check_header(handle, path: str, ref: Reference, contigs: dict[str, int],
             if sq["SN"] not in md5s:
                 md5s[sq["SN"]] = _contig_md5(ref, sq["SN"])
             if md5s[sq["SN"]] != str(sq["M5"]).lower():
-                raise InputError(f"--bam {path}: contig {sq['SN']} has a different sequence (M5) "
-                                 f"in its header than in --reference {ref.name}: it was aligned "
-                                 "to a different reference")
+                differ, bases = sampled_disagreement(handle, ref, sq["SN"])
+                if bases >= SAMPLE_MIN_BASES and differ > MISMATCH_REFUSE * bases:
+                    raise InputError(f"--bam {path}: contig {sq['SN']} has a different sequence "
+                                     f"(M5) in its header than in --reference {ref.name}, and "
+                                     f"{differ / bases:.0%} of a sample of its aligned bases "
+                                     "differ from it: it was aligned to a different reference")
+                ur = f" (UR {sq['UR']})" if sq.get("UR") else ""
+                warnings.append(
+                    f"--bam {path}: the header's M5 for {sq['SN']}{ur} is not the md5 of "
+                    f"{sq['SN']} in --reference {ref.name}, but the lengths agree and "
+                    f"{_share(differ, bases)} of a sample of {bases} aligned bases differ from "
+                    "it: the BAM was likely aligned to a longer or differently packaged "
+                    "sequence of the same name (e.g. the full chromosome); positions are read "
+                    "as --reference's")
+    return warnings
+
+
+def _share(differ: int, bases: int) -> str:
+    return f"{differ / bases:.1%}" if bases else "none (no aligned bases sampled)"
+
+
+# No aligner reports alignments this divergent; reads this far from the reference were
+# aligned to another sequence that carries the same contig name and length.
+MISMATCH_REFUSE = 0.3
+SAMPLE_READS = 500        # primary alignments sampled when a header checksum disagrees
+SAMPLE_MIN_BASES = 2000   # fewer aligned bases than this cannot tell a reference apart
+
+
+def sampled_disagreement(handle, ref: Reference, contig: str,
+                         reads: int = SAMPLE_READS) -> tuple[int, int]:
+    """(aligned bases differing from --reference, aligned bases compared) over the first
+    `reads` primary alignments on `contig`: a cheap look at the bases when the header and
+    the reference disagree on a checksum."""
+    import pysam
+
+    sample = []
+    for read in handle.fetch(contig):
+        if read.flag & 0x904 or not read.cigartuples or read.query_sequence is None:
+            continue
+        sample.append((read.reference_start, read.cigartuples, read.query_sequence.upper()))
+        if len(sample) >= reads:
+            break
+    if not sample:
+        return 0, 0
+    lo = min(s for s, _, _ in sample)
+    hi = max(s + sum(n for op, n in c if op in (0, 2, 3, 7, 8)) for s, c, _ in sample)
+    with pysam.FastaFile(str(ref.fasta)) as fa:
+        seq = fa.fetch(contig, lo, hi).upper()
+    differ = total = 0
+    for r, cig, q in sample:
+        r -= lo
+        qi = 0
+        for op, n in cig:
+            if op in (0, 7, 8):
+                for a, b in zip(q[qi:qi + n], seq[r:r + n]):
+                    if a != "N" and b != "N":
+                        total += 1
+                        differ += a != b
+                qi += n
+                r += n
+            elif op in (1, 4):
+                qi += n
+            elif op in (2, 3):
+                r += n
+    return differ, total
 
 
 def _contig_md5(ref: Reference, contig: str) -> str:

@@ -1,7 +1,7 @@
 """Resolve `--reference`: a staged name or alias, or a FASTA path indexed into the cache.
 
-Either way the caller gets the FASTA, its faidx, a minimap2 index per preset on demand,
-and provenance items naming each with its sha256.
+Either way the caller gets the FASTA, its faidx, an aligner index per preset on demand
+(bwa for short reads, minimap2 for long ones), and provenance items naming each with its sha256.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from biotool import staging
 from biotool.cache import atomic_path, entry_dir, sha256_file
 from biotool.output import InputError, ToolFailure
 from biotool.provenance import used
+from biotool.reads.shortreads import SHORT, bwa_index, index_label
 
 PRESETS = ("sr", "map-ont", "map-pb")
 
@@ -30,13 +31,16 @@ class Reference:
     _index_cache: dict = field(default_factory=dict)
 
     def index(self, preset: str) -> tuple[Path, str]:
-        """The minimap2 index for `preset` and its sha256 (staged, else built into the cache)."""
+        """The index for `preset` and its sha256 (staged, else built into the cache): bwa's
+        prefix for short reads, minimap2's .mmi for the long-read presets."""
         if preset not in PRESETS:
             raise InputError(f"--preset: unknown preset {preset!r}; use auto, sr, map-ont or map-pb")
         if preset in self._index_cache:
             return self._index_cache[preset]
-        key = f"minimap2:{preset}"
-        if self.staged and key in self.staged.get("files", {}):
+        key = index_label(preset)
+        if preset == SHORT:  # bwa's index: built on first use (seconds for a microbe)
+            out = bwa_index(self.fasta, self.sha256)
+        elif self.staged and key in self.staged.get("files", {}):
             path = staging.path_of(self.staged, key)
             out = (path, self.staged["files"][key]["sha256"])
         else:
@@ -56,7 +60,7 @@ class Reference:
         items = [used("reference", self.name, self.sha256, path=str(self.fasta))]
         for preset in presets:
             path, digest = self.index(preset)
-            items.append(used("index", f"minimap2:{preset}", digest, path=str(path)))
+            items.append(used("index", index_label(preset), digest, path=str(path)))
         return items
 
 

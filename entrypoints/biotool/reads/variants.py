@@ -14,15 +14,13 @@ from biotool.competence import bounded, not_applicable
 from biotool.provenance import provenance, used
 from biotool.reads import region as region_mod
 from biotool.reads.bam import open_bam
-from biotool.reads.inputs import bams_for, check_top, deadline_from, region_not_in_bam
+from biotool.reads.inputs import (MISMATCH_REFUSE, bams_for, check_top, deadline_from,
+                                  region_not_in_bam, warnings_of, with_warnings)
 from biotool.reads.pileup import Pileup, _lut
 from biotool.reads.reference import resolve
 
 PAD = 2000
 BASES = "ACGT"
-# No aligner reports alignments this divergent; reads this far from the reference were
-# aligned to another sequence that carries the same contig name and length.
-MISMATCH_REFUSE = 0.3
 MISMATCH_MIN_BASES = 2000
 
 
@@ -135,6 +133,9 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
         result["vcf"] = write_vcf(vcf, calls, libs, ref, contigs, result["floor"])
     result["competence"] = _summary_competence(median_depth, median_covered, assessed, min_depth,
                                                min_af, len(calls), truncated)
+    if warnings_of(libs):
+        result["warnings"] = warnings_of(libs)
+        result["competence"] = with_warnings(result["competence"], result["warnings"])
     bam_prov = [used("alignments", l["sample"], "", path=l["bam"]) for l in libs
                 if not l.get("aligned_here")]
     result["provenance"] = provenance(*ref.provenance(), *index_prov, *bam_prov)

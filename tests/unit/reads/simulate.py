@@ -27,11 +27,12 @@ def write_fasta(path: Path, name: str, seq: str) -> Path:
     return path
 
 
-def write_fastq(path: Path, reads: list[tuple[str, str]], qual: int = 35) -> Path:
+def write_fastq(path: Path, reads: list[tuple], qual: int = 35) -> Path:
+    """Reads as (name, seq) at one quality, or (name, seq, quality string)."""
     q = chr(33 + qual)
     with open(path, "w") as fh:
-        for name, seq in reads:
-            fh.write(f"@{name}\n{seq}\n+\n{q * len(seq)}\n")
+        for name, seq, *quals in reads:
+            fh.write(f"@{name}\n{seq}\n+\n{quals[0] if quals else q * len(seq)}\n")
     return path
 
 
@@ -191,3 +192,63 @@ def align(fasta: Path, fastq: Path, bam: Path, preset: str = "sr") -> Path:
     mm.wait()
     subprocess.run(["samtools", "index", str(bam)], check=True)
     return bam
+
+
+ADAPTER = "AGATCGGAAGAGCACACGTCTGAACTCCAGTCACGGATCTCGTATGCCGTCTTCTGCTTG"  # Illumina TruSeq
+
+
+def miseq(seq: str, rng: random.Random) -> tuple[str, str]:
+    """A MiSeq-like read of `seq`: substitution errors rising from 0.1% to 1% along the read,
+    with qualities falling from Q38 to Q24 to match."""
+    out, quals = [], []
+    n = len(seq)
+    for i, b in enumerate(seq):
+        rate = 0.001 + 0.009 * i / max(1, n - 1)
+        q = round(-10 * math.log10(rate))
+        out.append(rng.choice([x for x in "ACGT" if x != b]) if rng.random() < rate else b)
+        quals.append(chr(33 + min(41, q)))
+    return "".join(out), "".join(quals)
+
+
+def cas9_outcome(amp: str, c: int, rng: random.Random) -> tuple[str, str]:
+    """One Cas9 repair outcome at a blunt cut after 1-based base c: a templated +1 insertion
+    (the base left of the cut, doubled) or a deletion of 1-40 bases, split at random between
+    the two sides of the cut (so some lie wholly left, some wholly right of it)."""
+    roll = rng.random()
+    if roll < 0.35:
+        return amp[:c] + amp[c - 1] + amp[c:], "ins1"
+    k = rng.choice([1] * 6 + [2] * 3 + [3] * 2 + list(range(4, 11)) * 1) if roll < 0.85 \
+        else rng.randrange(11, 41)
+    left = rng.randrange(0, k + 1)
+    return amp[:c - left] + amp[c - left + k:], f"del{k}"
+
+
+def amplicon_reads(amp: str, c: int, seed: int, n: int = 2000, edited: float = 0.25,
+                   read_len: int = 250, reverse_share: float = 0.0) -> tuple[list[tuple], dict]:
+    """MiSeq reads of an amplicon cut after 1-based base c: every read starts at the
+    amplicon's first base (after 0-4 stagger bases, as in real runs) and runs past its last
+    base into the sequencing adapter; `edited` of them carry a Cas9 repair outcome at c.
+    With reverse_share > 0 that share are read from the other end (R2-like)."""
+    rng = random.Random(seed)
+    reads, outcomes = [], {}
+    for i in range(n):
+        mol, kind = cas9_outcome(amp, c, rng) if rng.random() < edited else (amp, "wt")
+        outcomes[kind] = outcomes.get(kind, 0) + 1
+        if rng.random() < reverse_share:
+            mol = revcomp(mol)
+        stagger = "".join(rng.choice("ACGT") for _ in range(rng.randrange(0, 5)))
+        seq, qual = miseq((stagger + mol + ADAPTER + "A" * read_len)[:read_len], rng)
+        reads.append((f"{kind}_{i}", seq, qual))
+    edits = sum(v for k, v in outcomes.items() if k != "wt")
+    return reads, {"cut": c, "edited_reads": edits, "outcomes": outcomes}
+
+
+def amplicon(length: int, seed: int) -> tuple[str, int]:
+    """A random amplicon and a cut c (1-based, break after base c) in its middle third whose
+    flanking bases differ, so wholly-right deletions cannot slide across the cut."""
+    rng = random.Random(seed)
+    amp = genome(length, seed)
+    while True:
+        c = rng.randrange(length // 3, 2 * length // 3)
+        if amp[c - 1] != amp[c]:
+            return amp, c

@@ -1,0 +1,84 @@
+"""Breakpoints on amplicon libraries: read starts and ends at the amplicon's primers (and at a
+contig's first and last base) are not breaks; the Cas9 cut carried by indels ranks first."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location("reads_simulate", Path(__file__).with_name("simulate.py"))
+sim = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sim)
+
+
+def _run(biotool, fasta, fastq):
+    r = biotool("breakpoints", "--fastq", str(fastq), "--reference", str(fasta))
+    assert r.code == 0, r.stderr
+    return r.json
+
+
+@pytest.mark.parametrize("reverse_share", [0.0, 0.5])
+def test_cut_in_a_220bp_amplicon_ranks_first_and_edges_are_explained(biotool, tmp_path,
+                                                                     reverse_share):
+    amp, c = sim.amplicon(220, seed=41)
+    reads, truth = sim.amplicon_reads(amp, c, seed=41, n=2000, edited=0.25,
+                                      reverse_share=reverse_share)
+    fasta = sim.write_fasta(tmp_path / "amplicon.fasta", "amplicon", amp)
+    out = _run(biotool, fasta, sim.write_fastq(tmp_path / "miseq.fastq", reads))
+    assert out["preset"] == "sr"
+    top = out["consensus"][0]
+    assert (top["contig"], top["pos"]) == ("amplicon", c)
+    assert "indels" in top["agreeing"]
+    # Nearly every edited read carries its indel across the cut (a few end in a clip instead).
+    assert 0.9 * truth["edited_reads"] <= top["indels"] <= truth["edited_reads"]
+    assert abs(top["broken_fraction"] - 0.25) < 0.05
+    assert out["by_signature"]["indels"]["span"] == [c, c]
+    # Both amplicon ends were seen by (nearly) every read and are explained, not ranked.
+    discounted = {d["pos"]: d for d in out["discounted"]}
+    assert discounted[0]["reads"] > 1800 and "first base" in discounted[0]["why"]
+    assert discounted[220]["reads"] > 1800 and "last base" in discounted[220]["why"]
+    assert all(row["pos"] not in (0, 220) for row in out["consensus"])
+    assert "discounted" in out["note"] and "primers" in out["note"]
+    # Indel spans overlap next to the cut (a templated +1 insertion may sit on either side of
+    # the base it doubles), so the runner-up is the neighbour, with fewer reads: no tie.
+    comp = top["competence"]
+    assert comp["ties"] == 0 and comp["margin"] > 0.05
+    assert abs(out["consensus"][1]["pos"] - c) == 1
+
+
+def test_amplicon_within_a_longer_reference_discounts_its_primers(biotool, tmp_path):
+    # The same library aligned to the genome the amplicon comes from: the primers are not
+    # contig ends, so only the one-sided pile of read starts (ends) marks them.
+    genome = sim.genome(6000, seed=43)
+    amp, c = sim.amplicon(220, seed=42)
+    genome = genome[:2000] + amp + genome[2220:]
+    reads, truth = sim.amplicon_reads(amp, c, seed=42, n=2000, edited=0.25, reverse_share=0.5)
+    fasta = sim.write_fasta(tmp_path / "genome.fasta", "chr", genome)
+    out = _run(biotool, fasta, sim.write_fastq(tmp_path / "miseq.fastq", reads))
+    assert out["consensus"][0]["pos"] == 2000 + c
+    # Stagger bases and adapters that match the flanks by chance spread each primer's read
+    # edges over a few bases; together they hold nearly every read.
+    for primer in (2000, 2220):
+        near = [d for d in out["discounted"] if abs(d["pos"] - primer) <= 5]
+        assert sum(d["reads"] for d in near) > 1800
+        assert all("primer" in d["why"] for d in near)
+    assert all(abs(row["pos"] - p) > 5 for row in out["consensus"] for p in (2000, 2220))
+
+
+def test_a_region_split_over_processes_counts_exactly_what_one_pass_counts(cas9):
+    # The per-read loop runs in pieces split by read start; every read is counted by exactly
+    # one piece, so the merged tally equals the single pass, field by field.
+    from biotool.reads.breakpoints import _tally_pieces
+
+    seq = cas9["ref"]
+    one = _tally_pieces(str(cas9["bam"]), "sim_chr", 0, len(seq), seq, 0, 20, None, 1, 1)
+    for pieces in (2, 3):
+        split = _tally_pieces(str(cas9["bam"]), "sim_chr", 0, len(seq), seq, 0, 20, None,
+                              pieces, pieces)
+        assert split == one
+    # A region starting inside the contig: reads starting left of it still count once.
+    c = cas9["truth"]["cut"]
+    one = _tally_pieces(str(cas9["bam"]), "sim_chr", c - 300, c + 300, seq, 0, 20, None, 1, 1)
+    assert _tally_pieces(str(cas9["bam"]), "sim_chr", c - 300, c + 300, seq, 0, 20, None,
+                         2, 2) == one
+    assert min(one["read_lo"]) < c - 300
