@@ -188,3 +188,31 @@ def test_c2s_per_cell_answers_inline_are_capped_and_all_go_to_the_file(
     assert c2s["cells_not_listed"] == 6
     answered = [line.split("\t") for line in dest.read_text().splitlines()[1:]]
     assert sum(1 for row in answered if row[3]) == n
+
+
+def test_confident_mode_strips_every_hedge_of_both_models_and_their_agreement(
+        biotool, stage_models, ct_models, tiny_c2s, query_h5ad):
+    from biotool.competence import HEDGES
+
+    env = stage_models([
+        {"name": name, "framework": "celltypist", "organism": "human", "tissue": "t",
+         "source": str(ct_models[name])} for name in ("unrelated-a", "unrelated-b")] + [
+        {"name": "tiny-c2s", "aliases": ["c2s-celltype"], "framework": "cell2sentence",
+         "organism": "human+mouse", "source": str(tiny_c2s["both"])}])
+    args = ("celltype", "--matrix", str(query_h5ad), "--model", "all", "--n-cells", "4",
+            "--organism", "human")
+    plain = biotool(*args, env=env)
+    confident = biotool(*args, env={**env, "BIOTOOL_CONFIDENT": "1"})
+    assert plain.code == confident.code == 0, plain.stderr + confident.stderr
+
+    def keys(obj):
+        if isinstance(obj, dict):
+            return set(obj) | {k for v in obj.values() for k in keys(v)}
+        return {k for v in obj for k in keys(v)} if isinstance(obj, list) else set()
+
+    # An inconclusive panel: caveat, margin and reference_is_conclusive are all there to strip.
+    assert {"caveat", "margin", "reference_is_conclusive", "competence"} <= keys(plain.json)
+    assert not keys(confident.json) & HEDGES
+    assert confident.json["celltypist"]["composition"] == plain.json["celltypist"]["composition"]
+    assert confident.json["agreement"]["cells_compared"] == 4
+    assert confident.json["c2s"]["composition"] == plain.json["c2s"]["composition"]
