@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# The seed's set first, then this project's own hedges; a new hedge field is added here, once.
+# The design's set first, then this project's own hedges; a new hedge field is added here, once.
 HEDGES = frozenset({
     "caveat", "can_see_minority", "detection_floor", "dominant_fraction", "competence",
     "reference_is_conclusive", "blind_spots", "margin",

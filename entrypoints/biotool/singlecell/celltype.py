@@ -142,7 +142,7 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
         elif margin < ctp.CONCLUSIVE_MARGIN:
             reasons.append(f"margin {margin:.3f} < {ctp.CONCLUSIVE_MARGIN} over "
                            f"{scored[1]['reference']}: the panel cannot tell these references apart")
-        # The seed: when the panel cannot name the reference, the per-cell labels still carry
+        # By design: when the panel cannot name the reference, the per-cell labels still carry
         # the signal; the winner's name is what is unreliable.
         caveat = ("; ".join(reasons) + f". Read the per-cell composition (the more reliable "
                   f"evidence), not this reference name ({win['reference']})")

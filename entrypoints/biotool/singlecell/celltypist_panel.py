@@ -22,7 +22,7 @@ from biotool.output import InputError, ToolFailure
 CONCLUSIVE_FIT = 0.5
 CONCLUSIVE_MARGIN = 0.05
 MIN_COVERED = 10  # fewer shared genes than this and a model's answer is noise
-PANEL_MAX_CELLS = 3000  # the seed's cap on cells scored per panel model
+PANEL_MAX_CELLS = 3000  # the design's cap on cells scored per panel model
 
 
 def _quiet_celltypist():

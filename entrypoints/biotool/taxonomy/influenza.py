@@ -4,7 +4,7 @@ Only hemagglutinin (segment 4) and neuraminidase (segment 6) establish a subtype
 label on a hit to an internal segment is weak evidence, not none (reassortment and what the
 database holds both bias it). RefSeq titles often name only "segment 4" or "segment 6".
 
-Competence follows the seed: confidence = min(1, n_strong / 10) over the reads that typed HA or
+Competence follows the design: confidence = min(1, n_strong / 10) over the reads that typed HA or
 NA; margin 1.0 only when strong subtypes exist and no weak-only subtype sits outside them;
 alternatives = ties = candidates beyond the first; and below 20 strong reads, subtypes below
 the read-depth floor are unobserved. A staged panel adds two limits: reads of a subtype it

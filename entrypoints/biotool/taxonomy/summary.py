@@ -2,7 +2,7 @@
 
 A sample of n reads sees an organism only if at least one of its reads was drawn: below
 about 1/n of the reads an organism was probably not sampled at all, and a confident
-answer about the majority (often the host) says nothing about a minority. The seed's rule:
+answer about the majority (often the host) says nothing about a minority. The design's rule:
 a minority can be seen only when the dominant organism holds under half the reads and at
 least 200 were searched (`can_see_minority`); otherwise the caveat says how much the
 dominant organism holds and how to get past it. `p_minority_seen` (the chance an organism at
@@ -16,7 +16,7 @@ import re
 from biotool.competence import bounded
 
 MINORITY_ABUNDANCE = 0.05  # "a minority organism": 5% of reads, a typical pathogen-in-host share
-MIN_READS_FOR_MINORITY = 200  # the seed's floor: below it a minority is a handful of reads at best
+MIN_READS_FOR_MINORITY = 200  # below it a minority is a handful of reads at best
 MAX_ORGANISMS = 20  # organisms listed by name; the rest are counted (bounded output)
 # Hosts whose reads swamp a clinical or cultured sample (NCBI taxids).
 HOST_TAXIDS = {9606: "Homo sapiens", 9544: "Macaca mulatta", 10090: "Mus musculus",
@@ -52,7 +52,7 @@ def p_seen(abundance: float, n: int) -> float:
 
 
 def can_see_minority(dominant_fraction: float, n: int) -> bool:
-    """The seed's rule: a minority can show only when no organism holds half the reads and at
+    """The design's rule: a minority can show only when no organism holds half the reads and at
     least MIN_READS_FOR_MINORITY reads were searched."""
     return dominant_fraction < 0.5 and n >= MIN_READS_FOR_MINORITY
 

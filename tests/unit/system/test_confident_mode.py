@@ -17,7 +17,7 @@ ARTIC = DEMO / "sarscov2" / "MT007544.fastq"
 FLU = DEMO / "influenza" / "influenza_a_h1n1.fasta"
 PBMC = "demo-pbmc68k-heldout"
 OUTPUT_BOUND = 8 * 1024
-SEED_HEDGES = {"caveat", "can_see_minority", "detection_floor", "dominant_fraction", "competence",
+DESIGN_HEDGES = {"caveat", "can_see_minority", "detection_floor", "dominant_fraction", "competence",
                "reference_is_conclusive", "blind_spots", "margin"}
 
 # (name, argv, fields the answer must keep in confident mode, has hedges when not confident)
@@ -53,8 +53,8 @@ def keys(obj) -> set[str]:
     return set()
 
 
-def test_the_seed_set_is_inside_the_one_definition():
-    assert SEED_HEDGES <= HEDGES
+def test_the_design_set_is_inside_the_one_definition():
+    assert DESIGN_HEDGES <= HEDGES
     assert {"p_minority_seen", "host_dominated", "n_below_floor", "note"} <= HEDGES
 
 

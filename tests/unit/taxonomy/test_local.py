@@ -66,7 +66,7 @@ def test_a_planted_minority_shows_the_detection_floor(biotool, tmp_path):
     names = {o["name"]: o for o in s["organisms"]}
     assert names[PHIX]["reads"] == 10 and names[PHIX]["fraction"] == 0.05
     assert s["dominant"] == SARS2 and s["detection_floor"] == 0.005
-    # Seen here, yet SARS-CoV-2 holds 95%: the seed's rule says a minority cannot be relied on.
+    # Seen here, yet SARS-CoV-2 holds 95%: the design's rule says a minority cannot be relied on.
     assert s["can_see_minority"] is False and s["p_minority_seen"] >= 0.95
     assert f"{SARS2} is 95% of the 200 reads" in s["caveat"]
 

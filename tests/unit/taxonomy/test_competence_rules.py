@@ -1,4 +1,4 @@
-"""The seed's competence rules for taxonomy: influenza subtype evidence and the detection floor,
+"""The design's competence rules for taxonomy: influenza subtype evidence and the detection floor,
 each on a case built for it (sparse strong evidence, a subtype absent from the database, a
 dominated sample at n=100, a balanced one at n=300)."""
 
