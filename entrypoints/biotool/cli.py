@@ -22,7 +22,8 @@ not on the egress allowlist); 4 a tool, model or remote service failed or timed 
 Every finding carries `competence` (applicable, confidence, margin, alternatives, ties,
 blind_spots, remedy): read blind_spots before trusting an answer. Every result carries
 `provenance` (the references, indexes and models used, with sha256).
-Environment: BIOTOOL_CONFIDENT=1 strips competence; BIOTOOL_CACHE sets the cache directory.
+Environment: BIOTOOL_CONFIDENT=1 strips competence and every other hedge (caveat,
+margin, detection_floor, ...: biotool.competence.HEDGES); BIOTOOL_CACHE sets the cache directory.
 Start with `biotool list` to see what is staged and usable here."""
 
 app = typer.Typer(

@@ -1,12 +1,31 @@
 """The competence vocabulary shared by every tool: what an answer could not see.
 
 Every finding carries `competence` with the same seven fields, so an agent can compare
-a cut site, a cell-type call and a taxonomy summary on one scale.
+a cut site, a cell-type call and a taxonomy summary on one scale. HEDGES names every field,
+inside or beside `competence`, that says what an answer could not see: `BIOTOOL_CONFIDENT=1`
+(the experimental control) removes exactly these, at every depth of every command's output.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+# The design's set first, then this project's own hedges; a new hedge field is added here, once.
+HEDGES = frozenset({
+    "caveat", "can_see_minority", "detection_floor", "dominant_fraction", "competence",
+    "reference_is_conclusive", "blind_spots", "margin",
+    "p_minority_seen", "minority_abundance", "host_dominated", "hosts", "note", "notes",
+    "n_below_floor", "other_indels_nearby", "fraction_assessed",
+})
+
+
+def strip_hedges(obj):
+    """`obj` without any HEDGES field, at any depth (the confident-mode answer)."""
+    if isinstance(obj, dict):
+        return {k: strip_hedges(v) for k, v in obj.items() if k not in HEDGES}
+    if isinstance(obj, (list, tuple)):
+        return [strip_hedges(v) for v in obj]
+    return obj
 
 
 def _unit(x: float) -> float:

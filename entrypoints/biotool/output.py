@@ -48,17 +48,9 @@ class ToolFailure(BiotoolError):
 
 
 def confident_mode() -> bool:
-    """`BIOTOOL_CONFIDENT=1` is the experimental control: answers without competence."""
+    """`BIOTOOL_CONFIDENT=1` is the experimental control: answers without competence or any
+    other hedge (biotool.competence.HEDGES)."""
     return os.environ.get("BIOTOOL_CONFIDENT", "").strip().lower() in {"1", "true", "yes"}
-
-
-def strip_competence(obj: Any) -> Any:
-    """Remove every `competence` field, at any depth."""
-    if isinstance(obj, dict):
-        return {k: strip_competence(v) for k, v in obj.items() if k != "competence"}
-    if isinstance(obj, (list, tuple)):
-        return [strip_competence(v) for v in obj]
-    return obj
 
 
 def _jsonable(obj: Any) -> Any:
@@ -82,13 +74,17 @@ def _jsonable(obj: Any) -> Any:
 
 def render(result: dict) -> str:
     """The exact text written to stdout for a result."""
+    from biotool.competence import strip_hedges
     from biotool.provenance import provenance
 
     result = dict(result)
     result.setdefault("provenance", provenance())
+    # Hedges are stripped after _jsonable so that objects rendered through .explain() lose
+    # theirs too.
+    result = _jsonable(result)
     if confident_mode():
-        result = strip_competence(result)
-    return json.dumps(_jsonable(result), sort_keys=False, ensure_ascii=False)
+        result = strip_hedges(result)
+    return json.dumps(result, sort_keys=False, ensure_ascii=False)
 
 
 def emit(result: dict) -> None:

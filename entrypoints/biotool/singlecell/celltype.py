@@ -1,4 +1,11 @@
-"""`biotool celltype`: cell populations of a sample from pretrained models, limits stated."""
+"""`biotool celltype`: cell populations of a sample from pretrained models, limits stated.
+
+Partial answers are answers: with `--model all`, a model that is not staged or fails is listed
+under `errors` and the other's result is returned; in a CellTypist panel, a reference that
+cannot be loaded is skipped as not evidence either way, and listed. Output is bounded: at most
+MAX_COMPOSITION cell types and MAX_INLINE_CELLS per-cell answers inline; every cell's labels
+go to --cells-out when asked for.
+"""
 
 from __future__ import annotations
 
@@ -6,29 +13,57 @@ import time
 
 from biotool import staging
 from biotool.competence import bounded, not_applicable
-from biotool.output import InputError
+from biotool.output import BiotoolError, InputError, ToolFailure
 from biotool.provenance import provenance, used
 from biotool.singlecell import celltypist_panel as ctp
 from biotool.singlecell import models as mdl
 from biotool.singlecell import species as sp
 
 MODELS = ("celltypist", "c2s-celltype", "all")
+MAX_COMPOSITION = 30   # cell types listed; the rest are counted in composition_other
+MAX_INLINE_CELLS = 20  # Cell2Sentence per-cell answers listed inline
 
 
 def _species(symbols, organism: str, min_informative: int = sp.MIN_INFORMATIVE) -> dict:
-    if organism in ("human", "mouse"):
-        return {"species": organism, "source": "--organism"}
-    if organism != "auto":
+    """The species used: the one the gene names show, even over an --organism that disagrees
+    (a mouse sample scored as human is noise); --organism decides only when they show none."""
+    if organism not in ("auto", "human", "mouse"):
         raise InputError(f"--organism {organism}: expected auto, human or mouse")
     found = sp.detect(symbols, min_informative)
-    found["source"] = "gene-name conventions"
-    return found
+    if organism == "auto":
+        found["source"] = "gene-name conventions"
+        return found
+    detected = found["species"]
+    if detected in ("human", "mouse") and detected != organism:
+        ev = found["evidence"]
+        found["source"] = "gene-name conventions (overrides --organism)"
+        found["organism_given"] = organism
+        found["note"] = (f"--organism {organism} was given, but the gene names read as {detected} "
+                         f"({found['share']:.0%} of {ev['informative']} informative genes): "
+                         f"{detected} is used")
+        return found
+    return {"species": organism, "source": "--organism", "detected": detected}
 
 
-def _celltypist(adata, species: str, reference: str) -> tuple[dict, list]:
-    if reference != "auto":
-        path, item, rec = mdl.celltypist_model(reference)
-        model = ctp.load_model(path)
+def _bounded_composition(rows: list[dict]) -> dict:
+    """{"composition": the first MAX_COMPOSITION rows, "composition_other": the rest, counted}."""
+    out = {"composition": rows[:MAX_COMPOSITION]}
+    rest = rows[MAX_COMPOSITION:]
+    if rest:
+        out["composition_other"] = {"cell_types": len(rest),
+                                    "cells": sum(r["cells"] for r in rest),
+                                    "fraction": round(sum(r["fraction"] for r in rest), 4)}
+    return out
+
+
+def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
+                seed: int = 0) -> tuple[dict, list, dict]:
+    """(celltypist block, provenance items, errors by model name)."""
+    if explicit is not None:
+        path, item, rec = explicit
+        # A file the agent named is bad input when it is not a model; a staged one is a
+        # broken image.
+        model = ctp.load_model(path, InputError if rec is None else ToolFailure, "--reference")
         cov = ctp.coverage(model, adata.var_names)
         ctp.require_coverage(reference, cov)
         s = ctp.score(adata, model)
@@ -41,29 +76,46 @@ def _celltypist(adata, species: str, reference: str) -> tuple[dict, list]:
                        remedy="use --reference auto to see how this reference fits against the "
                               "species' panel")
         return ({"reference": item["name"], "fit": round(s["fit"], 4), "coverage": cov,
-                 "composition": ctp.composition(s["labels"], s["max_prob"]),
-                 "competence": comp.explain(), "_labels": s["labels"]}, [item])
+                 **_bounded_composition(ctp.composition(s["labels"], s["max_prob"])),
+                 "competence": comp.explain(), "_labels": s["labels"],
+                 "_prob": s["max_prob"]}, [item], {})
     panel = mdl.celltypist_panel(species)
-    if not panel:
-        comp = not_applicable(f"no CellTypist reference for species '{species}' is staged here",
-                              "see `biotool list`; production images stage the CellTypist panels")
-        return {"reference": None, "ranking": [], "composition": [],
+    errors: dict[str, str] = {}
+    loaded = []
+    for rec in panel:
+        try:
+            loaded.append((rec, ctp.load_model(staging.path_of(rec))))
+        except ToolFailure as exc:
+            errors[rec["name"]] = f"{exc}; skipped: not evidence either way"
+    unloadable = [{"reference": name, "fit": None, "skipped": "could not be loaded: not "
+                   "evidence either way (see errors)"} for name in errors]
+    if not loaded:
+        reason = (f"no staged CellTypist reference for species '{species}' could be loaded"
+                  if panel else f"no CellTypist reference for species '{species}' is staged here")
+        comp = not_applicable(reason, "see `biotool list`; production images stage the "
+                                      "CellTypist panels")
+        return {"reference": None, "ranking": unloadable, "composition": [],
                 "reference_is_conclusive": False, "competence": comp.explain(),
-                "caveat": comp.blind_spots[0]}, []
-    loaded = [(rec["name"], ctp.load_model(staging.path_of(rec))) for rec in panel]
-    rows = ctp.rank(adata, loaded)
+                "caveat": comp.blind_spots[0]}, [], errors
+    scored_on, cells_note = ctp.subsample(adata, ctp.PANEL_MAX_CELLS, seed)
+    rows = ctp.rank(scored_on, [(rec["name"], model) for rec, model in loaded])
     scored = [r for r in rows if r["fit"] is not None]
     items = [used("model", rec["name"], rec["sha256"], framework="celltypist")
-             for rec in panel]
-    tissues = {rec["name"]: rec.get("tissue", "") for rec in panel}
+             for rec, _ in loaded]
+    tissues = {rec["name"]: rec.get("tissue", "") for rec, _ in loaded}
     ranking = [{k: v for k, v in r.items() if k != "_score"} | {"tissue": tissues[r["reference"]]}
-               for r in rows]
+               for r in rows] + unloadable
+    panel_cells = {**cells_note, "basis": (
+        f"every panel model scored the same {cells_note['scored']} cells" +
+        (f" (a seeded subsample of {cells_note['cells']}; at most {ctp.PANEL_MAX_CELLS} per "
+         f"model); the winner's composition covers every cell"
+         if cells_note["scored"] < cells_note["cells"] else ""))}
     if not scored:
         comp = not_applicable("the data cover too few genes of every staged reference",
                               "check the species and that genes are symbols, not ids")
-        return {"reference": None, "ranking": ranking, "composition": [],
-                "reference_is_conclusive": False, "competence": comp.explain(),
-                "caveat": comp.blind_spots[0]}, items
+        return {"reference": None, "ranking": ranking, "panel_cells": panel_cells,
+                "composition": [], "reference_is_conclusive": False,
+                "competence": comp.explain(), "caveat": comp.blind_spots[0]}, items, errors
     win = scored[0]
     fit = win["fit"]
     margin = fit - scored[1]["fit"] if len(scored) > 1 else None
@@ -81,7 +133,7 @@ def _celltypist(adata, species: str, reference: str) -> tuple[dict, list]:
         reasons = []
         if fit < ctp.CONCLUSIVE_FIT:
             reasons.append(f"best fit {fit:.2f} < {ctp.CONCLUSIVE_FIT}: no staged reference fits "
-                           "these cells; the composition below uses labels from the wrong tissue")
+                           "these cells well")
         if thin:
             reasons.append(thin)
         if len(scored) < 2:
@@ -90,23 +142,35 @@ def _celltypist(adata, species: str, reference: str) -> tuple[dict, list]:
         elif margin < ctp.CONCLUSIVE_MARGIN:
             reasons.append(f"margin {margin:.3f} < {ctp.CONCLUSIVE_MARGIN} over "
                            f"{scored[1]['reference']}: the panel cannot tell these references apart")
-        caveat = "; ".join(reasons)
+        # By design: when the panel cannot name the reference, the per-cell labels still carry
+        # the signal; the winner's name is what is unreliable.
+        caveat = ("; ".join(reasons) + f". Read the per-cell composition (the more reliable "
+                  f"evidence), not this reference name ({win['reference']})")
         spots.append(caveat)
+    if errors:
+        spots.append(f"{len(errors)} staged reference(s) could not be loaded and were skipped "
+                     f"(not evidence either way): {', '.join(errors)}")
     if species == "unknown":
         spots.append("species unknown: references of every species were scored")
     ties = sum(1 for r in scored[1:] if fit - r["fit"] < 1e-3)
     comp = bounded(fit, margin or 0.0, alternatives=len(scored) - 1, ties=ties, blind_spots=spots,
-                   remedy="" if conclusive else "stage a reference for this tissue or check "
-                                                "the species; treat the labels as unreliable")
-    s = win["_score"]
+                   remedy="" if conclusive else "read the composition, not the reference name; "
+                                                "for a conclusive reference, stage one for this "
+                                                "tissue or check the species")
+    if cells_note["scored"] < cells_note["cells"]:
+        model = dict((rec["name"], m) for rec, m in loaded)[win["reference"]]
+        s = ctp.score(adata, model)
+    else:
+        s = win["_score"]
     out = {"reference": win["reference"], "tissue": tissues[win["reference"]], "fit": fit,
            "margin": None if margin is None else round(margin, 4),
            "reference_is_conclusive": conclusive, "coverage": win["coverage"],
-           "ranking": ranking, "composition": ctp.composition(s["labels"], s["max_prob"]),
-           "competence": comp.explain(), "_labels": s["labels"]}
+           "ranking": ranking, "panel_cells": panel_cells,
+           **_bounded_composition(ctp.composition(s["labels"], s["max_prob"])),
+           "competence": comp.explain(), "_labels": s["labels"], "_prob": s["max_prob"]}
     if caveat:
         out["caveat"] = caveat
-    return out, items
+    return out, items, errors
 
 
 def _c2s(cells: list[dict], organism: str, spec: dict, deadline: float,
@@ -130,7 +194,7 @@ def _c2s(cells: list[dict], organism: str, spec: dict, deadline: float,
     return ({"model": spec["provenance"][0]["name"], "device": loaded.device,
              "dtype": loaded.dtype, "organism": sp.ORGANISM_NAMES[organism],
              "cells_requested": gen["requested"], "cells_answered": gen["done"],
-             "truncated": gen["truncated"], "composition": top, "cells": per_cell,
+             "truncated": gen["truncated"], **_bounded_composition(top), "cells": per_cell,
              "competence": comp.explain()}, spec["provenance"])
 
 
@@ -170,9 +234,28 @@ def _agreement(ct: dict, c2s_res: dict, cell_index: dict) -> dict:
             "cells_compared": len(pairs), "cells_agreeing": same, "competence": comp.explain()}
 
 
+def _write_cells(path, norm, ct: dict | None, c2s_res: dict | None) -> None:
+    """Every cell's labels as TSV: CellTypist's label and probability, Cell2Sentence's answer
+    for the cells it was asked about."""
+    from biotool.files import published
+
+    answers = {c["cell"]: c["cell_type"] for c in (c2s_res or {}).get("cells", [])}
+    labels = (ct or {}).get("_labels")
+    prob = (ct or {}).get("_prob")
+    with published(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write("cell\tcelltypist_label\tcelltypist_probability\tc2s_cell_type\n")
+            for i, name in enumerate(str(n) for n in norm.obs_names):
+                lab = str(labels[i]) if labels is not None else ""
+                pr = f"{float(prob[i]):.4f}" if prob is not None else ""
+                fh.write(f"{name}\t{lab}\t{pr}\t{answers.get(name, '')}\n")
+
+
 def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str = "auto",
                     organism: str = "auto", n_cells: int = 8, budget_seconds: float = 90.0,
-                    c2s_model: str = mdl.DEFAULT_C2S, batch_size: int = 8, seed: int = 0) -> dict:
+                    c2s_model: str = mdl.DEFAULT_C2S, batch_size: int = 8, seed: int = 0,
+                    cells_out: str | None = None) -> dict:
+    from biotool.files import output_file
     from biotool.singlecell import c2s, matrix
 
     start = time.monotonic()
@@ -184,8 +267,20 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
         raise InputError(f"--reference {reference}: names a CellTypist model, which --model "
                          "c2s-celltype does not use; add --model all or celltypist")
     _check_budget(budget_seconds, batch_size)
-    # Resolve the C2S model before any work: a model this image lacks fails at once.
-    spec = mdl.c2s_model(c2s_model) if model in ("c2s-celltype", "all") else None
+    cells_path = output_file(cells_out, "--cells-out") if cells_out is not None else None
+    errors: dict[str, str] = {}
+    # Resolve the models before any work: a model this image lacks fails at once, except that
+    # `all` answers with what it has when the default C2S model is not staged.
+    spec = None
+    if model in ("c2s-celltype", "all"):
+        try:
+            spec = mdl.c2s_model(c2s_model)
+        except BiotoolError as exc:
+            if model != "all" or c2s_model != mdl.DEFAULT_C2S:
+                raise
+            errors["c2s-celltype"] = str(exc)
+    explicit = (mdl.celltypist_model(reference)
+                if model in ("celltypist", "all") and reference != "auto" else None)
     adata = matrix.load(matrix_path)
     norm, note = matrix.normalise(adata)
     species = _species(norm.var_names, organism)
@@ -195,20 +290,37 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
            "species": species, "model": model}
     used_items: list = []
     if model in ("celltypist", "all"):
-        out["celltypist"], items = _celltypist(norm, species["species"], reference)
+        out["celltypist"], items, ct_errors = _celltypist(norm, species["species"], reference,
+                                                          explicit, seed)
+        errors.update(ct_errors)
         used_items += items
-    if model in ("c2s-celltype", "all"):
-        organism_c2s = _c2s_organism(species)
-        cells = c2s.cell_sentences(norm, n_cells, seed=seed)
-        res, items = _c2s(cells, organism_c2s, spec, start + budget_seconds, batch_size)
-        out["c2s"] = res
-        used_items += items
-        out["truncated"] = res["truncated"]
-    if model == "all":
+    if spec is not None:
+        try:
+            organism_c2s = _c2s_organism(species)
+            cells = c2s.cell_sentences(norm, n_cells, seed=seed)
+            res, items = _c2s(cells, organism_c2s, spec, start + budget_seconds, batch_size)
+        except BiotoolError as exc:
+            if model != "all":
+                raise
+            errors["c2s-celltype"] = str(exc)
+        else:
+            out["c2s"] = res
+            used_items += items
+            out["truncated"] = res["truncated"]
+    if model == "all" and "c2s" in out:
         index = {str(n): i for i, n in enumerate(norm.obs_names)}
         out["agreement"] = _agreement(out["celltypist"], out["c2s"], index)
+    if cells_path is not None:
+        _write_cells(cells_path, norm, out.get("celltypist"), out.get("c2s"))
+        out["cells_file"] = str(cells_path)
     if "celltypist" in out:
         out["celltypist"].pop("_labels", None)
+        out["celltypist"].pop("_prob", None)
+    if "c2s" in out and len(out["c2s"]["cells"]) > MAX_INLINE_CELLS:
+        out["c2s"]["cells_not_listed"] = len(out["c2s"]["cells"]) - MAX_INLINE_CELLS
+        out["c2s"]["cells"] = out["c2s"]["cells"][:MAX_INLINE_CELLS]
+    if errors:
+        out["errors"] = errors
     out.setdefault("truncated", False)
     out["provenance"] = provenance(*used_items)
     return out

@@ -27,29 +27,37 @@ INPUT (one of):
 
 SPECIES: read from the gene names (human CD3E upper case; mouse Cd3e title case, Gm12345,
 ...Rik). Unknown widens the CellTypist panel to every species; Cell2Sentence then needs
---organism.
+--organism. The gene names win over an --organism that disagrees with them (species.source
+and species.note say so); --organism decides only when the names show no species.
 
 \b
 MODELS:
   celltypist   --reference auto scores every staged CellTypist model of the species by fit
-               (mean max probability over cells) and reports the ranking, the winner's
-               margin over the runner-up, reference_is_conclusive (fit >= 0.5 and margin >=
-               0.05, else a caveat) and the winner's composition. --reference NAME (or a
-               .pkl path) uses that model only: it will label cells of types it never saw.
-               Feature coverage (model genes present in the data) is reported.
+               (mean max probability over at most 3,000 cells per model, a seeded
+               subsample: panel_cells) and reports the ranking, the winner's margin over the
+               runner-up, reference_is_conclusive (fit >= 0.5 and margin >= 0.05; else a
+               caveat: read the per-cell composition, the more reliable evidence, not the
+               reference name) and the winner's composition over every cell. A staged
+               model that cannot be loaded is skipped (not evidence either way) and listed
+               in errors. --reference NAME (or a .pkl path) uses that model only: it will
+               label cells of types it never saw. Feature coverage is reported.
   c2s-celltype Cell2Sentence: samples --n-cells cells, writes each cell's top 200 genes into
                C2S's prompt, and tallies the generated cell types into a composition.
                Loaded once, batched, GPU (bf16) when present. Stops at --budget-seconds
                and returns the partial composition with truncated: true.
   all          both, plus `agreement` (do they name the same types, cell by cell). No
-               merged consensus label is produced.
+               merged consensus label is produced. When C2S is not staged or fails, the
+               CellTypist answer is returned with errors {"c2s-celltype": why}.
 
 
-OUTPUT: matrix {cells, genes, read_as, normalisation}; species {species, evidence,
-  competence}; celltypist {reference, tissue, fit, margin, reference_is_conclusive, caveat,
-  coverage, ranking, composition [{cell_type, cells, fraction, mean_probability}],
+OUTPUT (bounded: a few KB): matrix {cells, genes, read_as, normalisation}; species
+  {species, source, evidence, competence}; celltypist {reference, tissue, fit, margin,
+  reference_is_conclusive, caveat, coverage, ranking, panel_cells, composition [{cell_type,
+  cells, fraction, mean_probability}] (top 30 types; the rest in composition_other),
   competence}; c2s {model, device, cells_answered, truncated, composition, cells [{cell,
-  cell_type}], competence}; agreement (with all); truncated; provenance (model sha256s).
+  cell_type}] (the first 20), competence}; agreement (with all); errors {model: why} when a
+  model was skipped or failed; truncated; provenance (model sha256s). --cells-out FILE
+  writes every cell's labels (TSV) and returns its path as cells_file.
 
 Models staged here: `biotool list` (production panels and C2S are named there, with why
 they are not staged). Exit codes: 2 bad input (missing/corrupt/empty matrix, labellings
@@ -91,14 +99,17 @@ def register(app: typer.Typer) -> None:
         batch_size: int = typer.Option(8, "--batch-size",
                                        help="Cells per Cell2Sentence generation batch."),
         seed: int = typer.Option(0, "--seed", help="Seed for sampling cells."),
+        cells_out: Optional[str] = typer.Option(None, "--cells-out",
+                                                help="Write every cell's labels (TSV) here; "
+                                                     "the path is returned as cells_file."),
     ) -> None:
         def go() -> dict:
             import os
             import warnings
 
-            # Library deprecation chatter (celltypist, anndata) is not the agent's concern.
-            warnings.simplefilter("ignore", FutureWarning)
-            warnings.simplefilter("ignore", DeprecationWarning)
+            # Library warnings (celltypist, anndata, scanpy) are not the agent's concern: stderr
+            # carries progress and at most one error line, never warnings before it.
+            warnings.simplefilter("ignore")
             # Caches and downloads must never happen at run time (read-only image, offline).
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -116,8 +127,10 @@ def register(app: typer.Typer) -> None:
                 if reference != "auto":
                     raise InputError(f"--reference {reference}: CellTypist needs a --matrix; "
                                      "--genes goes to Cell2Sentence only")
+                if cells_out is not None:
+                    raise InputError("--cells-out: needs a --matrix (--genes is one cell)")
                 return celltype_genes(genes, organism, c2s_model, budget_seconds)
             return celltype_matrix(matrix, model, reference, organism, n_cells, budget_seconds,
-                                   c2s_model, batch_size, seed)
+                                   c2s_model, batch_size, seed, cells_out)
 
         run(go)

@@ -180,7 +180,11 @@ def read_table(path: Path):
         df = pd.read_csv(path, sep=sep, index_col=0)
     except pd.errors.EmptyDataError:
         raise InputError(f"{path}: the table is empty") from None
-    except _READ_ERRORS + (pd.errors.ParserError,) as exc:
+    except pd.errors.ParserError as exc:
+        why = " ".join(str(exc).split()).removeprefix("Error tokenizing data. C error: ")
+        raise InputError(f"{path}: rows of different lengths ({why}); every row needs one "
+                         "field per header column") from None
+    except _READ_ERRORS as exc:
         raise _corrupt(path, exc) from None
     if df.shape[0] == 0 or df.shape[1] == 0:
         raise InputError(f"{path}: the table is empty ({df.shape[0]} cells x {df.shape[1]} genes)")
@@ -240,9 +244,10 @@ def _min(x) -> float:
 
 def load(path: str | Path):
     """Any supported matrix as AnnData (cells x genes), with `uns['biotool_source']` saying how."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
+    from biotool.files import input_file
+
+    # stat before any open: a FIFO, device or unreadable folder is refused, never read.
+    path = input_file(path, "--matrix", allow_dir=True)
     name = _name(path)
     if path.is_dir():
         inner = [p for p in path.iterdir() if p.is_file()]
@@ -251,8 +256,7 @@ def load(path: str | Path):
         else:
             single = [p for p in inner if _name(p).endswith((".h5ad", ".h5") + TABLE_SUFFIXES)]
             # Cell Ranger's outs/ holds the matrix one folder down (filtered_feature_bc_matrix/).
-            nested = [d for d in path.iterdir() if d.is_dir() and any(
-                _name(p).endswith(MATRIX_SUFFIXES) for p in d.iterdir() if p.is_file())]
+            nested = [d for d in path.iterdir() if d.is_dir() and _holds_mtx(d)]
             if len(single) == 1:
                 return load(single[0])
             if not single and len(nested) == 1:
@@ -275,11 +279,40 @@ def load(path: str | Path):
     if adata.n_obs == 0 or adata.n_vars == 0:
         raise InputError(f"{path}: the matrix is empty "
                          f"({adata.n_obs} cells x {adata.n_vars} genes)")
+    _require_finite(adata, path)
     if _nnz(adata.X) == 0:
         raise InputError(f"{path}: the matrix holds no non-zero value")
     adata.uns.setdefault("biotool_source", {})
     adata.uns["biotool_source"]["path"] = str(path)
     return adata
+
+
+def _holds_mtx(folder: Path) -> bool:
+    """Whether a subfolder holds a Matrix Market file; an unreadable one holds none we can use."""
+    try:
+        return any(_name(p).endswith(MATRIX_SUFFIXES) for p in folder.iterdir() if p.is_file())
+    except OSError:
+        return False
+
+
+def _require_finite(adata, path: Path) -> None:
+    """Every value a finite number: NaN and inf (a missing entry, a short row) poison the
+    normalisation and every model's answer."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    x = adata.X
+    values = x.data if sp.issparse(x) else np.asarray(x)
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return
+    where = ""
+    if not sp.issparse(x):
+        r, c = (int(i[0]) for i in np.nonzero(bad))
+        where = f" (first: cell {adata.obs_names[r]}, gene {adata.var_names[c]})"
+    raise InputError(f"{path}: {int(bad.sum())} value(s) are NaN or infinite{where}: a missing "
+                     "or non-numeric entry, or a row shorter than the header; every entry must "
+                     "be a finite number")
 
 
 def _nnz(x) -> int:

@@ -61,9 +61,10 @@ def celltypist_model(name_or_path: str) -> tuple[Path, dict, dict | None]:
         return path, used("model", rec["name"], rec["sha256"], framework="celltypist"), rec
     path = Path(name_or_path)
     if "/" in name_or_path or path.suffix == ".pkl":
-        if not path.is_file():
-            raise InputError(f"--reference {name_or_path}: no such model file")
         from biotool.cache import sha256_file
+        from biotool.files import input_file
+
+        input_file(path, "--reference", allow_empty=False)  # a FIFO is refused, never opened
 
         return path, used("model", path.name, sha256_file(path), framework="celltypist"), None
     known = ", ".join(r["name"] for r in celltypist_panel("unknown")) or "none staged"

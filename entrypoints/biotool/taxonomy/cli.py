@@ -25,15 +25,25 @@ $TMPDIR/biotool-ncbi-pacing): at most one contact every 10 s, one status poll pe
 per minute, at most 40 queries per submission. A remote run
 therefore takes minutes: 100 reads are 3 submissions; budget --timeout accordingly.
 
-Output (one JSON object): mode and why; n (queries searched); hits (per query, the --top
-best hits with accession, title, taxid, sciname, bit_score, evalue, pident, alignment
-coordinates); summary: dominant organism and dominant_fraction, organisms with read
-counts, detection_floor (about 1/n: organisms rarer than that were probably not sampled),
-can_see_minority (whether an organism at 5% of reads had a 95% chance of being seen),
-host_dominated, caveat, competence. When influenza hits are present, an `influenza` block:
-strong tier (H from HA/segment 4 hits, N from NA/segment 6 hits), weak tier (strain labels
-of internal-segment hits), candidate subtypes, competence (alternatives = ties = candidates
-beyond the first). truncated=true when --timeout ran out with part of the queries searched.
+Output (one JSON object, bounded: a few KB whatever the input): mode and why; n (queries
+searched); hits: the --top best hits over all queries (not per query), each with its query
+and only taxonomic and alignment fields (sciname, taxid, title cut to 200 characters,
+bit_score, evalue, pident, align_len, query and subject coordinates; never an accession).
+Every query is searched for 5 hits (search.hits_per_query, whatever --top); --hits-out FILE
+writes them all, one JSON line per query, and returns the path as hits_file. summary: the
+dominant organism and dominant_fraction, organisms with read counts (the top 20; the rest
+counted in other_organisms), no_hit, detection_floor (1/n: an organism rarer than that is
+unobserved, not absent), can_see_minority (true only when the dominant organism holds under
+half the reads and at least 200 were searched; otherwise the caveat gives the dominant share
+and says to deplete it: map to it, keep the unmapped reads; or search far more reads),
+p_minority_seen (the chance an organism at 5% of reads was drawn), host_dominated, caveat,
+competence. When influenza hits are present, an `influenza` block: strong tier (H from
+HA/segment 4 hits, N from NA/segment 6 hits), weak tier (strain labels of internal-segment
+hits), candidate subtypes, competence (confidence = min(1, strong reads / 10); margin 1.0
+only when strong subtypes exist and no weak-only subtype lies outside them; alternatives =
+ties = candidates beyond the first, and never 0 on a panel holding one subtype). On a panel,
+many no-hit reads with HA/NA untyped mean the subtype may be missing from the panel: search
+nt (--remote). truncated=true when --timeout ran out with part of the queries searched.
 
 Exit codes: 2 bad input (missing or malformed file, bad option); 3 refused by the rules
 (the server is not on the egress allowlist, or HTTPS_PROXY is not a local http:// proxy);
@@ -43,7 +53,7 @@ schedule not writable, timeout with nothing done).
 
 \b
 Examples:
-  biotool taxonomy --fastq reads.fastq --sample 200 --local
+  biotool taxonomy --fastq reads.fastq --sample 200 --local --hits-out hits.jsonl
   biotool taxonomy --fasta contigs.fasta --remote --email you@example.org --timeout 1200"""
 
 
@@ -59,8 +69,9 @@ def register(app: typer.Typer) -> None:
     def taxonomy_cmd(
         fasta: Optional[str] = typer.Option(None, "--fasta", help="FASTA file of queries."),
         fastq: Optional[str] = typer.Option(None, "--fastq", help="FASTQ file of reads."),
-        top: int = typer.Option(5, "--top", help="Hits kept per query (1-50; remote asks NCBI "
-                                                 "for at most 10)."),
+        top: int = typer.Option(5, "--top", help="Best hits returned over all queries (1-50); "
+                                                 "each query is searched for 5 hits whatever "
+                                                 "this is."),
         sample: int = typer.Option(100, "--sample", help="Reads searched, drawn with a fixed "
                                                          "seed; detection floor is ~1/sample."),
         timeout: float = typer.Option(600.0, "--timeout", help="Seconds for the whole run "
@@ -78,9 +89,12 @@ def register(app: typer.Typer) -> None:
                                   "`email` parameter (or env BIOTOOL_NCBI_EMAIL)."),
         seed: int = typer.Option(0, "--seed", help="Sampling seed."),
         threads: int = typer.Option(1, "--threads", help="blastn threads (local)."),
+        hits_out: Optional[str] = typer.Option(None, "--hits-out", help="Write every query's "
+                                               "hits (JSON Lines) to this file; its path is "
+                                               "returned as hits_file."),
     ) -> None:
         from biotool.taxonomy.identify import identify
 
         run(lambda: identify(fasta=fasta, fastq=fastq, top=top, sample=sample, timeout=timeout,
                              local=local, remote=remote, database=database, email=email,
-                             seed=seed, threads=threads))
+                             seed=seed, threads=threads, hits_out=hits_out))

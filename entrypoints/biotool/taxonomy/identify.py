@@ -1,7 +1,14 @@
-"""`biotool taxonomy`: which organisms the reads come from, remote (NCBI BLAST) or local."""
+"""`biotool taxonomy`: which organisms the reads come from, remote (NCBI BLAST) or local.
+
+The output is read into an agent's context, so it is bounded: the --top best hits over all
+queries (not per query), each with taxonomic and alignment fields only. No accession is ever
+returned (an accession can carry the source dataset's identity back to the agent) and titles
+are cut to 200 characters. Per-query hits go to a file only when --hits-out asks for one.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -9,6 +16,39 @@ from biotool.output import BiotoolError, InputError, ToolFailure
 from biotool.progress import log
 
 MAX_TIMEOUT = 7 * 86400.0  # a week: beyond it, time arithmetic overflows and NCBI drops RIDs
+HITS_PER_QUERY = 5  # hits asked per query, whatever --top: enough to see ties and strains
+MAX_TITLE = 200
+# The only hit fields an agent ever sees: taxonomic and alignment ones.
+PUBLIC_FIELDS = ("sciname", "taxid", "title", "bit_score", "evalue", "pident", "align_len",
+                 "query_len", "query_from", "query_to", "hit_from", "hit_to")
+
+
+def public_hit(hit: dict) -> dict:
+    """A hit as the agent sees it: no accession, title cut to MAX_TITLE characters."""
+    out = {k: hit[k] for k in PUBLIC_FIELDS if k in hit}
+    title = str(out.get("title") or "")
+    if len(title) > MAX_TITLE:
+        out["title"] = title[:MAX_TITLE - 3] + "..."
+    return out
+
+
+def top_hits(hits: dict[str, list], searched: list[str], top: int) -> list[dict]:
+    """The `top` best hits over every query (bit score, then query order), each with its query."""
+    order = {q: i for i, q in enumerate(searched)}
+    pool = [(q, h) for q in searched for h in hits.get(q, [])]
+    pool.sort(key=lambda qh: (-(qh[1].get("bit_score") or 0.0), order[qh[0]]))
+    return [{"query": q, **public_hit(h)} for q, h in pool[:top]]
+
+
+def write_hits(path, hits: dict[str, list], searched: list[str]) -> None:
+    """Per-query hits as JSON Lines ({"query", "hits"} per query), published atomically."""
+    from biotool.files import published
+
+    with published(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for q in searched:
+                fh.write(json.dumps({"query": q, "hits": [public_hit(h) for h in
+                                                          hits.get(q, [])]}) + "\n")
 
 
 def choose_mode(local: bool, remote: bool) -> tuple[str, str]:
@@ -33,13 +73,18 @@ def choose_mode(local: bool, remote: bool) -> tuple[str, str]:
 def identify(fasta: str | None = None, fastq: str | None = None, top: int = 5,
              sample: int = 100, timeout: float = 600.0, local: bool = False,
              remote: bool = False, database: str | None = None, email: str = "",
-             seed: int = 0, threads: int = 1) -> dict:
+             seed: int = 0, threads: int = 1, hits_out: str | None = None) -> dict:
+    from biotool.files import output_file
     from biotool.provenance import provenance, used
     from biotool.taxonomy import influenza, sequences, summary
 
     started = time.monotonic()
     if top < 1 or top > 50:
         raise InputError(f"--top: must be between 1 and 50, got {top}")
+    if database is not None and not database.strip():
+        raise InputError("--database: empty name (give a staged database name, or leave the "
+                         "option out for the default)")
+    hits_path = output_file(hits_out, "--hits-out") if hits_out is not None else None
     if not 0 < timeout <= MAX_TIMEOUT:  # also refuses nan
         raise InputError(f"--timeout: must be between 0 and {MAX_TIMEOUT:g} seconds, "
                          f"got {timeout:g}")
@@ -50,10 +95,11 @@ def identify(fasta: str | None = None, fastq: str | None = None, top: int = 5,
         log(f"taxonomy: skipped {skipped['empty']} empty and {skipped['no_acgt']} N-only "
             f"records (nothing to search)")
     mode, why = choose_mode(local, remote)
+    panel_rec = None
     if mode == "local":
         from biotool.taxonomy.local import staged_database
 
-        staged_database(database)  # a bad --database is named before any work starts
+        panel_rec = staged_database(database)  # a bad --database is named before any work
     left = timeout - (time.monotonic() - started)
     log(f"taxonomy: {len(queries)} queries, {mode} search ({why})")
     if mode == "remote":
@@ -63,7 +109,7 @@ def identify(fasta: str | None = None, fastq: str | None = None, top: int = 5,
         if not re.fullmatch(r"[A-Za-z0-9_.\-/]{1,64}", db):
             raise InputError(f"--database: {db!r} is not an NCBI BLAST database name "
                              f"(e.g. nt, core_nt, refseq_viral_genomes)")
-        found = remote_search(queries, top, left, db, email, log=log)
+        found = remote_search(queries, HITS_PER_QUERY, left, db, email, log=log)
         used_items = [used("service", f"NCBI BLAST {db}", None, server=found["server"],
                            rids=found["rids"])]
         local_db = None
@@ -72,11 +118,12 @@ def identify(fasta: str | None = None, fastq: str | None = None, top: int = 5,
     else:
         from biotool.taxonomy.local import local_search
 
-        found = local_search(queries, top, left, database, threads=threads)
+        found = local_search(queries, HITS_PER_QUERY, left, database, threads=threads)
         used_items = [used("database", found["database"], found["database_sha256"],
                            blastdb_sha256=found["blastdb_sha256"])]
         local_db = found["database"]
         search = {"database": local_db, "title": found["database_title"], "program": "blastn"}
+    search["hits_per_query"] = HITS_PER_QUERY
     searched = found["searched"]
     hits = found["hits"]
     if not searched:
@@ -90,13 +137,18 @@ def identify(fasta: str | None = None, fastq: str | None = None, top: int = 5,
                   "skipped": skipped, "seed": seed},
         "n": len(searched),
         "truncated": bool(found["truncated"]),
-        "hits": [{"query": q, "hits": hits.get(q, [])} for q in searched],
+        "hits": top_hits(hits, searched, top),
         "summary": summary.summarize(hits, searched, query_set["total"], local_db),
     }
+    if hits_path is not None:
+        write_hits(hits_path, hits, searched)
+        result["hits_file"] = str(hits_path)
     if found["truncated"]:
         result["truncated_reason"] = (f"--timeout {timeout:g} s ran out: {len(searched)} of "
                                       f"{len(queries)} queries searched")
-    flu = influenza.tiers({q: hits.get(q, []) for q in searched})
+    flu = influenza.tiers({q: hits.get(q, []) for q in searched}, panel=local_db,
+                          panel_subtypes=influenza.database_subtypes(panel_rec.get("taxa", {}))
+                          if panel_rec else None)
     if flu:
         result["influenza"] = flu
     result["search"] = search

@@ -15,18 +15,20 @@ from biotool.output import InputError
 _NUC = re.compile(r"^[ACGTUNRYKMSWBDHVacgtunrykmswbdhv.\-*]*$")
 
 
-def _open_text(path: Path):
-    """A text stream of a plain or gzip file, or of stdin for "-"; opened once (pipes work)."""
+def _open_text(path: Path, what: str):
+    """A text stream of a plain or gzip file, or of stdin for "-"; opened once (pipes work).
+
+    A named path is checked by stat first (biotool.files), so a FIFO is refused, never opened.
+    """
     import io
     import sys
+
+    from biotool.files import input_file
 
     if str(path) == "-":
         raw = sys.stdin.buffer
     else:
-        if not path.exists():
-            raise InputError(f"{path}: no such file")
-        if path.is_dir():
-            raise InputError(f"{path}: is a directory, not a file")
+        input_file(path, what)
         try:
             raw = open(path, "rb")
         except OSError as exc:
@@ -40,12 +42,12 @@ def _open_text(path: Path):
     return io.TextIOWrapper(stream, errors="replace")
 
 
-def _lines(path: Path) -> Iterator[str]:
+def _lines(path: Path, what: str) -> Iterator[str]:
     """Lines of the file; a read error or a corrupt gzip is an InputError naming the file."""
     import zlib
 
     try:
-        with _open_text(path) as fh:
+        with _open_text(path, what) as fh:
             yield from fh
     except (OSError, EOFError, zlib.error) as exc:
         raise InputError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") \
@@ -72,12 +74,12 @@ def _check_nucleotide(ident: str, seq: str, path: Path, lineno: int) -> str:
     return seq
 
 
-def read_fasta(path: str | Path) -> Iterator[tuple[str, str]]:
+def read_fasta(path: str | Path, what: str = "--fasta") -> Iterator[tuple[str, str]]:
     """Yield (identifier, sequence) per record (empty ones too: the caller counts and skips
     them); raises InputError naming the line at fault."""
     path = Path(path)
     ident, chunks, start = None, [], 0
-    for lineno, line in enumerate(_lines(path), 1):
+    for lineno, line in enumerate(_lines(path, what), 1):
         line = line.strip()
         if not line:
             continue
@@ -96,11 +98,11 @@ def read_fasta(path: str | Path) -> Iterator[tuple[str, str]]:
         yield ident, _check_nucleotide(ident, "".join(chunks), path, start)
 
 
-def read_fastq(path: str | Path) -> Iterator[tuple[str, str]]:
+def read_fastq(path: str | Path, what: str = "--fastq") -> Iterator[tuple[str, str]]:
     """Yield (identifier, sequence) per four-line FASTQ record (zero-length reads, which
     trimmers leave behind, too: the caller counts and skips them)."""
     path = Path(path)
-    lines = _lines(path)
+    lines = _lines(path, what)
     lineno = 0
     for head in lines:
         lineno += 1

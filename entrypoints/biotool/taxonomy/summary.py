@@ -2,7 +2,11 @@
 
 A sample of n reads sees an organism only if at least one of its reads was drawn: below
 about 1/n of the reads an organism was probably not sampled at all, and a confident
-answer about the majority (often the host) says nothing about a minority.
+answer about the majority (often the host) says nothing about a minority. The design's rule:
+a minority can be seen only when the dominant organism holds under half the reads and at
+least 200 were searched (`can_see_minority`); otherwise the caveat says how much the
+dominant organism holds and how to get past it. `p_minority_seen` (the chance an organism at
+5% of reads was drawn at all) is extra detail beside that rule, never a substitute for it.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import re
 from biotool.competence import bounded
 
 MINORITY_ABUNDANCE = 0.05  # "a minority organism": 5% of reads, a typical pathogen-in-host share
+MIN_READS_FOR_MINORITY = 200  # below it a minority is a handful of reads at best
+MAX_ORGANISMS = 20  # organisms listed by name; the rest are counted (bounded output)
 # Hosts whose reads swamp a clinical or cultured sample (NCBI taxids).
 HOST_TAXIDS = {9606: "Homo sapiens", 9544: "Macaca mulatta", 10090: "Mus musculus",
                10116: "Rattus norvegicus", 9913: "Bos taurus", 9031: "Gallus gallus",
@@ -45,8 +51,14 @@ def p_seen(abundance: float, n: int) -> float:
     return 1.0 - (1.0 - abundance) ** n if n else 0.0
 
 
+def can_see_minority(dominant_fraction: float, n: int) -> bool:
+    """The design's rule: a minority can show only when no organism holds half the reads and at
+    least MIN_READS_FOR_MINORITY reads were searched."""
+    return dominant_fraction < 0.5 and n >= MIN_READS_FOR_MINORITY
+
+
 def summarize(hits: dict[str, list], searched: list[str], total_reads: int, local_db: str | None,
-              minority: float = MINORITY_ABUNDANCE) -> dict:
+              minority: float = MINORITY_ABUNDANCE, max_organisms: int = MAX_ORGANISMS) -> dict:
     calls = assign(hits, searched)
     n = len(searched)
     counts: dict[str, int] = {}
@@ -66,19 +78,25 @@ def summarize(hits: dict[str, list], searched: list[str], total_reads: int, loca
     dom_frac = round(ranked[0][1] / n, 4) if ranked else 0.0
     floor = round(1.0 / n, 4) if n else 1.0
     seen_minority = round(p_seen(minority, n), 4)
-    can_see = seen_minority >= 0.95
+    can_see = can_see_minority(dom_frac, n)
     host = [o["name"] for o in organisms if o["taxid"] in HOST_TAXIDS]
     host_dominated = bool(dominant and taxids.get(dominant) in HOST_TAXIDS)
-    caveat = (f"{n} reads searched: an organism below about {floor:.1%} of the reads (1/n) was "
-              f"probably not sampled at all; one at {minority:.0%} had a {seen_minority:.0%} chance "
-              f"of being seen. ")
-    if host_dominated:
-        caveat += f"The dominant organism is a host ({dominant}); the organism asked about may be a minority. "
-    if not can_see or host_dominated:
-        caveat += ("To see a minority organism, deplete the host reads first (map to the host "
-                   "genome and keep the unmapped reads) or search far more reads (--sample).")
+    if can_see:
+        caveat = (f"{n} reads searched and no organism holds half of them: an organism below "
+                  f"about {floor:.2%} of the reads (1/n) is unobserved, not absent. ")
     else:
-        caveat += "Absence of an organism below that floor is not evidence it is absent."
+        share = (f"{dominant} is {dom_frac:.0%} of the {n} reads searched" if dominant else
+                 f"no organism was named in the {n} reads searched")
+        why = ("it dominates the sample" if dom_frac >= 0.5 else
+               f"fewer than {MIN_READS_FOR_MINORITY} reads were searched")
+        target = dominant or "the dominant organism"
+        caveat = (f"{share}, so a minority organism cannot be seen ({why}): anything below about "
+                  f"{floor:.2%} of the reads (1/n) is unobserved, not absent. To see a minority, "
+                  f"deplete {target} (map the reads to its genome and keep the unmapped reads) "
+                  f"or search far more reads (--sample). ")
+    if host_dominated:
+        caveat += (f"The dominant organism is a host ({dominant}); the organism asked about may "
+                   f"be a minority.")
     if local_db:
         caveat += (f" Searched the staged panel {local_db}, not nt: an organism absent from the "
                    f"panel is unobserved, not absent.")
@@ -86,7 +104,11 @@ def summarize(hits: dict[str, list], searched: list[str], total_reads: int, loca
         caveat = "No query matched anything. " + caveat
     second = ranked[1][1] if len(ranked) > 1 else 0
     ties = sum(1 for _, v in ranked[1:] if ranked and v == ranked[0][1])
-    blind = [f"organisms below ~{floor:.1%} of reads (detection floor 1/n, n={n})"]
+    blind = [f"organisms below ~{floor:.2%} of reads (detection floor 1/n, n={n})"]
+    if not can_see:
+        blind.append(f"a minority organism: {dominant or 'no organism'} holds {dom_frac:.0%} of "
+                     f"{n} reads (a minority shows only below 50% dominance and from "
+                     f"{MIN_READS_FOR_MINORITY} reads)")
     if local_db:
         blind.append(f"the database is the panel {local_db}, not nt: organisms outside it "
                      f"cannot be named, and their reads show as no-hit or as a wrong relative")
@@ -94,15 +116,21 @@ def summarize(hits: dict[str, list], searched: list[str], total_reads: int, loca
         blind.append(f"host reads ({dominant}) dominate the sample")
     if total_reads > n:
         blind.append(f"{total_reads - n} of {total_reads} input reads were not searched")
-    remedy = ("deplete host reads, or raise --sample" if (not can_see or host_dominated)
+    remedy = (f"deplete {dominant or 'the dominant organism'} (map to it, keep the unmapped "
+              f"reads) or raise --sample" if not can_see
               else "raise --sample to lower the detection floor")
     if local_db:
         remedy += "; search nt remotely (--remote) for organisms outside the panel"
     competence = bounded(
         confidence=dom_frac, margin=(ranked[0][1] - second) / n if ranked and n else 0.0,
         alternatives=max(0, len(ranked) - 1), ties=ties, blind_spots=blind, remedy=remedy)
-    return {"dominant": dominant, "dominant_fraction": dom_frac, "organisms": organisms,
-            "no_hit": no_hit, "ambiguous": ambiguous, "detection_floor": floor,
-            "minority_abundance": minority, "p_minority_seen": seen_minority,
-            "can_see_minority": can_see, "host_dominated": host_dominated, "hosts": host,
-            "caveat": caveat.strip(), "competence": competence.explain()}
+    out = {"dominant": dominant, "dominant_fraction": dom_frac,
+           "organisms": organisms[:max_organisms], "no_hit": no_hit, "ambiguous": ambiguous}
+    if len(organisms) > max_organisms:
+        rest = organisms[max_organisms:]
+        out["other_organisms"] = {"organisms": len(rest), "reads": sum(o["reads"] for o in rest)}
+    out.update({"detection_floor": floor, "can_see_minority": can_see,
+                "minority_abundance": minority, "p_minority_seen": seen_minority,
+                "host_dominated": host_dominated, "hosts": host, "caveat": caveat.strip(),
+                "competence": competence.explain()})
+    return out

@@ -2,8 +2,8 @@
 
 import json
 
-from biotool.competence import bounded, not_applicable
-from biotool.output import render, strip_competence
+from biotool.competence import bounded, not_applicable, strip_hedges
+from biotool.output import render
 
 
 def test_bounded_clamps_and_explains():
@@ -21,7 +21,7 @@ def test_confident_mode_strips_competence_at_every_depth(monkeypatch):
     monkeypatch.setenv("BIOTOOL_CONFIDENT", "1")
     text = render(result)
     assert "competence" not in text and json.loads(text)["calls"] == [{"pos": 1}]
-    assert strip_competence({"a": [{"competence": 1, "b": 2}]}) == {"a": [{"b": 2}]}
+    assert strip_hedges({"a": [{"competence": 1, "b": 2}]}) == {"a": [{"b": 2}]}
 
 
 def test_every_result_carries_provenance():

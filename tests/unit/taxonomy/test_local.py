@@ -66,14 +66,16 @@ def test_a_planted_minority_shows_the_detection_floor(biotool, tmp_path):
     names = {o["name"]: o for o in s["organisms"]}
     assert names[PHIX]["reads"] == 10 and names[PHIX]["fraction"] == 0.05
     assert s["dominant"] == SARS2 and s["detection_floor"] == 0.005
-    assert s["can_see_minority"] is True
+    # Seen here, yet SARS-CoV-2 holds 95%: the design's rule says a minority cannot be relied on.
+    assert s["can_see_minority"] is False and s["p_minority_seen"] >= 0.95
+    assert f"{SARS2} is 95% of the 200 reads" in s["caveat"]
 
     shallow = biotool("taxonomy", "--fastq", str(fq), "--sample", "10", "--local")
     assert shallow.code == 0, shallow.stderr
     s = shallow.json["summary"]
     assert shallow.json["n"] == 10 and s["detection_floor"] == 0.1
     assert s["can_see_minority"] is False and s["p_minority_seen"] < 0.95
-    assert "deplete the host reads" in s["caveat"] and "search far more reads" in s["caveat"]
+    assert f"deplete {SARS2}" in s["caveat"] and "search far more reads" in s["caveat"]
     assert "remedy" in s["competence"] and "--sample" in s["competence"]["remedy"]
 
 
@@ -87,7 +89,11 @@ def test_influenza_reads_get_the_tiered_block(biotool, tmp_path):
     assert flu["strong"]["H"] == {"H1": 6} and flu["strong"]["N"] == {"N1": 6}
     assert flu["weak"]["subtypes"] == {"H1N1": 18}
     assert [c["subtype"] for c in flu["candidates"]] == ["H1N1"]
-    assert flu["competence"]["alternatives"] == 0 and flu["competence"]["ties"] == 0
+    # The demo panel holds H1N1 only: finding no other subtype in it is no evidence against one.
+    assert flu["competence"]["alternatives"] == 1 and flu["competence"]["ties"] == 0
+    assert flu["competence"]["confidence"] == 1.0 and flu["competence"]["margin"] == 1.0
+    assert any("below the read-depth floor are unobserved" in b
+               for b in flu["competence"]["blind_spots"])
     assert r.json["summary"]["dominant"] == "Influenza A virus"
 
 

@@ -23,8 +23,9 @@ def test_a_host_dominated_small_sample_says_it_could_not_see_a_virus():
     assert s["dominant"] == "Homo sapiens" and s["dominant_fraction"] == 0.575
     assert s["detection_floor"] == 0.025 and s["no_hit"] == 9
     assert s["host_dominated"] is True and s["can_see_minority"] is False
-    assert "deplete the host reads" in s["caveat"] and "organism asked about may be a minority" \
-        in s["caveat"]
+    assert "Homo sapiens is 57% of the 40 reads" in s["caveat"]
+    assert "deplete Homo sapiens (map the reads to its genome and keep the unmapped reads)" \
+        in s["caveat"] and "organism asked about may be a minority" in s["caveat"]
     assert any("999960 of 1000000 input reads were not searched" in b
                for b in s["competence"]["blind_spots"])
 

@@ -1,0 +1,218 @@
+"""celltype answers with what worked, within bounds: a broken model in the panel is skipped and
+listed, `--model all` without C2S returns CellTypist's answer with per-model errors, the panel
+scores at most 3,000 cells per model, the gene names overrule a wrong --organism, and an
+inconclusive panel points at the composition, not at the reference name."""
+
+from __future__ import annotations
+
+import pytest
+
+PBMC = "demo-pbmc68k-heldout"
+OUTPUT_BOUND = 8 * 1024
+
+
+@pytest.fixture(scope="module")
+def junk_model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("junk") / "junk-model.pkl"
+    path.write_bytes(b"\x80\x04 this is not a pickled CellTypist model" * 50)
+    return path
+
+
+@pytest.fixture(scope="module")
+def broken_panel_env(stage_models, ct_models, junk_model):
+    return stage_models([
+        {"name": "pbmc-blood", "framework": "celltypist", "organism": "human",
+         "tissue": "blood", "source": str(ct_models["pbmc-blood"])},
+        {"name": "broken-reference", "framework": "celltypist", "organism": "human",
+         "tissue": "somewhere", "source": str(junk_model)},
+        {"name": "unrelated-a", "framework": "celltypist", "organism": "human",
+         "tissue": "another tissue", "source": str(ct_models["unrelated-a"])},
+    ])
+
+
+def test_a_broken_model_in_the_panel_is_skipped_as_no_evidence_and_listed(
+        biotool, broken_panel_env, query_h5ad):
+    r = biotool("celltype", "--matrix", str(query_h5ad), env=broken_panel_env)
+    assert r.code == 0, r.stderr
+    out = r.json
+    ct = out["celltypist"]
+    assert ct["reference"] == "pbmc-blood" and ct["reference_is_conclusive"] is True
+    assert "broken-reference" in out["errors"]
+    assert "not evidence either way" in out["errors"]["broken-reference"]
+    rows = {row["reference"]: row for row in ct["ranking"]}
+    assert rows["broken-reference"]["fit"] is None and "not evidence" in \
+        rows["broken-reference"]["skipped"]
+    assert [row["reference"] for row in ct["ranking"]][:2] == ["pbmc-blood", "unrelated-a"]
+    assert any("could not be loaded" in b for b in ct["competence"]["blind_spots"])
+    # Only the models that answered are provenance.
+    assert {u["name"] for u in out["provenance"]["used"]} == {"pbmc-blood", "unrelated-a"}
+
+
+def test_a_broken_reference_named_by_path_is_bad_input_naming_the_file(biotool, staged_home,
+                                                                       junk_model):
+    r = biotool("celltype", "--matrix", str(staged_home / "samples" / PBMC), "--reference",
+                str(junk_model))
+    assert r.code == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(junk_model) in lines[0]
+    assert "not a loadable CellTypist model" in lines[0]
+
+
+def test_model_all_without_c2s_staged_returns_celltypist_and_the_error(biotool, staged_home):
+    r = biotool("celltype", "--matrix", str(staged_home / "samples" / PBMC), "--model", "all")
+    assert r.code == 0, r.stderr
+    out = r.json
+    assert out["celltypist"]["reference"] == "demo-pbmc68k-celltypist"
+    assert out["celltypist"]["composition"]
+    assert "c2s" not in out and "agreement" not in out
+    assert "C2S-Pythia-410m-cell-type-prediction is not staged" in out["errors"]["c2s-celltype"]
+    # Asking for C2S alone still refuses: there is nothing to answer with.
+    alone = biotool("celltype", "--matrix", str(staged_home / "samples" / PBMC), "--model",
+                    "c2s-celltype")
+    assert alone.code == 2 and alone.stdout == ""
+
+
+def test_an_inconclusive_panel_says_to_read_the_composition_not_the_name(
+        biotool, stage_models, ct_models, query_h5ad):
+    env = stage_models([
+        {"name": name, "framework": "celltypist", "organism": "human", "tissue": "other",
+         "source": str(ct_models[name])} for name in ("unrelated-a", "unrelated-b")])
+    r = biotool("celltype", "--matrix", str(query_h5ad), env=env)
+    assert r.code == 0, r.stderr
+    ct = r.json["celltypist"]
+    assert ct["reference_is_conclusive"] is False
+    assert ("Read the per-cell composition (the more reliable evidence), not this reference "
+            f"name ({ct['reference']})") in ct["caveat"]
+    assert "wrong tissue" not in ct["caveat"] and "unreliable" not in ct["competence"]["remedy"]
+    assert ct["competence"]["remedy"].startswith("read the composition, not the reference name")
+
+
+def test_the_panel_scores_at_most_3000_cells_per_model(stage_models, ct_models, halves,
+                                                       use_home, monkeypatch, tmp_path):
+    import anndata as ad
+
+    from biotool.singlecell import celltypist_panel as ctp
+    from biotool.singlecell.celltype import celltype_matrix
+
+    use_home(stage_models([
+        {"name": name, "framework": "celltypist", "organism": "human", "tissue": "t",
+         "source": str(ct_models[name])} for name in ("pbmc-blood", "unrelated-a")]))
+    _, query = halves
+    copies = []
+    for k in range(10):
+        c = query.copy()
+        c.obs_names = [f"{n}-copy{k}" for n in query.obs_names]
+        copies.append(c)
+    big = ad.concat(copies)
+    assert big.n_obs == 3500
+    big.write_h5ad(tmp_path / "big.h5ad")
+
+    scored_sizes = []
+    real_score = ctp.score
+
+    def recording_score(adata, model):
+        scored_sizes.append(adata.n_obs)
+        return real_score(adata, model)
+
+    monkeypatch.setattr(ctp, "score", recording_score)
+    out = celltype_matrix(str(tmp_path / "big.h5ad"), seed=4)
+    ct = out["celltypist"]
+    assert ct["panel_cells"]["cells"] == 3500 and ct["panel_cells"]["scored"] == 3000
+    assert ct["panel_cells"]["seed"] == 4 and "seeded subsample" in ct["panel_cells"]["basis"]
+    # Two panel models on 3,000 cells each, then the winner once on every cell.
+    assert scored_sizes == [3000, 3000, 3500]
+    assert sum(c["cells"] for c in ct["composition"]) == 3500
+    again = ctp.subsample(big, 3000, seed=4)[0].obs_names
+    assert list(again) == list(ctp.subsample(big, 3000, seed=4)[0].obs_names)
+
+
+def test_gene_names_overrule_a_wrong_organism_and_say_so(stage_models, ct_models, halves,
+                                                         use_home, mouse_names, tmp_path):
+    from biotool.singlecell.celltype import celltype_matrix
+
+    use_home(stage_models([
+        {"name": "pbmc-blood", "framework": "celltypist", "organism": "human",
+         "tissue": "blood", "source": str(ct_models["pbmc-blood"])},
+        {"name": "mouse-blood", "framework": "celltypist", "organism": "mouse",
+         "tissue": "blood", "source": str(ct_models["mouse-blood"])}]))
+    _, query = halves
+    mouse = query.copy()
+    mouse.var_names = mouse_names(query.var_names)
+    mouse.write_h5ad(tmp_path / "mouse.h5ad")
+
+    out = celltype_matrix(str(tmp_path / "mouse.h5ad"), organism="human")
+    sp = out["species"]
+    assert sp["species"] == "mouse" and sp["organism_given"] == "human"
+    assert sp["source"] == "gene-name conventions (overrides --organism)"
+    assert "--organism human was given, but the gene names read as mouse" in sp["note"]
+    assert [r["reference"] for r in out["celltypist"]["ranking"]] == ["mouse-blood"]
+
+    agreeing = celltype_matrix(str(tmp_path / "mouse.h5ad"), organism="mouse")
+    assert agreeing["species"] == {"species": "mouse", "source": "--organism",
+                                   "detected": "mouse"}
+
+
+def test_default_output_on_the_demo_sample_is_bounded_and_cells_go_to_a_file(
+        biotool, staged_home, tmp_path):
+    sample = str(staged_home / "samples" / PBMC)
+    r = biotool("celltype", "--matrix", sample)
+    assert r.code == 0, r.stderr
+    assert len(r.stdout.encode()) < OUTPUT_BOUND
+    dest = tmp_path / "cells.tsv"
+    r = biotool("celltype", "--matrix", sample, "--cells-out", str(dest))
+    assert r.code == 0, r.stderr
+    assert r.json["cells_file"] == str(dest)
+    rows = [line.split("\t") for line in dest.read_text().splitlines()]
+    assert rows[0] == ["cell", "celltypist_label", "celltypist_probability", "c2s_cell_type"]
+    assert len(rows) - 1 == r.json["matrix"]["cells"] == 209
+    counts = {}
+    for row in rows[1:]:
+        counts[row[1]] = counts.get(row[1], 0) + 1
+    assert counts == {c["cell_type"]: c["cells"] for c in r.json["celltypist"]["composition"]}
+
+
+def test_c2s_per_cell_answers_inline_are_capped_and_all_go_to_the_file(
+        biotool, stage_models, tiny_c2s, ct_models, query_h5ad, tmp_path):
+    from biotool.singlecell.celltype import MAX_INLINE_CELLS
+
+    env = stage_models([
+        {"name": "tiny-c2s", "aliases": ["c2s-celltype"], "framework": "cell2sentence",
+         "organism": "human+mouse", "source": str(tiny_c2s["both"])}])
+    dest = tmp_path / "cells.tsv"
+    n = MAX_INLINE_CELLS + 6
+    r = biotool("celltype", "--matrix", str(query_h5ad), "--model", "c2s-celltype",
+                "--n-cells", str(n), "--batch-size", str(n), "--cells-out", str(dest), env=env)
+    assert r.code == 0, r.stderr
+    c2s = r.json["c2s"]
+    assert c2s["cells_answered"] == n and len(c2s["cells"]) == MAX_INLINE_CELLS
+    assert c2s["cells_not_listed"] == 6
+    answered = [line.split("\t") for line in dest.read_text().splitlines()[1:]]
+    assert sum(1 for row in answered if row[3]) == n
+
+
+def test_confident_mode_strips_every_hedge_of_both_models_and_their_agreement(
+        biotool, stage_models, ct_models, tiny_c2s, query_h5ad):
+    from biotool.competence import HEDGES
+
+    env = stage_models([
+        {"name": name, "framework": "celltypist", "organism": "human", "tissue": "t",
+         "source": str(ct_models[name])} for name in ("unrelated-a", "unrelated-b")] + [
+        {"name": "tiny-c2s", "aliases": ["c2s-celltype"], "framework": "cell2sentence",
+         "organism": "human+mouse", "source": str(tiny_c2s["both"])}])
+    args = ("celltype", "--matrix", str(query_h5ad), "--model", "all", "--n-cells", "4",
+            "--organism", "human")
+    plain = biotool(*args, env=env)
+    confident = biotool(*args, env={**env, "BIOTOOL_CONFIDENT": "1"})
+    assert plain.code == confident.code == 0, plain.stderr + confident.stderr
+
+    def keys(obj):
+        if isinstance(obj, dict):
+            return set(obj) | {k for v in obj.values() for k in keys(v)}
+        return {k for v in obj for k in keys(v)} if isinstance(obj, list) else set()
+
+    # An inconclusive panel: caveat, margin and reference_is_conclusive are all there to strip.
+    assert {"caveat", "margin", "reference_is_conclusive", "competence"} <= keys(plain.json)
+    assert not keys(confident.json) & HEDGES
+    assert confident.json["celltypist"]["composition"] == plain.json["celltypist"]["composition"]
+    assert confident.json["agreement"]["cells_compared"] == 4
+    assert confident.json["c2s"]["composition"] == plain.json["c2s"]["composition"]

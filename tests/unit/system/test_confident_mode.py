@@ -1,0 +1,103 @@
+"""The experimental control (BIOTOOL_CONFIDENT=1) and bounded output, on every command run on
+the demo data: confident output carries no hedge at any depth (biotool.competence.HEDGES, one
+definition), the same command without it does, and every default output stays under 8 KB."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from biotool.competence import HEDGES, strip_hedges
+
+REPO = Path(__file__).resolve().parents[3]
+DEMO = REPO / "refs" / "demo"
+ARTIC = DEMO / "sarscov2" / "MT007544.fastq"
+FLU = DEMO / "influenza" / "influenza_a_h1n1.fasta"
+PBMC = "demo-pbmc68k-heldout"
+OUTPUT_BOUND = 8 * 1024
+DESIGN_HEDGES = {"caveat", "can_see_minority", "detection_floor", "dominant_fraction", "competence",
+               "reference_is_conclusive", "blind_spots", "margin"}
+
+# (name, argv, fields the answer must keep in confident mode, has hedges when not confident)
+READS = ("--fastq", str(ARTIC), "--reference", "MN908947.3")
+COMMANDS = [
+    ("list", ["list"], {"items"}, True),
+    ("references", ["references"], {"references"}, False),
+    ("version", ["version"], {"biotool"}, False),
+    ("doctor", ["doctor"], {"checks"}, False),
+    ("align", ["align", *READS], {"mapped"}, True),
+    ("breakpoints", ["breakpoints", *READS], {"consensus"}, True),
+    ("variants", ["variants", *READS], {"variants", "af"}, True),
+    ("taxonomy-reads", ["taxonomy", "--fastq", str(ARTIC), "--local", "--sample", "200"],
+     {"dominant", "organisms", "hits"}, True),
+    ("taxonomy-influenza", ["taxonomy", "--fasta", str(FLU), "--local"],
+     {"influenza", "candidates", "dominant"}, True),
+    ("celltype", ["celltype", "--matrix", "{samples}/" + PBMC], {"composition", "ranking"}, True),
+    ("celltype-all", ["celltype", "--matrix", "{samples}/" + PBMC, "--model", "all"],
+     {"composition", "errors"}, True),
+    ("call", ["call", "gene_lookup", '{"query": "HA"}'], set(), True),
+]
+# Over the bound on the landed code, in files outside this work's remit; strict, so the day
+# they fit this test says so.
+OVER_BOUND = {"list": "biotool list lists every staged and unstaged item (about 15 KB)",
+              "breakpoints": "breakpoints lists its whole consensus table (about 9 KB)"}
+
+
+def keys(obj) -> set[str]:
+    if isinstance(obj, dict):
+        return set(obj) | {k for v in obj.values() for k in keys(v)}
+    if isinstance(obj, list):
+        return {k for v in obj for k in keys(v)}
+    return set()
+
+
+def test_the_design_set_is_inside_the_one_definition():
+    assert DESIGN_HEDGES <= HEDGES
+    assert {"p_minority_seen", "host_dominated", "n_below_floor", "note"} <= HEDGES
+
+
+@pytest.fixture(scope="module")
+def outputs(staged_home, tmp_path_factory):
+    """Every command, once plain and once confident, as the agent runs them."""
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path_factory.mktemp("cache")
+    env = {k: v for k, v in os.environ.items()
+           if k.lower() not in ("https_proxy", "http_proxy", "all_proxy", "biotool_confident")}
+    env.update(BIOTOOL_HOME=str(staged_home), BIOTOOL_CACHE=str(cache))
+    out = {}
+    for name, argv, _, _ in COMMANDS:
+        argv = [a.replace("{samples}", str(staged_home / "samples")) for a in argv]
+        for confident in (False, True):
+            e = {**env, "BIOTOOL_CONFIDENT": "1"} if confident else env
+            proc = subprocess.run([sys.executable, "-m", "biotool", "-q", *argv],
+                                  capture_output=True, text=True, env=e, timeout=600)
+            out[name, confident] = proc
+    return out
+
+
+@pytest.mark.parametrize("name,wanted,hedged", [(c[0], c[2], c[3]) for c in COMMANDS],
+                         ids=[c[0] for c in COMMANDS])
+def test_confident_output_carries_the_answer_and_no_hedge(outputs, name, wanted, hedged):
+    plain, confident = outputs[name, False], outputs[name, True]
+    # doctor exits 4 when a required check fails (e.g. run as root), still with its JSON.
+    assert plain.returncode in (0, 4) and confident.returncode == plain.returncode, \
+        plain.stderr + confident.stderr
+    p, c = json.loads(plain.stdout), json.loads(confident.stdout)
+    assert not keys(c) & HEDGES, sorted(keys(c) & HEDGES)
+    assert wanted <= keys(c)
+    if hedged:
+        assert keys(p) & HEDGES  # the stripping is not vacuous: the plain answer had hedges
+    # Nothing but the hedges went: the rest of the answer is the same shape.
+    assert keys(c) == keys(strip_hedges(p))
+
+
+@pytest.mark.parametrize("name", [c[0] for c in COMMANDS])
+def test_every_default_output_on_the_demo_data_is_under_8_kb(outputs, name, request):
+    if name in OVER_BOUND:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=OVER_BOUND[name]))
+    assert len(outputs[name, False].stdout.encode()) < OUTPUT_BOUND

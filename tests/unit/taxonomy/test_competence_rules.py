@@ -1,0 +1,185 @@
+"""The design's competence rules for taxonomy: influenza subtype evidence and the detection floor,
+each on a case built for it (sparse strong evidence, a subtype absent from the database, a
+dominated sample at n=100, a balanced one at n=300)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from biotool.taxonomy import influenza, sequences, summary
+
+REPO = Path(__file__).resolve().parents[3]
+DEMO = REPO / "refs" / "demo"
+ARTIC = DEMO / "sarscov2" / "MT007544.fastq"
+FLU = DEMO / "influenza" / "influenza_a_h1n1.fasta"
+SARS2 = "Severe acute respiratory syndrome coronavirus 2"
+PR8 = "Influenza A virus (A/Puerto Rico/8/1934(H1N1)) segment {}, complete sequence"
+H3N2 = "Influenza A virus (A/Texas/50/2012(H3N2)) segment {}, complete sequence"
+
+
+def hit(title: str, score: float = 500.0) -> dict:
+    return {"title": title, "sciname": "", "bit_score": score}
+
+
+def fragments(fasta: Path, n: int, length: int, seed: int, error: float = 0.05,
+              only: set[str] | None = None) -> list[tuple[str, str]]:
+    """Reads cut from real sequences with seeded substitutions (a sequencer's errors)."""
+    rng = random.Random(seed)
+    out = []
+    for ident, seq in sequences.read_fasta(fasta):
+        if only is not None and ident not in only:
+            continue
+        for i in range(n):
+            p = rng.randrange(0, len(seq) - length)
+            read = [b if rng.random() > error else rng.choice("ACGT") for b in seq[p:p + length]]
+            out.append((f"{ident}_frag{i}", "".join(read)))
+    return out
+
+
+def write_fastq(path: Path, records) -> Path:
+    path.write_text("".join(f"@{i}\n{s}\n+\n{'5' * len(s)}\n" for i, s in records))
+    return path
+
+
+# Influenza: confidence = min(1, n_strong / 10), margin, alternatives = ties, depth floor.
+
+def test_one_ha_read_and_one_na_read_is_sparse_evidence_not_confidence():
+    flu = influenza.tiers({"r1": [hit(PR8.format(4))], "r2": [hit(PR8.format(6))]})
+    comp = flu["competence"]
+    assert flu["strong_reads"] == 2
+    assert comp["confidence"] == 0.2          # min(1, 2/10), not 0.9
+    assert comp["margin"] == 1.0              # strong H1N1, no weak-only subtype outside it
+    assert comp["alternatives"] == 0 and comp["ties"] == 0
+    assert any("subtypes below the read-depth floor are unobserved" in b
+               for b in comp["blind_spots"])
+    assert "--sample" in comp["remedy"]
+
+
+def test_confidence_saturates_at_ten_strong_reads_and_the_floor_lifts_at_twenty():
+    ten = {f"h{i}": [hit(PR8.format(4 if i % 2 else 6))] for i in range(10)}
+    assert influenza.tiers(ten)["competence"]["confidence"] == 1.0
+    assert any("read-depth floor" in b for b in influenza.tiers(ten)["competence"]["blind_spots"])
+    twenty = {f"h{i}": [hit(PR8.format(4 if i % 2 else 6))] for i in range(20)}
+    comp = influenza.tiers(twenty)["competence"]
+    assert comp["confidence"] == 1.0
+    assert not any("read-depth floor" in b for b in comp["blind_spots"])
+
+
+def test_a_weak_only_subtype_outside_the_strong_ones_takes_the_margin_away():
+    hits = {f"s{i}": [hit(PR8.format(4 if i % 2 else 6))] for i in range(12)}
+    hits["w"] = [hit(H3N2.format(7))]
+    comp = influenza.tiers(hits)["competence"]
+    assert comp["confidence"] == 1.0 and comp["margin"] == 0.0
+    assert comp["alternatives"] == comp["ties"] == 1
+
+
+def test_a_subtype_absent_from_the_panel_points_at_the_no_hit_reads_and_nt():
+    """An H3N2 sample against a panel holding only H1N1: internal segments hit H1N1 strains
+    (weak), HA and NA hit nothing."""
+    hits = {f"int{i}": [hit(PR8.format(1 + i % 3))] for i in range(9)}
+    hits.update({f"nohit{i}": [] for i in range(6)})
+    flu = influenza.tiers(hits, panel="demo-viral-panel", panel_subtypes={"H1N1"})
+    comp = flu["competence"]
+    assert flu["strong"]["H"] == {} and flu["strong"]["N"] == {}
+    assert [c["tier"] for c in flu["candidates"]] == ["weak"]
+    assert comp["confidence"] == 0.0 and comp["margin"] == 0.0
+    assert comp["alternatives"] >= 1  # never 0 on a one-subtype panel
+    assert any("6 of 15 reads had no hit in the panel demo-viral-panel: the HA/NA reads may be "
+               "among them" in b for b in comp["blind_spots"])
+    assert "--remote" in comp["remedy"]
+    assert not comp["remedy"].startswith("search more reads")
+
+
+def test_the_same_reads_against_nt_need_no_panel_warning():
+    hits = {f"int{i}": [hit(PR8.format(1 + i % 3))] for i in range(9)}
+    hits.update({f"nohit{i}": [] for i in range(6)})
+    comp = influenza.tiers(hits)["competence"]
+    assert comp["alternatives"] == 0
+    assert not any("no hit in the panel" in b for b in comp["blind_spots"])
+    assert "--remote" not in comp["remedy"]
+
+
+def test_database_subtypes_are_read_from_the_staged_taxa_table():
+    taxa = {"a": {"sciname": "Influenza A virus (A/Puerto Rico/8/1934(H1N1))"},
+            "b": {"sciname": "Influenza A virus (A/California/07/2009(H1N1))"},
+            "c": {"sciname": "Escherichia phage phiX174"}}
+    assert influenza.database_subtypes(taxa) == {"H1N1"}
+    taxa["d"] = {"sciname": "Influenza A virus (A/Texas/50/2012(H3N2))"}
+    assert influenza.database_subtypes(taxa) == {"H1N1", "H3N2"}
+
+
+def test_absent_subtype_end_to_end_on_generated_reads(biotool, tmp_path):
+    """Reads of internal segments drift from the panel's PR8 (12% substitutions, still found)
+    while HA and NA reads stand in for a subtype the panel lacks (random sequence: no hit)."""
+    internal = {"NC_002016.1", "NC_002019.1", "NC_002020.1", "NC_002021.1"}
+    reads = fragments(FLU, 4, 300, seed=11, error=0.12, only=internal)
+    rng = random.Random(5)
+    reads += [(f"absent_ha_na_{i}", "".join(rng.choice("ACGT") for _ in range(300)))
+              for i in range(8)]
+    fq = write_fastq(tmp_path / "h3n2_like.fastq", reads)
+    r = biotool("taxonomy", "--fastq", str(fq), "--local", "--sample", "100")
+    assert r.code == 0, r.stderr
+    flu = r.json["influenza"]
+    comp = flu["competence"]
+    no_hit = r.json["summary"]["no_hit"]
+    assert 8 <= no_hit <= 10  # the 8 stand-ins, and at most a couple of drifted fragments
+    assert flu["strong"]["H"] == {} and comp["confidence"] == 0.0
+    assert comp["alternatives"] >= 1
+    assert any(f"{no_hit} of 24 reads had no hit in the panel" in b for b in comp["blind_spots"])
+    assert "search nt remotely (--remote)" in comp["remedy"]
+
+
+# The detection floor: can_see_minority = dominant_fraction < 0.5 and n >= 200.
+
+def _assigned(counts: dict[str, int]) -> tuple[dict, list]:
+    hits, searched = {}, []
+    for name, k in counts.items():
+        for i in range(k):
+            q = f"{name}-{i}"
+            searched.append(q)
+            hits[q] = [{"sciname": name, "taxid": None, "bit_score": 300.0, "title": name}]
+    return hits, searched
+
+
+def test_the_seed_rule_on_both_axes():
+    for counts, n_expected, seen in [({"A": 40, "B": 30, "C": 30}, 100, False),   # n < 200
+                                     ({"A": 99, "B": 1}, 100, False),             # dominated
+                                     ({"A": 250, "B": 50}, 300, False),           # 83% dominant
+                                     ({"A": 100, "B": 100, "C": 100}, 300, True),
+                                     ({"A": 100, "B": 100}, 200, False),          # exactly half
+                                     ({"A": 99, "B": 99, "C": 2}, 200, True)]:
+        hits, searched = _assigned(counts)
+        s = summary.summarize(hits, searched, n_expected, None)
+        assert s["can_see_minority"] is seen, counts
+        assert (f"deplete {s['dominant']}" in s["caveat"]) is not seen
+
+
+def test_a_dominated_sample_at_n_100_says_the_share_the_floor_and_the_remedy(biotool, tmp_path):
+    sars = list(sequences.read_fastq(ARTIC))[:90]
+    phix = fragments(DEMO / "genomes" / "phiX174.fasta", 10, 450, seed=7)
+    fq = write_fastq(tmp_path / "dominated.fastq", sars + phix)
+    r = biotool("taxonomy", "--fastq", str(fq), "--local", "--sample", "100")
+    assert r.code == 0, r.stderr
+    s = r.json["summary"]
+    assert r.json["n"] == 100 and s["dominant"] == SARS2 and s["dominant_fraction"] == 0.9
+    assert s["can_see_minority"] is False
+    assert f"{SARS2} is 90% of the 100 reads searched" in s["caveat"]
+    assert "below about 1.00% of the reads (1/n) is unobserved, not absent" in s["caveat"]
+    assert (f"deplete {SARS2} (map the reads to its genome and keep the unmapped reads) or "
+            "search far more reads") in s["caveat"]
+    assert 0 <= s["p_minority_seen"] <= 1  # extra detail beside the rule
+
+
+def test_a_balanced_sample_at_n_300_can_see_a_minority(biotool, tmp_path):
+    sars = list(sequences.read_fastq(ARTIC))[:100]
+    phix = fragments(DEMO / "genomes" / "phiX174.fasta", 100, 450, seed=7)
+    hiv = fragments(DEMO / "genomes" / "hiv1.fasta", 100, 450, seed=8)
+    fq = write_fastq(tmp_path / "balanced.fastq", sars + phix + hiv)
+    r = biotool("taxonomy", "--fastq", str(fq), "--local", "--sample", "300")
+    assert r.code == 0, r.stderr
+    s = r.json["summary"]
+    assert r.json["n"] == 300 and s["dominant_fraction"] < 0.5
+    assert {o["reads"] for o in s["organisms"]} == {100}
+    assert s["can_see_minority"] is True
+    assert "deplete" not in s["caveat"] and "unobserved, not absent" in s["caveat"]
