@@ -143,7 +143,7 @@ def _summary(items: dict, dest: Path) -> str:
 
 
 def stage(refs_dir: Path, dest_home: Path, sets: list[str], lock: Path | None = None,
-          tofu: bool = False, keep_going: bool = False) -> dict:
+          tofu: bool = False, keep_going: bool = False, only: list[str] | None = None) -> dict:
     """Stage every manifest item in `sets`; StagingError at the end if any did not stage
     (a demo item at once), unless keep_going records it as not staged with the reason."""
     refs_dir, dest_home = Path(refs_dir), Path(dest_home)
@@ -151,7 +151,7 @@ def stage(refs_dir: Path, dest_home: Path, sets: list[str], lock: Path | None = 
     pins = pinning.read_lock(Path(lock) if lock else refs_dir / LOCK)
     items, failed, tofu_pins = {}, [], []
     for entry in load_manifests(refs_dir):
-        if entry.get("set", "production") not in sets:
+        if entry.get("set", "production") not in sets or (only and entry["name"] not in only):
             continue
         key = f"{entry['kind']}/{entry['name']}"
         print(f"staging {key}", file=sys.stderr)
@@ -203,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.add_argument("--sets", default="demo", help="comma-separated sets to stage")
         ap.add_argument("--tofu", action="store_true", default=_truthy(os.environ.get("BIOTOOL_TOFU")),
                         help="trust on first use: stage unpinned items and print their lock lines")
+        ap.add_argument("--only", action="append", default=[], metavar="NAME",
+                        help="stage only this item (repeatable)")
         ap.add_argument("--keep-going", action="store_true",
                         help="record items that fail as not staged instead of failing")
     args = ap.parse_args(argv[1:] if pin_mode else argv)
@@ -214,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"staging: {len(pinned)} pins in {lock}", file=sys.stderr)
         else:
             stage(args.refs.resolve(), args.dest or home(), sets, lock=args.lock,
-                  tofu=args.tofu, keep_going=args.keep_going)
+                  tofu=args.tofu, keep_going=args.keep_going, only=args.only or None)
     except StagingError as exc:
         print(f"staging: error: {exc}", file=sys.stderr)
         return 1
