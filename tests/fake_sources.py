@@ -13,6 +13,7 @@ It misbehaves on request, per path (`server.faults[path] = ...`):
   "cut-once"   the first request sends half the body then drops the connection
   "cut"        every request does
   "no-range"   ignores Range headers (a resumed download must restart cleanly)
+  "cut-once-no-range"  the first request is cut, later ones ignore Range headers
   "redirect"   answers 302 to the same file under /moved/
 """
 
@@ -60,7 +61,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             data = data[:len(data) // 2] + bytes([data[len(data) // 2] ^ 0xFF]) + data[len(data) // 2 + 1:]
         start = 0
         rng = self.headers.get("Range")
-        if rng and fault != "no-range" and rng.startswith("bytes="):
+        if rng and fault not in ("no-range", "cut-once-no-range") and rng.startswith("bytes="):
             start = int(rng[6:].split("-")[0])
         body = data[start:]
         self.send_response(206 if start else 200)
@@ -69,7 +70,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Accept-Ranges", "bytes")
         self.end_headers()
-        cut = fault == "cut" or (fault == "cut-once" and key not in srv.cut_done)
+        cut = fault == "cut" or (fault in ("cut-once", "cut-once-no-range")
+                                   and key not in srv.cut_done)
         if cut:
             srv.cut_done.add(key)
             self.wfile.write(body[:len(body) // 2])

@@ -65,7 +65,7 @@ def read_bytes(url: str, label: str, limit: int = 64 << 20) -> bytes:
 
 class _Progress:
     def __init__(self, label: str, total: int | None):
-        self.label, self.total, self.last = label, total, 0.0
+        self.label, self.total, self.last = label, total, time.monotonic()
 
     def __call__(self, done: int, final: bool = False) -> None:
         now = time.monotonic()
