@@ -137,8 +137,9 @@ def _summary(items: dict, dest: Path) -> str:
             how = ("TOFU, not in the lock" if item.get("tofu") else
                    f"pinned {item['pin']['pinned']}" if item.get("pin") else "from refs/")
             size = sum(f.get("size", 0) for f in item.get("pin", {}).get("files", []))
-            lines.append(f"  staged      {key} ({how}" + (f", {size / 1e6:.1f} MB fetched)"
-                                                            if size else ")"))
+            fetched = (f", {size / 1e6:.1f} MB fetched" if size >= 1e6 else
+                       f", {size / 1e3:.1f} kB fetched" if size else "")
+            lines.append(f"  staged      {key} ({how}{fetched})")
     return "\n".join(lines)
 
 
@@ -160,11 +161,12 @@ def stage(refs_dir: Path, dest_home: Path, sets: list[str], lock: Path | None = 
             if items[key].get("tofu"):
                 tofu_pins.append(items[key]["pin"])
         except (StagingError, OSError) as exc:
+            why = " ".join(str(exc).split())  # one line, whatever a tool printed
             if entry.get("set") == "demo":
-                raise StagingError(f"{key}: {exc}") from None
-            failed.append(f"{key}: {exc}")
+                raise StagingError(f"{key}: {why}") from None
+            failed.append(f"{key}: {why}")
             items[key] = {"kind": entry["kind"], "name": entry["name"], "set": entry.get("set"),
-                          "error": f"staging failed at build time: {exc}", "files": {}}
+                          "error": f"staging failed at build time: {why}", "files": {}}
     shutil.copytree(refs_dir, dest_home / "manifests", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("demo", "__pycache__"))
     inv = {"sets": sets, "items": items}

@@ -148,7 +148,8 @@ def check_tokenizer(folder: Path) -> int:
             tok = AutoTokenizer.from_pretrained(str(folder))
             ids = tok(prompt(PROBE_GENES, "Homo sapiens"))["input_ids"]
     except Exception as exc:  # noqa: BLE001 - any loader failure means an unusable folder
-        raise StagingError(f"the tokenizer in {folder.name} does not load ({exc})") from None
+        why = " ".join(str(exc).split())[:300]
+        raise StagingError(f"the tokenizer in {folder.name} does not load ({why})") from None
     if not ids:
         raise StagingError(f"the tokenizer in {folder.name} encodes a C2S prompt to no ids "
                            "(a tokenizer folder without its vocabulary?)")

@@ -93,7 +93,7 @@ def pinned(world, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def staged_home(world, pinned, tmp_path_factory):
+def prod_home(world, pinned, tmp_path_factory):
     """A home with the ITEMS staged from the lock (the fake served them)."""
     from biotool.staging import build
 

@@ -31,23 +31,23 @@ def test_the_lock_records_resolved_urls_digests_and_the_hf_revision(pinned, worl
     assert "127.0.0.1" not in pinned.read_text()
 
 
-def test_staging_from_the_lock_stages_every_item(staged_home, use_home):
+def test_staging_from_the_lock_stages_every_item(prod_home, use_home):
     from biotool import staging
 
-    use_home(staged_home)
-    inv = json.loads((staged_home / "staged.json").read_text())
+    use_home(prod_home)
+    inv = json.loads((prod_home / "staged.json").read_text())
     assert sorted(i["name"] for i in inv["items"].values() if not i.get("error")) == sorted(ITEMS)
     for item in staging.staged_items():
         assert staging.verify(item) == [], item["name"]
         assert item["origin"] == "image" and not item.get("tofu")
     # No work folders or partial downloads left.
-    assert not list(staged_home.rglob("*.part")) and not list(staged_home.rglob(".*.staging"))
+    assert not list(prod_home.rglob("*.part")) and not list(prod_home.rglob(".*.staging"))
 
 
-def test_staged_celltypist_models_are_real_and_load(staged_home, use_home):
+def test_staged_celltypist_models_are_real_and_load(prod_home, use_home):
     from biotool.singlecell import celltypist_panel, models
 
-    use_home(staged_home)
+    use_home(prod_home)
     panel = models.celltypist_panel("human")
     assert [r["name"] for r in panel] == ["Healthy_COVID19_PBMC", "Human_Lung_Atlas",
                                           "Immune_All_High"]
@@ -56,10 +56,10 @@ def test_staged_celltypist_models_are_real_and_load(staged_home, use_home):
         assert len(model.cell_types) >= 5 and len(model.features) > 100
 
 
-def test_the_genome_is_plain_fasta_with_a_faidx(staged_home, use_home, world):
+def test_the_genome_is_plain_fasta_with_a_faidx(prod_home, use_home, world):
     from biotool import staging
 
-    use_home(staged_home)
+    use_home(prod_home)
     _, truth = world
     rec = staging.find("reference", "hg38")
     fasta = staging.path_of(rec)
@@ -68,10 +68,10 @@ def test_the_genome_is_plain_fasta_with_a_faidx(staged_home, use_home, world):
     assert fai[0] == "chr17" and int(fai[1]) == len(truth["genomes"]["GRCh38"]["sequence"])
 
 
-def test_the_c2s_model_stages_with_a_tokenizer_that_encodes(staged_home, use_home):
+def test_the_c2s_model_stages_with_a_tokenizer_that_encodes(prod_home, use_home):
     from biotool.singlecell import models
 
-    use_home(staged_home)
+    use_home(prod_home)
     found = models.c2s_model()
     assert (found["weights"] / "model.safetensors").is_file()
     rec = models.staging.find("model", "c2s-celltype")
