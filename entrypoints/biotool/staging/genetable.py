@@ -4,8 +4,8 @@ models of a RefSeq annotation GFF3, built at staging time.
 One row per protein-coding GeneID: its MANE Select CDS where the annotation tags one, else
 its RefSeq Select CDS, else its longest (ties: the smaller protein_id). Partial CDS are
 skipped. `seqids = "ucsc"` renames RefSeq chromosome accessions to the UCSC names the GRCh38
-analysis set uses (NC_000017.11 -> chr17, the mitochondrion -> chrM) and drops scaffolds
-that set names differently.
+analysis set uses (NC_000017.11 -> chr17, the mitochondrion -> chrM) and drops the
+scaffolds (NT_, NW_) that set names differently.
 """
 
 from __future__ import annotations
@@ -49,7 +49,11 @@ def read_gene_info(path: Path) -> dict[str, dict]:
     return genes
 
 
-def _ucsc(region: dict) -> str | None:
+def _ucsc(seqid: str, region: dict) -> str | None:
+    # Only the primary chromosomes (NC_ accessions) have plain chrN names in the analysis set;
+    # unlocalized and alt scaffolds (NT_, NW_) carry their chromosome's number too.
+    if not seqid.startswith("NC_"):
+        return None
     if region.get("genome") == "mitochondrion":
         return "chrM"
     if region.get("genome") == "chromosome" and region.get("Name"):
@@ -71,7 +75,7 @@ def read_cds(path: Path, seqids: str = "refseq") -> list[dict]:
                 continue
             a = _attrs(f[8])
             if f[2] == "region":
-                names[f[0]] = _ucsc(a) if seqids == "ucsc" else f[0]
+                names[f[0]] = _ucsc(f[0], a) if seqids == "ucsc" else f[0]
                 continue
             if f[2] != "CDS" or "start_range" in a or "end_range" in a or a.get("partial"):
                 continue
