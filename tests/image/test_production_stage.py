@@ -78,7 +78,7 @@ def production(docker_client, tmp_path_factory):
         pytest.fail(f"make image (production) failed:\n{proc.stdout[-3000:]}\n"
                     f"{proc.stderr[-3000:]}", pytrace=False)
     return {"runner": Runner(docker_client, PRODUCTION_IMAGE), "truth": truth,
-            "log": proc.stdout + proc.stderr, "served": served}
+            "log": proc.stdout + proc.stderr, "served": served, "root": root}
 
 
 def test_the_build_summary_says_what_was_staged(production):
@@ -128,3 +128,33 @@ def test_production_gene_table_and_blast_db_work_offline(production):
     r = run.run(f"printf '>q\\n{seq}\\n' > /tmp/q.fa && biotool taxonomy --fasta /tmp/q.fa --local")
     assert r.code == 0, r
     assert "Human immunodeficiency virus 1" in r.stdout
+
+
+def test_a_site_directory_staged_on_the_host_overlays_the_demo_image(production, sandbox,
+                                                                     tmp_path):
+    """The same staging command with --dest on the host; the directory bind-mounted read-only
+    at /opt/biotool-site into the demo image, as `biotool-sandbox up --site` and Apptainer's
+    --bind do: its items are listed as coming from the site and used."""
+    from fake_sources import FakeSources
+
+    site = tmp_path / "site"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "entrypoints"), "BIOTOOL_TOFU": "1"}
+    with FakeSources(production["root"]) as srv:
+        env["BIOTOOL_SOURCE_MIRROR"] = srv.url
+        proc = subprocess.run([sys.executable, "-m", "biotool.staging", "--refs",
+                               str(REPO / "refs"), "--dest", str(site), "--sets", "production",
+                               "--only", "GRCh38", "--only", "human-gene-annotation"],
+                              capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    subprocess.run(["chmod", "-R", "go+rX", str(site)], check=True)
+    mount = {"volumes": {str(site): {"bind": "/opt/biotool-site", "mode": "ro"}}}
+    r = sandbox.biotool("list", **mount)
+    assert r.code == 0, r
+    items = {i["name"]: i for i in r.json["items"]}
+    assert r.json["site"] == "/opt/biotool-site"
+    assert items["GRCh38"]["origin"] == "site" and items["GRCh38"]["usable"]
+    assert items["MN908947.3"]["origin"] == "image"
+    assert not items["GRCm39"]["staged"]
+    r = sandbox.biotool("call", "gene_lookup", json.dumps({"query": "TP53"}), **mount)
+    assert r.code == 0, r
+    assert r.json["matches"][0]["seqid"] == "chr17"

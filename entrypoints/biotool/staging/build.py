@@ -169,7 +169,16 @@ def stage(refs_dir: Path, dest_home: Path, sets: list[str], lock: Path | None = 
                           "error": f"staging failed at build time: {why}", "files": {}}
     shutil.copytree(refs_dir, dest_home / "manifests", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("demo", "__pycache__"))
-    inv = {"sets": sets, "items": items}
+    # Items staged by an earlier run into the same directory (a site staged item by item with
+    # --only) stay listed when their files are still there.
+    try:
+        earlier = json.loads((dest_home / INVENTORY).read_text()).get("items", {})
+    except (OSError, ValueError):
+        earlier = {}
+    kept = {k: v for k, v in earlier.items() if k not in items and v.get("files") and
+            all((dest_home / f["path"]).exists() for f in v["files"].values())}
+    inv = {"sets": sets + sorted({v["set"] for v in kept.values() if v.get("set")} - set(sets)),
+           "items": {**kept, **items}}
     with atomic_path(dest_home / INVENTORY) as tmp:
         tmp.write_text(json.dumps(inv, indent=1, sort_keys=True))
     if tofu_pins:

@@ -141,3 +141,11 @@ def test_trust_on_first_use_stages_and_prints_the_lock_lines(server, pinned, tmp
     printed = tomllib.loads((home / "pins.tofu.toml").read_text())["pin"][0]
     locked = {p["name"]: p for p in tomllib.loads(pinned.read_text())["pin"]}
     assert printed["files"] == locked["Healthy_COVID19_PBMC"]["files"]
+
+
+def test_a_directory_staged_item_by_item_keeps_every_item(server, pinned, tmp_path):
+    home, _ = _stage(tmp_path, pinned, only=("GRCh38",))
+    _, inv = _stage(tmp_path, pinned, only=("Immune_All_High",))
+    assert {"reference/GRCh38", "model/Immune_All_High"} <= set(inv["items"])
+    on_disk = json.loads((home / "staged.json").read_text())["items"]
+    assert not on_disk["reference/GRCh38"].get("error")
