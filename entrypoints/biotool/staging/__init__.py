@@ -82,15 +82,16 @@ def load_manifests(directory: Path | None = None) -> list[dict]:
     return items
 
 
-@lru_cache(maxsize=8)
-def _read_inventory(path: str, mtime: float) -> dict:
-    return json.loads(Path(path).read_text())
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return -1.0
 
 
 def _load(root: Path) -> dict:
-    path = root / INVENTORY
     try:
-        return _read_inventory(str(path), path.stat().st_mtime)
+        return json.loads((root / INVENTORY).read_text())
     except (OSError, ValueError):
         return {"items": {}}
 
@@ -99,22 +100,28 @@ def _usable(item: dict) -> bool:
     return bool(item.get("files")) and not item.get("error")
 
 
+@lru_cache(maxsize=8)
+def _merged(home_dir: str, home_mtime: float, site: str | None, site_mtime: float) -> dict:
+    merged: dict = {}
+    base = _load(Path(home_dir))
+    for key, item in base.get("items", {}).items():
+        merged[key] = {**item, "origin": "image", "root": home_dir}
+    if site is not None:
+        for key, item in _load(Path(site)).get("items", {}).items():
+            if key not in merged or (not _usable(merged[key]) and _usable(item)):
+                merged[key] = {**item, "origin": "site", "root": site}
+    return {**base, "items": merged, "site": site}
+
+
 def inventory() -> dict:
     """The image's staged.json merged with the site overlay's, as {"items": {kind/name: record}}.
 
     Every record carries `origin` and `root` (the directory its file paths are relative to);
     a site item fills a key the image lacks or could not stage, never replaces a usable one.
     """
-    merged: dict = {}
-    base = _load(home())
-    for key, item in base.get("items", {}).items():
-        merged[key] = {**item, "origin": "image", "root": str(home())}
     site = site_dir()
-    if site is not None:
-        for key, item in _load(site).get("items", {}).items():
-            if key not in merged or (not _usable(merged[key]) and _usable(item)):
-                merged[key] = {**item, "origin": "site", "root": str(site)}
-    return {**base, "items": merged, "site": str(site) if site else None}
+    return _merged(str(home()), _mtime(home() / INVENTORY), str(site) if site else None,
+                   _mtime(site / INVENTORY) if site else -1.0)
 
 
 def staged_items(kind: str | None = None) -> list[dict]:
