@@ -81,11 +81,20 @@ RUN /opt/venv/bin/pip install --no-cache-dir --no-index --no-deps /tmp/project/*
 
 COPY image/rules.toml /etc/biotool/rules.toml
 COPY refs/ /src/refs/
+# A site overlay (references kept outside the image, staged on the host with the same
+# command's --dest) is mounted read-only here and merged into the inventory.
+ENV BIOTOOL_SITE_DIR=/opt/biotool-site
 # Every RUN after an ARG sees it, and a changed value misses the cache there: each ARG is
 # declared just before the step that needs it, so the dependency layers stay cached.
 ARG BIOTOOL_STAGE=demo
-# Stage references, indexes, databases and models from the manifests (sha256-verified),
-# then make /opt/biotool root-owned and read-only to everyone else.
+# BIOTOOL_TOFU=1: stage production items refs/pins.lock.toml does not pin yet (trust on first
+# use; their lock lines are printed and kept in /opt/biotool/pins.tofu.toml).
+# BIOTOOL_SOURCE_MIRROR: TEST ONLY, fetch every source through this base URL (the image
+# tests' local fake source server); the manifests and the lock keep the real URLs.
+ARG BIOTOOL_TOFU=
+ARG BIOTOOL_SOURCE_MIRROR=
+# Stage references, indexes, databases and models from the manifests, every byte checked
+# against its pin, then make /opt/biotool root-owned and read-only to everyone else.
 RUN python -m biotool.staging --refs /src/refs --dest /opt/biotool --sets "${BIOTOOL_STAGE}" \
  && rm -rf /src /tmp/* /tmp/.[!.]* \
  && chown -R root:root /opt/biotool \

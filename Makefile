@@ -10,6 +10,7 @@
 #   make cuda-lock-check  proves image/requirements-cuda.lock resolves (no GPU, no download)
 #   make sif              Apptainer image from the built docker image
 #   make lock             re-resolve both lock files from pyproject.toml
+#   make pins             fetch every production source once and write refs/pins.lock.toml
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -20,6 +21,12 @@ TORCH_VARIANT ?= cpu
 BIOTOOL_IMAGE ?= biotool-sandbox:latest
 BIOTOOL_EGRESS_IMAGE ?= biotool-egress:latest
 BIOTOOL_STAGE ?= demo
+# BIOTOOL_TOFU=1 stages production items the lock does not pin (trust on first use).
+# BIOTOOL_SOURCE_MIRROR (TEST ONLY) and BUILD_NETWORK=host: fetch sources through a local
+# fake source server (tests/image/test_production_stage.py).
+BIOTOOL_TOFU ?=
+BIOTOOL_SOURCE_MIRROR ?=
+BUILD_NETWORK ?=
 BASE_TAG ?= biotool-base:bookworm
 # Empty: the recipe picks biotool-base:bookworm if present, else debian:bookworm-slim if it
 # can be pulled, else builds the base with debootstrap (make base).
@@ -48,7 +55,7 @@ else
 $(error TORCH_VARIANT must be cpu or cuda, not $(TORCH_VARIANT))
 endif
 
-.PHONY: base wheels lock-current project-wheel image lock cuda-lock-check \
+.PHONY: base wheels lock-current project-wheel image lock cuda-lock-check pins \
         sif docker-archive test test-unit test-image demo bench clean
 
 base:
@@ -100,6 +107,16 @@ cuda-lock-check:
 	    --report $(OUT)/cuda-lock-report.json -r image/requirements-cuda.lock
 	$(PYTHON) image/lockfile.py check $(OUT)/cuda-lock-report.json image/requirements-cuda.lock
 
+# ---------------------------------------------------------------- pins
+
+# Run on a host that reaches the sources, then commit refs/pins.lock.toml (PINS_ONLY=NAME
+# pins one item; the others keep their pins).
+PINS_SETS ?= production
+PINS_ONLY ?=
+pins:
+	PYTHONPATH=entrypoints $(PYTHON) -m biotool.staging pin --refs refs --sets $(PINS_SETS) \
+	    $(foreach n,$(PINS_ONLY),--only $(n))
+
 # ---------------------------------------------------------------- images
 
 image: wheels
@@ -110,6 +127,9 @@ image: wheels
 	args=(--build-arg BASE_IMAGE=$$base --build-arg TORCH_VARIANT=$(TORCH_VARIANT) \
 	      --build-arg BIOTOOL_STAGE=$(BIOTOOL_STAGE) --build-arg REVISION=$(REVISION) \
 	      --build-arg IMAGE_NAME=$(BIOTOOL_IMAGE)); \
+	if [ -n "$(BIOTOOL_TOFU)" ]; then args+=(--build-arg BIOTOOL_TOFU=$(BIOTOOL_TOFU)); fi; \
+	if [ -n "$(BIOTOOL_SOURCE_MIRROR)" ]; then args+=(--build-arg BIOTOOL_SOURCE_MIRROR=$(BIOTOOL_SOURCE_MIRROR)); fi; \
+	if [ -n "$(BUILD_NETWORK)" ]; then args+=(--network $(BUILD_NETWORK)); fi; \
 	t0=$$(date +%s.%N); \
 	docker build "$${args[@]}" --target egress -t $(BIOTOOL_EGRESS_IMAGE) .; \
 	t1=$$(date +%s.%N); \

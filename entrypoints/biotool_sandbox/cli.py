@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--extra-ca", metavar="PEM",
                     help="a CA bundle the sandbox trusts instead of the system one (tests only)")
     up.add_argument("--compose-file", help="compose.yaml to use (default: BIOTOOL_COMPOSE_FILE, the checkout's)")
+    up.add_argument("--site", metavar="DIR",
+                    help="a site directory staged with `python -m biotool.staging --dest DIR`, "
+                         "mounted read-only at /opt/biotool-site and merged into the inventory")
 
     ex = sub.add_parser("exec", help="run a command as the agent in a run's sandbox",
                         description="Run CMD as the agent (uid 1000) in /work; prints exit_code, "
@@ -90,7 +93,7 @@ def dispatch(args: argparse.Namespace) -> dict:
 
     if args.command == "up":
         return stack.up(args.mode, image=args.image, egress_image=args.egress_image,
-                        extra_ca=args.extra_ca, compose=args.compose_file)
+                        extra_ca=args.extra_ca, compose=args.compose_file, site=args.site)
     if args.command == "exec":
         stack.check_run_name(args.run)
         return agent.exec_(args.run, args.cmd, workdir=args.workdir, env=_env_pairs(args.env),

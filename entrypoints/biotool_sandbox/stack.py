@@ -6,6 +6,7 @@ a unique project name, and drives `docker compose` (subprocess) and the docker S
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -122,13 +123,38 @@ def _override(run_dir: Path, service: str, extra_ca: Path) -> Path:
     return path
 
 
+SITE_IN_SANDBOX = "/opt/biotool-site"  # the image's BIOTOOL_SITE_DIR
+
+
+def check_site(site: str) -> Path:
+    """A site directory staged by `python -m biotool.staging --dest DIR` (has staged.json)."""
+    path = Path(site).resolve()
+    if not (path / "staged.json").is_file():
+        raise LauncherError(f"--site {site}: no staged.json there; stage it first with "
+                            f"`python -m biotool.staging --dest {site} --sets production`")
+    return path
+
+
+def _site_override(run_dir: Path, service: str, site: Path) -> Path:
+    """A compose override mounting the site overlay read-only where the image looks for it."""
+    path = run_dir / "site.yaml"
+    # The long bind syntax: a host path with a colon cannot break it; JSON strings are YAML.
+    path.write_text(f"services:\n  {service}:\n    volumes:\n"
+                    f"      - type: bind\n        source: {json.dumps(str(site))}\n"
+                    f"        target: {SITE_IN_SANDBOX}\n        read_only: true\n",
+                    encoding="utf-8")
+    return path
+
+
 def up(mode: str = "default", *, image: str | None = None, egress_image: str | None = None,
-       extra_ca: str | None = None, compose: str | None = None, timeout: float = 180) -> dict:
+       extra_ca: str | None = None, compose: str | None = None, timeout: float = 180,
+       site: str | None = None) -> dict:
     """Start a fresh compose project (a new run id) and wait until its sandbox is running."""
     if mode not in MODES:
         raise LauncherError(f"--mode {mode!r} is not one of {', '.join(MODES)}")
     if extra_ca and not Path(extra_ca).is_file():
         raise LauncherError(f"--extra-ca {extra_ca} does not exist")
+    site_dir = check_site(site) if site else None
     base = compose_file(compose)
     dc = client()
     ensure_pacing_volume(dc, image or os.environ.get("BIOTOOL_IMAGE", "biotool-sandbox:latest"))
@@ -139,6 +165,8 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
     files = [base]
     if extra_ca:
         files.append(_override(run_dir, service, Path(extra_ca)))
+    if site_dir:
+        files.append(_site_override(run_dir, service, site_dir))
     env = dict(os.environ)
     if image:
         env["BIOTOOL_IMAGE"] = image

@@ -17,16 +17,22 @@ TABLE_FORMAT = "gene-table"
 ID_COLUMNS = ("gene_id", "locus_tag", "protein_id", "seqid")
 
 
-def table_record() -> dict:
-    """The staged gene table's inventory record; InputError if none is staged."""
+def table_records() -> list[dict]:
+    """Every staged gene table's inventory record (demo, production, site); InputError if none."""
     from biotool import staging
 
-    for item in staging.staged_items("database"):
-        if item.get("format") == TABLE_FORMAT and item.get("files") and not item.get("error"):
-            return item
-    raise InputError("reference: no gene annotation table is staged here (manifest "
-                     "refs/annotations.toml, database demo-gene-annotation); see `biotool list`",
-                     culprit="reference")
+    found = [item for item in staging.staged_items("database")
+             if item.get("format") == TABLE_FORMAT and item.get("files") and not item.get("error")]
+    if not found:
+        raise InputError("reference: no gene annotation table is staged here (manifest "
+                         "refs/annotations.toml, database demo-gene-annotation); see `biotool list`",
+                         culprit="reference")
+    return sorted(found, key=lambda i: (i.get("set") != "demo", i["name"]))
+
+
+def table_record() -> dict:
+    """The first staged gene table's inventory record (the demo table where staged)."""
+    return table_records()[0]
 
 
 def parse_cds(text: str) -> list[tuple[int, int]]:
@@ -40,12 +46,7 @@ def parse_cds(text: str) -> list[tuple[int, int]]:
 _ROWS: dict[str, list[dict]] = {}
 
 
-def rows() -> tuple[list[dict], dict]:
-    """All rows of the staged table, each with parsed `segments`, and the provenance item."""
-    from biotool import staging
-
-    rec = table_record()
-    path = str(staging.path_of(rec))
+def _read_table(path: str, prov: dict) -> list[dict]:
     if path not in _ROWS:
         with open(path, newline="") as fh:
             lines = [ln for ln in fh if not ln.startswith("#")]
@@ -53,9 +54,23 @@ def rows() -> tuple[list[dict], dict]:
         for row in csv.DictReader(lines, delimiter="\t"):
             row["segments"] = parse_cds(row["cds"])
             row["synonym_list"] = [s for s in row["synonyms"].split(";") if s]
+            row["_prov"] = prov
             out.append(row)
         _ROWS[path] = out
-    return _ROWS[path], used("database", rec["name"], rec["sha256"])
+    return _ROWS[path]
+
+
+def rows() -> tuple[list[dict], dict]:
+    """All rows of every staged table, each with parsed `segments` and its table's provenance
+    item (`_prov`), and the provenance item of the first table."""
+    from biotool import staging
+
+    out, first = [], None
+    for rec in table_records():
+        prov = used("database", rec["name"], rec["sha256"])
+        first = first or prov
+        out += _read_table(str(staging.path_of(rec)), prov)
+    return out, first
 
 
 def _norm(text: str) -> str:
@@ -93,7 +108,7 @@ def find(query: str, reference: str | None = None) -> tuple[list[dict], str, lis
     ):
         hits = [r for r in table if test(r)]
         if hits:
-            return hits, how, table, prov
+            return hits, how, table, hits[0]["_prov"]
     return [], "", table, prov
 
 

@@ -1,4 +1,5 @@
-"""`biotool list` and `biotool references`: what the image knows and whether it is usable."""
+"""`biotool list` and `biotool references`: what the image (and a site overlay, BIOTOOL_SITE_DIR)
+knows, whether it is usable, and where each staged item came from (`origin`, `source`)."""
 
 from __future__ import annotations
 
@@ -27,12 +28,19 @@ def list_everything() -> dict:
     from biotool.cli import FAMILIES
 
     families = [family_status(f) for f in FAMILIES]
-    items = [staging.status(e) for e in staging.load_manifests()]
+    manifests = staging.load_manifests()
+    items = [staging.status(e) for e in manifests]
+    # Items a site overlay stages that the image's manifests do not name are listed too.
+    named = {(e["kind"], e["name"]) for e in manifests}
+    items += [staging.status({k: v for k, v in i.items() if k not in ("files",)})
+              for i in staging.staged_items() if (i["kind"], i["name"]) not in named]
     unusable = [i for i in items if not i["usable"]]
     spots = [f"{i['kind']} {i['name']}: {i['reason']}" for i in unusable]
     return {
         "families": families,
         "items": items,
+        "home": str(staging.home()),
+        "site": staging.inventory().get("site"),
         "staged": sum(1 for i in items if i["usable"]),
         "not_staged": len(unusable),
         "competence": bounded(1.0 if not unusable else 0.8, 1.0, blind_spots=spots,
@@ -44,14 +52,18 @@ def list_everything() -> dict:
 def references() -> dict:
     """Staged references with every index file and its sha256, and whether each is usable."""
     out, usable_used = [], []
-    for entry in staging.load_manifests():
-        if entry["kind"] != "reference":
-            continue
+    entries = [e for e in staging.load_manifests() if e["kind"] == "reference"]
+    named = {e["name"] for e in entries}
+    entries += [i for i in staging.staged_items("reference") if i["name"] not in named]
+    for entry in entries:
         st = staging.status(entry)
         rec = staging.find("reference", entry["name"]) if st["staged"] else None
         row = {"name": entry["name"], "aliases": entry.get("aliases", []),
                "title": entry.get("title", ""), "organism": entry.get("organism", ""),
                "set": st["set"], "staged": st["staged"], "usable": st["usable"]}
+        for key in ("origin", "source"):
+            if key in st:
+                row[key] = st[key]
         if rec:
             row["path"] = str(staging.path_of(rec))
             row["sha256"] = rec["sha256"]
@@ -63,4 +75,5 @@ def references() -> dict:
             row["reason"] = st["reason"]
         out.append(row)
     return {"references": out, "home": str(staging.home()),
+            "site": staging.inventory().get("site"),
             "provenance": provenance(*usable_used)}

@@ -1,0 +1,201 @@
+"""Staged references, indexes, databases and models: the run-time inventory.
+
+At build time `python -m biotool.staging --refs refs --dest /opt/biotool --sets demo` fetches
+each manifest item of the chosen sets, checks every byte against its pin (the manifest's
+sha256 for files shipped in refs/, refs/pins.lock.toml for production sources), builds its
+indexes and writes `staged.json`, the inventory every command reads at run time. Nothing is
+fetched at run time. `python -m biotool.staging pin --sets production` writes the lock
+(biotool.staging.build, .pins, .fetch, .prepare).
+
+A site overlay (BIOTOOL_SITE_DIR, a read-only directory staged on the host by the same
+command with `--dest DIR`) is merged into the inventory: each item says its `origin`
+("image" or "site"), and an item the image lacks or could not stage comes from the site.
+
+Manifests (`refs/*.toml`) hold `[[reference]]`, `[[database]]`, `[[model]]` and `[[sample]]`
+tables:
+  name, aliases, title, set ("demo" | "production"), source (a path under refs/, an https
+  URL, or a list of them), sha256 (digest of a source shipped in refs/), indexes (for
+  references: "faidx", "minimap2:<preset>"; for databases: "blastdb"), prepare (what to make
+  of the fetched files: "fasta", "blastdb-tar", "gene-table", "hf-model"), and for items
+  built rather than fetched, builder = "module:function" called as fn(dest_dir, refs_dir).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+
+from biotool.cache import sha256_tree
+
+IMAGE_HOME = Path("/opt/biotool")
+REPO_REFS = Path(__file__).resolve().parents[3] / "refs"
+KINDS = ("reference", "database", "model", "sample")
+INVENTORY = "staged.json"
+LOCK = "pins.lock.toml"
+
+
+class StagingError(RuntimeError):
+    """A manifest item could not be staged; the message names the item and why."""
+
+
+def home() -> Path:
+    """Where staged items live: BIOTOOL_HOME, else /opt/biotool."""
+    return Path(os.environ.get("BIOTOOL_HOME", IMAGE_HOME))
+
+
+def site_dir() -> Path | None:
+    """The site overlay (BIOTOOL_SITE_DIR) when it holds a staged.json, else None."""
+    env = os.environ.get("BIOTOOL_SITE_DIR")
+    if env and (Path(env) / INVENTORY).is_file():
+        return Path(env)
+    return None
+
+
+def manifest_dir() -> Path:
+    """The manifests: staged beside the items in the image, else the repository's refs/."""
+    env = os.environ.get("BIOTOOL_MANIFESTS")
+    if env:
+        return Path(env)
+    staged_copy = home() / "manifests"
+    return staged_copy if staged_copy.is_dir() else REPO_REFS
+
+
+def load_manifests(directory: Path | None = None) -> list[dict]:
+    """Every manifest item, each with its `kind`, in file then declaration order."""
+    directory = Path(directory or manifest_dir())
+    items = []
+    for path in sorted(directory.glob("*.toml")):
+        if path.name == LOCK:
+            continue
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise StagingError(f"{path}: not valid TOML: {exc}") from None
+        for kind in KINDS:
+            for entry in data.get(kind, []):
+                if "name" not in entry:
+                    raise StagingError(f"{path}: a [[{kind}]] entry has no name")
+                items.append({"kind": kind, "manifest": path.name, **entry})
+    return items
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return -1.0
+
+
+def _load(root: Path) -> dict:
+    try:
+        return json.loads((root / INVENTORY).read_text())
+    except (OSError, ValueError):
+        return {"items": {}}
+
+
+def _usable(item: dict) -> bool:
+    return bool(item.get("files")) and not item.get("error")
+
+
+@lru_cache(maxsize=8)
+def _merged(home_dir: str, home_mtime: float, site: str | None, site_mtime: float) -> dict:
+    merged: dict = {}
+    base = _load(Path(home_dir))
+    for key, item in base.get("items", {}).items():
+        merged[key] = {**item, "origin": "image", "root": home_dir}
+    if site is not None:
+        for key, item in _load(Path(site)).get("items", {}).items():
+            if key not in merged or (not _usable(merged[key]) and _usable(item)):
+                merged[key] = {**item, "origin": "site", "root": site}
+    return {**base, "items": merged, "site": site}
+
+
+def inventory() -> dict:
+    """The image's staged.json merged with the site overlay's, as {"items": {kind/name: record}}.
+
+    Every record carries `origin` and `root` (the directory its file paths are relative to);
+    a site item fills a key the image lacks or could not stage, never replaces a usable one.
+    """
+    site = site_dir()
+    return _merged(str(home()), _mtime(home() / INVENTORY), str(site) if site else None,
+                   _mtime(site / INVENTORY) if site else -1.0)
+
+
+def staged_items(kind: str | None = None) -> list[dict]:
+    items = inventory().get("items", {}).values()
+    return [i for i in items if kind is None or i["kind"] == kind]
+
+
+def find(kind: str, name: str) -> dict | None:
+    """A staged item by name or alias (case-insensitive), or None."""
+    want = name.strip().lower()
+    for item in staged_items(kind):
+        names = [item["name"], *item.get("aliases", [])]
+        if want in (n.lower() for n in names):
+            return item
+    return None
+
+
+def path_of(item: dict, file_key: str = "main") -> Path:
+    """Absolute path of one of a staged item's files ("main", "faidx", "minimap2:sr", ...)."""
+    return Path(item.get("root") or home()) / item["files"][file_key]["path"]
+
+
+def verify(item: dict) -> list[str]:
+    """Problems with a staged item's files on disk: missing, or sha256 not as recorded."""
+    problems = []
+    for key, rec in item.get("files", {}).items():
+        p = path_of(item, key)
+        if not p.exists():
+            problems.append(f"{key}: {p} is missing")
+        elif sha256_tree(p) != rec["sha256"]:
+            problems.append(f"{key}: {p} does not match its recorded sha256")
+    return problems
+
+
+def status(entry: dict) -> dict:
+    """How a manifest item stands here: staged and usable, or why not, and where it came from."""
+    staged = inventory().get("items", {}).get(f"{entry['kind']}/{entry['name']}")
+    out = {"kind": entry["kind"], "name": entry["name"], "set": entry.get("set", "production"),
+           "title": entry.get("title", "")}
+    if staged is None:
+        out.update(staged=False, usable=False, reason=_unstaged_reason(entry))
+        return out
+    out["origin"] = staged["origin"]
+    if staged.get("error"):
+        out.update(staged=False, usable=False, reason=staged["error"])
+        return out
+    missing = [k for k in staged["files"] if not path_of(staged, k).exists()]
+    out.update(staged=True, usable=not missing, sha256=staged["sha256"],
+               path=str(path_of(staged)), source=staged.get("fetched_from") or
+               entry.get("source") or entry.get("builder"))
+    if staged.get("tofu"):
+        out["tofu"] = True
+    if missing:
+        out["reason"] = f"staged files missing: {', '.join(missing)}"
+    return out
+
+
+def _unstaged_reason(entry: dict) -> str:
+    src = entry.get("source") or entry.get("builder") or "?"
+    src = src[0] if isinstance(src, list) else src
+    set_name = entry.get("set", "production")
+    return (f"not staged in this image: set '{set_name}' (build with "
+            f"--build-arg BIOTOOL_STAGE={set_name} on a host that can reach {src}, or stage "
+            f"it into a site directory mounted at BIOTOOL_SITE_DIR)")
+
+
+def stage(refs_dir: Path, dest_home: Path, sets: list[str], **options) -> dict:
+    """Stage every manifest item in `sets` into dest_home (see biotool.staging.build.stage)."""
+    from biotool.staging.build import stage as _stage
+
+    return _stage(refs_dir, dest_home, sets, **options)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from biotool.staging.build import main as _main
+
+    return _main(argv)

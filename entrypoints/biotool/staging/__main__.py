@@ -1,0 +1,3 @@
+from biotool.staging.build import main
+
+raise SystemExit(main())

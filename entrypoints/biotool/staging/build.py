@@ -1,0 +1,234 @@
+"""Build-time staging: manifests + pin lock in, verified items and staged.json out.
+
+    python -m biotool.staging --refs refs --dest /opt/biotool --sets demo,production [--tofu]
+    python -m biotool.staging pin --sets production [--only NAME ...]
+
+Every production item is fetched from the URLs its pin records and checked byte for byte
+against the pin's sha256 and size. An unpinned item fails the run with one line saying how to
+pin it, unless trust-on-first-use is asked for (`--tofu`, BIOTOOL_TOFU=1): then what the
+source serves now is staged, recorded as `tofu` in staged.json, and its lock lines printed
+(and written to <dest>/pins.tofu.toml) to commit. Each item is built in a hidden folder and
+renamed into place only when complete, so nothing half-staged is ever left; a summary of
+what was staged and what was not ends the run, which fails if any asked-for item did not
+stage (unless --keep-going, which records it as not staged with the reason).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from biotool.cache import atomic_path, sha256_tree
+from biotool.staging import (INVENTORY, LOCK, REPO_REFS, StagingError, home, load_manifests)
+from biotool.staging import pins as pinning
+from biotool.staging.fetch import download
+from biotool.staging.prepare import prepare
+
+
+def _call_builder(spec: str, dest: Path, refs_dir: Path) -> Path:
+    import importlib
+
+    module, _, func = spec.partition(":")
+    return Path(getattr(importlib.import_module(module), func)(dest, refs_dir))
+
+
+def _local_sources(entry: dict, refs_dir: Path, into: Path) -> list[Path]:
+    """Files shipped in refs/ (or URLs pinned in the manifest itself), checked by its sha256."""
+    srcs = pinning.sources(entry)
+    digests = entry.get("sha256")
+    digests = digests if isinstance(digests, list) else [digests] * (len(srcs) == 1)
+    if len(digests) != len(srcs) or not all(digests):
+        raise StagingError(f"{pinning.label(entry)}: one sha256 per source is required")
+    out = []
+    for src, digest in zip(srcs, digests):
+        part = into / (Path(src).name if len(srcs) > 1 else entry.get("filename", Path(src).name))
+        if src.startswith(("https://", "http://")):
+            download(src, part, pinning.label(entry), sha256=digest)
+        else:
+            path = (refs_dir / src).resolve()
+            if not path.exists():
+                raise StagingError(f"source {path} does not exist")
+            if path.is_dir():
+                shutil.copytree(path, part, dirs_exist_ok=True)
+            else:
+                shutil.copyfile(path, part)
+            got = sha256_tree(part)
+            if got != digest:
+                raise StagingError(f"{pinning.label(entry)}: {src} has sha256 {got}, manifest "
+                                   f"pins {digest}")
+        out.append(part)
+    return out
+
+
+def _pinned_sources(entry: dict, pin: dict, into: Path) -> list[Path]:
+    out = []
+    for f in pin["files"]:
+        path = into / f["path"]
+        download(f["url"], path, f"{pinning.label(entry)}: {f['path']}", sha256=f["sha256"],
+                 size=f["size"])
+        out.append(path)
+    return out
+
+
+def _unpinned_line(entry: dict) -> str:
+    return (f"{pinning.label(entry)}: not pinned in refs/{LOCK}; pin it on a host that reaches "
+            f"{pinning.sources(entry)[0]} with `make pins` (python -m biotool.staging pin "
+            f"--sets {entry.get('set', 'production')} --only {entry['name']}) and commit the "
+            "lock, or build with --build-arg BIOTOOL_TOFU=1 to trust what it serves now")
+
+
+def stage_item(entry: dict, refs_dir: Path, dest_home: Path, pins: dict | None = None,
+               tofu: bool = False) -> dict:
+    """Stage one manifest item into dest_home/<kind>s/<name>; its staged.json record."""
+    entry = dict(entry)
+    kind, name = entry["kind"], entry["name"]
+    final = dest_home / f"{kind}s" / name
+    work = dest_home / f"{kind}s" / f".{name}.staging"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    extra: dict = {}
+    try:
+        if entry.get("builder"):
+            files = {"main": _call_builder(entry["builder"], work, refs_dir)}
+        else:
+            if not pinning.sources(entry):
+                raise StagingError(f"{kind} {name}: neither source nor builder")
+            into = work / "weights" if entry.get("prepare") == "hf-model" else work
+            if entry.get("sha256"):
+                fetched = _local_sources(entry, refs_dir, into)
+            else:
+                pin = (pins or {}).get(f"{kind}/{name}")
+                if pin is None:
+                    if not tofu:
+                        raise StagingError(_unpinned_line(entry))
+                    revision, resolved = pinning.resolve(entry)
+                    pin = pinning.fetch_resolved(entry, revision, resolved, into)
+                    fetched = [into / f["path"] for f in pin["files"]]
+                    extra["tofu"] = True
+                else:
+                    fetched = _pinned_sources(entry, pin, into)
+                extra["pin"] = pin
+                extra["fetched_from"] = [f["url"] for f in pin["files"]]
+            files = prepare(entry, fetched, work)
+        record = {k: v for k, v in entry.items() if k != "kind"}
+        record.update(extra, kind=kind, files={
+            k: {"path": str(Path(f"{kind}s") / name / p.relative_to(work)),
+                "sha256": sha256_tree(p)} for k, p in files.items()})
+        record["sha256"] = record["files"]["main"]["sha256"]
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(work, final)
+    return record
+
+
+def _summary(items: dict, dest: Path) -> str:
+    ok = [k for k, i in items.items() if not i.get("error")]
+    lines = [f"staging: summary: {len(ok)} of {len(items)} items staged into {dest}"]
+    for key, item in items.items():
+        if item.get("error"):
+            lines.append(f"  not staged  {key}: {item['error']}")
+        else:
+            how = ("TOFU, not in the lock" if item.get("tofu") else
+                   f"pinned {item['pin']['pinned']}" if item.get("pin") else "from refs/")
+            size = sum(f.get("size", 0) for f in item.get("pin", {}).get("files", []))
+            fetched = (f", {size / 1e6:.1f} MB fetched" if size >= 1e6 else
+                       f", {size / 1e3:.1f} kB fetched" if size else "")
+            lines.append(f"  staged      {key} ({how}{fetched})")
+    return "\n".join(lines)
+
+
+def stage(refs_dir: Path, dest_home: Path, sets: list[str], lock: Path | None = None,
+          tofu: bool = False, keep_going: bool = False, only: list[str] | None = None) -> dict:
+    """Stage every manifest item in `sets`; StagingError at the end if any did not stage
+    (a demo item at once), unless keep_going records it as not staged with the reason."""
+    refs_dir, dest_home = Path(refs_dir), Path(dest_home)
+    dest_home.mkdir(parents=True, exist_ok=True)
+    pins = pinning.read_lock(Path(lock) if lock else refs_dir / LOCK)
+    items, failed, tofu_pins = {}, [], []
+    for entry in load_manifests(refs_dir):
+        if entry.get("set", "production") not in sets or (only and entry["name"] not in only):
+            continue
+        key = f"{entry['kind']}/{entry['name']}"
+        print(f"staging {key}", file=sys.stderr)
+        try:
+            items[key] = stage_item(entry, refs_dir, dest_home, pins, tofu=tofu)
+            if items[key].get("tofu"):
+                tofu_pins.append(items[key]["pin"])
+        except (StagingError, OSError) as exc:
+            why = " ".join(str(exc).split())  # one line, whatever a tool printed
+            if entry.get("set") == "demo":
+                raise StagingError(f"{key}: {why}") from None
+            failed.append(f"{key}: {why}")
+            items[key] = {"kind": entry["kind"], "name": entry["name"], "set": entry.get("set"),
+                          "error": f"staging failed at build time: {why}", "files": {}}
+    shutil.copytree(refs_dir, dest_home / "manifests", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("demo", "__pycache__"))
+    # Items staged by an earlier run into the same directory (a site staged item by item with
+    # --only) stay listed when their files are still there.
+    try:
+        earlier = json.loads((dest_home / INVENTORY).read_text()).get("items", {})
+    except (OSError, ValueError):
+        earlier = {}
+    kept = {k: v for k, v in earlier.items() if k not in items and v.get("files") and
+            all((dest_home / f["path"]).exists() for f in v["files"].values())}
+    inv = {"sets": sets + sorted({v["set"] for v in kept.values() if v.get("set")} - set(sets)),
+           "items": {**kept, **items}}
+    with atomic_path(dest_home / INVENTORY) as tmp:
+        tmp.write_text(json.dumps(inv, indent=1, sort_keys=True))
+    if tofu_pins:
+        text = "\n".join(line for p in tofu_pins for line in pinning.pin_lines(p) + [""])
+        (dest_home / "pins.tofu.toml").write_text(text)
+        print(f"staging: trust on first use: add these lines to refs/{LOCK} and commit them:\n"
+              + text, file=sys.stderr)
+    print(_summary(items, dest_home), file=sys.stderr)
+    if failed and not keep_going:
+        raise StagingError(f"{len(failed)} item(s) not staged: " + "; ".join(failed))
+    return inv
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    pin_mode = bool(argv) and argv[0] == "pin"
+    ap = argparse.ArgumentParser(prog="python -m biotool.staging" + (" pin" if pin_mode else ""),
+                                 description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--refs", type=Path, default=REPO_REFS, help="manifest directory")
+    ap.add_argument("--lock", type=Path, default=None, help=f"pin lock (default: <refs>/{LOCK})")
+    if pin_mode:
+        ap.add_argument("--sets", default="production", help="comma-separated sets to pin")
+        ap.add_argument("--only", action="append", default=[], metavar="NAME",
+                        help="pin only this item (repeatable)")
+    else:
+        ap.add_argument("--dest", type=Path, default=None,
+                        help="staging root (BIOTOOL_HOME; a site directory for BIOTOOL_SITE_DIR)")
+        ap.add_argument("--sets", default="demo", help="comma-separated sets to stage")
+        ap.add_argument("--tofu", action="store_true", default=_truthy(os.environ.get("BIOTOOL_TOFU")),
+                        help="trust on first use: stage unpinned items and print their lock lines")
+        ap.add_argument("--only", action="append", default=[], metavar="NAME",
+                        help="stage only this item (repeatable)")
+        ap.add_argument("--keep-going", action="store_true",
+                        help="record items that fail as not staged instead of failing")
+    args = ap.parse_args(argv[1:] if pin_mode else argv)
+    sets = [s for s in args.sets.split(",") if s]
+    try:
+        if pin_mode:
+            lock = args.lock or args.refs / LOCK
+            pinned = pinning.pin(args.refs.resolve(), sets, lock, only=args.only or None)
+            print(f"staging: {len(pinned)} pins in {lock}", file=sys.stderr)
+        else:
+            stage(args.refs.resolve(), args.dest or home(), sets, lock=args.lock,
+                  tofu=args.tofu, keep_going=args.keep_going, only=args.only or None)
+    except StagingError as exc:
+        print(f"staging: error: {exc}", file=sys.stderr)
+        return 1
+    return 0

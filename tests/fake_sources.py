@@ -1,0 +1,351 @@
+"""A local stand-in for the production sources staging fetches from (stdlib HTTP server).
+
+It serves a directory laid out as `<root>/<host>/<path>`, so with BIOTOOL_SOURCE_MIRROR set
+to its base URL every real source URL maps onto it. The files are shaped like the real ones
+(`write_*` below): CellTypist's `models.json` index and real CellTypist `.pkl` models, a
+Hugging Face model API answer and `resolve/<revision>/` files, plain-gzip `.fna.gz`
+genomes, an NCBI BLAST database tarball with its `.md5` and a real-format `taxdb`, NCBI Gene
+`gene_info.gz` and a RefSeq GFF3.
+
+It misbehaves on request, per path (`server.faults[path] = ...`):
+  "404"        answers 404
+  "wrong-byte" serves the file with one byte changed
+  "cut-once"   the first request sends half the body then drops the connection
+  "cut"        every request does
+  "no-range"   ignores Range headers (a resumed download must restart cleanly)
+  "cut-once-no-range"  the first request is cut, later ones ignore Range headers
+  "redirect"   answers 302 to the same file under /moved/
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import http.server
+import json
+import shutil
+import struct
+import subprocess
+import tarfile
+import threading
+from pathlib import Path
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # quiet: the tests read `server.requests` instead
+        pass
+
+    def do_GET(self):  # noqa: N802 - the stdlib's name
+        srv: FakeSources = self.server.owner
+        path = self.path.split("?", 1)[0]
+        moved = path.startswith("/moved/")
+        key = path[len("/moved"):] if moved else path
+        srv.requests.append((path, self.headers.get("Range")))
+        fault = srv.faults.get(key)
+        if fault == "redirect" and not moved:
+            self.send_response(302)
+            self.send_header("Location", f"{srv.url}/moved{key}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        file = (srv.root / key.lstrip("/")).resolve()
+        if fault == "404" or not file.is_file() or srv.root.resolve() not in file.parents:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        data = file.read_bytes()
+        if fault == "wrong-byte":
+            data = data[:len(data) // 2] + bytes([data[len(data) // 2] ^ 0xFF]) + data[len(data) // 2 + 1:]
+        start = 0
+        rng = self.headers.get("Range")
+        if rng and fault not in ("no-range", "cut-once-no-range") and rng.startswith("bytes="):
+            start = int(rng[6:].split("-")[0])
+        body = data[start:]
+        self.send_response(206 if start else 200)
+        if start:
+            self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+        cut = fault == "cut" or (fault in ("cut-once", "cut-once-no-range")
+                                   and key not in srv.cut_done)
+        if cut:
+            srv.cut_done.add(key)
+            self.wfile.write(body[:len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self.wfile.write(body)
+
+
+class FakeSources:
+    """The server: `with FakeSources(root) as src: src.url ...`."""
+
+    def __init__(self, root: Path, host: str = "127.0.0.1", port: int = 0):
+        self.root = Path(root)
+        self.faults: dict[str, str] = {}
+        self.cut_done: set[str] = set()
+        self.requests: list[tuple[str, str | None]] = []
+        self._httpd = http.server.ThreadingHTTPServer((host, port), _Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.owner = self
+        self.port = self._httpd.server_address[1]
+        self.url = f"http://{host}:{self.port}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeSources:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def path_of(self, url: str) -> str:
+        """The server path a real URL maps to (the key for `faults`)."""
+        return "/" + url.split("://", 1)[1].split("?", 1)[0]
+
+
+# ---------------------------------------------------------------- real-shaped content
+
+def _place(root: Path, url: str) -> Path:
+    path = Path(root) / url.split("://", 1)[1].split("?", 1)[0]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def write_celltypist(root: Path, index_url: str, models: dict[str, tuple[Path, str]]) -> None:
+    """CellTypist's index: {"models": [{"filename", "url", "version", ...}]} and each .pkl
+    at its versioned URL. models: filename -> (pkl path, versioned url)."""
+    entries = []
+    for filename, (pkl, url) in models.items():
+        shutil.copyfile(pkl, _place(root, url))
+        entries.append({"filename": filename, "url": url, "version": url.split("/")[-2],
+                        "date": "2024-01-01", "details": f"fake {filename} for tests",
+                        "No_celltypes": 10, "source": "tests/fake_sources.py", "default": False})
+    _place(root, index_url).write_text(json.dumps({"models": entries}, indent=1))
+
+
+def write_hf_repo(root: Path, repo: str, folder: Path, extra: dict[str, bytes] | None = None) -> str:
+    """A Hugging Face model at one revision: the API answer (`?blobs=true` shape, LFS sha256
+    for weights) and every file under resolve/<revision>/. Returns the revision."""
+    files = {p.relative_to(folder).as_posix(): p.read_bytes()
+             for p in sorted(Path(folder).rglob("*")) if p.is_file()}
+    files.update(extra or {})
+    revision = hashlib.sha1(b"".join(hashlib.sha256(v).digest() for v in files.values())).hexdigest()
+    siblings = []
+    for name, data in files.items():
+        sib = {"rfilename": name, "size": len(data)}
+        if name.endswith((".safetensors", ".bin")):
+            sib["lfs"] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+        siblings.append(sib)
+        _place(root, f"https://huggingface.co/{repo}/resolve/{revision}/{name}").write_bytes(data)
+    answer = {"id": repo, "modelId": repo, "sha": revision, "siblings": siblings,
+              "lastModified": "2024-01-01T00:00:00.000Z"}
+    _place(root, f"https://huggingface.co/api/models/{repo}/revision/main").write_text(
+        json.dumps(answer))
+    return revision
+
+
+def write_plain_gzip(root: Path, url: str, text: str) -> Path:
+    """NCBI's .fna.gz / .gz files are plain gzip (not BGZF)."""
+    path = _place(root, url)
+    path.write_bytes(gzip.compress(text.encode(), mtime=0))
+    return path
+
+
+def _taxdb(folder: Path, names: dict[int, str]) -> None:
+    """NCBI taxdb.bti/.btd: big-endian magic 0x8739, count, 4 reserved words, then sorted
+    (taxid, offset) pairs; the data file holds 'sciname\\tcommon\\tblast name\\tkingdom'."""
+    data, pairs = b"", []
+    for taxid in sorted(names):
+        pairs.append(struct.pack(">II", taxid, len(data)))
+        data += f"{names[taxid]}\t{names[taxid]}\tviruses\tViruses".encode()
+    (folder / "taxdb.btd").write_bytes(data)
+    (folder / "taxdb.bti").write_bytes(struct.pack(">6I", 0x8739, len(names), 0, 0, 0, 0)
+                                       + b"".join(pairs))
+
+
+def _tar_gz(archive: Path, folder: Path, names: list[str]) -> None:
+    with tarfile.open(archive, "w:gz") as tar:
+        for n in names:
+            tar.add(folder / n, arcname=n)
+
+
+def write_blastdb(root: Path, db_url: str, taxdb_url: str, work: Path,
+                  records: list[tuple[str, str, int, str, str]]) -> None:
+    """An NCBI prebuilt BLAST database (v5, taxids) as <db>.tar.gz + .md5, and taxdb.tar.gz
+    + .md5. records: (accession, title, taxid, scientific name, sequence)."""
+    name = db_url.rsplit("/", 1)[-1].split(".tar")[0]
+    work.mkdir(parents=True, exist_ok=True)
+    fasta = work / "in.fa"
+    fasta.write_text("".join(f">{a} {t}\n{s}\n" for a, t, _, _, s in records))
+    (work / "taxid.map").write_text("".join(f"{a} {tx}\n" for a, _, tx, _, _ in records))
+    subprocess.run(["makeblastdb", "-in", str(fasta), "-dbtype", "nucl", "-parse_seqids",
+                    "-taxid_map", str(work / "taxid.map"), "-blastdb_version", "5",
+                    "-title", name, "-out", str(work / name)], check=True, capture_output=True)
+    _taxdb(work, {tx: sci for _, _, tx, sci, _ in records})
+    for url, members in ((db_url, sorted(p.name for p in work.glob(f"{name}.n*"))),
+                         (taxdb_url, ["taxdb.btd", "taxdb.bti"])):
+        archive = _place(root, url)
+        _tar_gz(archive, work, members)
+        md5 = hashlib.md5(archive.read_bytes()).hexdigest()
+        _place(root, url + ".md5").write_text(f"{md5}  {archive.name}\n")
+
+
+def write_gene_sources(root: Path, gene_info_url: str, gff_url: str, taxid: int,
+                       chromosomes: dict[str, str], genes: list[dict]) -> None:
+    """NCBI gene_info.gz (16 columns) and a RefSeq GFF3.gz with region, gene, mRNA and CDS
+    lines. chromosomes: RefSeq accession -> chromosome name; genes: {"gene_id", "symbol",
+    "synonyms", "description", "accession", "strand", "exons": [(a, b)], "protein_id",
+    "product", "tag"?, "extra_cds"?: [(protein_id, [(a, b)])]}."""
+    head = ("#tax_id\tGeneID\tSymbol\tLocusTag\tSynonyms\tdbXrefs\tchromosome\tmap_location\t"
+            "description\ttype_of_gene\tSymbol_from_nomenclature_authority\t"
+            "Full_name_from_nomenclature_authority\tNomenclature_status\tOther_designations\t"
+            "Modification_date\tFeature_type\n")
+    rows = [f"{taxid}\t{g['gene_id']}\t{g['symbol']}\t-\t{'|'.join(g['synonyms']) or '-'}\t-\t"
+            f"{chromosomes[g['accession']]}\t-\t{g['description']}\tprotein-coding\t"
+            f"{g['symbol']}\t{g['description']}\tO\t-\t20240101\t-\n" for g in genes]
+    write_plain_gzip(root, gene_info_url, head + "".join(rows))
+    lines = ["##gff-version 3", "#!processor NCBI annotwriter"]
+    for acc, chrom in chromosomes.items():
+        genome = "mitochondrion" if chrom == "MT" else "chromosome"
+        lines.append(f"{acc}\tRefSeq\tregion\t1\t100000\t.\t+\t.\tID={acc}:1..100000;"
+                     f"Dbxref=taxon:{taxid};Name={chrom};chromosome={chrom};gbkey=Src;"
+                     f"genome={genome};mol_type=genomic DNA")
+    for g in genes:
+        models = [(g["protein_id"], g["exons"], g.get("tag"))]
+        models += [(pid, ex, None) for pid, ex in g.get("extra_cds", [])]
+        lo = min(a for _, ex, _ in models for a, _ in ex)
+        hi = max(b for _, ex, _ in models for _, b in ex)
+        lines.append(f"{g['accession']}\tBestRefSeq\tgene\t{lo}\t{hi}\t.\t{g['strand']}\t.\t"
+                     f"ID=gene-{g['symbol']};Dbxref=GeneID:{g['gene_id']};Name={g['symbol']};"
+                     f"description={g['description']};gbkey=Gene;gene={g['symbol']};"
+                     "gene_biotype=protein_coding")
+        for pid, exons, tag in models:
+            for a, b in exons:
+                attrs = (f"ID=cds-{pid};Parent=rna-NM_{pid[3:]};Dbxref=GeneID:{g['gene_id']},"
+                         f"GenBank:{pid};Name={pid};gbkey=CDS;gene={g['symbol']};"
+                         f"product={g['product'].replace(',', '%2C')};protein_id={pid}")
+                if tag:
+                    attrs += f";tag={tag}"
+                lines.append(f"{g['accession']}\tBestRefSeq\tCDS\t{a}\t{b}\t.\t{g['strand']}\t0\t"
+                             + attrs)
+    write_plain_gzip(root, gff_url, "\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------- every production item
+
+CELLTYPIST_INDEX = "https://celltypist.cog.sanger.ac.uk/models/models.json"
+_CODONS = [a + b + c for a in "ACGT" for b in "ACGT" for c in "ACGT"
+           if a + b + c not in ("TAA", "TAG", "TGA")]
+
+
+def revcomp(seq: str) -> str:
+    return seq[::-1].translate(str.maketrans("ACGTN", "TGCAN"))
+
+
+def _design(rng, chrom_len: int, genes: list[tuple]) -> tuple[str, list[dict]]:
+    """A random chromosome carrying each gene's CDS (ATG ... stop) in its exons; genes are
+    (symbol, gene_id, strand, exons, protein_id, tag, description, synonyms)."""
+    seq = list("".join(rng.choice("ACGT") for _ in range(chrom_len)))
+    out = []
+    for symbol, gid, strand, exons, pid, tag, desc, syn in genes:
+        n = sum(b - a + 1 for a, b in exons)
+        assert n % 3 == 0
+        cds = "ATG" + "".join(rng.choice(_CODONS) for _ in range(n // 3 - 2)) + "TAA"
+        joined = cds if strand == "+" else revcomp(cds)
+        at = 0
+        for a, b in exons:
+            seq[a - 1:b] = joined[at:at + b - a + 1]
+            at += b - a + 1
+        out.append({"symbol": symbol, "gene_id": gid, "strand": strand, "exons": exons,
+                    "protein_id": pid, "tag": tag, "description": desc, "synonyms": syn,
+                    "product": desc, "cds": cds})
+    return "".join(seq), out
+
+
+def _fasta(records: dict[str, str], titles: dict[str, str]) -> str:
+    out = []
+    for name, seq in records.items():
+        out.append(f">{name} {titles.get(name, '')}".rstrip())
+        out += [seq[i:i + 80] for i in range(0, len(seq), 80)]
+    return "\n".join(out) + "\n"
+
+
+VIRUSES = [("NC_045512.2", "Severe acute respiratory syndrome coronavirus 2 isolate Wuhan-Hu-1, "
+            "complete genome", 2697049, "Severe acute respiratory syndrome coronavirus 2"),
+           ("NC_001802.1", "Human immunodeficiency virus 1, complete genome", 11676,
+            "Human immunodeficiency virus 1"),
+           ("NC_001422.1", "Escherichia phage phiX174, complete genome", 10847,
+            "Escherichia phage phiX174"),
+           ("NC_001477.1", "Dengue virus 1, complete genome", 11053, "dengue virus type 1")]
+
+
+def populate(root: Path, manifests: Path, work: Path, celltypist_models: dict[str, Path],
+             c2s_folder: Path, seed: int = 0) -> dict:
+    """Write a stand-in for every production source the manifests name; the known truth
+    (genomes, designed genes, virus sequences, HF revision) for the tests to check against."""
+    import random
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "entrypoints"))
+    from biotool.staging import load_manifests
+
+    rng = random.Random(seed)
+    truth: dict = {"genomes": {}, "genes": {}, "viruses": {}}
+    index: dict[str, tuple[Path, str]] = {}
+    for e in load_manifests(manifests):
+        if e.get("set") != "production":
+            continue
+        src = e.get("source")
+        if e["kind"] == "model" and e.get("framework") == "celltypist":
+            filename = e.get("model_file") or src.rsplit("/", 1)[-1]
+            url = (src if not e.get("model_file") else
+                   f"https://celltypist.cog.sanger.ac.uk/models/{Path(filename).stem}/v2/{filename}")
+            if e["name"] in celltypist_models:
+                index[filename] = (celltypist_models[e["name"]], url)
+        elif e.get("prepare") == "hf-model":
+            truth["hf_revision"] = write_hf_repo(root, e["repo"], c2s_folder)
+        elif e.get("prepare") == "blastdb-tar":
+            seqs = {a: "".join(rng.choice("ACGT") for _ in range(1500)) for a, *_ in VIRUSES}
+            truth["viruses"] = seqs
+            write_blastdb(root, src[0], src[1], work / "blastdb",
+                          [(a, t, tx, sci, seqs[a]) for a, t, tx, sci in VIRUSES])
+        elif e.get("prepare") == "fasta" and e["kind"] == "reference":
+            human = e["name"] == "GRCh38"
+            acc = "NC_000017.11" if human else "NC_000077.7"
+            chrom = "17" if human else "11"
+            name = "chr17" if human else acc
+            p53 = ("TP53" if human else "Trp53", "7157" if human else "22059", "-",
+                   [(1001, 1300), (2001, 2402)], "NP_000537.3" if human else "NP_035770.2",
+                   "MANE Select" if human else "RefSeq Select",
+                   "tumor protein p53" if human else "transformation related protein 53",
+                   ["BCC7", "LFS1", "P53"] if human else ["p53", "bbl"])
+            other = ("SHBG" if human else "Shbg", "6462" if human else "20415", "+",
+                     [(3101, 3400), (3601, 3900)], "NP_001031.2" if human else "NP_035497.1",
+                     None, "sex hormone binding globulin", [])
+            seq, genes = _design(rng, 5000, [p53, other])
+            genes[0]["extra_cds"] = [("XP_011522452.1", [(1001, 1300), (1501, 1800),
+                                                         (2001, 2402)])]
+            genes[0]["accession"] = genes[1]["accession"] = acc
+            truth["genomes"][e["name"]] = {"seqid": name, "sequence": seq}
+            truth["genes"][e["name"]] = genes
+            write_plain_gzip(root, src, _fasta({name: seq}, {name: "fake chromosome " + chrom}))
+        elif e.get("prepare") == "gene-table":
+            ref = e["reference"]
+            truth.setdefault("gene_tables", {})[e["name"]] = ref
+    for e in load_manifests(manifests):
+        if e.get("set") == "production" and e.get("prepare") == "gene-table":
+            genes = truth["genes"][e["reference"]]
+            chrom = "17" if e["reference"] == "GRCh38" else "11"
+            info = next(s for s in e["source"] if "gene_info" in s)
+            gff = next(s for s in e["source"] if ".gff" in s)
+            write_gene_sources(root, info, gff, 9606 if chrom == "17" else 10090,
+                               {genes[0]["accession"]: chrom}, genes)
+    if index:
+        write_celltypist(root, CELLTYPIST_INDEX, index)
+    return truth

@@ -1,0 +1,160 @@
+"""An image built with BIOTOOL_STAGE=demo,production against a local fake of the production
+sources (tests/fake_sources.py on 127.0.0.1, `docker build --network host`): every production
+item stages, `biotool list` shows them, and `celltype --reference auto` scores a real panel.
+
+The CellTypist models served are real CellTypist models trained here on scanpy's PBMCs; the
+C2S model is a tiny real transformers model; genome, BLAST db and gene sources are KB-sized
+but shaped like NCBI's. The build uses BIOTOOL_TOFU=1 (the committed lock cannot pin sources
+this host cannot reach); the unit tests in tests/unit/staging cover staging from a lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import EGRESS_IMAGE, REPO, SANDBOX_IMAGE, Runner
+
+sys.path.insert(0, str(REPO / "tests"))
+
+PRODUCTION_IMAGE = os.environ.get("BIOTOOL_PRODUCTION_IMAGE", f"{SANDBOX_IMAGE}-production")
+LINEAGE = {"CD14+ Monocyte": "myeloid", "Dendritic": "myeloid", "CD56+ NK": "NK",
+           "CD19+ B": "B", "CD34+": "progenitor"}
+
+
+def _train_panel(d: Path) -> dict[str, Path]:
+    """Real CellTypist models for every production CellTypist item: a coarse-lineage PBMC
+    model for Healthy_COVID19_PBMC (it should win on PBMCs), the fine PBMC labels for
+    Immune_All_High, gene-permuted models for other tissues, mouse-named ones for mouse."""
+    import numpy as np
+
+    from biotool.singlecell.demo_model import pbmc_counts, train
+    from biotool.staging import load_manifests
+
+    counts = pbmc_counts()
+    sub = counts[np.random.default_rng(1).permutation(counts.n_obs)[:350]].copy()
+    out = {}
+    entries = [e for e in load_manifests(REPO / "refs") if e.get("set") == "production"
+               and e.get("framework") == "celltypist"]
+    for seed, e in enumerate(entries, start=10):
+        data = sub.copy()
+        if e["name"] == "Healthy_COVID19_PBMC":
+            data.obs["bulk_labels"] = [LINEAGE.get(x, "T") for x in data.obs["bulk_labels"]]
+        elif e["name"] != "Immune_All_High":
+            perm = np.random.default_rng(seed).permutation(data.n_vars)
+            data.var_names = list(np.asarray(sub.var_names)[perm])
+        if e["organism"] == "mouse":
+            data.var_names = [n[:1].upper() + n[1:].lower() for n in data.var_names]
+        out[e["name"]] = d / f"{e['name']}.pkl"
+        train(data, out=out[e["name"]])
+    return out
+
+
+@pytest.fixture(scope="module")
+def production(docker_client, tmp_path_factory):
+    from fake_sources import FakeSources, populate
+
+    from biotool.singlecell import tiny_c2s
+
+    os.environ.setdefault("CELLTYPIST_FOLDER", str(tmp_path_factory.mktemp("celltypist")))
+    models = _train_panel(tmp_path_factory.mktemp("ct"))
+    c2s = tmp_path_factory.mktemp("c2s") / "repo"
+    tiny_c2s.build(c2s, ["MALAT1", "TMSB4X", "B2M", "CD3E", "LYZ", "MS4A1", "NKG7"])
+    root = tmp_path_factory.mktemp("sources")
+    truth = populate(root, REPO / "refs", tmp_path_factory.mktemp("work"), models, c2s)
+    with FakeSources(root) as srv:
+        proc = subprocess.run(
+            ["make", "image", f"BIOTOOL_IMAGE={PRODUCTION_IMAGE}",
+             f"BIOTOOL_EGRESS_IMAGE={EGRESS_IMAGE}", "BIOTOOL_STAGE=demo,production",
+             "BIOTOOL_TOFU=1", f"BIOTOOL_SOURCE_MIRROR={srv.url}", "BUILD_NETWORK=host"],
+            cwd=REPO, capture_output=True, text=True, timeout=3600)
+        served = list(srv.requests)
+    if proc.returncode != 0:
+        pytest.fail(f"make image (production) failed:\n{proc.stdout[-3000:]}\n"
+                    f"{proc.stderr[-3000:]}", pytrace=False)
+    return {"runner": Runner(docker_client, PRODUCTION_IMAGE), "truth": truth,
+            "log": proc.stdout + proc.stderr, "served": served, "root": root}
+
+
+def test_the_build_summary_says_what_was_staged(production):
+    log = production["log"]
+    assert "staging: summary:" in log and "not staged " not in log
+    assert "trust on first use: add these lines to refs/pins.lock.toml" in log
+    # The CellTypist index was read, then the versioned .pkl it names.
+    paths = [p for p, _ in production["served"]]
+    assert "/celltypist.cog.sanger.ac.uk/models/models.json" in paths
+    assert "/celltypist.cog.sanger.ac.uk/models/Healthy_COVID19_PBMC/v2/Healthy_COVID19_PBMC.pkl" in paths
+
+
+def test_biotool_list_shows_every_production_item_staged(production):
+    r = production["runner"].biotool("list")
+    assert r.code == 0, r
+    items = r.json["items"]
+    prod = [i for i in items if i["set"] == "production"]
+    assert len(prod) >= 18
+    assert [i["name"] for i in prod if not i["usable"]] == []
+    assert all(i["origin"] == "image" and i.get("tofu") for i in prod)
+    assert r.json["not_staged"] == 0
+
+
+def test_celltype_auto_scores_a_panel_with_a_real_margin(production):
+    run = production["runner"]
+    listed = {i["name"]: i for i in run.biotool("list").json["items"]}
+    sample = listed["demo-pbmc68k-heldout"]["path"]
+    r = run.biotool("celltype", "--matrix", sample, "--reference", "auto", timeout=600)
+    assert r.code == 0, r
+    out = r.json
+    body = out.get("celltypist", out)
+    scored = [x for x in body["ranking"] if x.get("fit") is not None]
+    assert len(scored) > 2
+    assert body["margin"] is not None and body["margin"] > 0
+    assert body["reference_is_conclusive"] == (body["fit"] >= 0.5 and body["margin"] >= 0.05)
+    assert body["reference"] == "Healthy_COVID19_PBMC" and body["reference_is_conclusive"]
+
+
+def test_production_gene_table_and_blast_db_work_offline(production):
+    run = production["runner"]
+    r = run.biotool("call", "gene_lookup", json.dumps({"query": "TP53"}))
+    assert r.code == 0, r
+    m = r.json["matches"]
+    assert [(x["reference"], x["seqid"], x["protein_id"]) for x in m] == \
+        [("GRCh38", "chr17", "NP_000537.3")]
+    seq = production["truth"]["viruses"]["NC_001802.1"][100:600]
+    r = run.run(f"printf '>q\\n{seq}\\n' > /tmp/q.fa && biotool taxonomy --fasta /tmp/q.fa --local")
+    assert r.code == 0, r
+    assert "Human immunodeficiency virus 1" in r.stdout
+
+
+def test_a_site_directory_staged_on_the_host_overlays_the_demo_image(production, sandbox,
+                                                                     tmp_path):
+    """The same staging command with --dest on the host; the directory bind-mounted read-only
+    at /opt/biotool-site into the demo image, as `biotool-sandbox up --site` and Apptainer's
+    --bind do: its items are listed as coming from the site and used."""
+    from fake_sources import FakeSources
+
+    site = tmp_path / "site"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "entrypoints"), "BIOTOOL_TOFU": "1"}
+    with FakeSources(production["root"]) as srv:
+        env["BIOTOOL_SOURCE_MIRROR"] = srv.url
+        proc = subprocess.run([sys.executable, "-m", "biotool.staging", "--refs",
+                               str(REPO / "refs"), "--dest", str(site), "--sets", "production",
+                               "--only", "GRCh38", "--only", "human-gene-annotation"],
+                              capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    subprocess.run(["chmod", "-R", "go+rX", str(site)], check=True)
+    mount = {"volumes": {str(site): {"bind": "/opt/biotool-site", "mode": "ro"}}}
+    r = sandbox.biotool("list", **mount)
+    assert r.code == 0, r
+    items = {i["name"]: i for i in r.json["items"]}
+    assert r.json["site"] == "/opt/biotool-site"
+    assert items["GRCh38"]["origin"] == "site" and items["GRCh38"]["usable"]
+    assert items["MN908947.3"]["origin"] == "image"
+    assert not items["GRCm39"]["staged"]
+    r = sandbox.biotool("call", "gene_lookup", json.dumps({"query": "TP53"}), **mount)
+    assert r.code == 0, r
+    assert r.json["matches"][0]["seqid"] == "chr17"
