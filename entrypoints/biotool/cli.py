@@ -7,6 +7,7 @@ apart; heavy libraries are imported inside the domain functions, never here.
 from __future__ import annotations
 
 import importlib
+import math
 import sys
 
 import typer
@@ -59,6 +60,49 @@ def _click_exceptions():
     return exceptions
 
 
+MAX_OPTION_CHARS = 10_000  # an option value: a path, a name, a region, a gene list
+MAX_OPTION_INT = 2 ** 63 - 1  # what the tools underneath (numpy, C) can hold
+
+
+def _guarded(param, process, cx):
+    """`process` (an option's value processing) with the checks every option shares: no
+    empty value (unless empty is its default), valid UTF-8 text of bounded length, finite
+    floats and integers a C long holds; each a usage error (exit 2) naming the option."""
+
+    def process_value(ctx, value):
+        for raw in value if isinstance(value, (list, tuple)) else [value]:
+            if not isinstance(raw, str):
+                continue
+            if not raw.strip() and param.default != "":
+                hint = "" if param.required else " (leave the option out for its default)"
+                raise cx.BadParameter(f"empty value{hint}")
+            if len(raw) > MAX_OPTION_CHARS:
+                raise cx.BadParameter(f"{len(raw):,} characters, at most {MAX_OPTION_CHARS:,}")
+            try:
+                raw.encode("utf-8")
+            except UnicodeEncodeError:
+                raise cx.BadParameter("not valid UTF-8 text") from None
+        out = process(ctx, value)
+        for v in out if isinstance(out, (list, tuple)) else [out]:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise cx.BadParameter(f"{v} is not a finite number")
+            if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_OPTION_INT:
+                raise cx.BadParameter(f"{len(str(abs(v)))}-digit integer is out of range")
+        return out
+
+    return process_value
+
+
+def _command(cx):
+    """The click command of `app`, each option guarded by `_guarded`."""
+    group = typer.main.get_command(app)
+    for command in getattr(group, "commands", {}).values():
+        for param in command.params:
+            if getattr(param, "param_type_name", "") == "option" and not getattr(param, "is_flag", False):
+                param.process_value = _guarded(param, param.process_value, cx)
+    return group
+
+
 def main() -> None:
     cx = _click_exceptions()
     args = sys.argv[1:]
@@ -67,7 +111,7 @@ def main() -> None:
         args = [a for a in args if a != "--quiet"]
         set_quiet(True)
     try:
-        app(args=args, prog_name="biotool", standalone_mode=False)
+        _command(cx)(args=args, prog_name="biotool", standalone_mode=False)
     except cx.NoArgsIsHelpError as exc:
         # Usage printed as help for `biotool CMD` without arguments: help on stdout is fine.
         sys.stdout.write(exc.ctx.get_help() + "\n")

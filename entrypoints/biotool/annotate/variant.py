@@ -315,6 +315,11 @@ def _edit_from_args(args: dict, cds: str, row: dict | None) -> tuple[int, int, s
         raise InputError("args.alt: required with cds_position or position", culprit="alt")
     alt = _bases(args["alt"], "alt", allow_empty=True)
     ref = _bases(args["ref"], "ref", allow_empty=True) if "ref" in args else None
+    if given[0] == "position" and _genomic_to_cds(row, args["position"]) is None:
+        span = ", ".join(f"{a}-{b}" for a, b in row["segments"])
+        raise InputError(f"args.position: {args['position']} is outside the CDS of "
+                         f"{row['symbol']} ({row['seqid']}:{span}); give a position inside "
+                         "it, or reference + position without gene", culprit="position")
     if given[0] == "cds_position":
         pos = args["cds_position"]
         if not 1 <= pos <= len(cds):

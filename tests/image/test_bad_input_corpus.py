@@ -1,0 +1,68 @@
+"""The bad-input corpus inside the image, as an arbitrary UID on a read-only root.
+
+The same cases as tests/unit/test_bad_input_corpus.py (tests/badinput), materialised on the
+host and mounted at /work; the driver runs them inside ONE container per family (two at a
+time, each with a timeout), so the permission cases (mode 000 files, read-only folders, an
+unwritable cache) mean what they mean for an agent. Prints the summary count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS))
+
+from badinput import cases as corpus  # noqa: E402
+from badinput.contract import problems, summary  # noqa: E402
+
+CASES = corpus.cases()
+FAMILIES = sorted({c["family"] for c in CASES})
+TIMEOUT = 60  # per case inside the container (cold imports on a loaded host)
+
+
+@pytest.fixture(scope="module")
+def image_results(sandbox, apptainer_shape) -> dict:
+    base = Path(tempfile.mkdtemp(prefix="badinput-image-"))
+    os.chmod(base, 0o755)
+    results: list[dict] = []
+    try:
+        root = corpus.materialise(base / "corpus")
+        for family in FAMILIES:
+            out = f"results-{family}.json"
+            ran = sandbox.run(
+                ["python3", "/opt/badinput/driver.py", "/work/cases.json", f"/work/{out}",
+                 "--home", "/opt/biotool", "--cache", "/tmp/badinput-cache", "--jobs", "2",
+                 "--timeout", str(TIMEOUT), "--family", family],
+                timeout=3600, working_dir="/work",
+                volumes={str(root): {"bind": "/work", "mode": "rw"},
+                         str(TESTS / "badinput"): {"bind": "/opt/badinput", "mode": "ro"}},
+                **apptainer_shape)
+            assert ran.code == 0, f"driver failed for {family}: {ran!r}"
+            results += json.loads((root / out).read_text())
+    finally:
+        for p in (base / "corpus" / "noperm", base / "corpus" / "noperm-matrix"):
+            if p.exists():
+                os.chmod(p, 0o755)
+        shutil.rmtree(base, ignore_errors=True)
+    s = summary(CASES, results)
+    sys.__stderr__.write(f"\nbad-input corpus (image tier, uid 12345, read-only root): "
+                         f"{s['on_contract']}/{s['cases']} cases on contract; by family "
+                         f"{json.dumps(s['families'])}\n")
+    return {r["id"]: r for r in results}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_bad_input_in_image(case, image_results):
+    result = image_results[case["id"]]
+    bad = problems(case, result)
+    assert not bad, (f"{case['id']}: {'; '.join(bad)}\n  argv: {case['argv']}\n"
+                     f"  exit {result['rc']}, stdout {result['stdout'][:200]!r}\n"
+                     f"  stderr {result['stderr'][-600:]!r}")
