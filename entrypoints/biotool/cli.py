@@ -93,10 +93,29 @@ def _guarded(param, process, cx):
     return process_value
 
 
+def _once(command, parse, cx):
+    """`parse` (a command's argument parsing) refusing a single-valued option given twice:
+    click would silently keep the last, and `--fastq a --fastq b` would ignore a."""
+    single = [p for p in command.params if getattr(p, "param_type_name", "") == "option"
+              and not getattr(p, "multiple", False) and not getattr(p, "is_flag", False)]
+
+    def parse_args(ctx, args):
+        words = args[:args.index("--")] if "--" in args else args
+        for param in single:
+            n = sum(1 for w in words for o in param.opts if w == o or w.startswith(o + "="))
+            if n > 1:
+                raise cx.UsageError(f"option {param.opts[-1]} given {n} times; it takes one "
+                                    "value", ctx=ctx)
+        return parse(ctx, args)
+
+    return parse_args
+
+
 def _command(cx):
-    """The click command of `app`, each option guarded by `_guarded`."""
+    """The click command of `app`, each option guarded by `_guarded` and `_once`."""
     group = typer.main.get_command(app)
     for command in getattr(group, "commands", {}).values():
+        command.parse_args = _once(command, command.parse_args, cx)
         for param in command.params:
             if getattr(param, "param_type_name", "") == "option" and not getattr(param, "is_flag", False):
                 param.process_value = _guarded(param, param.process_value, cx)

@@ -7,8 +7,6 @@ hang; no traceback; nothing half-written (outputs absent, nothing left in the ca
 
 from __future__ import annotations
 
-import json
-
 
 def problems(case: dict, result: dict) -> list[str]:
     """What in `result` breaks the contract for `case`; empty when it behaved."""
@@ -18,15 +16,9 @@ def problems(case: dict, result: dict) -> list[str]:
         return [f"hung: killed after {result['elapsed']:.0f} s"]
     if result["rc"] != case["expect"]:
         out.append(f"exit {result['rc']}, expected {case['expect']}")
-    text = result["stdout"].strip()
-    if text:
-        try:
-            value = json.loads(text)
-        except ValueError:
-            out.append(f"stdout is not one JSON object: {text[:120]!r}")
-        else:
-            if not isinstance(value, dict):
-                out.append("stdout is JSON but not an object")
+    kind = result["stdout_kind"]
+    if kind not in ("empty", "object"):
+        out.append(f"stdout is {kind}, not one JSON object: {result['stdout'][:120]!r}")
     if "Traceback" in result["stderr"]:
         out.append("traceback on stderr")
     lines = [ln for ln in result["stderr"].splitlines() if ln.strip()]
@@ -46,7 +38,7 @@ def problems(case: dict, result: dict) -> list[str]:
         out.append("error line on stderr with exit 0")
     if result["outputs_present"]:
         out.append(f"left behind: {', '.join(result['outputs_present'])}")
-    if result["leftovers"]:
+    if result["leftovers"] and result["rc"] != 0:
         out.append(f"half-written in the cache: {', '.join(result['leftovers'][:3])}")
     return out
 

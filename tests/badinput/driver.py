@@ -41,9 +41,22 @@ def leftovers(cache: Path) -> list[str]:
                 found.append(rel)
             elif name.endswith(".mmi") and p.is_file() and p.stat().st_size == 0:
                 found.append(rel)
-            elif p.is_dir() and not p.is_symlink() and not any(p.iterdir()):
+            elif (len(p.relative_to(cache).parts) == 2 and p.is_dir() and not p.is_symlink()
+                  and not any(p.iterdir())):  # an entry folder (namespace/key) left empty
                 found.append(rel + "/ (empty folder)")
     return found
+
+
+def stdout_kind(out: bytes) -> str:
+    """"empty", "object" (exactly one JSON object), or what else it is; judged on all of it."""
+    text = out.decode("utf-8", "replace").strip()
+    if not text:
+        return "empty"
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return "not JSON"
+    return "object" if isinstance(value, dict) else f"JSON {type(value).__name__}, not an object"
 
 
 def run_case(case: dict, home: str, cache_base: str, cwd: str, timeout: float = 30) -> dict:
@@ -86,6 +99,7 @@ def run_case(case: dict, home: str, cache_base: str, cwd: str, timeout: float = 
         except OSError:
             pass
     return {"id": case["id"], "rc": proc.returncode, "timed_out": timed_out,
+            "stdout_kind": stdout_kind(out),
             "elapsed": round(elapsed, 3),
             "stdout": out.decode("utf-8", "replace")[:KEEP],
             "stdout_len": len(out),

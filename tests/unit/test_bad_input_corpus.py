@@ -48,6 +48,8 @@ def corpus_results(request, staged_home) -> dict:
                         "--home", str(staged_home), "--cache", str(base / "cache"),
                         "--jobs", "2", "--timeout", str(TIMEOUT)], env=env, check=True)
         results = json.loads((base / "results.json").read_text())
+        if os.environ.get("BADINPUT_RESULTS"):  # kept for whoever reads the failures at length
+            shutil.copyfile(base / "results.json", os.environ["BADINPUT_RESULTS"])
     finally:
         for p in (base / "corpus" / "noperm", base / "corpus" / "noperm-matrix"):
             if p.exists():
@@ -78,11 +80,12 @@ def test_contract_check_catches_breaches():
     """The checker itself fails on each kind of breach (so a green corpus means something)."""
     case = {"id": "x", "argv": ["biotool", "align"], "expect": 2, "culprit": "x.fq",
             "outputs": []}
-    good = {"rc": 2, "timed_out": False, "stdout": "", "elapsed": 0.1,
+    good = {"rc": 2, "timed_out": False, "stdout": "", "stdout_kind": "empty", "elapsed": 0.1,
             "stderr": "biotool: aligning...\nbiotool: error: --fastq x.fq: empty\n",
             "outputs_present": [], "leftovers": []}
     assert problems(case, good) == []
-    for change in ({"rc": 4}, {"timed_out": True}, {"stdout": "not json"},
+    for change in ({"rc": 4}, {"timed_out": True}, {"stdout_kind": "not JSON"},
+                   {"stdout_kind": "JSON list, not an object"},
                    {"stderr": "Traceback (most recent call last):\nbiotool: error: x.fq\n"},
                    {"stderr": "biotool: error: a x.fq\nbiotool: error: b x.fq\n"},
                    {"stderr": "warning: numpy\nbiotool: error: x.fq bad\n"},

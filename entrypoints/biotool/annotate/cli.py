@@ -114,11 +114,20 @@ def register(app: typer.Typer) -> None:
                                  culprit="name")
             if schema:
                 return calls.shrink(calls.schema(name), max_chars)
-            text = args
+            text, source = args, None
             if text == "-":
-                text = args_text(sys.stdin.buffer.read(MAX_ARGS_BYTES + 1), "stdin")
+                source = "stdin"
+                text = args_text(sys.stdin.buffer.read(MAX_ARGS_BYTES + 1), source)
             elif text and text.startswith("@"):
-                text = args_text(read_bounded(text[1:], "args @FILE", MAX_ARGS_BYTES), text[1:])
-            return calls.call(name, text, max_chars)
+                source = text[1:]
+                text = args_text(read_bounded(source, "args @FILE", MAX_ARGS_BYTES), source)
+            try:
+                return calls.call(name, text, max_chars)
+            except InputError as exc:
+                if source is None or not str(exc).startswith("args"):
+                    raise
+                # The agent must know which file held the bad arguments.
+                raise InputError(f"{exc} (arguments from {source})",
+                                 culprit=exc.culprit) from None
 
         run(go)

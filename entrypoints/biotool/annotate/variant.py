@@ -110,6 +110,9 @@ def _edit_from_hgvs(text: str, cds: str) -> tuple[int, int, str]:
         raise InputError(f"args.hgvs: {text!r} is not a coding HGVS change this tool reads "
                          "(c.123A>G, c.10del, c.10_12del, c.10_11insTT, c.10dup, "
                          "c.10_12delinsAT)", culprit="hgvs")
+    if max(len(m["a"]), len(m["b"] or "")) > 9:  # no CDS has a billion bases
+        raise InputError(f"args.hgvs: {text[:40]}... is outside the CDS (c.1-c.{len(cds)})",
+                         culprit="hgvs")
     a = int(m["a"])
     b = int(m["b"]) if m["b"] else a
     if not 1 <= a <= b <= len(cds):
