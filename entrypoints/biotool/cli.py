@@ -7,7 +7,6 @@ apart; heavy libraries are imported inside the domain functions, never here.
 from __future__ import annotations
 
 import importlib
-import math
 import sys
 
 import typer
@@ -66,8 +65,13 @@ MAX_OPTION_INT = 2 ** 63 - 1  # what the tools underneath (numpy, C) can hold
 
 def _guarded(param, process, cx):
     """`process` (an option's value processing) with the checks every option shares: no
-    empty value (unless empty is its default), valid UTF-8 text of bounded length, finite
-    floats and integers a C long holds; each a usage error (exit 2) naming the option."""
+    empty value (unless empty is its default), valid UTF-8 text of bounded length, integers
+    a C long holds; each a usage error (exit 2) naming the option and the value. (Ranges,
+    NaN included, are each family's: they know what their options mean.)"""
+    opt = max(param.opts, key=len)
+
+    def refuse(ctx, shown: str, problem: str):
+        raise cx.UsageError(f"{opt} {shown}: {problem}", ctx=ctx)
 
     def process_value(ctx, value):
         for raw in value if isinstance(value, (list, tuple)) else [value]:
@@ -75,19 +79,19 @@ def _guarded(param, process, cx):
                 continue
             if not raw.strip() and param.default != "":
                 hint = "" if param.required else " (leave the option out for its default)"
-                raise cx.BadParameter(f"empty value{hint}")
+                refuse(ctx, repr(raw), f"empty value{hint}")
             if len(raw) > MAX_OPTION_CHARS:
-                raise cx.BadParameter(f"{len(raw):,} characters, at most {MAX_OPTION_CHARS:,}")
+                refuse(ctx, raw[:20] + "...", f"{len(raw):,} characters, at most "
+                       f"{MAX_OPTION_CHARS:,}")
             try:
                 raw.encode("utf-8")
             except UnicodeEncodeError:
-                raise cx.BadParameter("not valid UTF-8 text") from None
+                refuse(ctx, ascii(raw)[:60], "not valid UTF-8 text")
         out = process(ctx, value)
         for v in out if isinstance(out, (list, tuple)) else [out]:
-            if isinstance(v, float) and not math.isfinite(v):
-                raise cx.BadParameter(f"{v} is not a finite number")
             if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_OPTION_INT:
-                raise cx.BadParameter(f"{len(str(abs(v)))}-digit integer is out of range")
+                refuse(ctx, f"{str(v)[:12]}...", f"a {len(str(abs(v)))}-digit integer is out "
+                       "of range")
         return out
 
     return process_value
