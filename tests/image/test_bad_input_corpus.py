@@ -48,6 +48,13 @@ def _run_batch(client, image: str, root: Path, family: str, shape: dict) -> tupl
         container.remove(force=True)
 
 
+def _report(request, line: str) -> None:
+    """One summary line on the terminal, past pytest's output capture."""
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print("\n" + line, flush=True)
+
+
 @pytest.fixture(scope="module")
 def image_results(request, docker_client, images, apptainer_shape) -> dict:
     wanted = {item.callspec.params["case"]["id"] for item in request.session.items
@@ -72,9 +79,9 @@ def image_results(request, docker_client, images, apptainer_shape) -> dict:
                 os.chmod(p, 0o755)
         shutil.rmtree(base, ignore_errors=True)
     s = summary(selected, results)
-    sys.__stderr__.write(f"\nbad-input corpus (image tier, uid 12345, read-only root): "
-                         f"{s['on_contract']}/{s['cases']} cases on contract; by family "
-                         f"{json.dumps(s['families'])}\n")
+    _report(request, f"bad-input corpus (image tier, uid 12345, read-only root): "
+            f"{s['on_contract']}/{s['cases']} cases on contract; by family "
+            f"{json.dumps(s['families'])}")
     return {r["id"]: r for r in results}
 
 

@@ -30,6 +30,13 @@ TIMEOUT = 30  # seconds before a case counts as a hang; every case needs well un
 ROOT = os.geteuid() == 0
 
 
+def _report(request, line: str) -> None:
+    """One summary line on the terminal, past pytest's output capture."""
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print("\n" + line, flush=True)
+
+
 @pytest.fixture(scope="session")
 def corpus_results(request, staged_home) -> dict:
     """Results of the cases this session selected, by id (the corpus runs once)."""
@@ -56,8 +63,8 @@ def corpus_results(request, staged_home) -> dict:
                 os.chmod(p, 0o755)
         shutil.rmtree(base, ignore_errors=True)
     s = summary(selected, results)
-    sys.__stderr__.write(f"\nbad-input corpus (unit tier): {s['on_contract']}/{s['cases']} cases "
-                         f"on contract; by family {json.dumps(s['families'])}\n")
+    _report(request, f"bad-input corpus (unit tier): {s['on_contract']}/{s['cases']} cases "
+            f"on contract; by family {json.dumps(s['families'])}")
     return {r["id"]: r for r in results}
 
 
