@@ -3,7 +3,8 @@
 
 `cases()` lists the cases (plain dicts, so the in-image driver needs no project code);
 `materialise(root)` writes every file they name under `root`, where the cases run (cwd).
-Expected codes: 2 bad input or usage (also where the README is silent and the user gave
+Cases share one folder and run concurrently, so none names a path another case could
+create (each missing folder is its own). Expected codes: 2 bad input or usage (also where the README is silent and the user gave
 something wrong), 3 refused by the rules. `{home}` in an argument is the staged home.
 
 Classes: special (FIFO, socket, device, directory, symlink loop, broken link, unreadable,
@@ -459,7 +460,7 @@ def cases() -> list[dict]:
         [bt, "variants", "--fastq", "good.fastq", "--reference", ""], culprit="--reference", cls="option")
     # outputs
     vcf_outs = {"read-only-folder": "ro/v.vcf.gz", "is-a-folder": "adir",
-                "missing-folder": "no-such-dir/v.vcf.gz", "device": "/dev/full",
+                "missing-folder": "no-such-vcf-dir/v.vcf.gz", "device": "/dev/full",
                 "fifo": "fifo", "folder-unreadable": "noperm/v.vcf.gz"}
     for tag, path in vcf_outs.items():
         add(f"variants.vcf.{tag}", "reads",
@@ -675,7 +676,7 @@ def cases() -> list[dict]:
         ("build.out-read-only", [mp, "build", "smiles.smi", "--out", "ro/b.jsonl"], "ro/b.jsonl", 2),
         ("build.out-folder", [mp, "build", "smiles.smi", "--out", "adir"], "adir", 2),
         ("build.out-empty", [mp, "build", "smiles.smi", "--out", ""], "--out", 2),
-        ("build.out-missing-folder", [mp, "build", "smiles.smi", "--out", "no-such-dir/b.jsonl"], "no-such-dir", 2),
+        ("build.out-missing-folder", [mp, "build", "smiles.smi", "--out", "no-such-out-dir/b.jsonl"], "no-such-out-dir", 2),
         ("build.out-device", [mp, "build", "smiles.smi", "--out", "/dev/full"], "/dev/full", 2),
         ("build.out-fifo", [mp, "build", "smiles.smi", "--out", "fifo"], "fifo", 2),
         ("build.out-is-input", [mp, "build", "smiles-victim.smi", "--out", "smiles-victim.smi"], "smiles-victim.smi", 2),
