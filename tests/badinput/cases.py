@@ -330,7 +330,7 @@ def cases() -> list[dict]:
         ("singlecell", "celltype.matrix", lambda x: [bt, "celltype", "--matrix", x], "--matrix"),
         ("annotate", "call.args-file", lambda x: [bt, "call", "seq_stats", "@" + x], "args"),
         ("molperceive", "label.file", lambda x: [mp, "label", "--file", x], "--file"),
-        ("molperceive", "build.smiles", lambda x: [mp, "build", x, "--out", "out/built.jsonl"], "smiles"),
+        ("molperceive", "build.smiles", lambda x: [mp, "build", x, "--out", "out/built-{tag}.jsonl"], "smiles"),
         ("molperceive", "gate.rows", lambda x: [mp, "gate", x], "rows"),
         ("molperceive", "score.rows", lambda x: [mp, "score", x, "preds.jsonl"], "rows"),
         ("molperceive", "score.predictions", lambda x: [mp, "score", "rows.jsonl", x], "predictions"),
@@ -338,8 +338,9 @@ def cases() -> list[dict]:
     for family, slot, make, option in slots:
         for tag, path in SPECIALS:
             culprit = path or (option if option.startswith("-") else None)
-            extra = {"outputs": ["out/built.jsonl"]} if slot.startswith("build") else {}
-            add(f"{slot}.{tag}", family, make(path), culprit=culprit, cls="special", **extra)
+            argv = [a.replace("{tag}", tag) for a in make(path)]  # each output its own
+            extra = {"outputs": [argv[-1]]} if slot.startswith("build") else {}
+            add(f"{slot}.{tag}", family, argv, culprit=culprit, cls="special", **extra)
     # a directory is a matrix when it holds one; an empty or unrelated one is not
     add("celltype.matrix.empty-folder", "singlecell", [bt, "celltype", "--matrix", "emptydir"],
         culprit="emptydir", cls="special")
