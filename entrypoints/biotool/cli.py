@@ -60,6 +60,73 @@ def _click_exceptions():
     return exceptions
 
 
+MAX_OPTION_CHARS = 10_000  # an option value: a path, a name, a region, a gene list
+MAX_OPTION_INT = 2 ** 63 - 1  # what the tools underneath (numpy, C) can hold
+
+
+def _guarded(param, process, cx):
+    """`process` (an option's value processing) with the checks every option shares: no
+    empty value (unless empty is its default), valid UTF-8 text of bounded length, integers
+    a C long holds; each a usage error (exit 2) naming the option and the value. (Ranges,
+    NaN included, are each family's: they know what their options mean.)"""
+    opt = max(param.opts, key=len)
+
+    def refuse(ctx, shown: str, problem: str):
+        raise cx.UsageError(f"{opt} {shown}: {problem}", ctx=ctx)
+
+    def process_value(ctx, value):
+        for raw in value if isinstance(value, (list, tuple)) else [value]:
+            if not isinstance(raw, str):
+                continue
+            if not raw.strip() and param.default != "":
+                hint = "" if param.required else " (leave the option out for its default)"
+                refuse(ctx, repr(raw), f"empty value{hint}")
+            if len(raw) > MAX_OPTION_CHARS:
+                refuse(ctx, raw[:20] + "...", f"{len(raw):,} characters, at most "
+                       f"{MAX_OPTION_CHARS:,}")
+            try:
+                raw.encode("utf-8")
+            except UnicodeEncodeError:
+                refuse(ctx, ascii(raw)[:60], "not valid UTF-8 text")
+        out = process(ctx, value)
+        for v in out if isinstance(out, (list, tuple)) else [out]:
+            if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_OPTION_INT:
+                refuse(ctx, f"{str(v)[:12]}...", f"a {len(str(abs(v)))}-digit integer is out "
+                       "of range")
+        return out
+
+    return process_value
+
+
+def _once(command, parse, cx):
+    """`parse` (a command's argument parsing) refusing a single-valued option given twice:
+    click would silently keep the last, and `--fastq a --fastq b` would ignore a."""
+    single = [p for p in command.params if getattr(p, "param_type_name", "") == "option"
+              and not getattr(p, "multiple", False) and not getattr(p, "is_flag", False)]
+
+    def parse_args(ctx, args):
+        words = args[:args.index("--")] if "--" in args else args
+        for param in single:
+            n = sum(1 for w in words for o in param.opts if w == o or w.startswith(o + "="))
+            if n > 1:
+                raise cx.UsageError(f"option {param.opts[-1]} given {n} times; it takes one "
+                                    "value", ctx=ctx)
+        return parse(ctx, args)
+
+    return parse_args
+
+
+def _command(cx):
+    """The click command of `app`, each option guarded by `_guarded` and `_once`."""
+    group = typer.main.get_command(app)
+    for command in getattr(group, "commands", {}).values():
+        command.parse_args = _once(command, command.parse_args, cx)
+        for param in command.params:
+            if getattr(param, "param_type_name", "") == "option" and not getattr(param, "is_flag", False):
+                param.process_value = _guarded(param, param.process_value, cx)
+    return group
+
+
 def main() -> None:
     cx = _click_exceptions()
     args = sys.argv[1:]
@@ -68,7 +135,7 @@ def main() -> None:
         args = [a for a in args if a != "--quiet"]
         set_quiet(True)
     try:
-        app(args=args, prog_name="biotool", standalone_mode=False)
+        _command(cx)(args=args, prog_name="biotool", standalone_mode=False)
     except cx.NoArgsIsHelpError as exc:
         # Usage printed as help for `biotool CMD` without arguments: help on stdout is fine.
         sys.stdout.write(exc.ctx.get_help() + "\n")

@@ -7,7 +7,33 @@ from typing import Optional
 
 import typer
 
-from biotool.output import run
+from biotool.files import read_bounded
+from biotool.output import InputError, run
+
+MAX_ARGS_BYTES = 8 * 2 ** 20  # a tool's JSON arguments; a sequence of a few megabases fits
+
+
+def args_text(data: bytes, source: str) -> str:
+    """The JSON text of arguments read from a file or stdin, refused (exit 2) when it is
+    over the bound, empty, or not UTF-8, naming `source` and what is accepted."""
+    if len(data) > MAX_ARGS_BYTES:
+        raise InputError(f"args: {source} is over the limit of {MAX_ARGS_BYTES:,} bytes",
+                         culprit=source)
+    if not data.strip():
+        raise InputError(f"args: {source} is empty (give a JSON object, e.g. {{}})",
+                         culprit=source)
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise InputError(f"args: {source} starts with a UTF-8 byte-order mark; save it as "
+                         "plain UTF-8 JSON", culprit=source)
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(f"args: {source} is not UTF-8 JSON (it starts with a UTF-16 "
+                         "byte-order mark)", culprit=source)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"args: {source} is not UTF-8 JSON ({exc.reason} at byte "
+                         f"{exc.start})", culprit=source) from None
+
 
 CALL_HELP = """Call one annotation tool by name with JSON arguments.
 
@@ -79,7 +105,6 @@ def register(app: typer.Typer) -> None:
                                       "object; 0 = no bound."),
     ) -> None:
         from biotool.annotate import calls
-        from biotool.output import InputError
 
         def go() -> dict:
             if list_:
@@ -89,23 +114,20 @@ def register(app: typer.Typer) -> None:
                                  culprit="name")
             if schema:
                 return calls.shrink(calls.schema(name), max_chars)
-            text = args
+            text, source = args, None
             if text == "-":
-                try:
-                    text = sys.stdin.buffer.read().decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise InputError(f"args: stdin is not UTF-8 JSON ({exc.reason} at byte "
-                                     f"{exc.start})", culprit="stdin") from None
+                source = "stdin"
+                text = args_text(sys.stdin.buffer.read(MAX_ARGS_BYTES + 1), source)
             elif text and text.startswith("@"):
-                try:
-                    with open(text[1:], encoding="utf-8") as fh:
-                        text = fh.read()
-                except OSError as exc:
-                    raise InputError(f"args: cannot read {text[1:]}: {exc.strerror}",
-                                     culprit=text[1:]) from None
-                except UnicodeDecodeError as exc:
-                    raise InputError(f"args: {text[1:]} is not UTF-8 JSON ({exc.reason} at "
-                                     f"byte {exc.start})", culprit=text[1:]) from None
-            return calls.call(name, text, max_chars)
+                source = text[1:]
+                text = args_text(read_bounded(source, "args @FILE", MAX_ARGS_BYTES), source)
+            try:
+                return calls.call(name, text, max_chars)
+            except InputError as exc:
+                if source is None or not str(exc).startswith("args"):
+                    raise
+                # The agent must know which file held the bad arguments.
+                raise InputError(f"{exc} (arguments from {source})",
+                                 culprit=exc.culprit) from None
 
         run(go)

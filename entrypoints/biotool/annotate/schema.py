@@ -29,17 +29,74 @@ def _kind(value) -> str:
     return type(value).__name__
 
 
+MAX_DEPTH = 32  # nesting of a call's arguments; no tool takes more than a list of strings
+MAX_DIGITS = 30  # digits of a JSON integer; every count and coordinate fits in far fewer
+
+
+class _BadNumber(str):
+    """A JSON number refused at parse time, kept so the tree walk can name its field."""
+
+
+def _int(text: str):
+    return _BadNumber(f"an integer of {len(text.lstrip('-')):,} digits (at most {MAX_DIGITS})") \
+        if len(text.lstrip("-")) > MAX_DIGITS else int(text)
+
+
+def _float(text: str):
+    value = float(text)
+    return _BadNumber(f"the number {text[:40]} is out of range") \
+        if value in (float("inf"), float("-inf")) else value
+
+
+def _constant(name: str):
+    return _BadNumber(f"{name} is not a JSON number (give a finite number)")
+
+
+def _check_tree(value, path: str = "args") -> None:
+    """Refuse nesting deeper than MAX_DEPTH and strings that are not valid Unicode (lone
+    surrogates from \\ud800-style escapes) and the numbers the parser set aside, naming the
+    field; iterative, so no recursion."""
+    stack = [(value, path, 0)]
+    while stack:
+        node, where, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InputError(f"{where}: nested more than {MAX_DEPTH} levels deep", culprit=where)
+        if isinstance(node, _BadNumber):
+            raise InputError(f"{where}: {node}", culprit=where)
+        if isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InputError(f"{where}: not valid Unicode (a lone surrogate escape)",
+                                 culprit=where) from None
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                stack.append((k, f"{where} key", depth + 1))
+                stack.append((v, f"{where}.{k}", depth + 1))
+        elif isinstance(node, list):
+            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(node))
+
+
 def parse_args(text: str | None) -> dict:
-    """The JSON text of a call's arguments as a dict; empty or missing means {}."""
+    """The JSON text of a call's arguments as a dict; empty or missing means {}.
+
+    Bad JSON of every kind is exit 2 naming the field: nesting beyond MAX_DEPTH (the C parser
+    would otherwise hit the interpreter's recursion limit), integers beyond MAX_DIGITS digits,
+    NaN/Infinity and overflowing floats, lone surrogates.
+    """
     if text is None or not text.strip():
         return {}
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
     except json.JSONDecodeError as exc:
         raise InputError(f"args: invalid JSON at line {exc.lineno} column {exc.colno}: "
                          f"{exc.msg}", culprit="args") from None
+    except RecursionError:
+        raise InputError(f"args: JSON nested too deeply (at most {MAX_DEPTH} levels)",
+                         culprit="args") from None
     if not isinstance(value, dict):
         raise InputError(f"args: expected a JSON object, got {_kind(value)}", culprit="args")
+    _check_tree(value)
     return value
 
 

@@ -110,6 +110,9 @@ def _edit_from_hgvs(text: str, cds: str) -> tuple[int, int, str]:
         raise InputError(f"args.hgvs: {text!r} is not a coding HGVS change this tool reads "
                          "(c.123A>G, c.10del, c.10_12del, c.10_11insTT, c.10dup, "
                          "c.10_12delinsAT)", culprit="hgvs")
+    if max(len(m["a"]), len(m["b"] or "")) > 9:  # no CDS has a billion bases
+        raise InputError(f"args.hgvs: {text[:40]}... is outside the CDS (c.1-c.{len(cds)})",
+                         culprit="hgvs")
     a = int(m["a"])
     b = int(m["b"]) if m["b"] else a
     if not 1 <= a <= b <= len(cds):
@@ -315,6 +318,11 @@ def _edit_from_args(args: dict, cds: str, row: dict | None) -> tuple[int, int, s
         raise InputError("args.alt: required with cds_position or position", culprit="alt")
     alt = _bases(args["alt"], "alt", allow_empty=True)
     ref = _bases(args["ref"], "ref", allow_empty=True) if "ref" in args else None
+    if given[0] == "position" and _genomic_to_cds(row, args["position"]) is None:
+        span = ", ".join(f"{a}-{b}" for a, b in row["segments"])
+        raise InputError(f"args.position: {args['position']} is outside the CDS of "
+                         f"{row['symbol']} ({row['seqid']}:{span}); give a position inside "
+                         "it, or reference + position without gene", culprit="position")
     if given[0] == "cds_position":
         pos = args["cds_position"]
         if not 1 <= pos <= len(cds):

@@ -1,0 +1,1 @@
+"""The bad-input corpus: malformed files and arguments for every command, and the contract check."""

@@ -1,0 +1,94 @@
+"""The bad-input corpus inside the image, as an arbitrary UID on a read-only root.
+
+The same cases as tests/unit/test_bad_input_corpus.py (tests/badinput), materialised on the
+host and mounted at /work; the driver runs them inside ONE container per family (two at a
+time, each with a timeout), so the permission cases (mode 000 files, read-only folders, an
+unwritable cache) mean what they mean for an agent. Prints the summary count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS))
+
+from badinput import cases as corpus  # noqa: E402
+from badinput.contract import problems, summary  # noqa: E402
+
+CASES = corpus.cases()
+TIMEOUT = 60  # per case inside the container (cold imports on a loaded host)
+
+
+def _run_batch(client, image: str, root: Path, family: str, shape: dict) -> tuple[int, str]:
+    """One container runs every selected case of `family`; (driver exit code, its logs).
+    Labelled apart from the shared runner's containers, which other sessions sweep."""
+    container = client.containers.run(
+        image, ["python3", "/opt/badinput/driver.py", "/work/cases.json",
+                f"/work/results-{family}.json", "--home", "/opt/biotool", "--cache",
+                "/tmp/badinput-cache", "--jobs", "2", "--timeout", str(TIMEOUT),
+                "--family", family],
+        detach=True, name=f"badinput-{family}-{uuid.uuid4().hex[:8]}",
+        labels={"biotool-badinput-test": "1"}, working_dir="/work",
+        volumes={str(root): {"bind": "/work", "mode": "rw"},
+                 str(TESTS / "badinput"): {"bind": "/opt/badinput", "mode": "ro"}},
+        **shape)
+    try:
+        code = container.wait(timeout=3600)["StatusCode"]
+        return code, container.logs().decode(errors="replace")
+    finally:
+        container.remove(force=True)
+
+
+def _report(request, line: str) -> None:
+    """One summary line on the terminal, past pytest's output capture."""
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print("\n" + line, flush=True)
+
+
+@pytest.fixture(scope="module")
+def image_results(request, docker_client, images, apptainer_shape) -> dict:
+    wanted = {item.callspec.params["case"]["id"] for item in request.session.items
+              if getattr(item, "callspec", None) and "case" in item.callspec.params
+              and item.module.__name__.endswith("test_bad_input_corpus")}
+    selected = [c for c in CASES if c["id"] in wanted]
+    base = Path(tempfile.mkdtemp(prefix="badinput-image-"))
+    os.chmod(base, 0o755)
+    results: list[dict] = []
+    try:
+        root = corpus.materialise(base / "corpus")
+        (root / "cases.json").write_text(json.dumps({"cases": selected}))
+        for family in sorted({c["family"] for c in selected}):
+            out = f"results-{family}.json"
+            code, logs = _run_batch(docker_client, images["sandbox"], root, family,
+                                    apptainer_shape)
+            assert code == 0, f"driver failed for {family} (exit {code}): {logs[-3000:]}"
+            results += json.loads((root / out).read_text())
+    finally:
+        for p in (base / "corpus" / "noperm", base / "corpus" / "noperm-matrix"):
+            if p.exists():
+                os.chmod(p, 0o755)
+        shutil.rmtree(base, ignore_errors=True)
+    s = summary(selected, results)
+    _report(request, f"bad-input corpus (image tier, uid 12345, read-only root): "
+            f"{s['on_contract']}/{s['cases']} cases on contract; by family "
+            f"{json.dumps(s['families'])}")
+    return {r["id"]: r for r in results}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_bad_input_in_image(case, image_results):
+    result = image_results[case["id"]]
+    bad = problems(case, result)
+    assert not bad, (f"{case['id']}: {'; '.join(bad)}\n  argv: {case['argv']}\n"
+                     f"  exit {result['rc']}, stdout {result['stdout'][:200]!r}\n"
+                     f"  stderr {result['stderr'][-600:]!r}")

@@ -1,0 +1,49 @@
+"""Argument checks every biotool command shares (biotool.cli): one usage line, exit 2."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def _usage(res, *needles):
+    assert res.code == 2 and res.stdout == "", (res.code, res.stdout, res.stderr)
+    assert res.stderr.startswith("biotool: error:") and res.stderr.count("\n") == 1, res.stderr
+    for n in needles:
+        assert n in res.stderr, (n, res.stderr)
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["align", "--fastq", "r.fq", "--reference", "x", "--seed", "1" * 25], ["--seed", "out of range"]),
+    (["align", "--fastq", "r.fq", "--reference", ""], ["--reference '': empty value"]),
+    (["variants", "--fastq", "r.fq", "--reference", "x", "--vcf", ""], ["--vcf '': empty value"]),
+    (["taxonomy", "--fastq", "r.fq", "--database", " "], ["--database ' ': empty value"]),
+    (["align", "--fastq", "r.fq", "--reference", "r" * 20000], ["--reference", "20,000 characters"]),
+    (["align", "--fastq", "r.fq", "--fastq", "s.fq", "--reference", "x"], ["--fastq given 2 times"]),
+    (["align", "--fastq=r.fq", "--fastq", "s.fq", "--reference", "x"], ["--fastq given 2 times"]),
+])
+def test_option_values_every_command_refuses(biotool, args, needles):
+    _usage(biotool(*args), *needles)
+
+
+def test_non_utf8_option_value_is_refused(biotool_env):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "biotool", "align", "--fastq", b"r\xff.fq",
+                           "--reference", "x"], capture_output=True, env=biotool_env)
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr.startswith(b"biotool: error:") and b"not valid UTF-8" in proc.stderr
+
+
+def test_empty_is_accepted_where_it_is_the_default(biotool):
+    res = biotool("call", "--list", "--filter", "", "--offered")
+    assert res.code == 0, res.stderr
+    assert res.json["tools"]
+
+
+def test_repeatable_options_stay_repeatable(biotool, tmp_path):
+    # variants takes one library per --fastq: two are not "given twice" (they fail later,
+    # on the missing files, naming the first).
+    res = biotool("variants", "--fastq", str(tmp_path / "a.fq"), "--fastq",
+                  str(tmp_path / "b.fq"), "--reference", "MN908947.3")
+    assert res.code == 2 and "given 2 times" not in res.stderr and "a.fq" in res.stderr
