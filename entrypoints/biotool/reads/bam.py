@@ -87,10 +87,22 @@ def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
         done = _published(d / "full", preset, why)
         if done:
             return done
+        _validate(fastqs, deadline, start)
         return _align_and_publish(fastqs, index, preset, why, threads, d, deadline, start)
     finally:
         if locked:
             lock.release()
+
+
+def _validate(fastqs: list[Path], deadline: float | None, start: float) -> None:
+    """Read every record once before minimap2 starts, so malformed input is refused (exit 2)
+    before any alignment work; within the feeding share of a time budget (the stream into
+    minimap2 checks the same again, so a record past that point still fails loudly)."""
+    until = None if deadline is None else start + (deadline - start) * FEED_SHARE / 2
+    stream = fastq.records(fastqs[0]) if len(fastqs) == 1 else fastq.paired(*fastqs)
+    for i, _ in enumerate(stream):
+        if until is not None and not i % 4096 and time.monotonic() > until:
+            return
 
 
 def _published(unit: Path, preset: str, why: str) -> dict | None:
@@ -235,6 +247,7 @@ def check_sorted_and_indexed(bam, path: str) -> None:
     seen = []
     last = (-1, -1)
     try:
+        bam.reset()  # from the first record, wherever an earlier read left the handle
         for read in bam.fetch(until_eof=True):
             if read.is_unmapped or read.reference_id < 0:
                 break  # unmapped reads come last in a sorted BAM
@@ -284,6 +297,7 @@ def sampled_divergence(bam, fasta, contigs: dict[str, int], min_mapq: int = 20,
     import numpy as np
 
     mism = total = 0
+    bam.reset()  # from the first record, wherever an earlier read left the handle
     for read in bam.fetch(until_eof=True):
         if read.is_unmapped or read.reference_id < 0:
             break

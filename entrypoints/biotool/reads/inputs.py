@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections import Counter
@@ -34,7 +35,8 @@ def bams_for(fastq_groups: list[list[str]], bams: list[str], ref: Reference, pre
                 check_sorted_and_indexed(handle, b)
                 check_same_sequence(handle, b, ref, contigs)
             finally:
-                handle.close()
+                with contextlib.suppress(OSError):  # htslib's close fails after a read error
+                    handle.close()
             libs.append({"sample": Path(b).name, "bam": str(b), "aligned_here": False,
                          "truncated": False})
         _unique_samples(libs)
