@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterator
 
 from biotool.output import InputError
+from biotool.progress import log
 
 _CHUNK = 1 << 20
 # Litter younger than this is never swept, even when unlocked: a writer may be between
@@ -74,7 +75,10 @@ def ready() -> Path:
     if not os.access(root, os.W_OK | os.X_OK):
         raise _unwritable(root, "is not writable (read-only file system or permission "
                                 f"denied, owner uid {st.st_uid})")
-    sweep(root)
+    swept = sweep(root)
+    if any(swept.values()):
+        log("cache: swept what killed or failed runs left: " +
+            ", ".join(f"{n} {what}" for what, n in swept.items() if n))
     _ready_root = root
     return root
 
@@ -201,7 +205,7 @@ def _sweep_entry(d: Path, now: float, max_age: float, counts: dict) -> None:
         if e.name.startswith(WORK_PREFIX) and e.is_dir(follow_symlinks=False):
             if _old(st, now, max_age) and _holder_gone(path / HELD):
                 shutil.rmtree(path, ignore_errors=True)
-                counts["work"] += 1
+                counts["work folders"] += 1
         elif e.name.startswith(".") and e.is_file(follow_symlinks=False):
             # A side file (e.g. tmp.fasta.fai beside tmp.fasta) is live while the temp file
             # whose name it extends (the shortest such name still there) is locked.
@@ -210,22 +214,22 @@ def _sweep_entry(d: Path, now: float, max_age: float, counts: dict) -> None:
             if _old(st, now, max_age) and _holder_gone(d / owner):
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
-                    counts["temp"] += 1
+                    counts["temp files"] += 1
         elif e.name in LOCK_NAMES and e.is_file(follow_symlinks=False):
             if _old(st, now, max_age) and _holder_gone(path):
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
-                    counts["lock"] += 1
+                    counts["locks"] += 1
         elif e.name.endswith(".mmi") and st.st_size == 0 and e.is_file(follow_symlinks=False):
             # Never published by a live run (indexes are renamed in whole), so never trusted.
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-                counts["temp"] += 1
+                counts["temp files"] += 1
     try:
         st = os.stat(d)
         if _old(st, now, max_age) and not any(os.scandir(d)):
             os.rmdir(d)  # fails, harmlessly, if a run put something in it meanwhile
-            counts["empty"] += 1
+            counts["empty folders"] += 1
     except OSError:
         pass
 
@@ -236,7 +240,7 @@ def sweep(root: str | Path | None = None, max_age: float = STALE_AFTER_S) -> dic
     One scandir per namespace and per key folder; never removes anything younger than
     `max_age` seconds or flock-ed by a live process, so it is safe beside running commands."""
     root = Path(root) if root is not None else cache_root()
-    counts = {"work": 0, "temp": 0, "lock": 0, "empty": 0}
+    counts = {"work folders": 0, "temp files": 0, "locks": 0, "empty folders": 0}
     now = time.time()
     for ns in NAMESPACES:
         try:
