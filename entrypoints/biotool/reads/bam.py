@@ -8,6 +8,7 @@ half-written file, nor a BAM beside another run's index.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -77,6 +78,12 @@ def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
     if done:
         return done
     start = start or time.monotonic()
+    try:  # before the lock, so refused reads leave no lock and no folder behind
+        _validate(fastqs, deadline, start)
+    except InputError:
+        with contextlib.suppress(OSError):
+            d.rmdir()  # only when empty: another run's files stay
+        raise
     lock = FileLock(str(d / "align.lock"))
     wait = -1 if deadline is None else max(0.0, (deadline - time.monotonic()) * FEED_SHARE)
     try:
@@ -88,7 +95,6 @@ def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
         done = _published(d / "full", preset, why)
         if done:
             return done
-        _validate(fastqs, deadline, start)
         return _align_and_publish(fastqs, index, preset, why, threads, d, deadline, start)
     finally:
         if locked:

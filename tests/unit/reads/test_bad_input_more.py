@@ -40,8 +40,9 @@ def _no_work(cache: Path, leftovers) -> None:
     if cache.exists():
         assert not list(cache.rglob("*.bam")), "an alignment ran"
         assert not list(cache.rglob(".work.*"))
-        assert not [p for p in cache.rglob("*") if p.is_dir() and not any(p.iterdir())], \
-            "an empty folder was left"
+        assert not list(cache.rglob("align.lock")), "a lock was left"
+        assert not [p for p in cache.glob("*/*") if p.is_dir() and not any(p.iterdir())], \
+            "an empty entry folder was left"
 
 
 # ---- references -------------------------------------------------------------------------
