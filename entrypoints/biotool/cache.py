@@ -9,7 +9,6 @@ start of each cached command, removes only litter whose holder is gone.
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import hashlib
 import json
@@ -123,14 +122,20 @@ def entry_dir(namespace: str, key: str) -> Path:
 
 
 def _lock_nb(fd: int) -> bool:
-    """True when the exclusive flock was taken (the file's holder, if any, is gone)."""
+    """True when the exclusive flock was taken (the file's holder, if any, is gone); False
+    when it is held, or when the file system has no flock (then nothing is swept)."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return True
-    except OSError as exc:
-        if exc.errno in (errno.EWOULDBLOCK, errno.EACCES):
-            return False
-        raise
+    except OSError:
+        return False
+
+
+def _hold(fd: int) -> None:
+    """Mark a file live for the sweeper; on a file system without flock the age threshold
+    alone protects it."""
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_EX)
 
 
 @contextlib.contextmanager
@@ -143,7 +148,7 @@ def atomic_path(final: str | Path, suffix: str = "") -> Iterator[Path]:
     fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=suffix or ".part", dir=final.parent)
     tmp_path = Path(tmp)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        _hold(fd)
         try:
             yield tmp_path
             os.replace(tmp_path, final)
@@ -162,7 +167,7 @@ def work_dir(parent: str | Path) -> Iterator[Path]:
     work = Path(tempfile.mkdtemp(dir=parent, prefix=WORK_PREFIX))
     fd = os.open(work / HELD, os.O_CREAT | os.O_RDWR, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        _hold(fd)
         yield work
     finally:
         shutil.rmtree(work, ignore_errors=True)
