@@ -29,6 +29,10 @@ STALE_AFTER_S = 3600
 # The namespaces biotool writes (other tools' folders under the root are left alone).
 NAMESPACES = ("reference", "bam", "vcf")
 LOCK_NAMES = ("align.lock",)
+# Litter only becomes sweepable after STALE_AFTER_S, so sweeping more often than this finds
+# nothing new; the stamp keeps a command's start to one stat when a sweep is not due.
+SWEEP_EVERY_S = 600
+SWEEP_STAMP = "last-sweep"
 WORK_PREFIX = ".work."
 HELD = ".held"
 
@@ -74,6 +78,16 @@ def ready() -> Path:
     if not os.access(root, os.W_OK | os.X_OK):
         raise _unwritable(root, "is not writable (read-only file system or permission "
                                 f"denied, owner uid {st.st_uid})")
+    stamp = root / SWEEP_STAMP
+    try:
+        due = time.time() - stamp.stat().st_mtime > SWEEP_EVERY_S
+    except OSError:
+        due = True
+    if not due:
+        _ready_root = root
+        return root
+    with contextlib.suppress(OSError):
+        stamp.touch()  # first, so runs starting meanwhile skip the sweep
     swept = sweep(root)
     if any(swept.values()):
         log("cache: swept what killed or failed runs left: " +
@@ -194,45 +208,55 @@ def _old(st: os.stat_result, now: float, max_age: float) -> bool:
 
 def _sweep_entry(d: Path, now: float, max_age: float, counts: dict) -> None:
     """One key folder: stale work folders, unlocked temp files, orphaned locks, 0-byte
-    indexes; then the folder itself when that left it empty and old."""
+    indexes; then the folder itself when that left it empty and old. Published files are
+    only listed, never stat-ed, so a folder of results costs one scandir."""
     try:
         entries = list(os.scandir(d))
     except OSError:
         return
     dotted = sorted((e.name for e in entries if e.name.startswith(".")
                      and not e.name.startswith(WORK_PREFIX)), key=len)
+    removed = 0
     for e in entries:
+        name = e.name
+        if not (name[:1] == "." or name in LOCK_NAMES or name.endswith(".mmi")):
+            continue
         try:
             st = e.stat(follow_symlinks=False)
         except OSError:
             continue
         path = Path(e.path)
-        if e.name.startswith(WORK_PREFIX) and e.is_dir(follow_symlinks=False):
+        if name.startswith(WORK_PREFIX) and e.is_dir(follow_symlinks=False):
             if _old(st, now, max_age) and _holder_gone(path / HELD):
                 shutil.rmtree(path, ignore_errors=True)
                 counts["work folders"] += 1
-        elif e.name.startswith(".") and e.is_file(follow_symlinks=False):
+                removed += 1
+        elif name[:1] == "." and e.is_file(follow_symlinks=False):
             # A side file (e.g. tmp.fasta.fai beside tmp.fasta) is live while the temp file
             # whose name it extends (the shortest such name still there) is locked.
-            owner = next(n for n in dotted if e.name.startswith(n) and
-                         (n == e.name or (d / n).exists()))
+            owner = next(n for n in dotted if name.startswith(n) and
+                         (n == name or (d / n).exists()))
             if _old(st, now, max_age) and _holder_gone(d / owner):
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
                     counts["temp files"] += 1
-        elif e.name in LOCK_NAMES and e.is_file(follow_symlinks=False):
+                    removed += 1
+        elif name in LOCK_NAMES and e.is_file(follow_symlinks=False):
             if _old(st, now, max_age) and _holder_gone(path):
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
                     counts["locks"] += 1
-        elif e.name.endswith(".mmi") and st.st_size == 0 and e.is_file(follow_symlinks=False):
+                    removed += 1
+        elif name.endswith(".mmi") and st.st_size == 0 and e.is_file(follow_symlinks=False):
             # Never published by a live run (indexes are renamed in whole), so never trusted.
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
                 counts["temp files"] += 1
+                removed += 1
+    if removed < len(entries):
+        return
     try:
-        st = os.stat(d)
-        if _old(st, now, max_age) and not any(os.scandir(d)):
+        if _old(os.stat(d), now, max_age) and not any(os.scandir(d)):
             os.rmdir(d)  # fails, harmlessly, if a run put something in it meanwhile
             counts["empty folders"] += 1
     except OSError:

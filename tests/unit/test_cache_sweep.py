@@ -226,7 +226,7 @@ def test_a_killed_alignment_is_swept_and_the_rerun_is_correct(biotool_env, tmp_p
     victim.communicate()
     litter = list(cache_dir.glob("bam/*/.work.*")) + list(cache_dir.glob("bam/*/align.lock"))
     assert litter and not list(cache_dir.glob("bam/*/full"))
-    _age(*litter)
+    _age(*litter, cache_dir / cache.SWEEP_STAMP)  # hours later: litter old, a sweep due
     again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
     assert "cache: swept" in again.stderr and "1 work folders" in again.stderr
@@ -238,3 +238,21 @@ def test_a_killed_alignment_is_swept_and_the_rerun_is_correct(biotool_env, tmp_p
     got, want = json.loads(again.stdout), json.loads(clean.stdout)
     assert got["consensus"] == want["consensus"] and got["reads_used"] == want["reads_used"]
     assert got["consensus"][0]["pos"] == c
+
+
+def test_commands_sweep_at_most_every_few_minutes(tmp_path, monkeypatch):
+    root = tmp_path / "cache"
+    monkeypatch.setenv("BIOTOOL_CACHE", str(root))
+    bam = _entry(root, "bam")
+    _kill(_start(_work_holder, str(bam)))
+    [work] = list(bam.glob(".work.*"))
+    _age(work)
+    monkeypatch.setattr(cache, "_ready_root", None)
+    (root / cache.SWEEP_STAMP).touch()  # another command swept a moment ago
+    cache.ready()
+    assert work.exists()  # not due: one stat, no scandir
+    monkeypatch.setattr(cache, "_ready_root", None)
+    _age(root / cache.SWEEP_STAMP)
+    cache.ready()
+    assert not work.exists()
+    assert time.time() - (root / cache.SWEEP_STAMP).stat().st_mtime < 60
