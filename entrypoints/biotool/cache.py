@@ -2,23 +2,48 @@
 
 A file in the cache is published by `os.replace` from a temp file in the same directory,
 so a concurrent or interrupted run never leaves a half-written file a later run trusts.
+Every temp file and work folder is flock-ed by its live writer, so the sweeper, run at the
+start of each cached command, removes only litter whose holder is gone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
+import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterator
 
+from biotool.output import InputError
+from biotool.progress import log
+
 _CHUNK = 1 << 20
+# Litter younger than this is never swept, even when unlocked: a writer may be between
+# creating a file and locking it. One hour is far beyond that window.
+STALE_AFTER_S = 3600
+# The namespaces biotool writes (other tools' folders under the root are left alone).
+NAMESPACES = ("reference", "bam", "vcf")
+LOCK_NAMES = ("align.lock",)
+# Litter only becomes sweepable after STALE_AFTER_S, so sweeping more often than this finds
+# nothing new; the stamp keeps a command's start to one stat when a sweep is not due.
+SWEEP_EVERY_S = 600
+SWEEP_STAMP = "last-sweep"
+WORK_PREFIX = ".work."
+HELD = ".held"
+
+_ready_root: Path | None = None
 
 
 def cache_root() -> Path:
-    """BIOTOOL_CACHE, else $XDG_CACHE_HOME/biotool, else /tmp/biotool-cache (always writable)."""
+    """BIOTOOL_CACHE, else $XDG_CACHE_HOME/biotool, else /tmp/biotool-cache.
+
+    Created when possible; a root that cannot be created is returned as is, so `biotool
+    doctor` can report it (commands that write get an InputError from `ready`)."""
     env = os.environ.get("BIOTOOL_CACHE")
     if env:
         root = Path(env)
@@ -26,7 +51,48 @@ def cache_root() -> Path:
         root = Path(os.environ["XDG_CACHE_HOME"]) / "biotool"
     else:
         root = Path(tempfile.gettempdir()) / "biotool-cache"
-    root.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _unwritable(root: Path, why: str) -> InputError:
+    return InputError(f"cache {root} (BIOTOOL_CACHE): {why}; set BIOTOOL_CACHE to a writable "
+                      "folder")
+
+
+def ready() -> Path:
+    """The cache root, checked writable and swept once per process (before any cached work).
+
+    An unwritable cache is the caller's setting, not a tool failure: InputError (exit 2)."""
+    global _ready_root
+    root = cache_root()
+    if _ready_root == root:
+        return root
+    try:
+        st = os.stat(root)
+    except OSError as exc:
+        raise _unwritable(root, f"cannot be created ({exc.strerror})") from None
+    if not os.path.isdir(root):
+        raise _unwritable(root, "is not a folder")
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise _unwritable(root, "is not writable (read-only file system or permission "
+                                f"denied, owner uid {st.st_uid})")
+    stamp = root / SWEEP_STAMP
+    try:
+        due = time.time() - stamp.stat().st_mtime > SWEEP_EVERY_S
+    except OSError:
+        due = True
+    if not due:
+        _ready_root = root
+        return root
+    with contextlib.suppress(OSError):
+        stamp.touch()  # first, so runs starting meanwhile skip the sweep
+    swept = sweep(root)
+    if any(swept.values()):
+        log("cache: swept what killed or failed runs left: " +
+            ", ".join(f"{n} {what}" for what, n in swept.items() if n))
+    _ready_root = root
     return root
 
 
@@ -59,23 +125,157 @@ def content_key(*paths: str | Path, **params) -> str:
 
 
 def entry_dir(namespace: str, key: str) -> Path:
-    d = cache_root() / namespace / key
-    d.mkdir(parents=True, exist_ok=True)
+    root = ready()
+    d = root / namespace / key
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        os.utime(d)  # fresh, so a concurrent sweep never takes it for an old empty folder
+    except OSError as exc:
+        raise _unwritable(root, f"cannot create {d} ({exc.strerror})") from None
     return d
+
+
+def _lock_nb(fd: int) -> bool:
+    """True when the exclusive flock was taken (the file's holder, if any, is gone); False
+    when it is held, or when the file system has no flock (then nothing is swept)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+
+
+def _hold(fd: int) -> None:
+    """Mark a file live for the sweeper; on a file system without flock the age threshold
+    alone protects it."""
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_EX)
 
 
 @contextlib.contextmanager
 def atomic_path(final: str | Path, suffix: str = "") -> Iterator[Path]:
-    """Yield a temp path beside `final`; on success rename it into place, else remove it."""
+    """Yield a temp path beside `final`; on success rename it into place, else remove it.
+
+    The temp file stays flock-ed while it is written, which tells the sweeper it is live."""
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=suffix or ".part", dir=final.parent)
-    os.close(fd)
     tmp_path = Path(tmp)
     try:
-        yield tmp_path
-        os.replace(tmp_path, final)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp_path.unlink()
-        raise
+        _hold(fd)
+        try:
+            yield tmp_path
+            os.replace(tmp_path, final)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                tmp_path.unlink()
+            raise
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def work_dir(parent: str | Path) -> Iterator[Path]:
+    """A private `.work.*` folder in `parent`, flock-ed (via its .held file) while in use and
+    removed after; a killed run's folder is left unlocked for the sweeper."""
+    work = Path(tempfile.mkdtemp(dir=parent, prefix=WORK_PREFIX))
+    fd = os.open(work / HELD, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        _hold(fd)
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        os.close(fd)
+
+
+def _holder_gone(path: Path) -> bool:
+    """True when no live process holds an flock on `path` (or it vanished meanwhile)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False  # cannot tell (another user's file, a link): leave it
+    try:
+        return _lock_nb(fd)
+    finally:
+        os.close(fd)  # closing drops the flock we may have taken
+
+
+def _old(st: os.stat_result, now: float, max_age: float) -> bool:
+    return now - st.st_mtime > max_age
+
+
+def _sweep_entry(d: Path, now: float, max_age: float, counts: dict) -> None:
+    """One key folder: stale work folders, unlocked temp files, orphaned locks, 0-byte
+    indexes; then the folder itself when that left it empty and old. Published files are
+    only listed, never stat-ed, so a folder of results costs one scandir."""
+    try:
+        entries = list(os.scandir(d))
+    except OSError:
+        return
+    dotted = sorted((e.name for e in entries if e.name.startswith(".")
+                     and not e.name.startswith(WORK_PREFIX)), key=len)
+    removed = 0
+    for e in entries:
+        name = e.name
+        if not (name[:1] == "." or name in LOCK_NAMES or name.endswith(".mmi")):
+            continue
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        path = Path(e.path)
+        if name.startswith(WORK_PREFIX) and e.is_dir(follow_symlinks=False):
+            if _old(st, now, max_age) and _holder_gone(path / HELD):
+                shutil.rmtree(path, ignore_errors=True)
+                counts["work folders"] += 1
+                removed += 1
+        elif name[:1] == "." and e.is_file(follow_symlinks=False):
+            # A side file (e.g. tmp.fasta.fai beside tmp.fasta) is live while the temp file
+            # whose name it extends (the shortest such name still there) is locked.
+            owner = next(n for n in dotted if name.startswith(n) and
+                         (n == name or (d / n).exists()))
+            if _old(st, now, max_age) and _holder_gone(d / owner):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    counts["temp files"] += 1
+                    removed += 1
+        elif name in LOCK_NAMES and e.is_file(follow_symlinks=False):
+            if _old(st, now, max_age) and _holder_gone(path):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    counts["locks"] += 1
+                    removed += 1
+        elif name.endswith(".mmi") and st.st_size == 0 and e.is_file(follow_symlinks=False):
+            # Never published by a live run (indexes are renamed in whole), so never trusted.
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                counts["temp files"] += 1
+                removed += 1
+    if removed < len(entries):
+        return
+    try:
+        if _old(os.stat(d), now, max_age) and not any(os.scandir(d)):
+            os.rmdir(d)  # fails, harmlessly, if a run put something in it meanwhile
+            counts["empty folders"] += 1
+    except OSError:
+        pass
+
+
+def sweep(root: str | Path | None = None, max_age: float = STALE_AFTER_S) -> dict:
+    """Remove litter of killed or failed runs from biotool's cache namespaces; returns counts.
+
+    One scandir per namespace and per key folder; never removes anything younger than
+    `max_age` seconds or flock-ed by a live process, so it is safe beside running commands."""
+    root = Path(root) if root is not None else cache_root()
+    counts = {"work folders": 0, "temp files": 0, "locks": 0, "empty folders": 0}
+    now = time.time()
+    for ns in NAMESPACES:
+        try:
+            keys = [Path(e.path) for e in os.scandir(root / ns) if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        for d in keys:
+            _sweep_entry(d, now, max_age, counts)
+    return counts

@@ -8,14 +8,16 @@ directory: a later run never trusts a half-written file, nor a BAM beside anothe
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import subprocess
-import tempfile
 import time
 from itertools import islice
 from pathlib import Path
 
-from biotool.cache import content_key, entry_dir
+from biotool.cache import content_key, entry_dir, work_dir
+from biotool.files import input_file, magic
 from biotool.output import InputError, ToolFailure
 from biotool.progress import log
 from biotool.reads import fastq
@@ -43,6 +45,17 @@ def _stream(fastqs: list[Path]):
             yield r2
 
 
+def check_library(fastqs: list[str | Path]) -> list[Path]:
+    """The files of one library, each checked by kind and format: one file, or two mates."""
+    fastqs = [Path(f) for f in fastqs]
+    if len(fastqs) not in (1, 2):
+        raise InputError(f"--fastq {','.join(map(str, fastqs))}: give one file, or two mate "
+                         "files of one paired library")
+    for f in fastqs:
+        fastq.check_path(f)
+    return fastqs
+
+
 def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
                 threads: int = 2, deadline: float | None = None, start: float | None = None) -> dict:
     """Align every read to `ref`; return {bam, preset, n_reads, truncated, cached, ...}.
@@ -54,12 +67,7 @@ def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
     """
     from filelock import FileLock, Timeout
 
-    fastqs = [Path(f) for f in fastqs]
-    if len(fastqs) not in (1, 2):
-        raise InputError(f"--fastq {','.join(map(str, fastqs))}: give one file, or two mate "
-                         "files of one paired library")
-    for f in fastqs:
-        fastq.check_path(f)
+    fastqs = check_library(fastqs)
     preset, why = choose_preset(fastqs, preset)
     if len(fastqs) == 2 and preset != "sr":
         log(f"paired files with preset {preset}: mates are aligned as single reads")
@@ -71,6 +79,12 @@ def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
     if done:
         return done
     start = start or time.monotonic()
+    try:  # before the lock, so refused reads leave no lock and no folder behind
+        _validate(fastqs, deadline, start)
+    except InputError:
+        with contextlib.suppress(OSError):
+            d.rmdir()  # only when empty: another run's files stay
+        raise
     lock = FileLock(str(d / "align.lock"))
     wait = -1 if deadline is None else max(0.0, (deadline - time.monotonic()) * FEED_SHARE)
     try:
@@ -88,6 +102,17 @@ def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
             lock.release()
 
 
+def _validate(fastqs: list[Path], deadline: float | None, start: float) -> None:
+    """Read every record once before minimap2 starts, so malformed input is refused (exit 2)
+    before any alignment work; within the feeding share of a time budget (the stream into
+    minimap2 checks the same again, so a record past that point still fails loudly)."""
+    until = None if deadline is None else start + (deadline - start) * FEED_SHARE / 2
+    stream = fastq.records(fastqs[0]) if len(fastqs) == 1 else fastq.paired(*fastqs)
+    for i, _ in enumerate(stream):
+        if until is not None and not i % 4096 and time.monotonic() > until:
+            return
+
+
 def _published(unit: Path, preset: str, why: str) -> dict | None:
     """The result a complete earlier run published in `unit`, or None."""
     bam = unit / "aligned.bam"
@@ -103,8 +128,7 @@ def _align_and_publish(fastqs, index, preset, why, threads, d, deadline, start) 
     # More threads than CPUs only adds sort buffers (-m is per thread) and memory pressure.
     threads = max(1, min(int(threads), os.cpu_count() or 1))
     log(f"aligning the whole library with {aligner_of(preset)} ({threads} threads)")
-    with tempfile.TemporaryDirectory(dir=d, prefix=".work.") as work:
-        work = Path(work)
+    with work_dir(d) as work:
         unit_tmp = work / "unit"
         unit_tmp.mkdir()
         bam = unit_tmp / "aligned.bam"
@@ -184,7 +208,8 @@ def _tail(path: Path) -> str:
     except OSError:
         return "no message"
     errs = [l for l in lines if "ERROR" in l or "error" in l.lower()]
-    return (errs or lines or ["no message"])[-1][:300]
+    # minimap2 colours its messages; the one-line error carries the words only.
+    return re.sub(r"\x1b\[[0-9;]*m", "", (errs or lines or ["no message"])[-1])[:300]
 
 
 def open_bam(path: str | Path, threads: int = 1):
@@ -192,11 +217,14 @@ def open_bam(path: str | Path, threads: int = 1):
     `threads` > 1 decompresses in htslib's background threads."""
     import pysam
 
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(f"--bam {path}: is a directory, not a BAM file")
-    if not path.is_file():
-        raise InputError(f"--bam {path}: no such file")
+    path = Path(input_file(path, "--bam", allow_empty=False))
+    try:
+        kind = magic(path)
+    except OSError as exc:
+        raise InputError(f"--bam {path}: cannot be read ({exc.strerror or exc})") from None
+    if kind == "CRAM":
+        raise InputError(f"--bam {path}: CRAM is not supported; convert it to BAM with "
+                         f"`samtools view -b -T REFERENCE.fa -o x.bam {path}` and index it")
     pysam.set_verbosity(0)  # htslib's own stderr lines would break the one-line error contract
     try:
         bam = pysam.AlignmentFile(str(path), "rb", threads=max(1, threads))
@@ -204,6 +232,120 @@ def open_bam(path: str | Path, threads: int = 1):
         raise InputError(f"--bam {path}: not a readable BAM ({str(exc).strip()[:120]})") from None
     if not bam.has_index():
         bam.close()
+        present = [str(p) for p in _index_candidates(path) if p.exists()]
+        if present:
+            raise InputError(f"--bam {path}: its index {present[0]} is corrupt or unreadable; "
+                             f"rebuild it with `samtools index {path}`")
         raise InputError(f"--bam {path}: no index (.bai/.csi) found; run `samtools index {path}` "
                          "(the BAM must be coordinate-sorted)")
     return bam
+
+
+def _index_candidates(path: Path) -> list[Path]:
+    stem = path.with_suffix("")
+    return [Path(f"{path}.bai"), Path(f"{path}.csi"), Path(f"{stem}.bai"), Path(f"{stem}.csi")]
+
+
+SNIFF_READS = 5000
+
+
+def check_sorted_and_indexed(bam, path: str) -> None:
+    """InputError unless the BAM is coordinate-sorted and its index belongs to it.
+
+    Reads the first SNIFF_READS records in file order (an unsorted BAM shows itself at once),
+    then looks the first and last of them up through the index: a stale index (of another or
+    an earlier file) cannot find them where the file has them."""
+    so = bam.header.to_dict().get("HD", {}).get("SO")
+    if so and so != "coordinate":
+        raise InputError(f"--bam {path}: not coordinate-sorted (header SO:{so}); run "
+                         f"`samtools sort -o sorted.bam {path}` and index that")
+    seen = []
+    last = (-1, -1)
+    try:
+        bam.reset()  # from the first record, wherever an earlier read left the handle
+        for read in bam.fetch(until_eof=True):
+            if read.is_unmapped or read.reference_id < 0:
+                break  # unmapped reads come last in a sorted BAM
+            here = (read.reference_id, read.reference_start)
+            if here < last:
+                raise InputError(f"--bam {path}: not coordinate-sorted (read "
+                                 f"{read.query_name} at {read.reference_name}:"
+                                 f"{read.reference_start + 1} comes after position "
+                                 f"{last[1] + 1}); run `samtools sort` and index the result")
+            last = here
+            seen.append(read)
+            if len(seen) >= SNIFF_READS:
+                break
+        for read in (seen[0], seen[-1]) if seen else ():
+            found = any(r.query_name == read.query_name and r.reference_start == read.reference_start
+                        for r in bam.fetch(read.reference_name, read.reference_start,
+                                           read.reference_start + 1))
+            if not found:
+                raise InputError(f"--bam {path}: its index does not match the file (stale or "
+                                 f"of another BAM); rebuild it with `samtools index {path}`")
+    except (OSError, ValueError) as exc:
+        raise InputError(f"--bam {path}: unreadable through its index or truncated "
+                         f"({str(exc).strip()[:120]}); check the file and rebuild the index "
+                         f"with `samtools index {path}`") from None
+
+
+# No aligner reports alignments this divergent; reads this far from the reference were
+# aligned to another sequence that carries the same contig name and length.
+MISMATCH_REFUSE = 0.3
+MISMATCH_MIN_BASES = 2000
+DIVERGENCE_SAMPLE_BASES = 50_000  # 25x the minimum: a precise share for ~20 ms
+
+
+def refuse_if_divergent(path: str, mismatched: int, bases: int, ref_name: str) -> None:
+    """The one rule `breakpoints` and `variants` apply to a BAM given with --bam: over
+    MISMATCH_REFUSE of its aligned bases differing means another sequence of the same name."""
+    if bases >= MISMATCH_MIN_BASES and mismatched > MISMATCH_REFUSE * bases:
+        raise InputError(f"--bam {path}: {mismatched / bases:.0%} of its aligned bases differ "
+                         f"from --reference {ref_name} (contig names and lengths match): it "
+                         "was aligned to a different sequence of the same name")
+
+
+def sampled_divergence(bam, fasta, contigs: dict[str, int], min_mapq: int = 20,
+                       max_bases: int = DIVERGENCE_SAMPLE_BASES) -> tuple[int, int]:
+    """(bases differing from the reference, bases compared) over the first aligned bases of
+    the BAM in file order (primary alignments, MAPQ >= min_mapq), up to max_bases."""
+    import numpy as np
+
+    mism = total = 0
+    bam.reset()  # from the first record, wherever an earlier read left the handle
+    for read in bam.fetch(until_eof=True):
+        if read.is_unmapped or read.reference_id < 0:
+            break
+        if (read.flag & 0x904 or read.mapping_quality < min_mapq
+                or read.reference_name not in contigs):
+            continue
+        seq = read.query_sequence
+        if not seq:
+            continue
+        q = np.frombuffer(seq.upper().encode(), dtype=np.uint8)
+        refseq = fasta.fetch(read.reference_name, read.reference_start,
+                             read.reference_end).upper().encode()
+        r = np.frombuffer(refseq, dtype=np.uint8)
+        for qs, qe, rs, re_ in _match_blocks(read):
+            rb = r[rs - read.reference_start:re_ - read.reference_start]
+            qb = q[qs:qe]
+            known = (rb != ord("N")) & (qb != ord("N"))
+            total += int(known.sum())
+            mism += int((known & (rb != qb)).sum())
+        if total >= max_bases:
+            break
+    return mism, total
+
+
+def _match_blocks(read):
+    """(query start, end, reference start, end) of each M/=/X block of the CIGAR."""
+    qs, rs = 0, read.reference_start
+    for op, ln in read.cigartuples or ():
+        if op in (0, 7, 8):
+            yield qs, qs + ln, rs, rs + ln
+            qs += ln
+            rs += ln
+        elif op in (1, 4):
+            qs += ln
+        elif op in (2, 3):
+            rs += ln

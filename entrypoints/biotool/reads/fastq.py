@@ -12,32 +12,92 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
+from biotool.files import input_file, magic
 from biotool.output import InputError
 
 Record = tuple[bytes, bytes, bytes]  # name line (without '@'), sequence, qualities
 
 
+# samtools refuses read names longer than this (SAM spec QNAME limit).
+MAX_NAME = 254
+# Phred+33 quality characters, '!' to '~'.
+_QUALITIES = bytes(range(33, 127))
+
+
 def check_path(path: Path) -> None:
-    """InputError naming what is wrong with a --fastq path before anything reads it."""
+    """InputError naming what is wrong with a --fastq path before anything reads it: not a
+    regular file (never opened, so a FIFO cannot block), or a compression or format other
+    than FASTQ, plain or gzip."""
     if str(path) == "-":
         raise InputError("--fastq -: reads cannot come from stdin (results are cached by the "
                          "file's content); write them to a file and give its path")
-    if path.is_dir():
-        raise InputError(f"--fastq {path}: is a directory, not a FASTQ file")
-    if not path.is_file():
-        raise InputError(f"--fastq {path}: no such file")
+    input_file(path, "--fastq")
+    try:
+        kind = magic(path)
+    except OSError as exc:
+        raise InputError(f"--fastq {path}: cannot be read ({exc.strerror or exc})") from None
+    if kind in ("bzip2", "xz", "zstd"):
+        raise InputError(f"--fastq {path}: unsupported compression ({kind}); give FASTQ plain "
+                         "or gzip-compressed")
+    if kind == "gzip":
+        try:
+            with gzip.open(path, "rb") as fh:
+                inner = fh.read(4)
+        except (OSError, EOFError, zlib.error):
+            inner = b""  # a corrupt stream is reported with its record number by records()
+        if inner.startswith(b"BAM\x01"):
+            raise InputError(f"--fastq {path}: is a BAM file, not FASTQ; give it as --bam")
+    elif kind is not None:
+        raise InputError(f"--fastq {path}: unsupported format ({kind}); give reads in FASTQ, "
+                         "plain or gzip")
 
 
 def _open(path: Path) -> BinaryIO:
     check_path(path)
     try:
-        with open(path, "rb") as fh:
-            magic = fh.read(2)
-        if magic == b"\x1f\x8b":
+        if magic(path) == "gzip":
             return gzip.open(path, "rb")
         return open(path, "rb")
     except OSError as exc:
         raise InputError(f"--fastq {path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _bad_bytes(line: bytes) -> str | None:
+    """What makes a line unusable downstream (NUL, non-ASCII or control bytes), or None."""
+    if b"\x00" in line:
+        return "a NUL byte"
+    if not line.isascii():
+        return "non-ASCII bytes"
+    if any(b < 32 and b != 9 for b in line):
+        return "control characters"
+    return None
+
+
+def _check_record(path: Path, n: int, head: bytes, seq: bytes, qual: bytes) -> None:
+    """The checks samtools and minimap2 would otherwise fail on later, naming no file.
+
+    The fast tests (isalpha, isascii, translate, all in C) pass for every well-formed record;
+    the slow path only runs to word the error."""
+    name = head[1:].split(None, 1)[0] if head[1:].strip() else b""
+    if not name:
+        raise InputError(f"--fastq {path}: record {n} has an empty read name")
+    if len(name) > MAX_NAME:
+        raise InputError(f"--fastq {path}: record {n} has a read name of {len(name)} "
+                         f"characters; at most {MAX_NAME} are allowed (SAM/BAM limit)")
+    if not head.isascii() or b"\x00" in head:
+        raise InputError(f"--fastq {path}: record {n} has {_bad_bytes(head)} in its name line")
+    if seq and not seq.isalpha():
+        bad = _bad_bytes(seq)  # other punctuation ('.', '-') is read as N by minimap2
+        if bad:
+            raise InputError(f"--fastq {path}: record {n} has {bad} in its sequence")
+    odd = qual.translate(None, _QUALITIES)
+    if odd:
+        bad = _bad_bytes(odd)
+        if bad is None or bad == "control characters":
+            bad = (f"a quality character below '!' (byte {odd[0]})" if odd[0] < 33 else
+                   f"a quality character above '~' (byte {odd[0]})")
+        raise InputError(f"--fastq {path}: record {n} has {bad} in its qualities; qualities "
+                         "are Phred+33, '!' to '~'")
 
 
 def records(path: str | Path) -> Iterator[Record]:
@@ -64,18 +124,23 @@ def records(path: str | Path) -> Iterator[Record]:
                             break
                         raise InputError(f"--fastq {path}: blank line inside the file "
                                          f"after record {n}")
+                    if n == 0 and _bad_bytes(head[:64]):
+                        raise InputError(f"--fastq {path}: not FASTQ text (starts with "
+                                         f"{_bad_bytes(head[:64])})")
                     raise InputError(f"--fastq {path}: record {n + 1} does not start with '@'")
                 seq = readline().rstrip(b"\r\n")
                 plus = readline()
                 qual = readline().rstrip(b"\r\n")
                 if not plus or plus[:1] != b"+" or (not qual and seq):
                     raise InputError(f"--fastq {path}: truncated or malformed at record {n + 1} "
-                                     f"({head[1:].split()[0].decode(errors='replace') if head[1:].split() else '?'})")
+                                     f"({head[1:].split()[0].decode(errors='replace')[:80] if head[1:].split() else '?'})")
                 if len(seq) != len(qual):
                     raise InputError(f"--fastq {path}: record {n + 1} has {len(seq)} bases but "
                                      f"{len(qual)} qualities (truncated or corrupt)")
                 n += 1
-                yield head[1:].rstrip(b"\r\n"), seq, qual
+                head = head.rstrip(b"\r\n")
+                _check_record(path, n, head, seq, qual)
+                yield head[1:], seq, qual
     except (gzip.BadGzipFile, EOFError, zlib.error, OSError) as exc:
         raise InputError(f"--fastq {path}: gzip stream is corrupt or truncated after "
                          f"record {n} ({type(exc).__name__})") from None

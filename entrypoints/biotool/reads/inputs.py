@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections import Counter
 from pathlib import Path
 
+from biotool.files import input_file
 from biotool.output import InputError
 from biotool.provenance import used
-from biotool.reads.bam import library_bam, open_bam
+from biotool.reads.bam import (MISMATCH_REFUSE, check_library, check_sorted_and_indexed,
+                               library_bam, open_bam,
+                               refuse_if_divergent, sampled_divergence)
 from biotool.reads.reference import Reference
 from biotool.reads.shortreads import index_label
 
@@ -20,6 +24,8 @@ def bams_for(fastq_groups: list[list[str]], bams: list[str], ref: Reference, pre
     if bool(fastq_groups) == bool(bams):
         raise InputError("give reads as --fastq or as --bam (exactly one of them)")
     libs, prov = [], []
+    for group in fastq_groups:
+        check_library(group)
     _no_repeats(bams or [str(f) for g in fastq_groups for f in g], "--bam" if bams else "--fastq")
     if bams:
         contigs = ref.contigs()
@@ -28,8 +34,11 @@ def bams_for(fastq_groups: list[list[str]], bams: list[str], ref: Reference, pre
             handle = open_bam(b)  # fail early on a missing index, before any work
             try:
                 warnings = check_header(handle, b, ref, contigs, md5s)
+                check_sorted_and_indexed(handle, b)
+                check_same_sequence(handle, b, ref, contigs)
             finally:
-                handle.close()
+                with contextlib.suppress(OSError):  # htslib's close fails after a read error
+                    handle.close()
             libs.append({"sample": Path(b).name, "bam": str(b), "aligned_here": False,
                          "truncated": False, "warnings": warnings})
         _unique_samples(libs)
@@ -112,9 +121,6 @@ def _share(differ: int, bases: int) -> str:
     return f"{differ / bases:.1%}" if bases else "none (no aligned bases sampled)"
 
 
-# No aligner reports alignments this divergent; reads this far from the reference were
-# aligned to another sequence that carries the same contig name and length.
-MISMATCH_REFUSE = 0.3
 SAMPLE_READS = 500        # primary alignments sampled when a header checksum disagrees
 SAMPLE_MIN_BASES = 2000   # fewer aligned bases than this cannot tell a reference apart
 
@@ -168,14 +174,75 @@ def _contig_md5(ref: Reference, contig: str) -> str:
         return hashlib.md5(fa.fetch(contig).upper().encode()).hexdigest()
 
 
+def check_same_sequence(handle, path: str, ref: Reference, contigs: dict[str, int]) -> None:
+    """InputError when the BAM's first aligned bases mostly differ from --reference: names and
+    lengths can match while the sequence is another one (the rule `variants` also applies to
+    its full pileup)."""
+    import pysam
+
+    with pysam.FastaFile(str(ref.fasta)) as fasta:
+        mism, bases = sampled_divergence(handle, fasta, contigs)
+    refuse_if_divergent(path, mism, bases, ref.name)
+
+
+PREFIX_BYTES = 1 << 20
+
+
+def _digest(path: str, flag: str, limit: int | None) -> str:
+    """sha256 of a file's reads: the decompressed stream of a gzip FASTQ (so a FASTQ and its
+    .gz agree), the file itself otherwise; of the first `limit` bytes when given."""
+    import gzip
+    import hashlib
+    import zlib
+
+    from biotool.files import magic
+
+    h = hashlib.sha256()
+    gz = flag == "--fastq" and magic(path) == "gzip"
+    left = limit if limit is not None else -1
+    try:
+        with (gzip.open(path, "rb") if gz else open(path, "rb")) as fh:
+            while left:
+                chunk = fh.read(1 << 20 if left < 0 else min(left, 1 << 20))
+                if not chunk:
+                    break
+                h.update(chunk)
+                left = left - len(chunk) if left > 0 else left
+    except (EOFError, zlib.error, OSError) as exc:
+        if isinstance(exc, OSError) and not isinstance(exc, gzip.BadGzipFile) and not gz:
+            raise InputError(f"{flag} {path}: cannot be read ({exc.strerror or exc})") from None
+        raise InputError(f"{flag} {path}: gzip stream is corrupt or truncated "
+                         f"({type(exc).__name__})") from None
+    return h.hexdigest()
+
+
 def _no_repeats(paths: list[str], flag: str) -> None:
-    """The same file given twice would count every read twice when pooled."""
-    seen = {}
+    """The same reads given twice would count every read twice when pooled: inputs are told
+    apart by content (a copy, a FASTQ and its .gz, a BAM and its copy), not by path. The
+    first megabyte of every file is hashed; only files that agree there are hashed whole."""
+    from biotool.reads import fastq
+
+    for p in paths:  # every path checked by kind before any is read (a FIFO never opened)
+        if flag == "--fastq":
+            fastq.check_path(Path(p))
+        else:
+            input_file(p, flag)
+    if len(paths) < 2:
+        return
+    heads: dict[str, list[str]] = {}
     for p in paths:
-        real = os.path.realpath(p)
-        if real in seen:
-            raise InputError(f"{flag} {p}: given twice (also as {seen[real]}); each library once")
-        seen[real] = p
+        heads.setdefault(_digest(p, flag, PREFIX_BYTES), []).append(p)
+    for group in (g for g in heads.values() if len(g) > 1):
+        seen: dict[str, str] = {}
+        for p in group:
+            key = _digest(p, flag, None)
+            if key in seen:
+                q = seen[key]
+                how = ("the same file" if os.path.realpath(p) == os.path.realpath(q)
+                       else "identical content under another path")
+                raise InputError(f"{flag} {p}: the same reads twice: given twice, also as {q} "
+                                 f"({how}); give each library once")
+            seen[key] = p
 
 
 def _unique_samples(libs: list[dict]) -> None:

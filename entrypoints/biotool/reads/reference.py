@@ -7,7 +7,9 @@ Either way the caller gets the FASTA, its faidx, an aligner index per preset on 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -15,7 +17,9 @@ from pathlib import Path
 
 from biotool import staging
 from biotool.cache import atomic_path, entry_dir, sha256_file
+from biotool.files import input_file, magic
 from biotool.output import InputError, ToolFailure
+from biotool.progress import log
 from biotool.provenance import used
 from biotool.reads.shortreads import SHORT, bwa_index, index_label
 
@@ -72,49 +76,148 @@ def resolve(reference: str) -> Reference:
         if not Path(str(fasta) + ".fai").exists():
             raise ToolFailure(f"reference {record['name']}: staged faidx missing beside {fasta}")
         return Reference(record["name"], fasta, record["sha256"], staged=record)
-    path = Path(reference)
-    if path.is_file():
-        return _cached_fasta(path)
+    if reference and os.path.lexists(reference):
+        # A path that exists in some form: refused by kind (FIFO, folder, loop) without opening.
+        return _cached_fasta(input_file(reference, "--reference", allow_empty=False))
     names = sorted(i["name"] for i in staging.staged_items("reference") if not i.get("error"))
     hint = f"staged here: {', '.join(names)}" if names else "nothing is staged here"
     raise InputError(f"--reference {reference!r} is neither a staged reference nor a FASTA file "
                      f"({hint}; run `biotool references`)")
 
 
+# IUPAC nucleotide codes (and gap/stop marks aligners read as N), either case, and line ends.
+_NUCLEOTIDE = b"ACGTURYSWKMBDHVNacgturyswkmbdhvn-*.\r\n\t "
+# Share of sequence letters outside the IUPAC nucleotide codes above which the file is not a
+# nucleotide FASTA (a protein FASTA has ~35% E, F, I, L, P, Q and the like).
+NON_NUCLEOTIDE_MAX = 0.01
+
+
+def check_fasta(path: Path) -> str:
+    """The sha256 of a FASTA reference, once it is known to be one minimap2 and samtools can
+    index: plain text, every record named (uniquely) and non-empty, nucleotide letters.
+
+    One streaming pass; per chunk the work is in C (translate, find), so a genome-sized file
+    costs about what hashing it does."""
+    kind = magic(path)
+    if kind:
+        what = f"{kind}-compressed" if kind in ("gzip", "bzip2", "xz", "zstd") else kind
+        raise InputError(f"--reference {path}: unsupported format ({what}); give a plain, "
+                         "uncompressed FASTA")
+    h = hashlib.sha256()
+    names: set[bytes] = set()
+    state = {"name": None, "bases": 0, "letters": 0, "odd": 0, "records": 0}
+    carry = b""
+
+    def header(line: bytes) -> None:
+        _end_record(path, state)
+        name = line[1:].split(None, 1)[0] if line[1:].strip() else b""
+        if not name:
+            raise InputError(f"--reference {path}: not a usable FASTA: record "
+                             f"{state['records'] + 1} has an empty name (a bare '>' line); "
+                             "every sequence needs a name")
+        if not name.isascii() or b"\x00" in line:
+            raise InputError(f"--reference {path}: the name line of record "
+                             f"{state['records'] + 1} has NUL or non-ASCII bytes")
+        if name in names:
+            raise InputError(f"--reference {path}: not a usable FASTA (two sequences share a "
+                             f"name: {name.decode()})")
+        names.add(name)
+        state.update(name=name, bases=0, records=state["records"] + 1)
+
+    def sequence(block: bytes, at: int) -> None:
+        if state["name"] is None:
+            raise InputError(f"--reference {path}: not a FASTA file (first byte is not '>')")
+        odd = block.translate(None, _NUCLEOTIDE)
+        if odd:
+            if b"\x00" in odd:
+                where = at + block.find(b"\x00")
+                raise InputError(f"--reference {path}: contains a NUL byte (at byte {where}); "
+                                 "not a text FASTA")
+            if not odd.isascii():
+                raise InputError(f"--reference {path}: contains non-ASCII bytes in the sequence "
+                                 f"of record {state['name'].decode()}; not a nucleotide FASTA")
+        letters = len(block) - block.count(b"\n") - block.count(b"\r")
+        state["bases"] += letters
+        state["letters"] += letters
+        state["odd"] += len(odd)
+
+    def lines(data: bytes, at: int) -> None:
+        """Whole lines starting at absolute offset `at`: headers one by one, sequence in runs."""
+        pos = 0
+        while pos < len(data):
+            if data[pos:pos + 1] == b">":
+                end = data.find(b"\n", pos)
+                end = len(data) if end < 0 else end + 1
+                header(data[pos:end])
+            else:
+                nxt = data.find(b"\n>", pos)
+                end = len(data) if nxt < 0 else nxt + 1
+                sequence(data[pos:end], at + pos)
+            pos = end
+
+    carry_at = 0  # absolute offset of carry[0]
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 22):
+            h.update(chunk)
+            data = carry + chunk
+            cut = data.rfind(b"\n") + 1
+            if cut == 0 and len(data) < (1 << 26):
+                carry = data  # no line end yet; a 64 MB line is taken as it is (memory bound)
+                continue
+            cut = cut or len(data)
+            lines(data[:cut], carry_at)
+            carry, carry_at = data[cut:], carry_at + cut
+    lines(carry, carry_at)
+    _end_record(path, state)
+    if state["letters"] and state["odd"] > NON_NUCLEOTIDE_MAX * state["letters"]:
+        raise InputError(f"--reference {path}: {state['odd'] / state['letters']:.0%} of its "
+                         "sequence letters are not IUPAC nucleotide codes: a protein FASTA? "
+                         "give a nucleotide FASTA")
+    return h.hexdigest()
+
+
+def _end_record(path: Path, state: dict) -> None:
+    if state["name"] is not None and state["bases"] == 0:
+        raise InputError(f"--reference {path}: record {state['name'].decode()} has no sequence "
+                         "(an empty record); remove it or add its sequence")
+
+
 def _cached_fasta(path: Path) -> Reference:
-    """Copy a FASTA into the content-keyed cache (atomically) and faidx it there."""
+    """Check a FASTA fully, then copy it into the content-keyed cache (atomically) and faidx it
+    there; nothing enters the cache for a refused file."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(1)
+        digest = check_fasta(path)
     except OSError as exc:
         raise InputError(f"--reference {path}: cannot be read ({exc.strerror or exc})") from None
-    if head != b">":
-        raise InputError(f"--reference {path}: not a FASTA file (first byte is not '>')")
-    digest = sha256_file(path)
     d = entry_dir("reference", digest[:32])
     fasta = d / "reference.fasta"
     fai = Path(str(fasta) + ".fai")
     if not (fasta.exists() and fai.exists()):
         import pysam
 
-        with atomic_path(fasta, suffix=".fasta") as tmp:
-            shutil.copyfile(path, tmp)
-            with _fd2_captured() as said:
-                try:
-                    pysam.faidx(str(tmp))
-                    failed = False
-                except pysam.SamtoolsError:
-                    failed = True
-            htslib = [l for l in said() if l.startswith("[")]
-            dup = [l for l in htslib if "duplicate sequence" in l]
-            if failed or dup:
-                Path(str(tmp) + ".fai").unlink(missing_ok=True)
-                why = (f"two sequences share a name: {dup[0].split('] ', 1)[-1]}" if dup else
-                       htslib[0].split("] ", 1)[-1] if htslib else "samtools faidx failed")
-                raise InputError(f"--reference {path}: not a usable FASTA ({why})")
-            # The index is published before the FASTA, so a FASTA present implies its index.
-            with atomic_path(fai) as tmp_fai:
-                shutil.move(str(tmp) + ".fai", tmp_fai)
+        try:
+            with atomic_path(fasta, suffix=".fasta") as tmp:
+                shutil.copyfile(path, tmp)
+                with _fd2_captured() as said:
+                    try:
+                        pysam.faidx(str(tmp))
+                        failed = False
+                    except pysam.SamtoolsError:
+                        failed = True
+                htslib = [l for l in said() if l.startswith("[")]
+                dup = [l for l in htslib if "duplicate sequence" in l]
+                if failed or dup:
+                    Path(str(tmp) + ".fai").unlink(missing_ok=True)
+                    why = (f"two sequences share a name: {dup[0].split('] ', 1)[-1]}" if dup else
+                           htslib[0].split("] ", 1)[-1] if htslib else "samtools faidx failed")
+                    raise InputError(f"--reference {path}: not a usable FASTA ({why})")
+                # The index is published before the FASTA, so a FASTA present implies its index.
+                with atomic_path(fai) as tmp_fai:
+                    shutil.move(str(tmp) + ".fai", tmp_fai)
+        except InputError:
+            with contextlib.suppress(OSError):
+                d.rmdir()  # only when empty: another run's published files stay
+            raise
     return Reference(str(path), fasta, digest)
 
 
@@ -122,13 +225,23 @@ def _built_index(fasta: Path, digest: str, preset: str) -> tuple[Path, str]:
     import mappy
 
     final = entry_dir("reference", digest[:32]) / f"reference.{preset}.mmi"
-    if not final.exists():
+    if not (final.is_file() and final.stat().st_size > 0):
         with atomic_path(final, suffix=".mmi") as tmp:
-            aligner = mappy.Aligner(str(fasta), preset=preset, fn_idx_out=str(tmp))
-            if not aligner:
-                raise ToolFailure(f"minimap2 could not index {fasta} for preset {preset}")
-            del aligner
+            # minimap2 writes its warnings (ANSI-coloured) to fd 2: fold them into our lines.
+            with _fd2_captured() as said:
+                aligner = mappy.Aligner(str(fasta), preset=preset, fn_idx_out=str(tmp))
+                ok = bool(aligner)
+                del aligner
+            said_lines = [_ANSI.sub("", l).strip() for l in said() if l.strip()]
+            if not ok or not tmp.stat().st_size:
+                why = said_lines[-1] if said_lines else "no message"
+                raise ToolFailure(f"minimap2 could not index {fasta} for preset {preset}: {why}")
+            for line in said_lines:
+                log(f"minimap2: {line}")
     return final, sha256_file(final)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @contextlib.contextmanager

@@ -13,15 +13,14 @@ import math
 from biotool.competence import bounded, not_applicable
 from biotool.provenance import provenance, used
 from biotool.reads import region as region_mod
-from biotool.reads.bam import open_bam
-from biotool.reads.inputs import (MISMATCH_REFUSE, bams_for, check_top, deadline_from,
-                                  region_not_in_bam, warnings_of, with_warnings)
+from biotool.reads.bam import open_bam, refuse_if_divergent
+from biotool.reads.inputs import (bams_for, check_top, deadline_from, region_not_in_bam,
+                                  warnings_of, with_warnings)
 from biotool.reads.pileup import Pileup, _lut
 from biotool.reads.reference import resolve
 
 PAD = 2000
 BASES = "ACGT"
-MISMATCH_MIN_BASES = 2000
 
 
 def _mismatches(counts, refseq: str) -> tuple[int, int]:
@@ -50,6 +49,10 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
     if not 0 < min_af <= 1:
         raise InputError(f"--min-af {min_af}: must be in (0, 1]")
     check_top(top)
+    if vcf is not None:  # before any work: '' or an unwritable place is refused here
+        from biotool.reads.vcf import check_vcf_path
+
+        check_vcf_path(vcf)
     start_t, deadline = deadline_from(timeout)
     ref = resolve(reference)
     contigs = ref.contigs()
@@ -92,11 +95,8 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
     if missing:
         raise region_not_in_bam(missing[0], regions)
     for lib, mism, bases in zip(libs, mismatched, aligned):
-        if (not lib.get("aligned_here") and bases >= MISMATCH_MIN_BASES
-                and mism > MISMATCH_REFUSE * bases):
-            raise InputError(f"--bam {lib['bam']}: {mism / bases:.0%} of its aligned bases differ "
-                             f"from --reference {ref.name} (contig names and lengths match): it "
-                             "was aligned to a different sequence of the same name")
+        if not lib.get("aligned_here"):
+            refuse_if_divergent(lib["bam"], mism, bases, ref.name)
     depth_all = np.concatenate(depths) if depths else np.zeros(0)
     median_depth = float(np.median(depth_all)) if depth_all.size else 0.0
     covered = depth_all[depth_all > 0]
@@ -127,7 +127,7 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
         "truncated": truncated,
         "variants": calls[:top],
     }
-    if vcf:
+    if vcf is not None:
         from biotool.reads.vcf import write_vcf
 
         result["vcf"] = write_vcf(vcf, calls, libs, ref, contigs, result["floor"])

@@ -8,7 +8,8 @@ import shutil
 from pathlib import Path
 
 from biotool import __version__
-from biotool.cache import atomic_path, entry_dir
+from biotool.cache import atomic_path, entry_dir, ready
+from biotool.files import output_file, published
 from biotool.output import InputError
 
 
@@ -43,15 +44,25 @@ def _text(calls, libs, ref, contigs, floor) -> str:
     return "\n".join(lines) + "\n"
 
 
+def check_vcf_path(out: str) -> Path:
+    """The --vcf path, checked before any work: named *.vcf.gz, its folder exists and is
+    writable (for it and its .tbi), and the cache it is built in is writable too."""
+    path = output_file(out, "--vcf")
+    if not path.name.endswith(".vcf.gz"):
+        raise InputError(f"--vcf {out}: name it *.vcf.gz (it is written bgzipped and indexed)")
+    output_file(f"{path}.tbi", "--vcf")
+    ready()
+    return path
+
+
 def write_vcf(out: str | Path, calls, libs, ref, contigs, floor) -> dict:
-    """Write OUT (.vcf.gz) and OUT.tbi; the cache holds the same files under a content key."""
+    """Write OUT (.vcf.gz) and OUT.tbi; the cache holds the same files under a content key.
+
+    OUT and OUT.tbi get mode 0666 less the umask (readable by a host user or a grader under
+    another UID), each published by rename: index first, so OUT implies OUT.tbi."""
     import pysam
 
-    out = Path(out)
-    if not out.name.endswith(".vcf.gz"):
-        raise InputError(f"--vcf {out}: name it *.vcf.gz (it is written bgzipped and indexed)")
-    if not out.parent.is_dir():
-        raise InputError(f"--vcf {out}: directory {out.parent} does not exist")
+    out = check_vcf_path(str(out))
     text = _text(calls, libs, ref, contigs, floor)
     key = hashlib.sha256(text.encode()).hexdigest()[:32]
     d = entry_dir("vcf", key)
@@ -67,12 +78,11 @@ def write_vcf(out: str | Path, calls, libs, ref, contigs, floor) -> dict:
             pysam.tabix_index(str(tmp), preset="vcf", force=True)
             with atomic_path(Path(str(cached) + ".tbi"), suffix=".tbi") as tbi:
                 shutil.move(str(tmp) + ".tbi", tbi)
-    # The agent's copy: index first, then the VCF, each by rename, so OUT implies OUT.tbi.
     # The index gets the VCF's mtime: htslib warns on stderr about an index older than its data.
-    with atomic_path(out, suffix=".vcf.gz") as tmp_vcf:
+    with published(out) as tmp_vcf:
         shutil.copyfile(cached, tmp_vcf)
         stamp = os.stat(tmp_vcf).st_mtime_ns
-        with atomic_path(Path(str(out) + ".tbi"), suffix=".tbi") as tmp_tbi:
+        with published(Path(str(out) + ".tbi")) as tmp_tbi:
             shutil.copyfile(str(cached) + ".tbi", tmp_tbi)
             os.utime(tmp_tbi, ns=(stamp, stamp))
     return {"path": str(out), "index": str(out) + ".tbi", "records": len(calls),
