@@ -281,7 +281,7 @@ def test_a_garbage_index_is_called_corrupt_not_missing(biotool, cas9, tmp_path):
 
 # ---- --vcf ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("vcf,needle", [("", "--vcf: empty path"), ("  ", "--vcf: empty path"),
+@pytest.mark.parametrize("vcf,needle", [("", "--vcf '': empty value"), ("  ", "empty"),
                                         ("{d}/no/such/folder/out.vcf.gz", "does not exist"),
                                         ("{d}", "is a directory")])
 def test_bad_vcf_paths_are_refused_before_any_work(biotool, cas9, tmp_path, leftovers, vcf,
