@@ -57,6 +57,7 @@ MAX_REPLY = 256 << 20         # biotool's own client refuses more than this too
 MAX_TUNNELS = 32              # open tunnels per run; more are answered 503
 MAX_RIDS = 1000               # RIDs remembered per run (oldest first out)
 HEAD_MAX = 16 << 10           # a CONNECT head from Squid is far smaller
+PEEK_MAX = 5 + (16 << 10)     # one whole TLS record: the largest ClientHello in one record
 HANDSHAKE_S = 15.0
 IDLE_S = 60.0
 UPSTREAM_S = 300.0
@@ -156,7 +157,7 @@ def peek_hello(sock: socket.socket, timeout: float) -> tuple[str, bytes | None]:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:
-            data = sock.recv(HEAD_MAX, socket.MSG_PEEK)
+            data = sock.recv(PEEK_MAX, socket.MSG_PEEK)
         except (TimeoutError, socket.timeout):
             break
         except OSError:
@@ -164,7 +165,7 @@ def peek_hello(sock: socket.socket, timeout: float) -> tuple[str, bytes | None]:
         if not data:
             return "closed", None
         kind, sni = client_hello_sni(data)
-        if kind != "incomplete" or len(data) >= HEAD_MAX:
+        if kind != "incomplete" or len(data) >= PEEK_MAX:
             return (kind if kind != "incomplete" else "malformed"), sni
         time.sleep(0.02)
     return ("timeout" if not data else "malformed"), None

@@ -163,6 +163,16 @@ def test_plain_http_is_denied_with_403_and_logged(run):
     assert contacts(run, "TCP 80") == before
 
 
+def test_an_overlong_request_still_leaves_its_record(run):
+    # 7,000 characters that Squid escapes 3-for-1: uncapped, the line would pass Squid's
+    # 8,191-byte limit, be cut, and the denial would leave no record.
+    res = stack.probe(run, "http_get", "http://example.net/" + '"' * 7000)
+    assert res["status"] == 403, res
+    rec = stack.wait_for_record(run, lambda r: r["method"] == "GET" and r["host"] == "example.net")
+    assert rec["decision"] == "denied" and rec["url"].startswith('http://example.net/""'), rec
+    assert stack.launcher("audit", run["run"])["unparsed_lines"] == 0
+
+
 def test_sni_fronting_through_allowed_connect_is_terminated(run):
     before = contacts(run, "TCP 443")
     res = stack.probe(run, "connect", f"{HOST}:443", "evil.example.com")
