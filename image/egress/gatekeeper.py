@@ -249,7 +249,7 @@ class Tunnel(socketserver.BaseRequestHandler):
         xff = [v.strip() for line in lines[1:] if line.lower().startswith("x-forwarded-for:")
                for v in line.split(":", 1)[1].split(",")]
         client = xff[-1] if xff else None   # Squid appends the address it saw last
-        internal = client in (None, "127.0.0.1", "::1")  # the entrypoint's warm-up
+        internal = client in ("127.0.0.1", "::1")  # the entrypoint's warm-up, relayed by Squid
         tid = f"{gate.run[:8]}-{next(gate.ids)}"
         base = {"tunnel": tid, "client": client}
         target = parts[1] if len(parts) == 3 else ""

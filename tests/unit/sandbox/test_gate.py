@@ -322,3 +322,22 @@ def test_schedule_lock_has_a_deadline(tmp_path, monkeypatch):
     assert time.monotonic() - t0 < 3
     holder.close()
     assert s.acquire("r", hold_s=0.5)
+
+
+def test_biotool_client_waits_out_the_gates_429s(runs, mock, cas, monkeypatch, tmp_path):
+    """biotool's own BLAST client through the real gate: a poll the gate refuses (one per RID
+    per POLL seconds) comes back 429 + Retry-After, and the client waits it out."""
+    from biotool.taxonomy.ncbi import BlastClient, Settings
+    from biotool.taxonomy.pacing import Pacer
+
+    a = runs()
+    mock.ready_after = 1.0  # the first poll says WAITING, so a second one follows at once
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{a.port}")
+    monkeypatch.setenv("SSL_CERT_FILE", cas["run"]["ca"])
+    client = BlastClient(Settings(min_interval=0.05, poll_interval=0.05),
+                         Pacer(tmp_path / "pacing", 0.05, 0.05))
+    out = client.search([("q1", "ACGT" * 40)], top=3, timeout=60)
+    assert out["searched"] == ["q1"] and out["paced_by_egress"] >= 1, out
+    assert mock.violations == []
+    polls = [r for r in mock.requests if r["what"] == "poll"]
+    assert len(polls) >= 2 and polls[1]["t"] - polls[0]["t"] >= POLL - 0.05
