@@ -8,8 +8,10 @@
 ARG BASE_IMAGE=debian:bookworm-slim
 
 # ---- egress stage (owned by enforcement)
-# Squid (squid-openssl, to peek at the TLS SNI) with squid.conf rendered at start from the
-# rules file by the same rules.py biotool uses; runs unprivileged, state only in /run/egress.
+# Squid with squid.conf rendered at start from the rules file by the same rules.py biotool
+# uses, and the gate (gatekeeper.py: ends TLS for the allowlisted hosts with a per-run CA,
+# paces NCBI host-wide); runs unprivileged. State: /run/egress (tmpfs), /run/egress-ca (the
+# run's CA certificate for the sandbox), /var/lib/biotool-egress (host-wide schedule volume).
 FROM ${BASE_IMAGE} AS egress
 ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
 RUN apt-get update \
@@ -18,7 +20,9 @@ RUN apt-get update \
 COPY image/egress/ /usr/local/lib/egress/
 COPY entrypoints/biotool/rules.py /usr/local/lib/egress/rules.py
 COPY image/rules.toml /etc/biotool/rules.toml
-RUN install -d -o proxy -g proxy -m 0700 /run/egress
+RUN install -d -o proxy -g proxy -m 0700 /run/egress /var/lib/biotool-egress \
+ && install -d -o proxy -g proxy -m 0755 /run/egress-ca \
+ && chmod 0755 /usr/local/lib/egress/entrypoint.sh
 USER proxy
 ENV EGRESS_RUN_DIR=/run/egress
 EXPOSE 3128

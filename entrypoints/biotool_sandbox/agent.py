@@ -139,16 +139,19 @@ def _copy_out(run: str, src: str, dest: Path) -> dict:
 
 def audit(run: str) -> dict:
     """Every egress attempt the run's proxy logged, as records, with counts."""
-    from .audit import parse_log, summarise
+    from .audit import parse_audit, summarise
 
     eg = stack.container_of(run, "egress")
     if eg is None:
         sb = stack.container_of(run, "sandbox")
         return {"run": run, "offline": True, "records": [], "counts": summarise([]),
+                "tunnels": [], "open_tunnels": [], "unparsed_lines": 0,
                 "note": f"run {run} has no egress proxy ({sb.labels.get(stack.SERVICE_LABEL)}): "
                         "there is no way out to log"}
     text = eg.logs(stdout=True, stderr=False).decode("utf-8", "replace")
-    records = parse_log(text)
-    return {"run": run, "offline": False, "records": records, "counts": summarise(records)}
+    parsed = parse_audit(text)
+    return {"run": run, "offline": False, "records": parsed["records"],
+            "counts": summarise(parsed["records"]), "tunnels": parsed["tunnels"],
+            "open_tunnels": parsed["open_tunnels"], "unparsed_lines": parsed["unparsed"]}
 
 

@@ -1,105 +1,163 @@
-"""Parse the egress proxy's access log (the BIOTOOL_EGRESS lines) into audit records.
+"""Parse the egress container's log into audit records.
 
-The log format is rendered by image/egress/render.py; the two must name the same fields.
+Two sources, one log: Squid's `BIOTOOL_EGRESS ...` lines (every attempt Squid ends itself:
+denials, and connections closed before a request; format rendered by image/egress/render.py)
+and the gate's `BIOTOOL_GATE {json}` lines (image/egress/gatekeeper.py: each tunnel's opening
+and close, each request inside a tunnel, each refused TLS hello). A line that carries either
+prefix but does not parse is counted, never dropped silently.
 """
 
 from __future__ import annotations
 
+import json
 import urllib.parse
 
 PREFIX = "BIOTOOL_EGRESS"
-FIELDS = ("time", "client", "method", "url", "host", "port", "sni", "bump", "status",
-          "http_status", "server", "error", "bytes")
-ESCAPED = {"method", "url", "host", "sni"}
+GATE_PREFIX = "BIOTOOL_GATE"
+FIELDS = ("time", "client", "method", "url", "host", "port", "status", "http_status", "error",
+          "bytes_sent", "bytes_received")
+ESCAPED = {"method", "url", "host"}
+RECORD_KEYS = ("time", "source", "event", "client", "method", "url", "host", "port", "sni",
+               "status", "http_status", "error", "decision", "reason", "bytes_sent",
+               "bytes_received", "tunnel", "what", "rid")
+CAP = 600  # characters of any text field in a record, whatever the line held
+
+
+def _int(raw) -> int | None:
+    return int(raw) if isinstance(raw, str) and raw.isdigit() else raw if isinstance(raw, int) else None
+
+
+def _text(value) -> str | None:
+    if value is None:
+        return None
+    value = str(value)
+    return value if len(value) <= CAP else value[:CAP] + "..."
 
 
 def parse_line(line: str) -> dict | None:
-    """One record from one log line, or None for lines that are not access records."""
+    """One Squid record from one log line, or None for lines that are not Squid records."""
     parts = line.strip().split(" ")
     if len(parts) != len(FIELDS) + 1 or parts[0] != PREFIX:
         return None
-    rec: dict = {}
+    rec: dict = dict.fromkeys(RECORD_KEYS)
+    rec.update(source="proxy", event="connect")
     for name, raw in zip(FIELDS, parts[1:]):
         value = None if raw == "-" else raw
         if value is not None and name in ESCAPED:
             value = urllib.parse.unquote(value)
-        rec[name] = value
-    rec["time"] = float(rec["time"]) if rec["time"] else None
-    rec["port"] = int(rec["port"]) if rec["port"] and rec["port"].isdigit() else None
-    rec["http_status"] = int(rec["http_status"]) if (rec["http_status"] or "").isdigit() else None
-    rec["bytes"] = int(rec["bytes"]) if (rec["bytes"] or "").isdigit() else 0
+        rec[name] = _text(value)
+    try:
+        rec["time"] = float(rec["time"]) if rec["time"] else None
+    except ValueError:
+        return None
+    if rec["method"] and rec["method"] != "CONNECT":
+        rec["event"] = "request"
+    rec["port"] = _int(rec["port"])
+    rec["http_status"] = _int(rec["http_status"])
+    rec["bytes_sent"] = _int(rec["bytes_sent"]) or 0
+    rec["bytes_received"] = _int(rec["bytes_received"]) or 0
     rec["decision"], rec["reason"] = classify(rec)
     return rec
 
 
 def classify(rec: dict) -> tuple[str, str]:
-    """('allowed' | 'denied' | 'error', why) for one record."""
+    """('denied' | 'error', why) for one Squid record: Squid itself never lets anything out
+    (an allowed CONNECT is relayed to the gate, which logs it)."""
     status = rec.get("status") or ""
+    method = rec.get("method")
     if status.startswith("TCP_DENIED") or rec.get("error") == "ERR_ACCESS_DENIED":
-        method = rec.get("method")
         if method and method != "CONNECT":
             return "denied", f"plain {method}: only CONNECT to an allowlisted host:port is tunnelled"
         return "denied", "CONNECT target is not an allowlisted host:port"
-    if rec.get("bump") == "terminate":
-        return "denied", f"TLS SNI {rec.get('sni') or '(none)'} is not allowlisted"
-    if rec.get("bump") == "splice" or status.startswith("TCP_TUNNEL"):
-        if rec.get("error"):
-            return "allowed", f"tunnel allowed; upstream failed ({rec['error']})"
-        return "allowed", "CONNECT and SNI allowlisted; spliced"
-    if not rec.get("method"):
+    if not method:
         return "error", "connected and closed before sending a request (e.g. a reachability check)"
+    if rec.get("error") or (rec.get("http_status") or 0) >= 400:
+        return "denied", (f"refused by the proxy: {rec.get('error') or 'HTTP ' + str(rec.get('http_status'))}"
+                          f" (malformed request, bad port or unreachable relay)")
     return "error", f"unclassified ({status or 'no status'})"
 
 
-def is_splice_checkpoint(rec: dict) -> bool:
-    """Squid logs a spliced tunnel twice: once when the splice is decided (no server yet,
-    no error) and once when it ends. The first is a checkpoint of the same attempt."""
-    return (rec.get("bump") == "splice" and rec.get("status") == "NONE_NONE"
-            and not rec.get("server") and not rec.get("error") and rec.get("http_status") == 200)
+def parse_gate(line: str) -> dict | None:
+    """One gate event from a `BIOTOOL_GATE {json}` line; None when it is not one."""
+    if not line.startswith(GATE_PREFIX + " "):
+        return None
+    try:
+        doc = json.loads(line[len(GATE_PREFIX) + 1:])
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("event"), str):
+        return None
+    return doc
 
 
-LOOPBACK = ("127.0.0.1", "::1")
+def _gate_record(doc: dict) -> dict:
+    rec = dict.fromkeys(RECORD_KEYS)
+    rec["source"] = "gate"
+    for key in RECORD_KEYS:
+        if key in doc and key != "source":
+            value = doc[key]
+            rec[key] = value if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                else _text(value)
+    # The SNI stays as the gate escaped it (%00, %0A...): never decoded into the record.
+    decision = doc.get("decision")
+    rec["paced"] = decision == "paced"
+    rec["decision"] = "denied" if decision == "paced" else (
+        decision if decision in ("allowed", "denied") else "error")
+    rec["bytes_sent"] = rec["bytes_sent"] or 0
+    rec["bytes_received"] = rec["bytes_received"] or 0
+    return rec
 
 
-def is_proxy_internal(rec: dict) -> bool:
-    """The proxy's own traffic, not an agent's attempt. The agent port relays allowed
-    CONNECTs to a loopback-only SNI port of the same Squid; that port's liveness probes and
-    the start-up warm-up come from 127.0.0.1. No agent can connect from the proxy's loopback
-    (relayed attempts carry the agent's address), so a loopback client is never an agent --
-    except in a spliced tunnel's final record, see parse_log."""
-    return rec.get("client") in LOOPBACK and not is_splice_end(rec)
+def parse_audit(text: str) -> dict:
+    """{"records", "tunnels", "open_tunnels", "unparsed"} from a whole egress log text.
 
-
-def is_splice_end(rec: dict) -> bool:
-    return rec.get("bump") == "splice" and rec.get("method") == "CONNECT" and not is_splice_checkpoint(rec)
+    records: one per attempt (a request in a tunnel, a refused hello, a Squid denial), oldest
+    first. tunnels: each relayed CONNECT with its totals; open ones have "open": true.
+    unparsed: lines that carry a record prefix but do not parse (cut, or forged)."""
+    records, tunnels, order, unparsed = [], {}, [], 0
+    for line in text.splitlines():
+        if PREFIX not in line and GATE_PREFIX not in line:
+            continue
+        rec = parse_line(line)
+        if rec is not None:
+            records.append(rec)
+            continue
+        doc = parse_gate(line)
+        if doc is None:
+            unparsed += 1
+            continue
+        event = doc["event"]
+        if event in ("open", "close"):
+            tid = str(doc.get("tunnel"))[:64]
+            if tid not in tunnels:
+                if len(tunnels) >= 100000:
+                    continue
+                order.append(tid)
+                tunnels[tid] = {"tunnel": tid, "client": _text(doc.get("client")),
+                                "host": _text(doc.get("host")), "port": doc.get("port"),
+                                "opened": doc.get("time"), "closed": None, "open": True,
+                                "requests": 0, "bytes_sent": 0, "bytes_received": 0}
+            if event == "close":
+                t = tunnels[tid]
+                t.update(closed=doc.get("time"), open=False, reason=_text(doc.get("reason")))
+                for k in ("requests", "bytes_sent", "bytes_received"):
+                    t[k] = doc.get(k) if isinstance(doc.get(k), int) else 0
+            continue
+        records.append(_gate_record(doc))
+    records.sort(key=lambda r: r["time"] or 0)
+    listed = [tunnels[t] for t in order]
+    return {"records": records, "tunnels": listed,
+            "open_tunnels": [t for t in listed if t["open"]], "unparsed": unparsed}
 
 
 def parse_log(text: str) -> list[dict]:
-    """Every access record in a log text, oldest first, skipping Squid's other output.
-
-    One record per attempt: a spliced tunnel's decision checkpoint is dropped, and its final
-    record (which Squid credits to the relay, 127.0.0.1) takes the agent's address from the
-    checkpoint of the same target (one sandbox per proxy, so the same agent in any case)."""
-    out = []
-    agent_for: dict = {}
-    for line in text.splitlines():
-        rec = parse_line(line)
-        if rec is None:
-            continue
-        if is_splice_checkpoint(rec):
-            if rec.get("client") not in LOOPBACK:
-                agent_for[rec.get("url")] = rec.get("client")
-            continue
-        if is_proxy_internal(rec):
-            continue
-        if rec.get("client") in LOOPBACK:
-            rec["client"] = agent_for.get(rec.get("url"))
-        out.append(rec)
-    return out
+    """Every audit record in a log text, oldest first (see parse_audit for the rest)."""
+    return parse_audit(text)["records"]
 
 
 def summarise(records: list[dict]) -> dict:
-    counts = {"allowed": 0, "denied": 0, "error": 0}
+    counts = {"allowed": 0, "denied": 0, "error": 0, "paced": 0}
     for rec in records:
         counts[rec["decision"]] += 1
+        counts["paced"] += bool(rec.get("paced"))
     return counts

@@ -40,7 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--image", help="sandbox image (overrides BIOTOOL_IMAGE)")
     up.add_argument("--egress-image", help="egress proxy image (overrides BIOTOOL_EGRESS_IMAGE)")
     up.add_argument("--extra-ca", metavar="PEM",
-                    help="a CA bundle the sandbox trusts instead of the system one (tests only)")
+                    help="a CA the egress gate trusts upstream for the allowlisted host (tests: a mock NCBI)")
+    up.add_argument("--cpus", help="CPU limit of the sandbox (default 1.5, BIOTOOL_CPUS)")
+    up.add_argument("--memory", help="memory limit of the sandbox, e.g. 8g (default 8g, BIOTOOL_MEM_LIMIT)")
+    up.add_argument("--work-size", help="size cap of /work, a tmpfs, e.g. 4g (default 4g, BIOTOOL_WORK_SIZE)")
     up.add_argument("--compose-file", help="compose.yaml to use (default: BIOTOOL_COMPOSE_FILE, the checkout's)")
     up.add_argument("--site", metavar="DIR",
                     help="a site directory staged with `python -m biotool.staging --dest DIR`, "
@@ -65,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     au = sub.add_parser("audit", help="every allowed and denied egress attempt of a run, from the proxy log")
     au.add_argument("run")
 
-    dn = sub.add_parser("down", help="remove a run's containers, networks and volumes (not the shared pacing volume)")
+    dn = sub.add_parser("down", help="remove a run's containers, networks and volumes (not the host-wide NCBI schedule volume)")
     dn.add_argument("run")
 
     sub.add_parser("ps", help="list the runs on this engine")
@@ -93,7 +96,8 @@ def dispatch(args: argparse.Namespace) -> dict:
 
     if args.command == "up":
         return stack.up(args.mode, image=args.image, egress_image=args.egress_image,
-                        extra_ca=args.extra_ca, compose=args.compose_file, site=args.site)
+                        extra_ca=args.extra_ca, compose=args.compose_file, site=args.site,
+                        limits={"cpus": args.cpus, "memory": args.memory, "work_size": args.work_size})
     if args.command == "exec":
         stack.check_run_name(args.run)
         return agent.exec_(args.run, args.cmd, workdir=args.workdir, env=_env_pairs(args.env),

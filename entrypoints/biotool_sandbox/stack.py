@@ -15,11 +15,15 @@ from pathlib import Path
 
 from .errors import EngineError, LauncherError
 
-PACING_VOLUME = "biotool-ncbi-pacing"
+SCHEDULE_VOLUME = "biotool-ncbi-schedule"
+# Host-wide, egress-only: a small tmpfs owned by the egress image's proxy user (uid 13).
+SCHEDULE_VOLUME_OPTS = {"type": "tmpfs", "device": "tmpfs", "o": "size=16m,uid=13,gid=13,mode=0700"}
 RUN_PREFIX = "bts-"
 MODES = {"default": "sandbox", "gpu": "sandbox-gpu", "offline": "sandbox-offline"}
 SANDBOX_SERVICES = tuple(MODES.values())
-EXTRA_CA_IN_SANDBOX = "/etc/biotool/extra-ca.pem"
+EXTRA_CA_IN_EGRESS = "/etc/biotool/extra-ca.pem"
+# Per-run limits passed to compose.yaml (see there and the README for the defaults).
+LIMIT_ENV = {"cpus": "BIOTOOL_CPUS", "memory": "BIOTOOL_MEM_LIMIT", "work_size": "BIOTOOL_WORK_SIZE"}
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
 
@@ -85,39 +89,35 @@ def _run_compose(cmd: list[str], env: dict, timeout: float) -> subprocess.Comple
     return proc
 
 
-def ensure_pacing_volume(docker_client, image: str) -> str:
-    """The host-wide NCBI pacing volume (external to every project, so `down` keeps it).
+def ensure_schedule_volume(docker_client) -> str:
+    """The host-wide NCBI schedule volume (external to every project, so `down` keeps it).
 
-    Made world-writable (sticky) once, at creation, so the agent of any image or UID can
-    take the shared lock there whatever the image has at that path.
+    Mounted only in egress containers; a tmpfs owned by the proxy user, so it is bounded
+    (16 MB) and starts empty after a reboot (the rules only look back a minute).
     """
     import docker.errors
 
     try:
-        docker_client.volumes.get(PACING_VOLUME)
+        docker_client.volumes.get(SCHEDULE_VOLUME)
     except docker.errors.NotFound:
-        docker_client.volumes.create(PACING_VOLUME, labels={"org.biotool.shared": "ncbi-pacing"})
         try:
-            docker_client.containers.run(image, ["chmod", "1777", "/pacing"], user="0", remove=True,
-                                         entrypoint=[], network_mode="none",
-                                         volumes={PACING_VOLUME: {"bind": "/pacing", "mode": "rw"}})
+            docker_client.volumes.create(SCHEDULE_VOLUME, driver="local",
+                                         driver_opts=SCHEDULE_VOLUME_OPTS,
+                                         labels={"org.biotool.shared": "ncbi-schedule"})
         except Exception as exc:
-            docker_client.volumes.get(PACING_VOLUME).remove(force=True)
-            raise EngineError(f"could not prepare the pacing volume {PACING_VOLUME} with {image} ({exc})") from None
-    return PACING_VOLUME
+            raise EngineError(f"could not create the NCBI schedule volume {SCHEDULE_VOLUME} ({exc})") from None
+    return SCHEDULE_VOLUME
 
 
-def _override(run_dir: Path, service: str, extra_ca: Path) -> Path:
-    """A compose override mounting a test CA into the sandbox and trusting it (tests only)."""
+def _override(run_dir: Path, extra_ca: Path) -> Path:
+    """A compose override giving egress a CA it trusts upstream (tests: a mock NCBI)."""
     ca = run_dir / "extra-ca.pem"
     shutil.copyfile(extra_ca, ca)
     ca.chmod(0o644)
-    text = (f"services:\n  {service}:\n    volumes:\n"
-            f"      - {ca}:{EXTRA_CA_IN_SANDBOX}:ro\n"
+    text = (f"services:\n  egress:\n    volumes:\n"
+            f"      - {ca}:{EXTRA_CA_IN_EGRESS}:ro\n"
             f"    environment:\n"
-            f"      SSL_CERT_FILE: {EXTRA_CA_IN_SANDBOX}\n"
-            f"      CURL_CA_BUNDLE: {EXTRA_CA_IN_SANDBOX}\n"
-            f"      REQUESTS_CA_BUNDLE: {EXTRA_CA_IN_SANDBOX}\n")
+            f"      BIOTOOL_EGRESS_EXTRA_CA: {EXTRA_CA_IN_EGRESS}\n")
     path = run_dir / "override.yaml"
     path.write_text(text, encoding="utf-8")
     return path
@@ -146,28 +146,56 @@ def _site_override(run_dir: Path, service: str, site: Path) -> Path:
     return path
 
 
+def check_limits(limits: dict) -> dict:
+    """{env var: value} for the given limits, each checked (LauncherError names the bad one)."""
+    import re
+
+    out = {}
+    for name, value in (limits or {}).items():
+        if value is None:
+            continue
+        if name not in LIMIT_ENV:
+            raise LauncherError(f"unknown limit {name!r}")
+        value = str(value).strip()
+        if name == "cpus":
+            try:
+                ok = 0 < float(value) <= 1024
+            except ValueError:
+                ok = False
+        else:
+            ok = bool(re.fullmatch(r"[1-9][0-9]*[kmgKMG]?", value))
+        if not ok:
+            raise LauncherError(f"--{name.replace('_', '-')} {value!r} is not a valid limit "
+                                f"({'a positive number of CPUs' if name == 'cpus' else 'a size like 4g'})")
+        out[LIMIT_ENV[name]] = value
+    return out
+
+
 def up(mode: str = "default", *, image: str | None = None, egress_image: str | None = None,
        extra_ca: str | None = None, compose: str | None = None, timeout: float = 180,
-       site: str | None = None) -> dict:
-    """Start a fresh compose project (a new run id) and wait until its sandbox is running."""
+       site: str | None = None, limits: dict | None = None) -> dict:
+    """Start a fresh compose project (a new run id) and wait until its sandbox is running.
+
+    limits: {"cpus", "memory", "work_size"} (None: compose.yaml's defaults)."""
     if mode not in MODES:
         raise LauncherError(f"--mode {mode!r} is not one of {', '.join(MODES)}")
     if extra_ca and not Path(extra_ca).is_file():
         raise LauncherError(f"--extra-ca {extra_ca} does not exist")
     site_dir = check_site(site) if site else None
+    limit_env = check_limits(limits or {})
     base = compose_file(compose)
     dc = client()
-    ensure_pacing_volume(dc, image or os.environ.get("BIOTOOL_IMAGE", "biotool-sandbox:latest"))
+    ensure_schedule_volume(dc)
     service = MODES[mode]
     run = new_run_id()
     run_dir = state_root() / run
     run_dir.mkdir(parents=True, exist_ok=True)
     files = [base]
-    if extra_ca:
-        files.append(_override(run_dir, service, Path(extra_ca)))
+    if extra_ca and mode != "offline":
+        files.append(_override(run_dir, Path(extra_ca)))
     if site_dir:
         files.append(_site_override(run_dir, service, site_dir))
-    env = dict(os.environ)
+    env = {**os.environ, **limit_env}
     if image:
         env["BIOTOOL_IMAGE"] = image
     if egress_image:
@@ -184,7 +212,7 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
     return {"run": run, "project": run, "mode": mode, "service": service,
             "containers": {c.labels[SERVICE_LABEL]: c.name for c in containers(run, dc)},
             "networks": sorted(n.name for n in dc.networks.list(filters={"label": f"{PROJECT_LABEL}={run}"})),
-            "compose_files": [str(f) for f in files]}
+            "compose_files": [str(f) for f in files], "limits": limit_env}
 
 
 def containers(run: str, docker_client=None) -> list:
@@ -211,7 +239,7 @@ def runs(docker_client=None) -> list[str]:
 
 
 def down(run: str, *, quiet: bool = False, timeout: float = 120) -> dict:
-    """Remove the run's containers, networks and volumes (never the shared pacing volume)."""
+    """Remove the run's containers, networks and volumes (never the host-wide schedule volume)."""
     check_run_name(run)
     dc = client()
     run_dir = state_root() / run
@@ -235,10 +263,10 @@ def down(run: str, *, quiet: bool = False, timeout: float = 120) -> dict:
     for n in dc.networks.list(filters=label):
         n.remove()
     for v in dc.volumes.list(filters=label):
-        if v.name != PACING_VOLUME:
+        if v.name != SCHEDULE_VOLUME:
             v.remove(force=True)
     shutil.rmtree(run_dir, ignore_errors=True)
     left = {"containers": len(dc.containers.list(all=True, filters=label)),
             "networks": len(dc.networks.list(filters=label)),
-            "volumes": len([v for v in dc.volumes.list(filters=label) if v.name != PACING_VOLUME])}
+            "volumes": len([v for v in dc.volumes.list(filters=label) if v.name != SCHEDULE_VOLUME])}
     return {"run": run, "removed": existed, "left": left}

@@ -11,6 +11,7 @@ import os
 import socket
 import ssl
 import sys
+import urllib.error
 import urllib.parse
 
 TIMEOUT = 8
@@ -99,6 +100,90 @@ def connect(target, sni=None):
         except (OSError, ssl.SSLError) as exc:
             out.update(tls=False, **_err(exc))
         return out
+
+
+def client_hello(sni):
+    """A TLS 1.2 ClientHello naming `sni` (bytes; None: no server_name extension at all)."""
+    exts = b""
+    if sni is not None:
+        entry = b"\x00" + len(sni).to_bytes(2, "big") + sni
+        lst = len(entry).to_bytes(2, "big") + entry
+        exts += b"\x00\x00" + len(lst).to_bytes(2, "big") + lst
+    body = (b"\x03\x03" + os.urandom(32) + b"\x00" + b"\x00\x04\xc0\x2f\xc0\x30" + b"\x01\x00"
+            + len(exts).to_bytes(2, "big") + exts)
+    hs = b"\x01" + len(body).to_bytes(3, "big") + body
+    return b"\x16\x03\x01" + len(hs).to_bytes(2, "big") + hs
+
+
+def hello(target, sni_hex):
+    """CONNECT target, then a hand-made ClientHello (sni_hex: the SNI bytes in hex, or 'none'),
+    or with sni_hex 'plain' an HTTP request instead of TLS. What came back, and whether the
+    proxy closed the tunnel."""
+    host, port = _proxy()
+    out = {"target": target}
+    with socket.create_connection((host, port), timeout=TIMEOUT) as sock:
+        sock.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        status, head = _read_head(sock)
+        out["status"] = status
+        if status != 200:
+            return out
+        if sni_hex == "plain":
+            sock.sendall(b"GET /blast/Blast.cgi?CMD=Put HTTP/1.1\r\nHost: x\r\n\r\n")
+        else:
+            sock.sendall(client_hello(None if sni_hex == "none" else bytes.fromhex(sni_hex)))
+        data = b""
+        try:
+            while len(data) < 65536:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    out["closed"] = True
+                    break
+                data += chunk
+        except OSError as exc:
+            out.update(_err(exc))
+        out["reply_bytes"] = len(data)
+        out["server_hello"] = data[:1] == b"\x16"
+        out["reply_head"] = data[:60].decode("latin-1")
+    return out
+
+
+def pipelined(url, n):
+    """n GET requests for url sent back to back in one TLS connection through the proxy;
+    the status of each answer."""
+    import http.client
+    parts = urllib.parse.urlsplit(url)
+    phost, pport = _proxy()
+    conn = http.client.HTTPSConnection(phost, pport, timeout=TIMEOUT,
+                                       context=ssl.create_default_context())
+    conn.set_tunnel(parts.hostname, parts.port or 443)
+    conn.connect()
+    path = parts.path + ("?" + parts.query if parts.query else "")
+    conn.sock.sendall(b"".join(f"GET {path} HTTP/1.1\r\nHost: {parts.hostname}\r\n\r\n".encode()
+                               for _ in range(int(n))))
+    statuses = []
+    for _ in range(int(n)):
+        resp = http.client.HTTPResponse(conn.sock, method="GET")
+        resp.begin()
+        resp.read()
+        statuses.append(resp.status)
+    conn.close()
+    return {"ok": True, "statuses": statuses}
+
+
+def https_post(url, size):
+    """A BLAST-style form POST of about `size` bytes through the proxy (urllib, env proxy)."""
+    import urllib.request
+    body = urllib.parse.urlencode({"CMD": "Put", "PROGRAM": "blastn", "DATABASE": "nt",
+                                   "QUERY": ">q\n" + "ACGT" * (int(size) // 4)}).encode()
+    req = urllib.request.Request(url, data=body, method="POST",
+                                 headers={"Content-Type": "application/x-www-form-urlencoded"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return {"ok": True, "status": resp.status, "sent": len(body),
+                    "body": resp.read(2000).decode("utf-8", "replace")}
+    except urllib.error.HTTPError as exc:
+        return {"ok": False, "status": exc.code, "sent": len(body),
+                "body": exc.read(2000).decode("utf-8", "replace")}
 
 
 def http_get(url):

@@ -95,9 +95,19 @@ SERVER = textwrap.dedent(r'''
         print(*a, flush=True)
 
     class H(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
         def do_GET(self):
             body = b"biotool-test-server: hello through the proxy\n"
             log("HTTPS", self.client_address[0], self.headers.get("Host"), self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        def do_POST(self):
+            n = len(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            body = (b"biotool-test-server: got %d bytes\n<!--QBlastInfoBegin\n    RID = TESTRID%d\n"
+                    b"    RTOE = 1\nQBlastInfoEnd\n-->\n" % (n, n))
+            log("HTTPS", self.client_address[0], self.headers.get("Host"), "POST", self.path, n)
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -134,17 +144,18 @@ SERVER = textwrap.dedent(r'''
 ''')
 
 
-def start_outside_server(run: dict, certs: dict, name: str = ALLOWED_HOST):
-    """A server on the run's outside network that answers as `name` (a network alias)."""
+def start_outside_server(run: dict, certs: dict, name: str = ALLOWED_HOST, net: str | None = None):
+    """A server on the run's outside network (or `net`) that answers as `name` (an alias)."""
     import docker
 
     dc = docker.from_env()
-    net = f"{run['run']}_outside"
+    net = net or f"{run['run']}_outside"
     cert_dir = str(Path(certs["cert"]).parent)
     host_config = dc.api.create_host_config(binds={cert_dir: {"bind": "/certs", "mode": "ro"}})
     netcfg = dc.api.create_networking_config({net: dc.api.create_endpoint_config(aliases=[name])})
     created = dc.api.create_container(
-        SANDBOX_IMAGE, command=["python3", "-c", SERVER], user="0", name=f"{run['run']}-outside",
+        SANDBOX_IMAGE, command=["python3", "-c", SERVER], user="0",
+        name=f"{run['run']}-{'outside' if net.endswith('_outside') else 'elsewhere'}",
         host_config=host_config, networking_config=netcfg,
         labels={"org.biotool.test": "outside-server"}, entrypoint=[])
     c = dc.containers.get(created["Id"])
@@ -168,3 +179,42 @@ def outside_gateway(run: dict) -> str:
 
     net = docker.from_env().networks.get(f"{run['run']}_outside")
     return net.attrs["IPAM"]["Config"][0]["Gateway"]
+
+
+def start_mock_ncbi(runs: list[dict], certs: dict, name: str, *args: str):
+    """The mock NCBI (tests/mock_ncbi.py, TLS as blast.ncbi.nlm.nih.gov) on every run's
+    outside network, so each run's egress reaches the same server as NCBI itself."""
+    import docker
+
+    dc = docker.from_env()
+    nets = [f"{r['run']}_outside" for r in runs]
+    host_config = dc.api.create_host_config(binds={
+        str(Path(certs["cert"]).parent): {"bind": "/certs", "mode": "ro"},
+        str(REPO): {"bind": "/repo", "mode": "ro"}})
+    netcfg = dc.api.create_networking_config({nets[0]: dc.api.create_endpoint_config(aliases=[ALLOWED_HOST])})
+    created = dc.api.create_container(
+        SANDBOX_IMAGE, user="0", entrypoint=[], name=name,
+        command=["python3", "/repo/tests/mock_ncbi.py", "--port", "443", *args,
+                 "--tls-cert", "/certs/server.pem", "--tls-key", "/certs/server.key"],
+        host_config=host_config, networking_config=netcfg, labels={"org.biotool.test": "mock-ncbi"})
+    mock = dc.containers.get(created["Id"])
+    for net in nets[1:]:
+        dc.networks.get(net).connect(mock, aliases=[ALLOWED_HOST])
+    mock.start()
+    code = ("import ssl, urllib.request; ctx = ssl._create_unverified_context();"
+            "urllib.request.urlopen('https://127.0.0.1/_mock/requests', context=ctx).read()")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if mock.exec_run(["python3", "-c", code]).exit_code == 0:
+            return mock
+        time.sleep(0.3)
+    raise AssertionError(f"mock NCBI did not start: {mock.logs().decode()[-2000:]}")
+
+
+def mock_requests(mock) -> dict:
+    """The mock's own record of every request and every breach of NCBI's rules it saw."""
+    code = ("import json, ssl, urllib.request; ctx = ssl._create_unverified_context();"
+            "print(urllib.request.urlopen('https://127.0.0.1/_mock/requests', context=ctx).read().decode())")
+    res = mock.exec_run(["python3", "-c", code])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)

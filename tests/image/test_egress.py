@@ -3,7 +3,9 @@
 Each blocked case proves the block is the rules' doing, not an absent internet: the target is
 a real server on the egress side that answers the egress container (and logs every contact),
 the proxy's log shows the denial, and socket errors are "no route to host" / no DNS answer
-rather than a silence. The allowed path reaches that server through the proxy over TLS.
+rather than a silence. The allowed path reaches that server through the proxy's gate over
+TLS (the gate ends TLS with the run's CA, which is all the sandbox trusts). Every target is a
+container this module starts; nothing is sent to any outside address.
 """
 
 from __future__ import annotations
@@ -25,12 +27,26 @@ def certs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def run(certs, images):
+    import docker
+
+    dc = docker.from_env()
     up = stack.launcher("up", "--extra-ca", str(certs["ca"]))
-    server, ip = stack.start_outside_server(up, certs)
-    up["server"], up["server_ip"] = server, ip
-    yield up
-    server.remove(force=True)
-    stack.launcher("down", up["run"])
+    made = []
+    try:
+        server, ip = stack.start_outside_server(up, certs)
+        made.append(server)
+        up["server"], up["server_ip"] = server, ip
+        # A host elsewhere: a server on a network of its own, standing in for any public address.
+        net = dc.networks.create(f"{up['run']}-elsewhere", labels={"org.biotool.test": "elsewhere"})
+        made.append(net)
+        far, far_ip = stack.start_outside_server(up, certs, net=net.name)
+        made.append(far)
+        up["far"], up["far_ip"] = far, far_ip
+        yield up
+    finally:
+        for thing in reversed(made):
+            thing.remove(**({"force": True} if hasattr(thing, "exec_run") else {}))
+        stack.launcher("down", up["run"])
 
 
 def contacts(run, kind: str) -> int:
@@ -59,9 +75,12 @@ def test_direct_tcp_by_ip_has_no_route(run):
     before = contacts(run, "TCP 8443")
     res = stack.probe(run, "tcp", run["server_ip"], "8443")
     assert res.get("errname") in ("EHOSTUNREACH", "ENETUNREACH"), res
-    res = stack.probe(run, "tcp", "1.1.1.1", "443")
+    # A host on another network altogether (where a public address would be).
+    far_before = sum(1 for line in stack.server_log(run["far"]) if line.startswith("TCP 443"))
+    res = stack.probe(run, "tcp", run["far_ip"], "443")
     assert res.get("errname") in ("EHOSTUNREACH", "ENETUNREACH"), res
     assert contacts(run, "TCP 8443") == before
+    assert sum(1 for line in stack.server_log(run["far"]) if line.startswith("TCP 443")) == far_before
 
 
 def test_udp_out_gets_nothing(run):
@@ -144,25 +163,69 @@ def test_plain_http_is_denied_with_403_and_logged(run):
     assert contacts(run, "TCP 80") == before
 
 
+def test_an_overlong_request_still_leaves_its_record(run):
+    # 7,000 characters that Squid escapes 3-for-1: uncapped, the line would pass Squid's
+    # 8,191-byte limit, be cut, and the denial would leave no record.
+    res = stack.probe(run, "http_get", "http://example.net/" + '"' * 7000)
+    assert res["status"] == 403, res
+    rec = stack.wait_for_record(run, lambda r: r["method"] == "GET" and r["host"] == "example.net")
+    assert rec["decision"] == "denied" and rec["url"].startswith('http://example.net/""'), rec
+    assert stack.launcher("audit", run["run"])["unparsed_lines"] == 0
+
+
 def test_sni_fronting_through_allowed_connect_is_terminated(run):
     before = contacts(run, "TCP 443")
     res = stack.probe(run, "connect", f"{HOST}:443", "evil.example.com")
     assert res["status"] == 200 and res["tls"] is False, res
     rec = stack.wait_for_record(run, lambda r: r["sni"] == "evil.example.com")
-    assert rec["decision"] == "denied" and rec["bump"] == "terminate", rec
+    assert rec["decision"] == "denied" and rec["event"] == "tls", rec
     assert rec["client"] == sandbox_ip(run), rec
     assert contacts(run, "TCP 443") == before
-    # One record for the attempt, though the agent port relayed it to the SNI port.
     assert len(records_where(run, lambda r: r["sni"] == "evil.example.com")) == 1
 
 
-def test_sni_port_is_not_reachable_from_the_sandbox(run):
-    # The ssl-bump port listens on the proxy's loopback only; asked for by name or address
-    # through the agent port, it is just another non-allowlisted target.
-    proxy_host = stack.probe(run, "connect", "egress:3129")["proxy"].split(":")[0]
-    res = stack.probe(run, "tcp", proxy_host, "3129")
+@pytest.mark.parametrize("sni_hex,why,shown", [
+    ("none", "without SNI", None),
+    ((HOST.encode() + b"\x00.evil.example.com").hex(), "is not the CONNECT host",
+     HOST + "%00.evil.example.com"),
+    ((HOST.encode() + b"\nBIOTOOL_GATE {}").hex(), "is not the CONNECT host",
+     HOST + "%0ABIOTOOL_GATE%20%7B%7D"),
+])
+def test_hello_without_sni_or_with_nul_or_newline_is_terminated(run, sni_hex, why, shown):
+    # Squid's --client-requested used to fall back to the CONNECT host and splice these.
+    before = contacts(run, "TCP 443")
+    res = stack.probe(run, "hello", f"{HOST}:443", sni_hex)
+    assert res["status"] == 200 and res.get("closed") and not res["server_hello"], res
+    rec = stack.wait_for_record(run, lambda r: r["event"] == "tls" and r["sni"] == shown
+                                and why in (r["reason"] or ""))
+    assert rec["decision"] == "denied" and rec["client"] == sandbox_ip(run), rec
+    assert contacts(run, "TCP 443") == before
+    # The SNI stays escaped: no forged line, nothing left unparsed.
+    assert stack.launcher("audit", run["run"])["unparsed_lines"] == 0
+
+
+def test_non_tls_inside_the_tunnel_is_denied(run):
+    res = stack.probe(run, "hello", f"{HOST}:443", "plain")
+    assert res["status"] == 200 and res["reply_head"].startswith("HTTP/1.1 403"), res
+    rec = stack.wait_for_record(run, lambda r: r["reason"] == "not TLS inside the tunnel")
+    assert rec["decision"] == "denied" and rec["client"] == sandbox_ip(run), rec
+
+
+@pytest.mark.parametrize("target", [f"{HOST}:0", f"{HOST}:99999"])
+def test_connect_to_a_bad_port_is_denied(run, target):
+    res = stack.probe(run, "connect", target)
+    assert res["status"] in (400, 403), res
+    rec = stack.wait_for_record(run, lambda r: r["url"] == target)
+    assert rec["decision"] == "denied", rec
+
+
+def test_gate_port_is_not_reachable_from_the_sandbox(run):
+    # The gate listens on the proxy's loopback only; asked for by name or address through
+    # the agent port, it is just another non-allowlisted target.
+    proxy_host = stack.probe(run, "connect", "egress:3130")["proxy"].split(":")[0]
+    res = stack.probe(run, "tcp", proxy_host, "3130")
     assert not res["ok"], res
-    for target in ("localhost:3129", "127.0.0.1:3129"):
+    for target in ("localhost:3130", "127.0.0.1:3130"):
         res = stack.probe(run, "connect", target)
         assert res["status"] == 403, (target, res)
 
@@ -174,20 +237,58 @@ def test_ignoring_the_proxy_variables_gets_nowhere(run):
     assert res.get("errname") in ("EHOSTUNREACH", "ENETUNREACH"), res
 
 
-def test_allowed_host_is_reached_over_tls_through_the_proxy(run):
+def test_only_the_blast_api_passes_the_gate(run):
     before = contacts(run, "HTTPS")
     res = stack.probe(run, "https", f"https://{HOST}/")
+    assert res["ok"] is False and "403" in res["message"], res
+    rec = stack.wait_for_record(run, lambda r: r["event"] == "request" and r["url"] == f"https://{HOST}/")
+    assert rec["decision"] == "denied" and "BLAST URL API" in rec["reason"], rec
+    assert contacts(run, "HTTPS") == before
+
+
+def test_ten_requests_in_one_tunnel_are_ten_records(run):
+    url = f"https://{HOST}/blast/Blast.cgi?CMD=Get&FORMAT_OBJECT=SearchInfo&RID=NOTMINE10"
+    res = stack.probe(run, "pipelined", url, "10")
+    assert res["statuses"] == [403] * 10, res   # a RID this run never created
+    recs = stack.wait_for_record(run, lambda r: r.get("rid") == "NOTMINE10") and \
+        records_where(run, lambda r: r.get("rid") == "NOTMINE10")
+    assert len(recs) == 10 and len({r["tunnel"] for r in recs}) == 1, recs
+    assert all("not created by this run" in r["reason"] for r in recs)
+
+
+def test_allowed_host_is_reached_over_tls_through_the_gate_and_uploads_are_measured(run):
+    before = contacts(run, "HTTPS")
+    res = stack.probe(run, "https_post", f"https://{HOST}/blast/Blast.cgi", str(2 << 20))
     assert res["ok"] and res["status"] == 200, res
-    assert "biotool-test-server" in res["body"]
+    assert "biotool-test-server: got" in res["body"]
     assert contacts(run, "HTTPS") == before + 1
-    rec = stack.wait_for_record(run, lambda r: r["sni"] == HOST and r["decision"] == "allowed")
-    assert rec["bump"] == "splice" and rec["status"] == "TCP_TUNNEL", rec
-    assert rec["server"] == run["server_ip"] and rec["bytes"] > 0, rec
+    rec = stack.wait_for_record(run, lambda r: r["event"] == "request" and r["decision"] == "allowed")
+    assert rec["what"] == "put" and rec["sni"] == HOST and rec["http_status"] == 200, rec
+    assert rec["bytes_sent"] >= res["sent"] >= 2 << 20, rec   # the whole upload, not 2 KB
+    assert rec["bytes_received"] > len(res["body"]), rec
     assert rec["client"] == sandbox_ip(run), rec
-    # One record per attempt: not a second one for the agent port's relay to the SNI port.
-    assert len(records_where(run, lambda r: r["host"] == HOST and r["decision"] == "allowed")) == 1
+    assert len(records_where(run, lambda r: r["decision"] == "allowed")) == 1
+    # The tunnel is listed with its totals once closed.
+    tunnels = stack.launcher("audit", run["run"])["tunnels"]
+    assert any(t["tunnel"] == rec["tunnel"] and not t["open"] and t["bytes_sent"] >= 2 << 20
+               for t in tunnels), tunnels
+
+
+def test_an_open_tunnel_is_visible_while_open(run):
+    import time
+
+    code = ("import socket, time, os; s = socket.create_connection(('egress', 3128));"
+            f"s.sendall(b'CONNECT {HOST}:443 HTTP/1.1\\r\\nHost: {HOST}:443\\r\\n\\r\\n');"
+            "s.recv(100); time.sleep(8)")
+    c = stack.container(run["containers"]["sandbox"])
+    c.exec_run(["python3", "-c", code], detach=True)
+    deadline = time.monotonic() + 6
+    open_now = []
+    while not open_now and time.monotonic() < deadline:
+        open_now = stack.launcher("audit", run["run"])["open_tunnels"]
+    assert open_now and open_now[0]["client"] == sandbox_ip(run), open_now
 
 
 def test_audit_holds_only_the_agents_attempts(run):
-    # The proxy's own loopback traffic (relay probes, the start-up warm-up) is no attempt.
+    # The proxy's own loopback traffic (its relay check, the start-up warm-up) is no attempt.
     assert all(r["client"] == sandbox_ip(run) for r in stack.audit(run))

@@ -1,16 +1,15 @@
 """`biotool taxonomy` inside the enforced stack reaches NCBI BLAST only through the proxy.
 
 The mock NCBI service (tests/mock_ncbi.py, the real BLAST URL protocol) runs on the run's
-outside network under the name blast.ncbi.nlm.nih.gov, over TLS with a test CA the sandbox
-trusts. Because the name is NCBI's, biotool keeps NCBI's real pacing (10 s between contacts,
-a minute between polls of one RID), so this test takes under a minute.
+outside network under the name blast.ncbi.nlm.nih.gov, over TLS with a test CA the egress
+gate trusts upstream (the sandbox trusts only its run's egress CA). Because the name is
+NCBI's, biotool and the gate keep NCBI's real pacing (10 s between contacts, a minute between
+polls of one RID), so this test takes under a minute.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from pathlib import Path
 
 import pytest
 
@@ -22,42 +21,18 @@ READS = stack.REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq"
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, images):
-    import docker
-
     certs = stack.make_test_ca(tmp_path_factory.mktemp("test-ca"))
     up = stack.launcher("up", "--extra-ca", str(certs["ca"]))
-    dc = docker.from_env()
-    net = f"{up['run']}_outside"
-    host_config = dc.api.create_host_config(binds={
-        str(Path(certs["cert"]).parent): {"bind": "/certs", "mode": "ro"},
-        str(stack.REPO): {"bind": "/repo", "mode": "ro"},
-    })
-    netcfg = dc.api.create_networking_config({net: dc.api.create_endpoint_config(aliases=[HOST])})
-    created = dc.api.create_container(
-        stack.SANDBOX_IMAGE, user="0", entrypoint=[], name=f"{up['run']}-ncbi",
-        command=["python3", "/repo/tests/mock_ncbi.py", "--port", "443", "--rtoe", "1",
-                 "--tls-cert", "/certs/server.pem", "--tls-key", "/certs/server.key"],
-        host_config=host_config, networking_config=netcfg, labels={"org.biotool.test": "mock-ncbi"})
-    mock = dc.containers.get(created["Id"])
-    mock.start()
-    deadline = time.monotonic() + 30
-    while mock.status != "running" and time.monotonic() < deadline:
-        time.sleep(0.2)
-        mock.reload()
-    time.sleep(1.0)
-    up["mock"] = mock
-    yield up
-    mock.remove(force=True)
-    stack.launcher("down", up["run"])
+    try:
+        up["mock"] = stack.start_mock_ncbi([up], certs, f"{up['run']}-ncbi", "--rtoe", "1")
+        yield up
+    finally:
+        if up.get("mock"):
+            up["mock"].remove(force=True)
+        stack.launcher("down", up["run"])
 
 
-def mock_requests(mock) -> dict:
-    """The mock's own record of every request (read from inside its container)."""
-    code = ("import json, ssl, urllib.request; ctx = ssl._create_unverified_context();"
-            "print(urllib.request.urlopen('https://127.0.0.1/_mock/requests', context=ctx).read().decode())")
-    res = mock.exec_run(["python3", "-c", code])
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
+mock_requests = stack.mock_requests
 
 
 def test_taxonomy_remote_through_the_proxy_obeys_ncbi_rules(run):
@@ -77,10 +52,14 @@ def test_taxonomy_remote_through_the_proxy_obeys_ncbi_rules(run):
     assert puts[0]["queries"] == 10
     assert puts[0]["params"].get("tool") and puts[0]["params"].get("email") == "ci@example.org"
 
-    # The proxy saw exactly one CONNECT per request, every one to NCBI's host:443, spliced.
+    # The egress saw each request (not just each tunnel): one allowed record per request the
+    # mock got, each to NCBI's host over TLS with the right SNI, with bytes both ways.
     records = stack.audit(run)
     assert records, "the proxy logged nothing"
-    assert all(r["method"] == "CONNECT" for r in records), records
+    assert all(r["event"] == "request" for r in records), records
     assert {(r["host"], r["port"], r["sni"], r["decision"]) for r in records} == {
         (HOST, 443, HOST, "allowed")}, records
     assert len(records) == len(seen["requests"]), (records, seen["requests"])
+    assert [r["what"] for r in records] == [r["what"] if r["what"] != "get" else "fetch"
+                                            for r in seen["requests"]]
+    assert all(r["bytes_sent"] > 0 and r["bytes_received"] > 0 for r in records)

@@ -19,11 +19,12 @@ Where it searches: remote NCBI BLAST (nt) when the egress proxy (HTTPS_PROXY) is
 else the BLAST database staged in this image (a small panel, NOT nt). --remote / --local
 force one. Remote goes only to the allowlisted NCBI host, through HTTPS_PROXY when set (an
 http:// proxy on a local network: the sandbox's egress; never a public address), and never
-follows a redirect. It follows NCBI's rules, enforced in code for every biotool process
-that shares the pacing directory (BIOTOOL_NCBI_PACING_DIR, default
-$TMPDIR/biotool-ncbi-pacing): at most one contact every 10 s, one status poll per search
-per minute, at most 40 queries per submission. A remote run
-therefore takes minutes: 100 reads are 3 submissions; budget --timeout accordingly.
+follows a redirect. It follows NCBI's rules across this sandbox's biotool processes
+(BIOTOOL_NCBI_PACING_DIR, default $TMPDIR/biotool-ncbi-pacing): at most one contact every
+10 s, one status poll per search per minute, at most 40 queries per submission. The egress
+proxy enforces the same rules for every run on the host and answers 429 when another run
+holds NCBI's slot; biotool waits that out within --timeout. A remote run therefore takes
+minutes: 100 reads are 3 submissions; budget --timeout accordingly.
 
 Output (one JSON object, bounded: a few KB whatever the input): mode and why; n (queries
 searched); hits: the --top best hits over all queries (not per query), each with its query

@@ -4,7 +4,9 @@ Protocol (https://blast.ncbi.nlm.nih.gov/doc/blast-help/developerinfo.html): `CM
 POST returns a page whose QBlastInfo comment holds `RID = ` and `RTOE = ` (seconds until the
 result is expected); after RTOE, `CMD=Get&FORMAT_OBJECT=SearchInfo` answers `Status=WAITING`,
 `READY`, `FAILED` or `UNKNOWN`; when READY, `CMD=Get&FORMAT_TYPE=JSON2_S` returns the report.
-Pacing (at most one contact every 10 s, one poll per RID per minute) is enforced by `Pacer`.
+Pacing (at most one contact every 10 s, one poll per RID per minute) is kept politely by
+`Pacer` and enforced host-wide by the egress gate, whose 429 (X-Biotool-Egress: paced) is
+waited out, not failed.
 Lessons kept: at most 40 queries per submission (large ones are silently capped), POST not
 GET (HTTP 414), few hits per query (huge replies arrive cut off), truncated JSON halves the
 batch, an empty report is a failed search, and an HTML page instead of JSON is named.
@@ -188,8 +190,27 @@ class BlastClient:
     clock: Callable[[], float] = time.time
     log: Callable[[str], None] = lambda msg: None
     contacts: int = 0  # requests sent, for the result's record
+    paced: int = 0     # 429s from the egress gate (NCBI's host-wide slot was taken)
 
     def _http(self, method: str, params: dict, deadline: float) -> "object":
+        """One request; while the egress gate answers 429 (paced: another run holds NCBI's
+        host-wide slot), wait its Retry-After and ask again, until the deadline."""
+        while True:
+            resp = self._http_once(method, params, deadline)
+            if resp.status != 429 or resp.headers.get("x-biotool-egress") != "paced":
+                return resp
+            try:
+                wait = min(60.0, max(1.0, float(resp.headers.get("retry-after", "10"))))
+            except ValueError:
+                wait = 10.0
+            self.paced += 1
+            if self.clock() + wait > deadline:
+                raise PastDeadline(self.clock() + wait)
+            self.log(f"NCBI BLAST: the egress paced this request ({resp.text.strip()[:160]}); "
+                     f"retrying in {wait:.0f} s")
+            self.pacer.sleep(wait)
+
+    def _http_once(self, method: str, params: dict, deadline: float) -> "object":
         from biotool import net
 
         params = {**params, "tool": TOOL, **({"email": self.settings.email}
@@ -308,7 +329,8 @@ class BlastClient:
                                   f"({what})") from None
         done = [q for q, _ in queries if q in hits]
         return {"hits": hits, "searched": done, "truncated": len(done) < len(queries),
-                "rids": rids, "halvings": halvings, "contacts": self.contacts}
+                "rids": rids, "halvings": halvings, "contacts": self.contacts,
+                "paced_by_egress": self.paced}
 
 
 def remote_search(queries: list, top: int, timeout: float, database: str, email: str,

@@ -1,10 +1,11 @@
-"""NCBI's request pacing, held across processes: a file-locked schedule of contact slots.
+"""NCBI's request pacing, polite on the client side: a file-locked schedule of contact slots.
 
 NCBI's BLAST URL API rules: contact the server at most once every 10 seconds, and poll one
-RID at most once a minute. Every biotool process reserves its next slot in one small JSON
-file under an exclusive flock, so the rules hold across processes in a container and, when
-the directory is a shared volume (BIOTOOL_NCBI_PACING_DIR), across sandboxes on one host.
-The file is world-writable because sandboxes sharing the volume may run as different UIDs.
+RID at most once a minute. Every biotool process of one sandbox reserves its next slot in one
+small JSON file (in the container's own temp dir) under an exclusive flock, so its own
+processes do not trip the rules. The rules are *enforced* outside the agent's reach, host-wide,
+by the egress gate (image/egress/gatekeeper.py); this file is private to the user and shared
+with no other run. The lock is taken with a deadline and the file is read size-bounded.
 Wall-clock time is used because monotonic clocks are not comparable across processes.
 """
 
@@ -23,6 +24,8 @@ from biotool.output import ToolFailure
 STATE = "ncbi-pacing.json"
 POLL_MEMORY_S = 86400.0  # NCBI keeps RIDs about a day; older poll records are dropped
 MAX_AHEAD_S = 3600.0     # a reservation this far ahead means a damaged file (360 queued contacts)
+MAX_STATE_BYTES = 1 << 20  # a schedule larger than this is damage, read as "a contact just now"
+LOCK_WAIT_S = 30.0         # the longest a process waits for the schedule's lock
 
 
 class PastDeadline(Exception):
@@ -37,7 +40,8 @@ def pacing_dir() -> Path:
     """BIOTOOL_NCBI_PACING_DIR, else one directory in the system temp dir.
 
     Not under the cache root: two processes with different BIOTOOL_CACHE settings must still
-    share one schedule, and the temp dir is what every process in a container shares.
+    share one schedule, and the temp dir is what every process in a container shares. It is
+    politeness only: the egress gate enforces NCBI's rules whatever this directory holds.
     """
     import tempfile
 
@@ -56,10 +60,10 @@ class Pacer:
     sleep: Callable[[float], None] = time.sleep
 
     def _state_fd(self) -> tuple[int, bool]:
-        """The one schedule file, opened read-write; any UID sharing the volume may use it.
+        """The one schedule file, opened read-write, private to this user.
 
-        Without it the rules could not be held across processes, so a schedule that cannot
-        be opened for writing stops the search (exit 4) rather than pacing only this process.
+        A schedule that cannot be opened for writing stops the search (exit 4) rather than
+        pacing only this process.
         """
         import stat
 
@@ -68,16 +72,11 @@ class Pacer:
         try:
             new_dir = not self.directory.is_dir()
             if new_dir:
-                self.directory.mkdir(parents=True, exist_ok=True)
-                try:
-                    # Like /tmp: every UID may create the file, only its owner may remove it.
-                    os.chmod(self.directory, 0o1777)
-                except OSError:
-                    pass
-            # O_NOFOLLOW: a link planted in a shared directory must not redirect our writes;
+                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # O_NOFOLLOW: a link planted in the directory must not redirect our writes;
             # O_NONBLOCK: a FIFO planted there must not hang us.
             try:
-                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o666)
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600)
                 created = True
             except FileExistsError:
                 fd, created = os.open(path, flags), False
@@ -91,12 +90,6 @@ class Pacer:
             os.close(fd)
             raise ToolFailure(f"NCBI pacing schedule {path}: not a regular file; nothing was "
                               f"sent (remove it, or set BIOTOOL_NCBI_PACING_DIR)")
-        if created:
-            try:
-                # Sandboxes may run as different UIDs: the umask must not lock them out.
-                os.fchmod(fd, 0o666)
-            except OSError:
-                pass
         # A schedule missing from a directory that already existed was removed, perhaps just
         # after a contact: assume one happened rather than that none ever did.
         return fd, created and not new_dir
@@ -132,10 +125,10 @@ class Pacer:
 
         fd, removed = self._state_fd()
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            raw = b""
-            while chunk := os.read(fd, 65536):
-                raw += chunk
+            self._lock(fd, fcntl)
+            raw = os.pread(fd, MAX_STATE_BYTES + 1, 0)
+            if len(raw) > MAX_STATE_BYTES:
+                raw = b"{oversized"  # damage: read as a contact just made
             now = self.clock()
             last, polls = self._read_state(raw, now)
             if removed and not raw:
@@ -154,6 +147,20 @@ class Pacer:
         finally:
             os.close(fd)  # closing releases the lock
         return slot
+
+    def _lock(self, fd: int, fcntl) -> None:
+        """The exclusive lock within LOCK_WAIT_S, else ToolFailure: never an unbounded wait."""
+        end = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= end:
+                    raise ToolFailure(f"NCBI pacing schedule {self.directory / STATE}: still "
+                                      f"locked by another process after {LOCK_WAIT_S:.0f} s; "
+                                      f"nothing was sent") from None
+                time.sleep(0.05)
 
     def _write(self, fd: int, state: dict) -> None:
         data = json.dumps(state).encode()

@@ -1,105 +1,117 @@
-"""Parsing the egress proxy's access log into audit records (lines as Squid 5.7 wrote them)."""
+"""Parsing the egress container's log into audit records (lines as Squid 5.7 and the gate wrote
+them in the egress image: a denied CONNECT, plain GET, bad ports, an IPv6 literal, a
+connect-and-close, and the gate's tunnel and request events)."""
 
 from __future__ import annotations
 
+import json
+
 from biotool_sandbox import audit
 
-# Real lines from the egress container during the escape-matrix run.
-DENIED_CONNECT = ("BIOTOOL_EGRESS 1796076717.076 172.18.0.3 CONNECT example.com:443 example.com 443 "
-                  "- bump TCP_DENIED_ABORTED 200 - ERR_ACCESS_DENIED 0")
-DENIED_IPV6 = ("BIOTOOL_EGRESS 1796076717.362 172.18.0.3 CONNECT %5B2606:4700::1111%5D:443 "
-               "%5B2606:4700::1111%5D 443 - bump TCP_DENIED_ABORTED 200 - ERR_ACCESS_DENIED 0")
-PLAIN_GET = ("BIOTOOL_EGRESS 1796076717.618 172.18.0.3 GET http://blast.ncbi.nlm.nih.gov/ "
-             "blast.ncbi.nlm.nih.gov 80 - - TCP_DENIED 403 - ERR_ACCESS_DENIED 3420")
-FRONTED = ("BIOTOOL_EGRESS 1796076717.764 172.18.0.3 CONNECT blast.ncbi.nlm.nih.gov:443 "
-           "blast.ncbi.nlm.nih.gov 443 evil.example.com terminate NONE_NONE 200 - - 0")
-SPLICE_CHECKPOINT = ("BIOTOOL_EGRESS 1796077157.737 172.27.0.3 CONNECT blast.ncbi.nlm.nih.gov:443 "
-                     "blast.ncbi.nlm.nih.gov 443 blast.ncbi.nlm.nih.gov splice NONE_NONE 200 - - 0")
-TUNNEL = ("BIOTOOL_EGRESS 1796077157.748 172.27.0.3 CONNECT blast.ncbi.nlm.nih.gov:443 "
-          "blast.ncbi.nlm.nih.gov 443 blast.ncbi.nlm.nih.gov splice TCP_TUNNEL 200 172.28.0.3 - 2106")
-UPSTREAM_DOWN = ("BIOTOOL_EGRESS 1796076717.931 172.18.0.3 CONNECT blast.ncbi.nlm.nih.gov:443 "
-                 "blast.ncbi.nlm.nih.gov 443 blast.ncbi.nlm.nih.gov splice NONE_NONE 500 - ERR_CANNOT_FORWARD 0")
-SQUID_CHATTER = "2026/11/30 22:10:32| Accepting SSL bumped HTTP Socket connections at conn2"
+DENIED_CONNECT = ("BIOTOOL_EGRESS 1796113593.097 172.18.0.3 CONNECT example.com:443 example.com 443 "
+                  "TCP_DENIED 403 ERR_ACCESS_DENIED 59 3413")
+PLAIN_GET = ("BIOTOOL_EGRESS 1796113593.098 172.18.0.3 GET http://blast.ncbi.nlm.nih.gov/ "
+             "blast.ncbi.nlm.nih.gov 80 TCP_DENIED 403 ERR_ACCESS_DENIED 77 3431")
+PORT_ZERO = ("BIOTOOL_EGRESS 1796113593.099 172.18.0.3 CONNECT blast.ncbi.nlm.nih.gov:0 - - "
+             "NONE_NONE 400 - 54 3604")
+PORT_HUGE = ("BIOTOOL_EGRESS 1796113593.099 172.18.0.3 CONNECT blast.ncbi.nlm.nih.gov:99999 - - "
+             "NONE_NONE 400 - 58 3612")
+DENIED_IPV6 = ("BIOTOOL_EGRESS 1796113593.100 172.18.0.3 CONNECT %5B::1%5D:443 %5B::1%5D 443 "
+               "TCP_DENIED 403 ERR_ACCESS_DENIED 39 3401")
+CONNECT_AND_CLOSE = ("BIOTOOL_EGRESS 1796113593.103 172.18.0.3 - error:transaction-end-before-headers "
+                     "- - NONE_NONE 000 ERR_CLIENT_GONE 0 0")
+GATE_OPEN = ('BIOTOOL_GATE {"time":1796113593.101,"tunnel":"e3c4110f-2","client":"172.18.0.3",'
+             '"event":"open","method":"CONNECT","url":"blast.ncbi.nlm.nih.gov:443",'
+             '"host":"blast.ncbi.nlm.nih.gov","port":443,"decision":"allowed","reason":"tunnel open"}')
+GATE_NOT_TLS = ('BIOTOOL_GATE {"time":1796113593.101,"tunnel":"e3c4110f-2","client":"172.18.0.3",'
+                '"event":"tls","host":"blast.ncbi.nlm.nih.gov","port":443,"sni":null,'
+                '"decision":"denied","reason":"not TLS inside the tunnel"}')
+GATE_CLOSE = ('BIOTOOL_GATE {"time":1796113593.102,"tunnel":"e3c4110f-2","client":"172.18.0.3",'
+              '"event":"close","url":"blast.ncbi.nlm.nih.gov:443","host":"blast.ncbi.nlm.nih.gov",'
+              '"port":443,"decision":"allowed","reason":"not TLS inside the tunnel","requests":0,'
+              '"bytes_sent":0,"bytes_received":0}')
+SQUID_CHATTER = "2026/12/01 08:22:57| Accepting HTTP Socket connections at conn2 local=0.0.0.0:3128"
 
 
-def test_denied_connect_is_a_denied_record_with_host_and_port():
+def gate(**fields) -> str:
+    return "BIOTOOL_GATE " + json.dumps({"time": 1796113600.0, "tunnel": "t-1", "client": "172.18.0.3",
+                                         **fields})
+
+
+def test_denied_connect_is_a_denied_record_with_host_port_and_bytes():
     rec = audit.parse_line(DENIED_CONNECT)
-    assert rec["decision"] == "denied"
+    assert rec["decision"] == "denied" and rec["source"] == "proxy"
     assert (rec["method"], rec["host"], rec["port"], rec["status"]) == (
-        "CONNECT", "example.com", 443, "TCP_DENIED_ABORTED")
-    assert rec["time"] == 1796076717.076 and rec["sni"] is None
+        "CONNECT", "example.com", 443, "TCP_DENIED")
+    assert (rec["bytes_sent"], rec["bytes_received"]) == (59, 3413)
+    assert rec["reason"] == "CONNECT target is not an allowlisted host:port"
 
 
 def test_escaped_fields_are_unescaped():
     rec = audit.parse_line(DENIED_IPV6)
-    assert rec["url"] == "[2606:4700::1111]:443" and rec["decision"] == "denied"
+    assert rec["url"] == "[::1]:443" and rec["decision"] == "denied"
 
 
 def test_plain_http_is_denied_as_plain():
     rec = audit.parse_line(PLAIN_GET)
-    assert rec["decision"] == "denied" and rec["http_status"] == 403
-    assert "plain GET" in rec["reason"]
+    assert rec["decision"] == "denied" and rec["http_status"] == 403 and "plain GET" in rec["reason"]
 
 
-def test_terminated_sni_is_denied_naming_the_sni():
-    rec = audit.parse_line(FRONTED)
-    assert rec["decision"] == "denied" and "evil.example.com" in rec["reason"]
+def test_bad_ports_are_denied_not_errors():
+    for line in (PORT_ZERO, PORT_HUGE):
+        rec = audit.parse_line(line)
+        assert rec["decision"] == "denied" and rec["http_status"] == 400, rec
 
 
-def test_spliced_tunnel_is_allowed_once():
-    records = audit.parse_log("\n".join([SQUID_CHATTER, SPLICE_CHECKPOINT, TUNNEL]))
-    assert len(records) == 1
-    assert records[0]["decision"] == "allowed" and records[0]["server"] == "172.28.0.3"
-    assert records[0]["bytes"] == 2106
+def test_connect_and_close_is_an_error_record():
+    rec = audit.parse_line(CONNECT_AND_CLOSE)
+    assert rec["decision"] == "error" and "closed before" in rec["reason"]
 
 
-def test_allowed_tunnel_whose_upstream_failed_says_so():
-    rec = audit.parse_line(UPSTREAM_DOWN)
-    assert rec["decision"] == "allowed" and "ERR_CANNOT_FORWARD" in rec["reason"]
+def test_non_tls_in_a_tunnel_is_denied_and_the_tunnel_is_listed():
+    out = audit.parse_audit("\n".join([SQUID_CHATTER, GATE_OPEN, GATE_NOT_TLS, GATE_CLOSE]))
+    assert [(r["event"], r["decision"]) for r in out["records"]] == [("tls", "denied")]
+    assert out["tunnels"][0]["open"] is False and out["open_tunnels"] == []
+    assert out["unparsed"] == 0
+
+
+def test_an_open_tunnel_is_visible_while_open():
+    out = audit.parse_audit("\n".join([GATE_OPEN]))
+    assert [t["tunnel"] for t in out["open_tunnels"]] == ["e3c4110f-2"]
+    assert out["records"] == []
+
+
+def test_each_request_in_a_tunnel_is_one_record_with_bytes_both_ways():
+    lines = [GATE_OPEN] + [gate(event="request", tunnel="e3c4110f-2", method="POST", what="put",
+                                decision="allowed", http_status=200, bytes_sent=2_000_400,
+                                bytes_received=700) for _ in range(10)]
+    out = audit.parse_audit("\n".join(lines))
+    assert len(out["records"]) == 10
+    assert all(r["bytes_sent"] == 2_000_400 and r["bytes_received"] == 700 for r in out["records"])
+
+
+def test_paced_requests_are_denied_and_counted_as_paced():
+    recs = audit.parse_log("\n".join([gate(event="request", decision="paced", http_status=429),
+                                      gate(event="request", decision="allowed", http_status=200),
+                                      DENIED_CONNECT, CONNECT_AND_CLOSE]))
+    assert audit.summarise(recs) == {"allowed": 1, "denied": 2, "error": 1, "paced": 1}
+
+
+def test_cut_or_forged_lines_are_counted_not_dropped_silently():
+    cut = DENIED_CONNECT.rsplit(" ", 3)[0]
+    out = audit.parse_audit("\n".join([cut, "BIOTOOL_GATE {\"event\": \"req", "x BIOTOOL_EGRESS y",
+                                       DENIED_CONNECT, SQUID_CHATTER]))
+    assert len(out["records"]) == 1 and out["unparsed"] == 3
+
+
+def test_sni_stays_escaped_and_long_fields_are_capped():
+    rec = audit.parse_log(gate(event="tls", decision="denied", sni="evil%0A%00.example",
+                               reason="x" * 5000))[0]
+    assert rec["sni"] == "evil%0A%00.example"
+    assert len(rec["reason"]) <= audit.CAP + 3
 
 
 def test_forged_or_foreign_lines_are_not_records():
     assert audit.parse_line(SQUID_CHATTER) is None
     assert audit.parse_line(DENIED_CONNECT + " extra") is None
     assert audit.parse_line("X" + DENIED_CONNECT) is None
-
-
-def test_summary_counts_each_decision():
-    records = audit.parse_log("\n".join([DENIED_CONNECT, PLAIN_GET, FRONTED, TUNNEL]))
-    assert audit.summarise(records) == {"allowed": 1, "denied": 3, "error": 0}
-
-
-# Lines from the two-port proxy: the agent port relays allowed CONNECTs to the loopback-only
-# SNI port, whose peer probes and warm-up come from 127.0.0.1, and whose spliced tunnel's
-# final record Squid credits to the relay (127.0.0.1) rather than the agent.
-PEER_PROBE = ("BIOTOOL_EGRESS 1796080018.060 127.0.0.1 - error:transaction-end-before-headers "
-              "- - - - NONE_NONE 000 - ERR_CLIENT_GONE 0")
-WARM_UP_PEEK = ("BIOTOOL_EGRESS 1796080370.111 127.0.0.1 CONNECT blast.ncbi.nlm.nih.gov:443 "
-                "blast.ncbi.nlm.nih.gov 443 - peek NONE_NONE_ABORTED 200 - ERR_CLIENT_GONE 0")
-RELAYED_CHECKPOINT = ("BIOTOOL_EGRESS 1796080375.105 172.23.0.3 CONNECT blast.ncbi.nlm.nih.gov:443 "
-                      "blast.ncbi.nlm.nih.gov 443 blast.ncbi.nlm.nih.gov splice NONE_NONE 200 - - 0")
-RELAYED_END = ("BIOTOOL_EGRESS 1796080375.113 127.0.0.1 CONNECT blast.ncbi.nlm.nih.gov:443 "
-               "blast.ncbi.nlm.nih.gov 443 blast.ncbi.nlm.nih.gov splice TCP_TUNNEL 500 172.22.0.3 - 2106")
-DENIED_403 = ("BIOTOOL_EGRESS 1796079971.352 172.31.0.3 CONNECT example.org:443 example.org 443 "
-              "- - TCP_DENIED 403 - ERR_ACCESS_DENIED 3407")
-
-
-def test_proxy_loopback_records_are_not_attempts():
-    records = audit.parse_log("\n".join([PEER_PROBE, WARM_UP_PEEK, PEER_PROBE]))
-    assert records == []
-
-
-def test_relayed_splice_is_one_allowed_record_credited_to_the_agent():
-    records = audit.parse_log("\n".join([PEER_PROBE, WARM_UP_PEEK, RELAYED_CHECKPOINT, PEER_PROBE,
-                                         RELAYED_END]))
-    assert len(records) == 1, records
-    rec = records[0]
-    assert rec["client"] == "172.23.0.3" and rec["server"] == "172.22.0.3" and rec["bytes"] == 2106
-    assert rec["decision"] == "allowed" and rec["sni"] == "blast.ncbi.nlm.nih.gov"
-    assert audit.summarise(records) == {"allowed": 1, "denied": 0, "error": 0}
-
-
-def test_denied_connect_answered_403_is_denied():
-    rec = audit.parse_line(DENIED_403)
-    assert rec["decision"] == "denied" and rec["http_status"] == 403
-    assert rec["reason"] == "CONNECT target is not an allowlisted host:port"

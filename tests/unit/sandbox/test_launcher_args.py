@@ -122,3 +122,29 @@ def test_demo_finds_commands_in_the_help_listing_not_in_prose():
                  " a call to a remote service may fail.\n\nCommands:\n  list  what is staged\n"
                  "  align  align reads\n")
     assert demo._commands(help_text) == ["list", "align"]
+
+
+def test_limits_become_compose_variables():
+    assert stack.check_limits({"cpus": "1.5", "memory": "8g", "work_size": "512m"}) == {
+        "BIOTOOL_CPUS": "1.5", "BIOTOOL_MEM_LIMIT": "8g", "BIOTOOL_WORK_SIZE": "512m"}
+    assert stack.check_limits({"cpus": None, "work_size": None}) == {}
+
+
+@pytest.mark.parametrize("limits,culprit", [
+    ({"cpus": "0"}, "--cpus"), ({"cpus": "lots"}, "--cpus"), ({"work_size": "-1g"}, "--work-size"),
+    ({"memory": "8g; rm -rf /"}, "--memory"), ({"work_size": "4 g"}, "--work-size")])
+def test_bad_limits_are_refused_naming_the_option(limits, culprit):
+    with pytest.raises(LauncherError, match=culprit):
+        stack.check_limits(limits)
+
+
+def test_bad_limit_on_the_command_line_exits_2_before_docker():
+    from pathlib import Path
+
+    here = str(Path(stack.__file__).resolve().parents[1])  # this checkout's entrypoints
+    proc = subprocess.run([sys.executable, "-m", "biotool_sandbox", "up", "--work-size", "huge"],
+                          capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": here,
+                               "DOCKER_HOST": "unix:///nonexistent.sock"})
+    assert proc.returncode == 2 and "--work-size" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

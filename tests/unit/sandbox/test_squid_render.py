@@ -20,20 +20,17 @@ _spec.loader.exec_module(render)
 
 def conf_for(*allow: str) -> str:
     parsed = rules.parse("[egress]\nallow = [" + ", ".join(f'"{a}"' for a in allow) + "]\n")
-    return render.render(parsed.egress_allow, cert="/run/egress/c.pem", key="/run/egress/c.key")
+    return render.render(parsed.egress_allow)
 
 
 def directives(text: str) -> list[str]:
     return [line for line in text.splitlines() if line and not line.startswith("#")]
 
 
-def test_default_rules_allow_only_blast_connect_and_sni():
-    lines = directives(render.render(rules.load(REPO / "image" / "rules.toml").egress_allow,
-                                     cert="/c", key="/k"))
+def test_default_rules_allow_only_blast_connect():
+    lines = directives(render.render(rules.load(REPO / "image" / "rules.toml").egress_allow))
     assert "acl allow0_host dstdomain -n blast.ncbi.nlm.nih.gov" in lines
     assert "acl allow0_port port 443" in lines
-    assert "http_access allow CONNECT allow0_host allow0_port" in lines
-    assert "acl allowed_sni ssl::server_name --client-requested blast.ncbi.nlm.nih.gov" in lines
     assert [l for l in lines if l.startswith("http_access allow")] == [
         "http_access allow CONNECT allow0_host allow0_port"]
 
@@ -44,48 +41,35 @@ def test_deny_order_ip_literals_and_plain_http_before_any_allow_and_deny_all_las
     assert lines[-1] == "http_access deny all"
 
 
-def test_ssl_bump_peeks_then_splices_allowed_sni_and_terminates_the_rest():
-    bump = [l for l in directives(conf_for("blast.ncbi.nlm.nih.gov:443")) if l.startswith("ssl_bump")]
-    assert bump == ["ssl_bump peek step1", "ssl_bump splice allowed_sni", "ssl_bump terminate all"]
-
-
-def test_agent_port_has_no_ssl_bump_so_denials_are_plain_403s():
-    # On an ssl-bump port Squid answers a denied CONNECT "200 Connection established" and
-    # serves the error over TLS with its own certificate; the agent-facing port must not bump.
-    ports = [l for l in directives(conf_for("blast.ncbi.nlm.nih.gov:443")) if l.startswith("http_port")]
-    assert ports == [
-        "http_port 3128 name=agent",
-        "http_port 127.0.0.1:3129 name=sni ssl-bump tls-cert=/run/egress/c.pem "
-        "tls-key=/run/egress/c.key generate-host-certificates=off",
-    ]
-
-
-def test_allowed_connects_reach_upstream_only_through_the_loopback_sni_port():
+def test_squid_does_no_tls_and_never_goes_direct():
+    # Squid never splices, bumps or connects out: allowed CONNECTs go to the gate only.
     lines = directives(conf_for("blast.ncbi.nlm.nih.gov:443"))
-    assert "cache_peer 127.0.0.1 parent 3129 0 no-query no-digest no-netdb-exchange name=sni_relay" in lines
-    assert [l for l in lines if l.startswith("cache_peer_access")] == [
-        "cache_peer_access sni_relay allow agent_port", "cache_peer_access sni_relay deny all"]
-    assert "acl on_sni_port localport 3129" in lines
-    # Only the SNI port goes direct; anything else (the agent port) never does.
-    assert [l for l in lines if l.startswith(("always_direct", "never_direct"))] == [
-        "always_direct allow on_sni_port", "never_direct allow all"]
-    # Both ports apply the same http_access rules (the SNI port re-checks the relay).
-    assert not [l for l in lines if l.startswith("http_access") and ("agent_port" in l or "sni_port" in l)]
-
-
-def test_relay_carries_the_agents_address_trusted_only_from_loopback_on_the_sni_port():
-    lines = directives(conf_for("blast.ncbi.nlm.nih.gov:443"))
-    assert [l for l in lines if l.startswith("follow_x_forwarded_for")] == [
-        "follow_x_forwarded_for allow sni_port from_loopback", "follow_x_forwarded_for deny all"]
+    assert [l for l in lines if l.startswith("http_port")] == ["http_port 3128 name=agent"]
+    assert not [l for l in lines if l.startswith(("ssl_bump", "always_direct", "tls_"))]
+    assert "never_direct allow all" in lines
+    assert "cache_peer 127.0.0.1 parent 3130 0 no-query no-digest no-netdb-exchange name=gate" in lines
     assert "forwarded_for on" in lines and "via off" in lines
 
 
-def test_one_log_line_per_attempt_skipping_the_relay_and_the_proxys_own_traffic():
+def test_squid_logs_what_it_ends_and_leaves_relayed_tunnels_to_the_gate():
     lines = directives(conf_for("blast.ncbi.nlm.nih.gov:443"))
     assert [l for l in lines if l.startswith("access_log")] == [
-        "access_log stdio:/dev/stdout logformat=biotool !relayed !warm_up"]
-    assert "acl relayed all-of agent_port via_sni_port" in lines
-    assert "acl warm_up all-of agent_port from_loopback" in lines
+        "access_log stdio:/dev/stdout logformat=biotool !to_gate !from_loopback"]
+    assert "acl to_gate hier_code FIRSTUP_PARENT ANY_OLD_PARENT DEFAULT_PARENT" in lines
+
+
+def test_every_log_field_has_a_width_cap_that_keeps_a_line_under_squids_limit():
+    import re
+    widths = []
+    for name, code in render.LOG_FIELDS:
+        m = re.search(r"\.(\d+)", code)
+        if name in ("time", "client", "port", "http_status", "bytes_sent", "bytes_received"):
+            widths.append(40)  # numbers and addresses Squid makes itself
+            continue
+        assert m, f"field {name} ({code}) has no maximum width"
+        widths.append(int(m.group(1)))
+    # Even if a capped field were escaped after the cut (3 bytes a character), one line fits.
+    assert len(render.LOG_PREFIX) + sum(3 * w + 1 for w in widths) < 8191
 
 
 def test_warm_up_with_an_empty_allowlist_has_nothing_to_do():
@@ -129,9 +113,8 @@ def test_warm_up_gives_up_when_nothing_listens():
     assert render.warm_up([("blast.ncbi.nlm.nih.gov", 443)], port=port, tries=2, pause=0) is False
 
 
-def test_port_never_decrypts_and_caches_nothing():
+def test_caches_nothing():
     text = conf_for("blast.ncbi.nlm.nih.gov:443")
-    assert "ssl_bump bump" not in text and "ssl_bump stare" not in text
     assert "cache deny all" in text and "cache_dir" not in text
 
 
@@ -140,13 +123,11 @@ def test_each_pair_gets_its_own_host_and_port_acl():
     assert "http_access allow CONNECT allow0_host allow0_port" in lines
     assert "acl allow1_host dstdomain -n b.example.org" in lines
     assert "acl allow1_port port 8443" in lines
-    assert "acl allowed_sni ssl::server_name --client-requested a.example.org b.example.org" in lines
 
 
-def test_empty_allowlist_denies_everything_and_splices_nothing():
+def test_empty_allowlist_denies_everything():
     lines = directives(conf_for())
     assert not [l for l in lines if l.startswith("http_access allow")]
-    assert [l for l in lines if l.startswith("ssl_bump")] == ["ssl_bump peek step1", "ssl_bump terminate all"]
 
 
 def test_ip_literal_regex_catches_v4_and_v6_but_not_names():
@@ -170,15 +151,15 @@ def test_ip_literal_regex_catches_v4_and_v6_but_not_names():
 ])
 def test_unsafe_allow_entries_are_refused_naming_the_entry(entry, needle):
     with pytest.raises(render.RenderError, match=needle):
-        render.render([entry], cert="/c", key="/k")
+        render.render([entry])
 
 
 def test_rules_file_with_ip_literal_exits_2_naming_the_entry(tmp_path):
     bad = tmp_path / "rules.toml"
     bad.write_text('[egress]\nallow = ["10.0.0.1:443"]\n')
     out = tmp_path / "squid.conf"
-    proc = subprocess.run([sys.executable, str(RENDER), "--rules", str(bad), "--out", str(out),
-                           "--cert", "/c", "--key", "/k"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, str(RENDER), "--rules", str(bad), "--out", str(out)],
+                          capture_output=True, text=True)
     assert proc.returncode == 2
     assert "10.0.0.1:443" in proc.stderr and "IP literal" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -188,7 +169,7 @@ def test_rules_file_with_ip_literal_exits_2_naming_the_entry(tmp_path):
 def test_cli_writes_the_rendered_config(tmp_path):
     out = tmp_path / "squid.conf"
     proc = subprocess.run([sys.executable, str(RENDER), "--rules", str(REPO / "image" / "rules.toml"),
-                           "--out", str(out), "--cert", "/c", "--key", "/k"], capture_output=True, text=True)
+                           "--out", str(out)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "dstdomain -n blast.ncbi.nlm.nih.gov" in out.read_text()
 
@@ -207,3 +188,11 @@ def test_warm_up_cli_with_empty_allowlist_creates_the_ready_file(tmp_path):
                            "--ready-file", str(ready)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert ready.exists()
+
+
+def test_hosts_cli_prints_the_names_the_gate_certificate_covers(tmp_path):
+    rules_file = tmp_path / "rules.toml"
+    rules_file.write_text('[egress]\nallow = ["b.example.org:443", "a.example.org:8443", "b.example.org:8443"]\n')
+    proc = subprocess.run([sys.executable, str(RENDER), "--rules", str(rules_file), "--hosts"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.split() == ["a.example.org", "b.example.org"]

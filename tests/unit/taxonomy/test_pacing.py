@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from biotool.output import ToolFailure
 from biotool.taxonomy.pacing import Pacer, PastDeadline
 
 
@@ -76,9 +77,35 @@ def test_a_damaged_schedule_errs_on_the_side_of_waiting(tmp_path, clock):
     assert p.wait_turn() == start + 10.0
 
 
-def test_the_schedule_file_is_usable_by_other_uids(tmp_path, clock):
+def test_the_schedule_file_is_private_to_the_user(tmp_path, clock):
+    # Politeness within one sandbox only: no other UID (no other run) shares or can edit it.
+    Pacer(tmp_path / "p", clock=clock.now, sleep=clock.sleep).reserve()
+    assert (tmp_path / "p").stat().st_mode & 0o777 == 0o700
+    assert (tmp_path / "p" / "ncbi-pacing.json").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_held_lock_is_waited_on_only_until_its_deadline(tmp_path, clock, monkeypatch):
+    import fcntl
+    import time
+
+    from biotool.taxonomy import pacing
+
+    monkeypatch.setattr(pacing, "LOCK_WAIT_S", 0.3)
     Pacer(tmp_path, clock=clock.now, sleep=clock.sleep).reserve()
-    assert (tmp_path / "ncbi-pacing.json").stat().st_mode & 0o777 == 0o666
+    with open(tmp_path / "ncbi-pacing.json", "a") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        t0 = time.monotonic()
+        with pytest.raises(ToolFailure, match="still locked"):
+            Pacer(tmp_path, clock=clock.now, sleep=clock.sleep).reserve()
+        assert time.monotonic() - t0 < 3
+
+
+def test_an_oversized_schedule_is_read_as_damage_not_parsed(tmp_path, clock):
+    from biotool.taxonomy import pacing
+
+    (tmp_path / "ncbi-pacing.json").write_text('{"last_contact": 0, "polls": {}}' + " " * pacing.MAX_STATE_BYTES)
+    p = Pacer(tmp_path, clock=clock.now, sleep=clock.sleep)
+    assert p.reserve() == clock.now() + 10.0
 
 
 @pytest.mark.parametrize("text", [
@@ -151,57 +178,6 @@ def test_an_unusable_schedule_stops_before_any_contact(tmp_path, clock):
     os.mkfifo(fifo / "ncbi-pacing.json")                     # would block a plain open()
     with pytest.raises(ToolFailure, match="not a regular file"):
         Pacer(fifo, clock=clock.now).reserve()
-
-
-def _reserve_as(uid: int, directory: str, clock_value: float, w) -> None:
-    import os
-
-    try:
-        os.setgid(uid)
-        os.setuid(uid)
-        slot = Pacer(__import__("pathlib").Path(directory), clock=lambda: clock_value,
-                     sleep=lambda dt: None).reserve()
-        os.write(w, f"{slot}".encode())
-    except BaseException as exc:  # noqa: BLE001 - reported through the pipe
-        os.write(w, f"error {exc}".encode())
-    finally:
-        os._exit(0)
-
-
-def test_two_uids_share_one_schedule(clock):
-    """Sandboxes running as different UIDs on one volume pace each other (run as root here;
-    as another user, the file's mode is what makes it possible, checked above)."""
-    import os
-    import shutil
-    import tempfile
-
-    volume = Path(tempfile.mkdtemp(prefix="biotool-volume-"))  # pytest's tmp is 0700: no
-    os.chmod(volume, 0o755)                                    # other UID could reach it
-    try:
-        _two_uids(volume / "pacing", clock)
-    finally:
-        shutil.rmtree(volume)
-
-
-def _two_uids(shared: Path, clock) -> None:
-    import os
-
-    first = Pacer(shared, clock=clock.now, sleep=lambda dt: None).reserve()
-    assert (shared.stat().st_mode & 0o7777) == 0o1777
-    assert (shared / "ncbi-pacing.json").stat().st_mode & 0o777 == 0o666
-    if os.getuid() != 0:
-        return
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        _reserve_as(65534, str(shared), clock.now(), w)
-    os.close(w)
-    os.waitpid(pid, 0)
-    got = os.read(r, 4096).decode()
-    os.close(r)
-    assert got == f"{first + 10.0}", got  # the other UID read and extended root's schedule
-    assert Pacer(shared, clock=clock.now, sleep=lambda dt: None).reserve() == first + 20.0
 
 
 def test_the_default_schedule_does_not_depend_on_the_cache_setting(monkeypatch, tmp_path):

@@ -1,0 +1,143 @@
+"""NCBI's contact rule held host-wide by the egress proxies: one fair, bounded schedule file.
+
+Every run's egress gate (gatekeeper.py) asks here before sending a request to NCBI. The file
+lives on a volume mounted only in egress containers (never in a sandbox), so no agent can
+read, write, lock or plant anything in it. It is still treated as untrusted input: the lock
+is taken with a deadline, the file is read size-bounded and validated, and damage is read as
+"a contact just happened" (wait one interval), never as "never" or "forever".
+
+Fairness: when the interval has passed, the slot goes to the waiting run served least
+recently, so a run that always asks cannot starve one that asks now and then. A waiter that
+stops renewing its entry (a crashed gate) drops out after STALE_S.
+Standard library only (it runs in the egress image).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import math
+import os
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+STATE = "ncbi-schedule.json"
+MAX_STATE_BYTES = 64 << 10  # ~1,000 runs; anything larger is damage, not a schedule
+MAX_RUNS = 512              # entries kept per table; the oldest go first
+STALE_S = 5.0               # a waiter that has not renewed its entry for this long is gone
+SERVED_MEMORY_S = 3600.0    # how long a run's last turn is remembered for fairness
+LOCK_WAIT_S = 2.0           # the longest a gate waits for the lock before trying again later
+MAX_AHEAD_S = 120.0         # a last contact further ahead than this is a wrong clock or damage
+
+
+class Busy(Exception):
+    """No slot before the caller's hold deadline; retry_after says when to ask again."""
+
+    def __init__(self, retry_after: float, why: str):
+        super().__init__(why)
+        self.retry_after = retry_after
+
+
+@dataclass
+class Schedule:
+    directory: Path
+    min_interval: float = 10.0
+    clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    tick: float = 0.2
+
+    def _open(self) -> int:
+        path = self.directory / STATE
+        flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CREAT
+        fd = os.open(path, flags, 0o600)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, f"{path} is not a regular file")
+        return fd
+
+    def _lock(self, fd: int) -> bool:
+        """The exclusive lock within LOCK_WAIT_S, else False (never an unbounded wait)."""
+        end = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() >= end:
+                    return False
+                time.sleep(0.01)
+
+    def read(self, raw: bytes, now: float) -> dict:
+        """The validated state; anything damaged or oversized reads as a contact made now."""
+        fresh = {"last_contact": now, "served": {}, "waiting": {}}
+        if not raw.strip():
+            return {"last_contact": -1e18, "served": {}, "waiting": {}} if raw == b"" else fresh
+        if len(raw) > MAX_STATE_BYTES:
+            return fresh
+        try:
+            doc = json.loads(raw)
+            last = float(doc["last_contact"])
+            served = {str(k)[:64]: float(v) for k, v in dict(doc.get("served") or {}).items()}
+            waiting = {str(k)[:64]: (float(v[0]), float(v[1]))
+                       for k, v in dict(doc.get("waiting") or {}).items()}
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+            return fresh
+        if not math.isfinite(last) or last > now + MAX_AHEAD_S:
+            last = now
+        served = {k: v for k, v in served.items()
+                  if math.isfinite(v) and now - SERVED_MEMORY_S < v <= now + MAX_AHEAD_S}
+        waiting = {k: (s, b) for k, (s, b) in waiting.items()
+                   if math.isfinite(s) and math.isfinite(b) and now - STALE_S < b <= now + 1}
+        # Bounded tables: keep the most recent entries only.
+        served = dict(sorted(served.items(), key=lambda kv: kv[1])[-MAX_RUNS:])
+        waiting = dict(sorted(waiting.items(), key=lambda kv: kv[1][1])[-MAX_RUNS:])
+        return {"last_contact": last, "served": served, "waiting": waiting}
+
+    def _step(self, run: str, leave: bool = False) -> float | None:
+        """One locked look at the schedule: the slot time if this run may contact NCBI now."""
+        fd = self._open()
+        try:
+            if not self._lock(fd):
+                return None
+            raw = os.pread(fd, MAX_STATE_BYTES + 1, 0)
+            now = self.clock()
+            state = self.read(raw, now)
+            waiting = state["waiting"]
+            got = None
+            if leave:
+                waiting.pop(run, None)
+            else:
+                since = waiting.get(run, (now, now))[0]
+                waiting[run] = (since, now)
+                if now >= state["last_contact"] + self.min_interval:
+                    turn = min(waiting, key=lambda r: (state["served"].get(r, -1e18), waiting[r][0], r))
+                    if turn == run:
+                        got = now
+                        state["last_contact"] = now
+                        state["served"][run] = now
+                        waiting.pop(run)
+            data = json.dumps({"last_contact": state["last_contact"], "served": state["served"],
+                               "waiting": {k: list(v) for k, v in waiting.items()}}).encode()
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
+            return got
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def acquire(self, run: str, hold_s: float) -> float:
+        """Wait (at most hold_s) for this run's fair turn; the slot time, else Busy."""
+        end = self.clock() + hold_s
+        while True:
+            slot = self._step(run)
+            if slot is not None:
+                return slot
+            if self.clock() + self.tick > end:
+                self._step(run, leave=True)
+                raise Busy(self.min_interval, f"no NCBI contact slot free within {hold_s:.0f} s "
+                                              f"(NCBI allows one request every "
+                                              f"{self.min_interval:.0f} s per host)")
+            self.sleep(self.tick)

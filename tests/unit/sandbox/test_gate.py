@@ -1,0 +1,343 @@
+"""The egress gate (image/egress/gatekeeper.py) and its host-wide schedule, without docker.
+
+A real gate on loopback, relaying to the real mock NCBI (tests/mock_ncbi.py) over TLS, with
+two throw-away CAs made by the openssl CLI: the run's CA (what the sandbox trusts) and the
+upstream's. Intervals are shortened (the image uses NCBI's); the mock counts breaches of the
+same shortened rules.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+HOST = "blast.ncbi.nlm.nih.gov"
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+sys.path.insert(0, str(REPO / "image" / "egress"))
+schedule = _load("schedule", REPO / "image" / "egress" / "schedule.py")
+gatekeeper = _load("gatekeeper", REPO / "image" / "egress" / "gatekeeper.py")
+mock_ncbi = _load("mock_ncbi", REPO / "tests" / "mock_ncbi.py")
+
+INTERVAL, POLL = 0.6, 2.0
+
+
+def make_ca(dest: Path, name: str) -> dict:
+    dest.mkdir(parents=True, exist_ok=True)
+
+    def ssl_(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=dest)
+
+    ssl_("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={name} CA",
+         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign",
+         "-keyout", "ca.key", "-out", "ca.pem")
+    ssl_("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={HOST}", "-keyout", "host.key",
+         "-out", "host.csr")
+    (dest / "ext").write_text(f"subjectAltName=DNS:{HOST}\nextendedKeyUsage=serverAuth\n")
+    ssl_("x509", "-req", "-in", "host.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+         "-days", "2", "-extfile", "ext", "-out", "host.pem")
+    return {"ca": str(dest / "ca.pem"), "cert": str(dest / "host.pem"), "key": str(dest / "host.key")}
+
+
+@pytest.fixture(scope="module")
+def cas(tmp_path_factory):
+    base = tmp_path_factory.mktemp("cas")
+    return {"run": make_ca(base / "run", "run"), "up": make_ca(base / "up", "upstream")}
+
+
+@pytest.fixture()
+def mock(cas):
+    m = mock_ncbi.MockNCBI("ok", rtoe=0, min_interval=INTERVAL - 0.05, poll_interval=POLL - 0.05)
+    port = m.serve(0, "127.0.0.1", cas["up"]["cert"], cas["up"]["key"])
+    m.port = port
+    yield m
+    m.close()
+
+
+class Run:
+    """One run's gate on loopback, sharing `state` (the schedule directory) with other runs."""
+
+    def __init__(self, cas, mock, state: Path, hold_s: float = 5.0):
+        self.gate = gatekeeper.Gate([(HOST, 443)], cas["run"]["cert"], cas["run"]["key"], str(state),
+                                    cas["up"]["ca"], min_interval=INTERVAL, poll_interval=POLL,
+                                    hold_s=hold_s, upstream_address=("127.0.0.1", mock.port))
+        self.server = gatekeeper.GateServer(("127.0.0.1", 0), self.gate)
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+        self.port = self.server.server_address[1]
+        self.ctx = ssl.create_default_context(cafile=cas["run"]["ca"])
+
+    def tunnel(self, client="10.0.0.5"):
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=20)
+        sock.sendall(f"CONNECT {HOST}:443 HTTP/1.1\r\nHost: {HOST}:443\r\n"
+                     f"X-Forwarded-For: {client}\r\n\r\n".encode())
+        head = sock.recv(4096)
+        assert head.startswith(b"HTTP/1.1 200"), head
+        return sock
+
+    def https(self, method: str, path: str, body: bytes = b"", headers: dict | None = None):
+        import http.client
+
+        conn = http.client.HTTPSConnection(HOST, 443, context=self.ctx, timeout=30)
+        conn.sock = self.ctx.wrap_socket(self.tunnel(), server_hostname=HOST)
+        hdrs = {"Content-Type": "application/x-www-form-urlencoded"} if method == "POST" else {}
+        conn.request(method, path, body=body or None, headers={**hdrs, **(headers or {})})
+        resp = conn.getresponse()
+        data = resp.read()
+        conn.close()
+        return resp.status, dict(resp.getheaders()), data.decode("utf-8", "replace")
+
+    def put(self, seq="ACGT" * 30):
+        from urllib.parse import urlencode
+
+        body = urlencode({"CMD": "Put", "PROGRAM": "blastn", "DATABASE": "nt",
+                          "QUERY": f">q1\n{seq}\n"}).encode()
+        return self.https("POST", "/blast/Blast.cgi", body)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture()
+def runs(cas, mock, tmp_path):
+    made = []
+
+    def make(**kw):
+        r = Run(cas, mock, tmp_path, **kw)
+        made.append(r)
+        return r
+
+    yield make
+    for r in made:
+        r.close()
+
+
+_seen: list[dict] = []
+
+
+def records(capsys, settle: float = 0.3) -> list[dict]:
+    """Every gate record so far (the gate logs a request just after answering it)."""
+    time.sleep(settle)
+    out = capsys.readouterr().out
+    _seen.extend(json.loads(line.split(" ", 1)[1]) for line in out.splitlines()
+                 if line.startswith("BIOTOOL_GATE "))
+    return list(_seen)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_records():
+    _seen.clear()
+
+
+def rid_of(text: str) -> str:
+    return text.split("RID = ")[1].split()[0]
+
+
+def test_put_poll_fetch_relayed_paced_and_logged_per_request(runs, mock, capsys):
+    a = runs()
+    status, _, text = a.put()
+    assert status == 200 and "RID = " in text
+    rid = rid_of(text)
+    status, _, text = a.https("GET", f"/blast/Blast.cgi?CMD=Get&FORMAT_OBJECT=SearchInfo&RID={rid}")
+    assert status == 200 and "Status=READY" in text
+    status, _, text = a.https("GET", f"/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid}")
+    assert status == 200 and json.loads(text)["BlastOutput2"]
+    assert mock.violations == [] and len(mock.requests) == 3
+    gaps = [b["t"] - a_["t"] for a_, b in zip(mock.requests, mock.requests[1:])]
+    assert min(gaps) >= INTERVAL - 0.05
+    recs = [r for r in records(capsys) if r["event"] == "request"]
+    assert [r["what"] for r in recs] == ["put", "poll", "fetch"]
+    assert all(r["decision"] == "allowed" and r["client"] == "10.0.0.5" for r in recs)
+    assert recs[0]["bytes_sent"] > 100 and recs[2]["bytes_received"] > len(text)
+
+
+def test_upload_bytes_are_measured(runs, capsys):
+    a = runs()
+    status, _, _ = a.put("ACGT" * 250_000)  # a 1 MB query
+    assert status == 200
+    rec = [r for r in records(capsys) if r["event"] == "request"][0]
+    assert rec["bytes_sent"] > 1_000_000
+
+
+def test_flood_gets_429s_and_the_server_sees_no_breach(runs, mock, capsys):
+    a = runs(hold_s=1.0)
+    results = []
+
+    def one():
+        results.append(a.put()[0])
+
+    threads = [threading.Thread(target=one) for _ in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results.count(200) >= 1 and results.count(429) >= 8, results
+    assert mock.violations == []
+    paced = [r for r in records(capsys) if r.get("decision") == "paced"]
+    assert len(paced) == results.count(429) and all(r["http_status"] == 429 for r in paced)
+
+
+def test_429_carries_retry_after_and_marks_the_egress(runs):
+    a = runs(hold_s=0.2)
+    assert a.put()[0] == 200
+    status, headers, text = a.put()
+    assert status == 429 and headers["X-Biotool-Egress"] == "paced"
+    assert int(headers["Retry-After"]) >= 1 and "NCBI" in text
+
+
+def test_a_run_cannot_touch_another_runs_rid(runs, mock):
+    a, b = runs(), runs()
+    rid = rid_of(a.put()[2])
+    time.sleep(INTERVAL)
+    for path in (f"/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid}",
+                 f"/Blast.cgi?CMD=Get&FORMAT_OBJECT=SearchInfo&RID={rid}"):
+        status, headers, text = b.https("GET", path)
+        assert status == 403 and "not created by this run" in text, text
+    # Smuggling the Get into a POST body is not the API's Put either.
+    status, _, _ = b.https("POST", "/blast/Blast.cgi", f"CMD=Get&RID={rid}".encode())
+    assert status == 403
+    assert [r["what"] for r in mock.requests] == ["put"]
+
+
+def test_only_the_blast_api_and_the_tunnel_host(runs, mock):
+    a = runs()
+    cases = [("GET", "/", b"", {}), ("GET", "/blast/Blast.cgi?CMD=DisplayRIDs", b"", {}),
+             ("DELETE", "/blast/Blast.cgi", b"", {}),
+             ("GET", "/blast/Blast.cgi?CMD=Get&RID=X", b"", {"Host": "evil.example"}),
+             ("POST", "/blast/Blast.cgi", b"CMD=Put&CMD=Put&QUERY=ACGT", {}),
+             ("POST", "/blast/Blast.cgi?CMD=Put", b"QUERY=ACGT", {}),
+             ("GET", "/_mock/requests", b"", {})]
+    for method, path, body, headers in cases:
+        status, hdrs, _ = a.https(method, path, body, headers)
+        assert status in (400, 403, 405) and hdrs["X-Biotool-Egress"] == "denied", (method, path, status)
+    assert mock.requests == []
+
+
+def raw_hello(sni: bytes | None) -> bytes:
+    """A TLS 1.2 ClientHello with the given server_name bytes (None: no SNI extension)."""
+    exts = b""
+    if sni is not None:
+        entry = b"\x00" + len(sni).to_bytes(2, "big") + sni
+        lst = len(entry).to_bytes(2, "big") + entry
+        exts += b"\x00\x00" + len(lst).to_bytes(2, "big") + lst
+    body = (b"\x03\x03" + b"\x11" * 32 + b"\x00" + b"\x00\x02\xc0\x2f" + b"\x01\x00"
+            + len(exts).to_bytes(2, "big") + exts)
+    hs = b"\x01" + len(body).to_bytes(3, "big") + body
+    return b"\x16\x03\x01" + len(hs).to_bytes(2, "big") + hs
+
+
+@pytest.mark.parametrize("sni,why", [(None, "without SNI"), (HOST.encode() + b"\x00.evil", "is not"),
+                                     (b"evil.example.com", "is not")])
+def test_hello_without_sni_or_with_nul_or_other_name_is_terminated(runs, capsys, sni, why):
+    a = runs()
+    sock = a.tunnel()
+    sock.sendall(raw_hello(sni))
+    sock.settimeout(5)
+    assert sock.recv(100) == b""  # closed: no ServerHello, no certificate
+    recs = [r for r in records(capsys) if r["event"] == "tls"]
+    assert len(recs) == 1 and recs[0]["decision"] == "denied" and why in recs[0]["reason"]
+    if sni and b"\x00" in sni:
+        assert "%00" in recs[0]["sni"] and "\x00" not in json.dumps(recs[0])
+
+
+def test_non_tls_inside_the_tunnel_is_denied(runs, mock, capsys):
+    a = runs()
+    sock = a.tunnel()
+    sock.sendall(b"GET /blast/Blast.cgi?CMD=Put HTTP/1.1\r\nHost: x\r\n\r\n")
+    sock.settimeout(5)
+    assert b"403" in sock.recv(100)
+    recs = [r for r in records(capsys) if r["event"] == "tls"]
+    assert recs[0]["decision"] == "denied" and recs[0]["reason"] == "not TLS inside the tunnel"
+    assert mock.requests == []
+
+
+def test_long_fields_are_cut_before_escaping(runs, capsys):
+    a = runs()
+    tls = a.ctx.wrap_socket(a.tunnel(), server_hostname=HOST)
+    path = "/blast/Blast.cgi?CMD=Get&RID=" + "\x01" * 3000 + "A" * 20000
+    tls.sendall(f"GET {path} HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode("latin-1"))
+    assert b" 403 " in tls.recv(200)
+    time.sleep(0.3)
+    line = [line for line in capsys.readouterr().out.splitlines() if '"event":"request"' in line][0]
+    rec = json.loads(line.split(" ", 1)[1])
+    assert len(rec["url"]) <= gatekeeper.URL_CAP + 3 and rec["url"].endswith("...")
+    assert len(line) < 8000 and line.isascii() and "\x01" not in line
+
+
+def test_schedule_is_fair_between_a_greedy_and_a_modest_run(tmp_path):
+    now = [1000.0]
+    s = schedule.Schedule(tmp_path, 10.0, clock=lambda: now[0], sleep=lambda d: None)
+    assert s._step("greedy") == 1000.0
+    # Both wait; the greedy run was served, so the modest one gets the next slot.
+    now[0] = 1006.0
+    assert s._step("greedy") is None and s._step("modest") is None
+    now[0] = 1010.0
+    assert s._step("greedy") is None
+    assert s._step("modest") == 1010.0
+    now[0] = 1020.0
+    assert s._step("greedy") == 1020.0
+
+
+def test_schedule_damage_means_wait_never_forever(tmp_path):
+    now = [1000.0]
+    s = schedule.Schedule(tmp_path, 10.0, clock=lambda: now[0], sleep=lambda d: None)
+    state = tmp_path / schedule.STATE
+    for junk in (b"{not json", b"x" * (schedule.MAX_STATE_BYTES + 10),
+                 json.dumps({"last_contact": 1e300}).encode(), json.dumps({"last_contact": "nan"}).encode()):
+        state.write_bytes(junk)
+        now[0] += 100
+        assert s._step("r") is None                  # read as a contact just made
+        now[0] += 10
+        assert s._step("r") == now[0]                # and one interval later, a slot
+
+
+def test_schedule_lock_has_a_deadline(tmp_path, monkeypatch):
+    import fcntl
+
+    monkeypatch.setattr(schedule, "LOCK_WAIT_S", 0.2)
+    s = schedule.Schedule(tmp_path, 10.0, tick=0.05)
+    holder = open(tmp_path / schedule.STATE, "a+")
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    t0 = time.monotonic()
+    with pytest.raises(schedule.Busy):
+        s.acquire("r", hold_s=0.5)
+    assert time.monotonic() - t0 < 3
+    holder.close()
+    assert s.acquire("r", hold_s=0.5)
+
+
+def test_biotool_client_waits_out_the_gates_429s(runs, mock, cas, monkeypatch, tmp_path):
+    """biotool's own BLAST client through the real gate: a poll the gate refuses (one per RID
+    per POLL seconds) comes back 429 + Retry-After, and the client waits it out."""
+    from biotool.taxonomy.ncbi import BlastClient, Settings
+    from biotool.taxonomy.pacing import Pacer
+
+    a = runs()
+    mock.ready_after = 1.0  # the first poll says WAITING, so a second one follows at once
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{a.port}")
+    monkeypatch.setenv("SSL_CERT_FILE", cas["run"]["ca"])
+    client = BlastClient(Settings(min_interval=0.05, poll_interval=0.05),
+                         Pacer(tmp_path / "pacing", 0.05, 0.05))
+    out = client.search([("q1", "ACGT" * 40)], top=3, timeout=60)
+    assert out["searched"] == ["q1"] and out["paced_by_egress"] >= 1, out
+    assert mock.violations == []
+    polls = [r for r in mock.requests if r["what"] == "poll"]
+    assert len(polls) >= 2 and polls[1]["t"] - polls[0]["t"] >= POLL - 0.05
