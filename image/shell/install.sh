@@ -13,8 +13,10 @@ venv=/opt/venv/bin
     for name in "$@"; do
         value=$(printenv "$name")
         if [ "$name" = PATH ]; then
-            echo "case \":\${PATH:-}:\" in *:$venv:*) ;; *) PATH=\"$venv:\${PATH:-/usr/local/bin:/usr/bin:/bin}\" ;; esac"
+            echo "case \"\${PATH:-}\" in $venv:*) ;; *) PATH=\"$venv:\${PATH:-/usr/local/bin:/usr/bin:/bin}\" ;; esac"
             echo "export PATH"
+            # With HOME unset (env -i), ~/.profile's "\$HOME/bin" is /bin, put ahead of the venv.
+            echo '[ -n "${HOME:-}" ] || { HOME=$(getent passwd "$(id -u)" | cut -d: -f6); HOME=${HOME:-/tmp}; export HOME; }'
         else
             echo "export $name=\"\${$name:-$value}\""
         fi
