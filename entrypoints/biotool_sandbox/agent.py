@@ -58,7 +58,7 @@ def exec_bytes(container, argv: list[str], *, stdin: bytes | None = None, workdi
     import socket
     import threading
 
-    from docker.utils.socket import consume_socket_output, frames_iter
+    from docker.utils.socket import consume_socket_output, demux_adaptor, frames_iter
 
     api = container.client.api
     try:
@@ -81,7 +81,8 @@ def exec_bytes(container, argv: list[str], *, stdin: bytes | None = None, workdi
     writer = threading.Thread(target=feed, daemon=True)
     writer.start()
     try:
-        out, err = consume_socket_output(frames_iter(sock, tty=False), demux=True)
+        frames = (demux_adaptor(*f) for f in frames_iter(sock, tty=False))
+        out, err = consume_socket_output(frames, demux=True)
     except (socket.timeout, TimeoutError):
         raise TimeoutError(f"no end of output from {argv[0]} within {deadline:g}s") from None
     finally:

@@ -91,6 +91,13 @@ def test_doctor_fails_on_the_default_bridge_and_says_how(sandbox):
     assert egress["ok"] is False and egress["required"] is True
 
 
+def test_a_proxy_setting_on_the_bridge_does_not_make_it_enforced(sandbox):
+    # The gateway of docker's bridge is this host, which answers: the proxy could be bypassed.
+    env = {"HTTPS_PROXY": "http://127.0.0.1:3128", "BIOTOOL_REQUIRE_ENFORCED": "1"}
+    ran = sandbox.biotool("list", network_mode="bridge", environment=env)
+    assert ran.code == 3 and "the default gateway" in ran.stderr and "answers" in ran.stderr, ran
+
+
 def test_doctor_passes_with_network_none(sandbox):
     ran = sandbox.biotool("doctor", "--no-sha", network_mode="none")
     assert ran.code == 0, ran
@@ -181,7 +188,7 @@ def test_inspect_provider_exec_files_timeout_and_teardown(image_env):
     run, out = asyncio.run(session())
     assert isinstance(out["doctor"], ExecResult) and out["doctor"].returncode == 0, out["doctor"]
     egress = next(c for c in json.loads(out["doctor"].stdout)["checks"] if c["check"] == "egress")
-    assert egress["detail"].startswith("enforced: no route out"), egress
+    assert egress["detail"].startswith("enforced: no way out but the egress proxy"), egress
     assert out["stdin"].returncode == 7 and out["stdin"].stdout.strip() == "/opt/venv"
     assert out["read_work"] == bytes(range(256)) * 3 and out["read_tmp"] == "tmpfs é\n"
     assert " 1000 " in out["ls"].stdout and "data.bin" in out["ls"].stdout

@@ -80,7 +80,7 @@ def check_caches() -> list[dict]:
 
 
 def check_network(timeout: float = 3.0) -> dict:
-    """Enforced (only lo, or no route out but the egress proxy), and the proxy answers."""
+    """Enforced (only lo, or no way out but the egress proxy), and the proxy answers."""
     from biotool.system import enforcement
 
     st = enforcement.status()
@@ -95,9 +95,10 @@ def check_network(timeout: float = 3.0) -> dict:
         with socket.create_connection((host, port), timeout=timeout):
             pass
     except OSError as exc:
-        return _check("egress", False, f"no route out, but the egress proxy {host}:{port} is "
+        return _check("egress", False, f"no way out, but the egress proxy {host}:{port} is "
                       f"unreachable ({exc})")
-    return _check("egress", True, f"enforced: no route out; egress proxy {host}:{port} reachable")
+    return _check("egress", True, f"enforced: no way out but the egress proxy {host}:{port}, "
+                  f"which is reachable")
 
 
 def check_gpu() -> dict:

@@ -23,28 +23,70 @@ REJECT6 = ("00000000000000000000000000000000 00 00000000000000000000000000000000
            "00000000000000000000000000000000 ffffffff 00000001 00000000 00200200       lo\n")
 
 
-def fake(tmp_path: Path, route: str, route6: str, ifaces: list[str]) -> tuple[Path, Path]:
+# compose's internal network on docker 20.10 with inhibit_ipv4: a default route all the same,
+# to a gateway address that no one holds.
+DEAD_GW4 = HEADER4 + ("eth0\t00000000\t01001AAC\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
+                      "eth0\t00001AAC\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n")
+ARP_HEADER = "IP address       HW type     Flags       HW address            Mask     Device\n"
+PROXY = {"HTTPS_PROXY": "http://egress:3128"}
+
+
+def fake(tmp_path: Path, route: str, route6: str, ifaces: list[str], arp: str = "") -> tuple[Path, Path]:
     proc, sysnet = tmp_path / "proc", tmp_path / "net"
     proc.mkdir()
     sysnet.mkdir()
     (proc / "route").write_text(route)
     (proc / "ipv6_route").write_text(route6)
+    (proc / "arp").write_text(ARP_HEADER + arp)
     for name in ["lo", *ifaces]:
         (sysnet / name).mkdir()
     return proc, sysnet
 
 
-def test_default_bridge_is_unenforced_even_with_a_proxy(tmp_path):
+class Neighbour:
+    """Stands in for the link: records each solicitation and writes the ARP entry it leads to."""
+
+    def __init__(self, proc: Path, answers: bool):
+        self.proc, self.answers, self.asked = proc, answers, []
+
+    def __call__(self, ip: str) -> None:
+        self.asked.append(ip)
+        flags, mac = ("0x2", "02:42:ac:11:00:01") if self.answers else ("0x0", "00:00:00:00:00:00")
+        with (self.proc / "arp").open("a") as f:
+            f.write(f"{ip:<17}0x1         {flags:<12}{mac}     *        eth0\n")
+
+
+def test_default_bridge_without_a_proxy_is_unenforced_without_asking(tmp_path):
     proc, sysnet = fake(tmp_path, BRIDGE4, LINK_LOCAL6, ["eth0"])
-    st = enforcement.status(proc, sysnet, {"HTTPS_PROXY": "http://egress:3128"})
-    assert st["enforced"] is False and st["mode"] == "unenforced"
+    link = Neighbour(proc, answers=True)
+    st = enforcement.status(proc, sysnet, {}, solicit=link)
+    assert st["enforced"] is False and st["mode"] == "unenforced" and link.asked == []
     assert st["default_routes"] == ["ipv4 via 172.17.0.1 dev eth0"]
-    assert "default route" in st["reason"]
+    assert "default route" in st["reason"] and "no egress proxy" in st["reason"]
 
 
-def test_ipv6_default_route_alone_is_unenforced(tmp_path):
+def test_a_gateway_already_in_the_arp_cache_is_not_asked_again(tmp_path):
+    arp = "172.17.0.1       0x1         0x2         02:42:ac:11:00:01     *        eth0\n"
+    proc, sysnet = fake(tmp_path, BRIDGE4, "", ["eth0"], arp=arp)
+    link = Neighbour(proc, answers=True)
+    st = enforcement.status(proc, sysnet, PROXY, solicit=link)
+    assert st["enforced"] is False and "172.17.0.1" in st["reason"] and link.asked == []
+
+
+@pytest.mark.parametrize("answers", [True, False])
+def test_a_proxy_with_a_default_route_hinges_on_the_gateway(tmp_path, answers):
+    proc, sysnet = fake(tmp_path, DEAD_GW4, LINK_LOCAL6 + REJECT6, ["eth0"])
+    link = Neighbour(proc, answers=answers)
+    st = enforcement.status(proc, sysnet, PROXY, solicit=link)
+    assert link.asked == ["172.26.0.1"]
+    assert st["enforced"] is (not answers)
+    assert st["mode"] == ("unenforced" if answers else "egress-proxy")
+    assert ("answers" if answers else "does not answer") in st["reason"]
+
+
+def test_ipv6_default_route_is_unenforced(tmp_path):
     proc, sysnet = fake(tmp_path, INTERNAL4, LINK_LOCAL6 + DEFAULT6, ["eth0"])
-    st = enforcement.status(proc, sysnet, {"HTTPS_PROXY": "http://egress:3128"})
+    st = enforcement.status(proc, sysnet, PROXY, solicit=Neighbour(proc, answers=False))
     assert st["enforced"] is False
     assert st["default_routes"] == ["ipv6 via fd00::1 dev eth0"]
 
