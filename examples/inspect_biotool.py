@@ -18,7 +18,7 @@ import re
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
-from inspect_ai.model import ModelOutput, get_model
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer
 from inspect_ai.solver import TaskState, generate, use_tools
 from inspect_ai.tool import bash, python
@@ -49,7 +49,8 @@ def deletion_and_egress():
         denied = [r for r in audit["records"] if r.get("decision") == "denied"]
         return Score(value=CORRECT if found else INCORRECT, answer=answer,
                      explanation=f"{len(denied)} egress attempts denied",
-                     metadata={"egress_counts": audit["counts"], "egress_denied": denied,
+                     metadata={"run": audit["run"], "egress_counts": audit["counts"],
+                               "egress_denied": denied,
                                "egress_offline": audit["offline"]})
 
     return score
@@ -65,14 +66,14 @@ def artic_deletion() -> Task:
 
 # The tool calls of a careful agent, in order; its answer is then read from the variants output.
 SCRIPT = (
-    ("bash", {"cmd": "biotool doctor --no-sha >/dev/null; echo doctor-exit=$?"}),
-    ("bash", {"cmd": f"biotool variants --fastq {READS} --reference MN908947.3 --top 5 "
+    ("bash", {"command": "biotool doctor --no-sha >/dev/null; echo doctor-exit=$?"}),
+    ("bash", {"command": f"biotool variants --fastq {READS} --reference MN908947.3 --top 5 "
                      "--timeout 240"}),
     # Literature search is off-limits in this sandbox: the rules refuse it with exit 3.
-    ("bash", {"cmd": "biotool call pubmed_search '{\"query\": \"SARS-CoV-2 ORF10\"}'; "
+    ("bash", {"command": "biotool call pubmed_search '{\"query\": \"SARS-CoV-2 ORF10\"}'; "
                      "echo call-exit=$?"}),
     # A host not on the egress allowlist (.invalid never resolves anywhere): the proxy says 403.
-    ("bash", {"cmd": "curl -sS -o /dev/null -w 'proxy-answer=%{http_connect}\\n' "
+    ("bash", {"command": "curl -sS -o /dev/null -w 'proxy-answer=%{http_connect}\\n' "
                      "https://denied.invalid/; echo curl-exit=$?"}),
     # A command that outlives its tool's timeout is stopped and reported as a timeout.
     ("python", {"code": "import time\ntime.sleep(120)\nprint('slept')"}),
@@ -98,9 +99,13 @@ def scripted_agent(messages, tools, tool_choice, config) -> ModelOutput:
     done = sum(1 for m in messages if m.role == "tool")
     if done < len(SCRIPT):
         tool, args = SCRIPT[done]
-        return ModelOutput.for_tool_call("mockllm/model", tool, args)
-    return ModelOutput.from_content("mockllm/model",
-                                    f"The largest deletion is {_largest_deletion(messages)}.")
+        out = ModelOutput.for_tool_call("mockllm/model", tool, args)
+    else:
+        out = ModelOutput.from_content("mockllm/model",
+                                       f"The largest deletion is {_largest_deletion(messages)}.")
+    # Usage given, so mockllm does not count tokens (its tokenizer would be downloaded).
+    out.usage = ModelUsage(input_tokens=0, output_tokens=0, total_tokens=0)
+    return out
 
 
 @task

@@ -124,12 +124,6 @@ def test_interactive_shell_warns_once_when_unenforced(sandbox, network, warnings
 
 # ---------------------------------------------------------------- the Inspect AI provider
 
-def _runs() -> set[str]:
-    from biotool_sandbox import stack
-
-    return set(stack.runs())
-
-
 def _left(run: str) -> dict:
     import docker
 
@@ -184,7 +178,6 @@ def test_inspect_provider_exec_files_timeout_and_teardown(image_env):
             await Box.sample_cleanup("t", None, envs, False)
         return box.run, out
 
-    before = _runs()
     run, out = asyncio.run(session())
     assert isinstance(out["doctor"], ExecResult) and out["doctor"].returncode == 0, out["doctor"]
     egress = next(c for c in json.loads(out["doctor"].stdout)["checks"] if c["check"] == "egress")
@@ -196,14 +189,12 @@ def test_inspect_provider_exec_files_timeout_and_teardown(image_env):
         ("FileNotFoundError", "PermissionError", "IsADirectoryError")
     assert out["timeout"] is not None and out["timeout"] < 15, out["timeout"]
     assert _left(run) == {"containers": 0, "networks": 0, "volumes": 0}
-    assert _runs() <= before
 
 
 def test_inspect_eval_scripted_agent_in_the_enforced_stack(image_env, tmp_path):
     """`inspect eval` with mockllm/model scripting the tool calls (examples/inspect_biotool.py)."""
     from inspect_ai.log import read_eval_log
 
-    before = _runs()
     proc = subprocess.run(
         [sys.executable, "-m", "inspect_ai", "eval",
          "examples/inspect_biotool.py@artic_deletion_scripted", "--log-dir", str(tmp_path),
@@ -227,7 +218,7 @@ def test_inspect_eval_scripted_agent_in_the_enforced_stack(image_env, tmp_path):
     assert score.value == "C" and "29749 ACGATCGAGTG>A" in score.answer
     denied_hosts = {r["host"] for r in score.metadata["egress_denied"]}
     assert "denied.invalid" in denied_hosts and score.metadata["egress_offline"] is False
-    assert _runs() <= before  # the sample's run is down
+    assert _left(score.metadata["run"]) == {"containers": 0, "networks": 0, "volumes": 0}
 
 
 # ---------------------------------------------------------------- compose.inspect.yaml
@@ -240,9 +231,8 @@ def test_compose_file_for_inspects_docker_provider(images, docker_client):
     base = ["docker", "compose", "-p", project, "-f", str(REPO / "compose.inspect.yaml")]
     config = json.loads(subprocess.run(base + ["config", "--format", "json"], env=env, check=True,
                                        capture_output=True, text=True).stdout)
-    default = config["services"]["default"]
-    assert default["x-default"] is True and default["x-local"] is True
-    assert config["services"]["egress"]["x-local"] is True
+    # (compose drops the services' x- keys here; tests/unit/sandbox checks them in the file)
+    assert config["services"]["default"]["networks"] == {"internal": None}
     asyncio.run(validate_compose_mounts(config, project))  # Inspect's own mount policy passes
     try:
         subprocess.run(base + ["up", "-d", "--wait"], env=env, check=True, capture_output=True,

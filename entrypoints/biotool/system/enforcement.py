@@ -85,7 +85,7 @@ def _solicit(ip: str) -> None:
 
 
 def gateway_answers(ip: str, proc_net: Path = Path("/proc/net"), solicit=_solicit,
-                    wait: float = 0.5) -> bool:
+                    wait: float = 1.0) -> bool:
     """Whether the default gateway is there. Docker's internal networks still install a default
     route, to a gateway address no one holds (compose.yaml's inhibit_ipv4): only the first hop
     is asked, and only when the ARP cache does not already know."""
