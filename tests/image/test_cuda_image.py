@@ -16,6 +16,9 @@ from biotool_sandbox.demo import FAMILY_STEPS
 
 pytestmark = pytest.mark.cuda
 
+# Not conftest's shared label: a parallel session's clean-up must not remove these mid-run.
+CUDA_LABEL = f"{TEST_LABEL}-cuda"
+
 CUDA_IMAGE = os.environ.get("BIOTOOL_CUDA_IMAGE", "biotool-sandbox:cuda")
 SAMPLES = "/opt/biotool/samples"
 SAMPLE_FILES = {"demo-sarscov2-artic-reads": f"{SAMPLES}/demo-sarscov2-artic-reads/MT007544.fastq",
@@ -33,7 +36,7 @@ def cuda(docker_client):
 
     def run(command, **kwargs):
         kwargs.setdefault("network_mode", "none")
-        c = docker_client.containers.run(CUDA_IMAGE, command, detach=True, labels={TEST_LABEL: "1"},
+        c = docker_client.containers.run(CUDA_IMAGE, command, detach=True, labels={CUDA_LABEL: "1"},
                                          name=f"biotool-test-{uuid.uuid4().hex[:10]}", **kwargs)
         try:
             code = c.wait(timeout=600)["StatusCode"]
