@@ -23,6 +23,8 @@ RTF_UP = 0x0001
 RTF_REJECT = 0x0200
 # ARP entry flag (linux/if_arp.h): the neighbour answered.
 ATF_COM = 0x02
+# rtnetlink (linux/rtnetlink.h, linux/neighbour.h): the neighbour table, its FAILED state.
+RTM_NEWNEIGH, RTM_GETNEIGH, NLMSG_DONE, NDA_DST, NUD_FAILED = 28, 30, 3, 1, 0x20
 
 HOW = ("run it enforced: `biotool-sandbox up` (the compose stack with the egress proxy), or "
        "`docker run --network none IMAGE ...` for no network at all")
@@ -75,6 +77,40 @@ def arp_state(ip: str, proc_net: Path = Path("/proc/net")) -> bool | None:
     return None
 
 
+def _netlink_failed(ip: str) -> bool:
+    """Whether the kernel's neighbour table marks ip FAILED (asked, never answered), read over
+    rtnetlink (unprivileged); /proc/net/arp cannot tell FAILED from a probe still in flight."""
+    import struct
+
+    want = socket.inet_aton(ip)
+    try:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as nl:
+            nl.settimeout(1.0)
+            # nlmsghdr + ndmsg: RTM_GETNEIGH, NLM_F_REQUEST | NLM_F_DUMP, family AF_INET
+            nl.send(struct.pack("=LHHLL", 28, RTM_GETNEIGH, 0x301, 1, 0)
+                    + struct.pack("=BBHiHBB", socket.AF_INET, 0, 0, 0, 0, 0, 0))
+            while True:
+                data = nl.recv(65536)
+                off = 0
+                while off + 16 <= len(data):
+                    length, kind = struct.unpack_from("=LH", data, off)
+                    if kind == NLMSG_DONE or length < 16:
+                        return False
+                    if kind == RTM_NEWNEIGH:
+                        state = struct.unpack_from("=H", data, off + 24)[0]
+                        attr = off + 28
+                        while attr + 4 <= off + length:
+                            alen, atype = struct.unpack_from("=HH", data, attr)
+                            if alen < 4:
+                                break
+                            if atype == NDA_DST and data[attr + 4:attr + alen] == want:
+                                return bool(state & NUD_FAILED)
+                            attr += (alen + 3) & ~3
+                    off += (length + 3) & ~3
+    except OSError:
+        return False
+
+
 def _solicit(ip: str) -> None:
     """One empty datagram to the gateway's discard port: the kernel ARPs for it on the link."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
@@ -85,12 +121,15 @@ def _solicit(ip: str) -> None:
 
 
 def gateway_answers(ip: str, proc_net: Path = Path("/proc/net"), solicit=_solicit,
-                    wait: float = 1.0) -> bool:
+                    wait: float = 1.0, gave_up=_netlink_failed) -> bool:
     """Whether the default gateway is there. Docker's internal networks still install a default
     route, to a gateway address no one holds (compose.yaml's inhibit_ipv4): only the first hop
-    is asked, and only when the ARP cache does not already know."""
-    if arp_state(ip, proc_net):
+    is asked, and only when the kernel does not already know (answered, or gave up asking)."""
+    known = arp_state(ip, proc_net)
+    if known:
         return True
+    if known is False and gave_up(ip):
+        return False
     solicit(ip)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
@@ -114,7 +153,7 @@ def proxy_setting(env: dict | None = None) -> str | None:
 
 
 def status(proc_net: Path = Path("/proc/net"), sys_net: Path = Path("/sys/class/net"),
-           env: dict | None = None, solicit=_solicit) -> dict:
+           env: dict | None = None, solicit=_solicit, gave_up=_netlink_failed) -> dict:
     """enforced, mode (offline, egress-proxy, unenforced), and the reason in one sentence."""
     routes, ifaces, proxy = default_routes(proc_net), interfaces(sys_net), proxy_setting(env)
     shown = [f"{fam} via {gw} dev {dev}" for fam, gw, dev in routes]
@@ -128,7 +167,7 @@ def status(proc_net: Path = Path("/proc/net"), sys_net: Path = Path("/sys/class/
                           f"proxy, so it can reach anything the host can")
     for fam, gw, dev in routes:
         # An IPv6 or device-only default route cannot be checked from /proc: it counts as open.
-        if fam == "ipv6" or gw == "0.0.0.0" or gateway_answers(gw, proc_net, solicit):
+        if fam == "ipv6" or gw == "0.0.0.0" or gateway_answers(gw, proc_net, solicit, gave_up=gave_up):
             return unenforced(f"the default gateway {gw} (dev {dev}) answers, so this container "
                               f"can reach more than the egress proxy {proxy}")
     if not ifaces:

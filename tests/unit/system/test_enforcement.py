@@ -52,8 +52,9 @@ class Neighbour:
     def __call__(self, ip: str) -> None:
         self.asked.append(ip)
         flags, mac = ("0x2", "02:42:ac:11:00:01") if self.answers else ("0x0", "00:00:00:00:00:00")
-        with (self.proc / "arp").open("a") as f:
-            f.write(f"{ip:<17}0x1         {flags:<12}{mac}     *        eth0\n")
+        arp = self.proc / "arp"
+        kept = [line for line in arp.read_text().splitlines(True) if line.split()[0] != ip]
+        arp.write_text("".join(kept) + f"{ip:<17}0x1         {flags:<12}{mac}     *        eth0\n")
 
 
 def test_default_bridge_without_a_proxy_is_unenforced_without_asking(tmp_path):
@@ -77,11 +78,24 @@ def test_a_gateway_already_in_the_arp_cache_is_not_asked_again(tmp_path):
 def test_a_proxy_with_a_default_route_hinges_on_the_gateway(tmp_path, answers):
     proc, sysnet = fake(tmp_path, DEAD_GW4, LINK_LOCAL6 + REJECT6, ["eth0"])
     link = Neighbour(proc, answers=answers)
-    st = enforcement.status(proc, sysnet, PROXY, solicit=link)
+    st = enforcement.status(proc, sysnet, PROXY, solicit=link, gave_up=lambda ip: False)
     assert link.asked == ["172.26.0.1"]
     assert st["enforced"] is (not answers)
     assert st["mode"] == ("unenforced" if answers else "egress-proxy")
     assert ("answers" if answers else "does not answer") in st["reason"]
+
+
+def test_a_gateway_the_kernel_gave_up_on_is_not_asked_again(tmp_path):
+    # The stack's second command: an incomplete ARP entry the kernel marked FAILED; no wait.
+    arp = "172.26.0.1       0x1         0x0         00:00:00:00:00:00     *        eth0\n"
+    proc, sysnet = fake(tmp_path, DEAD_GW4, "", ["eth0"], arp=arp)
+    link, asked = Neighbour(proc, answers=True), []
+    st = enforcement.status(proc, sysnet, PROXY, solicit=link,
+                            gave_up=lambda ip: asked.append(ip) or True)
+    assert st["enforced"] is True and link.asked == [] and asked == ["172.26.0.1"]
+    # A probe still in flight (not FAILED) is asked again and waited for.
+    st = enforcement.status(proc, sysnet, PROXY, solicit=link, gave_up=lambda ip: False)
+    assert st["enforced"] is False and link.asked == ["172.26.0.1"]
 
 
 def test_ipv6_default_route_is_unenforced(tmp_path):
