@@ -14,7 +14,7 @@ from pathlib import Path
 
 # NVIDIA's minimum drivers for CUDA minor-version compatibility, per CUDA major release
 # (CUDA Compatibility guide, "Minor Version Compatibility", Linux x86_64).
-MIN_DRIVER = {"13": (580, 0, 0), "12": (525, 60, 13), "11": (450, 80, 2)}
+MIN_DRIVER = {"13": "580", "12": "525.60.13", "11": "450.80.02"}
 
 
 def torch_cuda() -> str | None:
@@ -75,7 +75,7 @@ def report(cuda=..., driver=..., device_nodes=...) -> dict:
     nodes = devices() if device_nodes is ... else device_nodes
     need = MIN_DRIVER.get(cuda.split(".")[0]) if cuda else None
     out = {"visible": bool(nodes or driver), "devices": nodes, "driver": driver,
-           "torch_cuda": cuda, "driver_required": ".".join(map(str, need)) if need else None}
+           "torch_cuda": cuda, "driver_required": need}
     if not out["visible"]:
         detail = "no GPU visible: torch runs on the CPU"
         if cuda:
@@ -90,7 +90,7 @@ def report(cuda=..., driver=..., device_nodes=...) -> dict:
         return {**out, "ok": False,
                 "detail": f"GPU device nodes are visible but no NVIDIA driver answers; CUDA "
                           f"{cuda} needs driver >= {out['driver_required']}"}
-    if need and _version_tuple(driver) < need:
+    if need and _version_tuple(driver) < _version_tuple(need):
         return {**out, "ok": False,
                 "detail": f"NVIDIA driver {driver} is older than {out['driver_required']}, the "
                           f"minimum for torch's CUDA {cuda}: torch will not use the GPU; update "

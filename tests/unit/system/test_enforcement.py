@@ -155,7 +155,7 @@ def test_cli_refuses_with_exit_3_when_required_and_unenforced(monkeypatch, capsy
 def test_gpu_report_without_a_gpu_names_the_driver_torch_needs():
     r = gpu.report(cuda="13.0", driver=None, device_nodes=[])
     assert r["visible"] is False and r["ok"] is True
-    assert r["detail"].startswith("no GPU visible") and ">= 580.0.0" in r["detail"]
+    assert r["detail"].startswith("no GPU visible") and ">= 580)" in r["detail"]
     assert gpu.report(cuda=None, driver=None, device_nodes=[])["detail"] == \
         "no GPU visible: torch runs on the CPU"
 
