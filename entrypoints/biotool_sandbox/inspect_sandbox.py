@@ -87,8 +87,9 @@ class BiotoolSandboxEnvironment(SandboxEnvironment):
                 try:
                     dc.images.get(name)
                 except docker.errors.ImageNotFound:
+                    target = "image-cuda" if mode == "gpu" and name == images[0] else "image"
                     raise RuntimeError(f"image {name} is not on this engine: build it with "
-                                       f"`make image`{' -cuda' if mode == 'gpu' else ''}") from None
+                                       f"`make {target}`") from None
 
         await asyncio.to_thread(check)
 
