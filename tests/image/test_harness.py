@@ -249,3 +249,14 @@ def test_compose_file_for_inspects_docker_provider(images, docker_client):
     finally:
         subprocess.run(base + ["down", "-v", "--timeout", "2"], env=env, capture_output=True, timeout=120)
     assert _left(project) == {"containers": 0, "networks": 0, "volumes": 0}
+
+
+def test_inspect_provider_names_a_missing_image_and_its_make_target(images, monkeypatch):
+    from biotool_sandbox.inspect_sandbox import BiotoolSandboxEnvironment as Box
+
+    monkeypatch.setenv("BIOTOOL_CUDA_IMAGE", "biotool-sandbox:no-such-tag")
+    monkeypatch.setenv("BIOTOOL_EGRESS_IMAGE", images["egress"])
+    with pytest.raises(RuntimeError, match=r"biotool-sandbox:no-such-tag .*`make image-cuda`"):
+        asyncio.run(Box.task_init("t", "gpu"))
+    with pytest.raises(ValueError, match="enforced, offline, gpu"):
+        asyncio.run(Box.task_init("t", "compose.yaml"))
