@@ -76,6 +76,10 @@ ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/
 RUN useradd --uid 1000 --user-group --create-home --home-dir /home/agent --shell /bin/bash agent \
  && install -d -m 1777 /work \
  && install -d -m 0755 /etc/biotool
+# tini as PID 1 under any runner (plain `docker run` has no --init): signals reach the command.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tini \
+ && rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log
 
 COPY --from=wheels /opt/venv /opt/venv
 # The project last: a code change rebuilds only the layers below, not the dependencies.
@@ -116,10 +120,25 @@ RUN python -c 'import json, sys, datetime; a = sys.argv; json.dump({"image": a[1
  && chmod 0644 /etc/biotool/build.json /etc/biotool/rules.toml \
  && install -d -m 1777 /run/biotool-pacing
 
+# Every shell finds the tools: login shells (Debian's /etc/profile resets PATH) through
+# /etc/profile.d, shells with no PATH at all through links in /usr/local/bin; interactive
+# shells say once when the network is not enforced. Then no setuid/setgid binary is left,
+# and /var/tmp is sticky world-writable (an exec tmpfs there holds harnesses' injected tools).
+COPY image/shell/ /usr/local/lib/biotool-shell/
+RUN sh /usr/local/lib/biotool-shell/install.sh \
+      PATH VIRTUAL_ENV BIOTOOL_HOME BIOTOOL_CACHE XDG_CACHE_HOME MPLCONFIGDIR NUMBA_CACHE_DIR \
+      HF_HOME CELLTYPIST_FOLDER HF_HUB_OFFLINE TRANSFORMERS_OFFLINE HF_HUB_DISABLE_TELEMETRY \
+      PYTHONDONTWRITEBYTECODE PYTHONUNBUFFERED \
+ && find / -xdev -perm /6000 -type f -exec chmod a-s {} + \
+ && chmod 1777 /var/tmp
+
 LABEL org.opencontainers.image.title="biotool sandbox" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.description="Shell-only AI agents doing biology and chemistry with staged references and enforced egress rules"
 
 USER agent
 WORKDIR /work
+# -g: a signal goes to the command's whole process group (a `bash -c` and its children);
+# -s: a subreaper too, so it stays quiet under compose's own init.
+ENTRYPOINT ["/usr/bin/tini", "-g", "-s", "--"]
 CMD ["bash"]

@@ -4,6 +4,8 @@
 #   make base             Debian bookworm base image from debootstrap (no registry needed)
 #   make wheels           the wheelhouse the image installs from (no index inside the build)
 #   make image            biotool-sandbox:latest (target sandbox) and biotool-egress:latest
+#   make image-cuda       biotool-sandbox:cuda: the same with PyPI's CUDA torch (several GB)
+#   make test-cuda        the CUDA image's tests on this CPU (marker cuda; not part of make test)
 #   make test             unit tests, then the image, then the image tests
 #   make demo             the enforced stack running a short agent session (biotool-sandbox demo)
 #   make bench            --help time in the container, image size, build time
@@ -18,7 +20,12 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 TORCH_VARIANT ?= cpu
+# The CUDA image has its own tag, which the gpu compose profile and `up --mode gpu` run.
+ifeq ($(TORCH_VARIANT),cuda)
+BIOTOOL_IMAGE ?= biotool-sandbox:cuda
+endif
 BIOTOOL_IMAGE ?= biotool-sandbox:latest
+BIOTOOL_CUDA_IMAGE ?= biotool-sandbox:cuda
 BIOTOOL_EGRESS_IMAGE ?= biotool-egress:latest
 BIOTOOL_STAGE ?= demo
 # BIOTOOL_TOFU=1 stages production items the lock does not pin (trust on first use).
@@ -55,8 +62,8 @@ else
 $(error TORCH_VARIANT must be cpu or cuda, not $(TORCH_VARIANT))
 endif
 
-.PHONY: base wheels lock-current project-wheel image lock cuda-lock-check pins \
-        sif docker-archive test test-unit test-image demo bench clean
+.PHONY: base wheels lock-current project-wheel image image-cuda lock cuda-lock-check pins \
+        sif docker-archive test test-unit test-image test-cuda demo bench clean
 
 base:
 	image/base/build.sh $(BASE_TAG)
@@ -141,6 +148,9 @@ image: wheels
 	(cat $(OUT)/last-build.json | tr -d '\n'; echo) >> $(OUT)/builds.jsonl; \
 	echo "image: built $(BIOTOOL_IMAGE) and $(BIOTOOL_EGRESS_IMAGE) ($(OUT)/last-build.json)"
 
+image-cuda:
+	$(MAKE) image TORCH_VARIANT=cuda BIOTOOL_IMAGE=$(BIOTOOL_CUDA_IMAGE)
+
 # A `docker save` archive: what to copy to an HPC site that has Apptainer but no docker.
 docker-archive:
 	mkdir -p $(OUT)
@@ -170,7 +180,11 @@ test-unit:
 	$(PYTHON) -m pytest -q tests/unit
 
 test-image: image
-	$(PYTHON) -m pytest -q tests/image
+	$(PYTHON) -m pytest -q -m 'not cuda' tests/image
+
+# The CUDA image on this machine's CPU (a GPU, when visible, is checked against its driver).
+test-cuda: image-cuda
+	BIOTOOL_CUDA_IMAGE=$(BIOTOOL_CUDA_IMAGE) $(PYTHON) -m pytest -q -m cuda tests/image
 
 demo: image
 	biotool-sandbox demo

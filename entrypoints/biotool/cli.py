@@ -24,6 +24,7 @@ blind_spots, remedy): read blind_spots before trusting an answer. Every result c
 `provenance` (the references, indexes and models used, with sha256).
 Environment: BIOTOOL_CONFIDENT=1 strips competence and every other hedge (caveat,
 margin, detection_floor, ...: biotool.competence.HEDGES); BIOTOOL_CACHE sets the cache directory.
+BIOTOOL_REQUIRE_ENFORCED=1 refuses every command (exit 3) when the network is not enforced.
 Start with `biotool list` to see what is staged and usable here."""
 
 app = typer.Typer(
@@ -127,9 +128,23 @@ def _command(cx):
     return group
 
 
+def _refuse_unless_enforced(args: list[str]) -> None:
+    """BIOTOOL_REQUIRE_ENFORCED=1 (a grader's setting): no command runs on an open network."""
+    from biotool.system import enforcement
+
+    if not enforcement.required() or args in ([], ["--help"], ["-h"]):
+        return
+    st = enforcement.status()
+    if not st["enforced"]:
+        sys.stderr.write(f"biotool: error: refused: BIOTOOL_REQUIRE_ENFORCED is set and the "
+                         f"network is not enforced: {st['reason']}; {enforcement.HOW}\n")
+        raise SystemExit(3)
+
+
 def main() -> None:
     cx = _click_exceptions()
     args = sys.argv[1:]
+    _refuse_unless_enforced(args)
     if "--quiet" in args[1:]:
         # Agents write `biotool CMD ... --quiet` as often as `biotool --quiet CMD`: take both.
         args = [a for a in args if a != "--quiet"]

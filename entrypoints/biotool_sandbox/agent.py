@@ -47,6 +47,51 @@ def exec_(run: str, cmd: list[str], *, workdir: str = "/work", env: dict | None 
             "duration_s": round(duration, 3)}
 
 
+def exec_bytes(container, argv: list[str], *, stdin: bytes | None = None, workdir: str = "/work",
+               env: dict | None = None, user: str | None = None,
+               deadline: float | None = None) -> tuple[int, bytes, bytes]:
+    """One exec with stdin fed and closed (exec_run cannot): exit code, stdout, stderr as bytes.
+
+    deadline bounds the wait on the host too (a child holding the output open would keep the
+    stream alive past any in-container timeout); past it, TimeoutError.
+    """
+    import socket
+    import threading
+
+    from docker.utils.socket import consume_socket_output, demux_adaptor, frames_iter
+
+    api = container.client.api
+    try:
+        ex = api.exec_create(container.id, argv, stdin=True, stdout=True, stderr=True,
+                             workdir=workdir, environment=env or None, user=user or "")
+        sock = api.exec_start(ex["Id"], socket=True)
+    except Exception as exc:  # the SDK raises APIError and friends
+        raise EngineError(f"exec in {container.name} failed ({exc})") from None
+    raw = getattr(sock, "_sock", sock)
+    raw.settimeout(deadline)
+
+    def feed() -> None:
+        try:
+            if stdin:
+                raw.sendall(stdin)
+            raw.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass  # the command exited without reading all of its input
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    try:
+        frames = (demux_adaptor(*f) for f in frames_iter(sock, tty=False))
+        out, err = consume_socket_output(frames, demux=True)
+    except (socket.timeout, TimeoutError):
+        raise TimeoutError(f"no end of output from {argv[0]} within {deadline:g}s") from None
+    finally:
+        sock.close()
+    writer.join(timeout=5)
+    code = api.exec_inspect(ex["Id"])["ExitCode"]
+    return (code if code is not None else -1), out or b"", err or b""
+
+
 def split_spec(spec: str) -> tuple[str | None, str]:
     """'RUN:/path' -> (RUN, '/path'); a host path -> (None, path)."""
     head, sep, tail = spec.partition(":")

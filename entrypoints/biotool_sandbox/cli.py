@@ -23,7 +23,8 @@ examples:
   biotool-sandbox down $run
 
 images: BIOTOOL_IMAGE (default biotool-sandbox:latest), BIOTOOL_EGRESS_IMAGE
-(default biotool-egress:latest), or --image/--egress-image on up.
+(default biotool-egress:latest), BIOTOOL_CUDA_IMAGE for --mode gpu (default
+biotool-sandbox:cuda, built by make image-cuda), or --image/--egress-image on up.
 """
 
 
@@ -35,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     up = sub.add_parser("up", help="start a fresh enforced stack (a new compose project); prints its run id")
     up.add_argument("--mode", default="default", choices=["default", "gpu", "offline"],
-                    help="default: sandbox + egress proxy; gpu: same with NVIDIA GPUs reserved; "
+                    help="default: sandbox + egress proxy; gpu: same with the CUDA image and NVIDIA GPUs reserved; "
                          "offline: sandbox with no network at all")
     up.add_argument("--image", help="sandbox image (overrides BIOTOOL_IMAGE)")
     up.add_argument("--egress-image", help="egress proxy image (overrides BIOTOOL_EGRESS_IMAGE)")

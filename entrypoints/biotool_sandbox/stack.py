@@ -196,8 +196,8 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
     if site_dir:
         files.append(_site_override(run_dir, service, site_dir))
     env = {**os.environ, **limit_env}
-    if image:
-        env["BIOTOOL_IMAGE"] = image
+    if image:  # gpu mode runs the CUDA image's own variable (compose.yaml sandbox-gpu)
+        env["BIOTOOL_CUDA_IMAGE" if mode == "gpu" else "BIOTOOL_IMAGE"] = image
     if egress_image:
         env["BIOTOOL_EGRESS_IMAGE"] = egress_image
     (run_dir / "files").write_text("\n".join(str(f) for f in files), encoding="utf-8")

@@ -79,19 +79,34 @@ def check_caches() -> list[dict]:
     return out
 
 
-def check_egress(timeout: float = 3.0) -> dict:
-    proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
-    if not proxy:
-        return _check("egress", True, "offline mode: no HTTPS_PROXY; remote BLAST unavailable, "
-                      "local tools and the staged BLAST database work")
-    parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+def check_network(timeout: float = 3.0) -> dict:
+    """Enforced (only lo, or no way out but the egress proxy), and the proxy answers."""
+    from biotool.system import enforcement
+
+    st = enforcement.status()
+    if not st["enforced"]:
+        return _check("egress", False, f"network not enforced: {st['reason']}; {enforcement.HOW}")
+    if st["mode"] == "offline":
+        return _check("egress", True, "offline mode: only lo, no way out; remote BLAST "
+                      "unavailable, local tools and the staged BLAST database work")
+    parts = urlsplit(st["proxy"] if "://" in st["proxy"] else f"http://{st['proxy']}")
     host, port = parts.hostname or "", parts.port or 3128
     try:
         with socket.create_connection((host, port), timeout=timeout):
             pass
     except OSError as exc:
-        return _check("egress", False, f"egress proxy {host}:{port} unreachable ({exc})")
-    return _check("egress", True, f"egress proxy {host}:{port} reachable")
+        return _check("egress", False, f"no way out, but the egress proxy {host}:{port} is "
+                      f"unreachable ({exc})")
+    return _check("egress", True, f"enforced: no way out but the egress proxy {host}:{port}, "
+                  f"which is reachable")
+
+
+def check_gpu() -> dict:
+    """Not required (every tool has a CPU path): no GPU, or its driver against torch's CUDA."""
+    from biotool.system.gpu import report
+
+    r = report()
+    return _check("gpu", r["ok"], r["detail"], required=False)
 
 
 def check_user() -> dict:
@@ -107,8 +122,8 @@ def check_binaries() -> list[dict]:
 
 
 def doctor(verify_sha: bool = True) -> dict:
-    checks = [check_rules(), *check_staged(verify_sha), *check_caches(), check_egress(),
-              check_user(), *check_binaries()]
+    checks = [check_rules(), *check_staged(verify_sha), *check_caches(), check_network(),
+              check_user(), *check_binaries(), check_gpu()]
     failed = [c for c in checks if c["required"] and not c["ok"]]
     result = {"ok": not failed, "checks": checks,
               "failed": [c["check"] for c in failed]}
@@ -121,5 +136,8 @@ class DoctorFailed(ToolFailure):
     """Exit 4 with the full report still printed: an agent needs to see every check."""
 
     def __init__(self, result: dict):
-        super().__init__("doctor: required checks failed: " + ", ".join(result["failed"]))
+        failed = {c["check"]: c["detail"] for c in result["checks"] if c["check"] in result["failed"]}
+        # An unenforced network is the one failure whose fix is how the container is started.
+        why = f" ({failed['egress']})" if "egress" in failed else ""
+        super().__init__("doctor: required checks failed: " + ", ".join(result["failed"]) + why)
         self.result = result

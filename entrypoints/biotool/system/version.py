@@ -9,6 +9,7 @@ from importlib import metadata
 
 from biotool import __version__
 from biotool.provenance import build_identity
+from biotool.system.gpu import report as gpu_report
 
 PACKAGES = ("numpy", "scipy", "pandas", "anndata", "h5py", "scanpy", "scikit-learn",
             "celltypist", "torch", "transformers", "tokenizers", "safetensors", "pysam",
@@ -45,4 +46,5 @@ def versions() -> dict:
         "packages": pkgs,
         "binaries": {k: v for k, v in bins.items() if v is not None},
         "image": build_identity(),
+        "gpu": gpu_report(),
     }

@@ -1,0 +1,197 @@
+"""Inspect AI sandbox provider `biotool`: every sample in a fresh run of the enforced stack.
+
+    Task(..., sandbox="biotool")                       the sandbox + egress proxy (enforced)
+    Task(..., sandbox=("biotool", "offline"))          no network at all
+    Task(..., sandbox=("biotool", "gpu"))              the CUDA image with NVIDIA GPUs reserved
+
+Registered through the `inspect_ai` entry point in pyproject.toml. It drives the launcher
+(stack.up/down and the docker SDK's exec), not `docker compose exec`: exit codes, stdin and
+timeouts are right on any engine, and Inspect's compose mount policy is not in the way of the
+shared pacing volume. Images: BIOTOOL_IMAGE, BIOTOOL_EGRESS_IMAGE, BIOTOOL_CUDA_IMAGE (gpu).
+`egress_audit()` gives a scorer every allowed and denied egress attempt of the sample's run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import time
+from typing import Literal, Union, overload
+
+from inspect_ai.util import (
+    ExecResult,
+    OutputLimitExceededError,
+    SandboxEnvironment,
+    SandboxEnvironmentConfigType,
+    SandboxEnvironmentLimits,
+    sandbox,
+    sandboxenv,
+)
+
+from . import agent, stack
+
+# Inspect's config string -> the launcher's mode.
+MODES = {"enforced": "default", "offline": "offline", "gpu": "gpu"}
+WORKDIR = "/work"
+# Wrappers the provider inserts run by absolute path, never through the image's PATH.
+TIMEOUT_BIN, SHELL = "/usr/bin/timeout", "/bin/sh"
+KILL_AFTER = 5
+# The host's own wait allows for the in-container kill and the stream's end.
+HOST_GRACE = KILL_AFTER + 25
+
+
+def mode_of(config: SandboxEnvironmentConfigType | None) -> str:
+    """The launcher mode for Inspect's config (None or a mode name)."""
+    name = "enforced" if config is None else config
+    if not isinstance(name, str) or name not in MODES:
+        raise ValueError(f"sandbox=('biotool', {config!r}): the config is one of "
+                         f"{', '.join(MODES)} (default enforced)")
+    return MODES[name]
+
+
+def _image_for(mode: str) -> str:
+    if mode == "gpu":
+        return os.environ.get("BIOTOOL_CUDA_IMAGE", "biotool-sandbox:cuda")
+    return os.environ.get("BIOTOOL_IMAGE", "biotool-sandbox:latest")
+
+
+def _resolve(path: str) -> str:
+    return path if path.startswith("/") else f"{WORKDIR}/{path}"
+
+
+@sandboxenv(name="biotool")
+class BiotoolSandboxEnvironment(SandboxEnvironment):
+    """One sample's sandbox container in its own run (compose project) of the enforced stack."""
+
+    def __init__(self, run: str, mode: str, container) -> None:
+        super().__init__()
+        self.run, self.mode, self.container = run, mode, container
+
+    @classmethod
+    def default_concurrency(cls) -> int | None:
+        # Each sample is a whole stack (sandbox + Squid): a few per core at most.
+        return 2 * (os.cpu_count() or 1)
+
+    @classmethod
+    async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
+        mode = mode_of(config)
+        images = [_image_for(mode)] + ([] if mode == "offline" else
+                                       [os.environ.get("BIOTOOL_EGRESS_IMAGE", "biotool-egress:latest")])
+
+        def check() -> None:
+            import docker.errors
+
+            dc = stack.client()
+            for name in images:
+                try:
+                    dc.images.get(name)
+                except docker.errors.ImageNotFound:
+                    target = "image-cuda" if mode == "gpu" and name == images[0] else "image"
+                    raise RuntimeError(f"image {name} is not on this engine: build it with "
+                                       f"`make {target}`") from None
+
+        await asyncio.to_thread(check)
+
+    @classmethod
+    async def sample_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None,
+                          metadata: dict[str, str]) -> dict[str, SandboxEnvironment]:
+        mode = mode_of(config)
+        info = await asyncio.to_thread(stack.up, mode, image=_image_for(mode))
+        run = info["run"]
+        try:
+            container = await asyncio.to_thread(stack.container_of, run, "sandbox")
+            if container is None:
+                raise RuntimeError(f"run {run} started without a sandbox container")
+        except BaseException:
+            await asyncio.to_thread(stack.down, run, quiet=True)
+            raise
+        return {"default": cls(run, mode, container)}
+
+    @classmethod
+    async def sample_cleanup(cls, task_name: str, config: SandboxEnvironmentConfigType | None,
+                             environments: dict[str, SandboxEnvironment], interrupted: bool) -> None:
+        for env in environments.values():
+            if isinstance(env, BiotoolSandboxEnvironment):
+                await asyncio.to_thread(stack.down, env.run, quiet=True)
+
+    @classmethod
+    async def cli_cleanup(cls, id: str | None) -> None:
+        """`inspect sandbox cleanup biotool RUN`: take that run down (RUN as printed in logs)."""
+        if id:
+            await asyncio.to_thread(stack.down, id, quiet=True)
+
+    async def exec(self, cmd: list[str], input: str | bytes | None = None, cwd: str | None = None,
+                   env: dict[str, str] | None = None, user: str | None = None,
+                   timeout: int | None = None, timeout_retry: bool = True,
+                   concurrency: bool = True) -> ExecResult[str]:
+        argv = list(cmd)
+        if timeout:
+            argv = [TIMEOUT_BIN, "-k", str(KILL_AFTER), str(timeout), *argv]
+        data = input.encode("utf-8") if isinstance(input, str) else input
+        start = time.monotonic()
+        code, out, err = await asyncio.to_thread(
+            agent.exec_bytes, self.container, argv, stdin=data,
+            workdir=_resolve(cwd) if cwd else WORKDIR, env=env, user=user,
+            deadline=(timeout + HOST_GRACE) if timeout else None)
+        elapsed = time.monotonic() - start
+        # timeout(1) exits 124 after TERM, 137 when KILL was needed.
+        if timeout and (code == 124 or (code == 137 and elapsed >= timeout)):
+            raise TimeoutError(f"command timed out after {timeout}s (killed in the sandbox)")
+        limit = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
+        for stream in (out, err):
+            if len(stream) > limit:
+                raise OutputLimitExceededError(SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE_STR,
+                                               stream[-limit:].decode("utf-8", "replace"))
+        return ExecResult(success=code == 0, returncode=code,
+                          stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"))
+
+    async def write_file(self, file: str, contents: str | bytes) -> None:
+        path = _resolve(file)
+        data = contents.encode("utf-8") if isinstance(contents, str) else contents
+        script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
+        code, _, err = await asyncio.to_thread(
+            agent.exec_bytes, self.container, [SHELL, "-c", script, "sh", path], stdin=data)
+        if code != 0:
+            _raise_file_error(path, err.decode("utf-8", "replace"))
+
+    @overload
+    async def read_file(self, file: str, text: Literal[True] = True) -> str: ...
+
+    @overload
+    async def read_file(self, file: str, text: Literal[False]) -> bytes: ...
+
+    async def read_file(self, file: str, text: bool = True) -> Union[str | bytes]:
+        path = _resolve(file)
+        limit = SandboxEnvironmentLimits.MAX_READ_FILE_SIZE
+        # Size first, so a huge file is refused without being streamed to the host.
+        script = ('[ -d "$1" ] && { echo "$1: Is a directory" >&2; exit 21; }; '
+                  'size=$(stat -c %s -- "$1") || exit 2; '
+                  '[ "$size" -gt "$2" ] && { echo "$size" >&2; exit 27; }; exec cat -- "$1"')
+        code, out, err = await asyncio.to_thread(
+            agent.exec_bytes, self.container, [SHELL, "-c", script, "sh", path, str(limit)])
+        if code == 27:
+            raise OutputLimitExceededError(SandboxEnvironmentLimits.MAX_READ_FILE_SIZE_STR, None)
+        if code != 0:
+            _raise_file_error(path, err.decode("utf-8", "replace"))
+        return out.decode("utf-8") if text else out
+
+    async def audit(self) -> dict:
+        """Every egress attempt of this run: records (host, port, decision, ...) and counts."""
+        return await asyncio.to_thread(agent.audit, self.run)
+
+
+def _raise_file_error(path: str, stderr: str) -> None:
+    if "No such file" in stderr:
+        raise FileNotFoundError(path)
+    if "Permission denied" in stderr or "Read-only file system" in stderr:
+        raise PermissionError(f"{path}: {stderr.strip()}")
+    if "Is a directory" in stderr:
+        raise IsADirectoryError(path)
+    raise RuntimeError(f"{shlex.quote(path)}: {stderr.strip() or 'failed'}")
+
+
+async def egress_audit(name: str | None = None) -> dict:
+    """The current sample's egress audit, for a scorer: `audit = await egress_audit()`."""
+    env = sandbox(name) if name else sandbox()
+    return await env.as_type(BiotoolSandboxEnvironment).audit()

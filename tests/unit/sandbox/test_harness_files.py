@@ -1,0 +1,70 @@
+"""What a harness reads without a docker engine: the Inspect provider's registration and modes,
+compose.inspect.yaml's shape for Inspect's docker provider, and the CUDA image's tag in make."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_inspect_finds_the_biotool_provider_through_its_entry_point():
+    pytest.importorskip("inspect_ai")
+    from inspect_ai.util._sandbox.registry import registry_find_sandboxenv
+
+    from biotool_sandbox.inspect_sandbox import BiotoolSandboxEnvironment
+
+    assert registry_find_sandboxenv("biotool") is BiotoolSandboxEnvironment
+
+
+def test_provider_modes_map_to_the_launcher(monkeypatch):
+    pytest.importorskip("inspect_ai")
+    from biotool_sandbox import inspect_sandbox as box
+    from biotool_sandbox.stack import MODES
+
+    assert [box.mode_of(c) for c in (None, "enforced", "offline", "gpu")] == \
+        ["default", "default", "offline", "gpu"]
+    assert set(box.MODES.values()) == set(MODES)
+    with pytest.raises(ValueError, match="enforced, offline, gpu"):
+        box.mode_of("compose.yaml")
+    monkeypatch.delenv("BIOTOOL_CUDA_IMAGE", raising=False)
+    monkeypatch.setenv("BIOTOOL_IMAGE", "biotool-sandbox:mine")
+    assert box._image_for("gpu") == "biotool-sandbox:cuda"
+    assert box._image_for("default") == box._image_for("offline") == "biotool-sandbox:mine"
+    assert box._resolve("a/b") == "/work/a/b" and box._resolve("/tmp/x") == "/tmp/x"
+
+
+def test_compose_file_for_inspects_docker_provider():
+    doc = yaml.safe_load((REPO / "compose.inspect.yaml").read_text())
+    default = doc["services"]["default"]
+    assert default["x-default"] is True and default["x-local"] is True
+    assert doc["services"]["egress"]["x-local"] is True
+    assert any(t.startswith("/var/tmp:") and "exec" in t.split(":", 1)[1].split(",")
+               for t in default["tmpfs"])
+    # Inspect's mount check refuses external volumes and host binds: only a project volume.
+    assert default["volumes"] == ["work:/work"]
+    assert all(not v or not v.get("external") for v in doc["volumes"].values())
+    assert doc["networks"]["internal"]["internal"] is True and default["networks"] == ["internal"]
+    assert default["cap_drop"] == ["ALL"] and default["read_only"] is True
+
+
+def test_gpu_profile_runs_the_cuda_tag():
+    doc = yaml.safe_load((REPO / "compose.yaml").read_text())
+    assert doc["services"]["sandbox-gpu"]["image"] == "${BIOTOOL_CUDA_IMAGE:-biotool-sandbox:cuda}"
+    assert "biotool-sandbox:latest" in doc["services"]["sandbox"]["image"]
+
+
+def _make_n(*args: str) -> str:
+    return subprocess.run(["make", "-n", *args], cwd=REPO, capture_output=True, text=True,
+                          check=True, timeout=60).stdout
+
+
+def test_make_gives_the_cuda_image_its_own_tag_and_keeps_it_out_of_make_test():
+    assert "IMAGE_NAME=biotool-sandbox:cuda" in _make_n("image", "TORCH_VARIANT=cuda")
+    assert "IMAGE_NAME=biotool-sandbox:latest" in _make_n("image")
+    assert "-m 'not cuda'" in _make_n("test-image", "BIOTOOL_TEST_BUILD=0", "-o", "image")
+    assert "-m cuda" in _make_n("test-cuda", "-o", "image-cuda")
