@@ -112,13 +112,10 @@ ARG TORCH_VARIANT=cpu
 ARG BASE_IMAGE=debian:bookworm-slim
 ARG REVISION=unknown
 ARG IMAGE_NAME=biotool-sandbox:latest
-# The build identity; then the pacing volume's mount point (compose.yaml), sticky and
-# world-writable: docker gives an empty volume this directory's mode on first mount, so a
-# volume made by plain `docker volume create` is usable by the agent of any UID too.
+# The build identity (`biotool version` shows it).
 RUN python -c 'import json, sys, datetime; a = sys.argv; json.dump({"image": a[1], "revision": a[2], "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "torch_variant": a[3], "base_image": a[4], "stage_sets": a[5].split(",")}, open("/etc/biotool/build.json", "w"), indent=1)' \
       "${IMAGE_NAME}" "${REVISION}" "${TORCH_VARIANT}" "${BASE_IMAGE}" "${BIOTOOL_STAGE}" \
- && chmod 0644 /etc/biotool/build.json /etc/biotool/rules.toml \
- && install -d -m 1777 /run/biotool-pacing
+ && chmod 0644 /etc/biotool/build.json /etc/biotool/rules.toml
 
 # Every shell finds the tools: login shells (Debian's /etc/profile resets PATH) through
 # /etc/profile.d, shells with no PATH at all through links in /usr/local/bin; interactive
