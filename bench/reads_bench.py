@@ -225,7 +225,7 @@ def bench_short_reads(d, env, threads, runs):
         t, _ = _median_time(lambda: _sh(cmd), runs)
         out[name] = {"mapped": _mapped(d / f"{name}.sam"), "s": round(t, 3)}
     t, aligned = _median_time(lambda: _biotool(env, "align", "--fastq", str(reads), "--reference",
-                                               str(ref), "--n-reads", "10000"), runs)
+                                               str(ref), "--sample", "10000"), runs)
     out["biotool_align"] = {"mapped": aligned["mapped"], "s": round(t, 3),
                             "preset": aligned["preset"], "aligner": aligned["aligner"]}
     lib_env = {**env, "BIOTOOL_CACHE": str(d / "cache-lambda")}

@@ -141,14 +141,32 @@ def _refuse_unless_enforced(args: list[str]) -> None:
         raise SystemExit(3)
 
 
+# Old spellings kept working but no longer shown: one name per concept across commands
+# (a time budget is --timeout, a sample size --sample).
+ALIASES = {"align": {"--n-reads": "--sample"},
+           "celltype": {"--n-cells": "--sample", "--budget-seconds": "--timeout"}}
+
+
+def _unalias(args: list[str]) -> list[str]:
+    command = next((a for a in args if not a.startswith("-")), None)
+    table = ALIASES.get(command or "", {})
+    out = []
+    for a in args:
+        name, eq, value = a.partition("=")
+        out.append(table.get(name, name) + eq + value if name in table else a)
+    return out
+
+
 def main() -> None:
     cx = _click_exceptions()
     args = sys.argv[1:]
     _refuse_unless_enforced(args)
-    if "--quiet" in args[1:]:
+    head, tail = (args[:args.index("--")], args[args.index("--"):]) if "--" in args else (args, [])
+    if {"--quiet", "-q"} & set(head[1:]):
         # Agents write `biotool CMD ... --quiet` as often as `biotool --quiet CMD`: take both.
-        args = [a for a in args if a != "--quiet"]
+        head = head[:1] + [a for a in head[1:] if a not in ("--quiet", "-q")]
         set_quiet(True)
+    args = _unalias(head) + tail
     try:
         _command(cx)(args=args, prog_name="biotool", standalone_mode=False)
     except cx.NoArgsIsHelpError as exc:

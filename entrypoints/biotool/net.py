@@ -157,7 +157,8 @@ def check_allowed(url: str) -> tuple[str, int, str]:
     try:
         rules = rules_mod.load()
     except rules_mod.RulesError as exc:
-        raise RefusedError(str(exc)) from None
+        # A broken rules file is a broken environment (exit 4); nothing is contacted.
+        raise ToolFailure(f"rules unavailable, nothing is contacted: {exc}") from None
     if not (_HOSTNAME.match(host) or _is_ip(host)) or not rules.egress_allows(host, port):
         allowed = ", ".join(f"{h}:{p}" for h, p in rules.egress_allow) or "nothing"
         raise RefusedError(f"host {host or '(none)'}:{port} is not on the egress allowlist in "

@@ -23,10 +23,9 @@ class BiotoolError(Exception):
 
     exit_code = EXIT_FAILED
 
-    def __init__(self, message: str, *, culprit: str | None = None):
+    def __init__(self, message: str):
         # Errors are printed on one line, so embedded newlines are flattened here once.
         super().__init__(" ".join(str(message).split()))
-        self.culprit = culprit
 
 
 class InputError(BiotoolError):

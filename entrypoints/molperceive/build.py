@@ -13,6 +13,7 @@ import random
 from collections import Counter
 from pathlib import Path
 
+from biotool import files
 from biotool.output import InputError
 
 from molperceive import contract, corrupt, jsonl, label, requests, smiles_syntax
@@ -26,6 +27,9 @@ MAX_ROWS_PER_MOLECULE = 100
 def read_smiles(path: str | Path) -> list[tuple[int, str, str]]:
     """(line number, SMILES, name) per line; '#' lines and blanks skipped; name optional."""
     text = jsonl.read_text(path, "SMILES list")
+    if "\x00" in text:
+        raise InputError(f"{path}: line {text[:text.index(chr(0))].count(chr(10)) + 1}: a NUL "
+                         "byte: binary data, not a SMILES list")
     out = []
     for number, line in enumerate(text.splitlines(), 1):
         parts = line.split()
@@ -177,6 +181,8 @@ def build(smiles_path: str | Path, out_path: str | Path, seed: int = 0, eval_fra
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be at least 1, got {limit}")
     jsonl.check_output(out_path)
+    if Path(out_path).exists() and files.same_content_key(out_path) == files.same_content_key(smiles_path):
+        raise InputError(f"--out {out_path}: is the input SMILES list itself; it would be overwritten")
     from biotool.cache import sha256_file
     mols, stats = molecules(smiles_path, seed, eval_fraction, limit)
     if not mols:

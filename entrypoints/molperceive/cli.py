@@ -58,8 +58,27 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_INPUT)
 
 
-def _fields(text: str | None):
-    return [f.strip() for f in text.split(",") if f.strip()] if text else None
+def _fields(text: str | None, option: str = "--fields"):
+    if text is None:
+        return None
+    names = [f.strip() for f in text.split(",") if f.strip()]
+    if not names:
+        raise InputError(f"{option} {text!r}: no names given (leave the option out for the default)")
+    return names
+
+
+def _bounded(low: int, high: int, what: str):
+    """An argparse type: an integer from low to high (argparse names the option on error)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:20]!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text[:20]}{'...' if len(text) > 20 else ''} is "
+                                             f"out of range: {what} is {low} to {high:,}")
+        return value
+    return parse
 
 
 def _emit(result: dict) -> None:
@@ -94,6 +113,8 @@ def cmd_selftest(a):
 def cmd_label(a):
     from molperceive import label
     smiles = list(a.smiles)
+    if any(not s.strip() for s in smiles):
+        raise InputError("SMILES argument is empty")
     if a.file:
         from molperceive.build import read_smiles
         smiles += [s for _, s, _ in read_smiles(a.file)]
@@ -132,7 +153,7 @@ def cmd_gate(a):
 
 def cmd_score(a):
     from molperceive import score
-    report = score.score(a.rows, a.predictions, slices=_fields(a.slices),
+    report = score.score(a.rows, a.predictions, slices=_fields(a.slices, "--slices"),
                          recompute=not a.no_recompute, strict=a.strict)
     invalid = report["invalid_predictions"]
     warnings = list(report.get("warnings", []))
@@ -168,9 +189,10 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("smiles", nargs="*", help="SMILES strings")
     sp.add_argument("--file", help="a SMILES list, one per line (SMILES first, name optional)")
     sp.add_argument("--fields", help="comma-separated field names (see `molperceive contract`)")
-    sp.add_argument("-k", type=int, help="atom index for atom_at_index")
-    sp.add_argument("-i", type=int, help="first atom index for path_len")
-    sp.add_argument("-j", type=int, help="second atom index for path_len")
+    index = _bounded(0, 9999, "an atom index")
+    sp.add_argument("-k", type=index, help="atom index for atom_at_index")
+    sp.add_argument("-i", type=index, help="first atom index for path_len")
+    sp.add_argument("-j", type=index, help="second atom index for path_len")
     sp = add("corrupt", cmd_corrupt, "Mutate a valid SMILES into one verified to yield a reason code.",
              "Mutate a valid in-scope SMILES so that the labeler yields exactly the given reason "
              "(all reachable reasons when --reason is omitted; unreachable ones are listed).")
@@ -191,7 +213,8 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--graph-fraction", type=float, default=0.25, help="share of molecules with a graph row")
     sp.add_argument("--invalid-fraction", type=float, default=0.1, help="share with an invalid row")
     sp.add_argument("--para-fraction", type=float, default=0.3, help="share of eval molecules with an mp_para row")
-    sp.add_argument("--limit", type=int, help="use at most this many molecules")
+    sp.add_argument("--limit", type=_bounded(1, 100_000_000, "--limit"),
+                    help="use at most this many molecules (1 to 100,000,000)")
     sp.add_argument("--fields", help="comma-separated headline fields to ask (default all); must "
                     "include a graph-determined one; excluded fields are refused (exit 3)")
     sp = add("gate", cmd_gate, "Re-check every corpus row against the contract; exit 2 naming each failing row.",

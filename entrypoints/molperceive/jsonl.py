@@ -98,6 +98,6 @@ def write(path: str | Path, rows) -> int:
                 fh.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
                 n += 1
     except OSError as exc:
-        raise InputError(f"--out {path}: cannot write: {exc.strerror or exc}", culprit=str(path)) \
+        raise InputError(f"--out {path}: cannot write: {exc.strerror or exc}") \
             from None
     return n

@@ -75,6 +75,5 @@ def read(path: str | Path) -> list[tuple[int, dict]]:
             malformed.append(f"line {line}{f' (id {rid[:40]})' if rid else ''}: " + "; ".join(shape))
     if malformed:
         raise InputError(f"{path}: malformed corpus row(s): " + " | ".join(malformed[:3])
-                         + (f" and {len(malformed) - 3} more" if len(malformed) > 3 else ""),
-                         culprit=str(path))
+                         + (f" and {len(malformed) - 3} more" if len(malformed) > 3 else ""))
     return corpus

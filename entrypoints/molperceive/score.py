@@ -144,7 +144,9 @@ def read_predictions(path: str | Path, rows_by_id: dict, strict: bool = False) -
     if strict and invalid:
         _raise_strict(path, invalid)
     if invalid and not preds:
-        shown = "; ".join(f"line {i['line']}: {i['why']}" for i in invalid[:3])
+        shown = "; ".join(f"line {i['line']}: {i['why']}"
+                          + (f" {i['row']}" if i["why"] == "unknown row id" else "")
+                          for i in invalid[:3])
         raise InputError(f"{path}: no valid prediction line ({shown}"
                          + (f" and {len(invalid) - 3} more" if len(invalid) > 3 else "") + ")")
     return preds, invalid
@@ -190,7 +192,7 @@ def read_corpus(rows_path: str | Path) -> dict:
     if duplicated:
         raise InputError(f"{rows_path}: duplicated row id(s) {', '.join(duplicated[:5])}"
                          + (f" and {len(duplicated) - 5} more" if len(duplicated) > 5 else "")
-                         + "; run `molperceive gate` first", culprit=str(rows_path))
+                         + "; run `molperceive gate` first")
     return rows_by_id
 
 

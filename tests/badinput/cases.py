@@ -430,7 +430,7 @@ def cases() -> list[dict]:
          "copy.fastq", "--reference", STAGED], culprit="--fastq", cls="option")
     # options: empty, impossible, out of bounds
     reads_opts = {
-        "align": [("--n-reads", "0"), ("--n-reads", "-5"),
+        "align": [("--sample", "0"), ("--sample", "-5"),
                   ("--top", "0"), ("--top", "-1"),
                   ("--preset", "bogus"), ("--preset", ""), ("--timeout", "nan"),
                   ("--timeout", "-1"), ("--timeout", "inf"),
@@ -521,8 +521,8 @@ def cases() -> list[dict]:
         cls="format")
     for opt, val in [("--model", "bogus"), ("--model", ""), ("--organism", "martian"),
                      ("--organism", ""), ("--reference", ""), ("--reference", "no-such-model"),
-                     ("--n-cells", "0"), ("--n-cells", "-1"),
-                     ("--budget-seconds", "nan"), ("--budget-seconds", "-1"),
+                     ("--sample", "0"), ("--sample", "-1"),
+                     ("--timeout", "nan"), ("--timeout", "-1"),
                      ("--batch-size", "0"),
                      ("--seed", "1" * 30)]:
         tag = val if len(val) < 12 else f"{val[:6]}..{len(val)}"
@@ -627,8 +627,8 @@ def cases() -> list[dict]:
         ([bt, "align", "--fastqq", "good.fastq", "--reference", STAGED], "--fastqq"),
         ([bt, "align", "--fastq", "good.fastq", "--fastq", "good2.fastq", "--reference", STAGED], "--fastq"),
         ([bt, "align", "--fastq", "good.fastq"], "--reference"),
-        ([bt, "align", "--fastq", "good.fastq", "--reference", STAGED, "--n-reads", "abc"], "--n-reads"),
-        ([bt, "align", "--fastq", "good.fastq", "--reference", STAGED, "--n-reads", "1e3"], "--n-reads"),
+        ([bt, "align", "--fastq", "good.fastq", "--reference", STAGED, "--sample", "abc"], "--sample"),
+        ([bt, "align", "--fastq", "good.fastq", "--reference", STAGED, "--sample", "1e3"], "--sample"),
         ([bt, "align", "--fastq", "good.fastq", "--reference", STAGED, "--timeout", "soon"], "--timeout"),
         ([bt, "align", "--fastq", "good.fastq", "--reference", "\udcff\udcfe"], "--reference"),
         ([bt, "align", "--fastq", "good.fastq", "--reference", "r" * 100000], "--reference"),
@@ -647,8 +647,8 @@ def cases() -> list[dict]:
         ("label.no-smiles", [mp, "label"], "SMILES", 2),
         ("label.empty-smiles", [mp, "label", ""], "SMILES", 2),
         # a SMILES the labeler cannot read is a label (status invalid_structure), not an error
-        ("label.huge-hcount", [mp, "label", "[CH999999999]"], None, 0),
-        ("label.huge-isotope", [mp, "label", "[99999999999C]"], None, 0),
+        ("label.huge-hcount", [mp, "label", "[CH999999999]"], "[CH999999999]", 2),
+        ("label.huge-isotope", [mp, "label", "[99999999999C]"], "[99999999999C]", 2),
         ("label.huge-ring-number", [mp, "label", "C%99999C"], None, 0),
         ("label.5MB-smiles-file", [mp, "label", "--file", "smiles-5MB.smi"], "smiles-5MB.smi", 2),
         ("label.nul-smiles-file", [mp, "label", "--file", "smiles-nul.smi"], "smiles-nul.smi", 2),

@@ -35,7 +35,7 @@ def test_noisy_short_reads_map_like_bwa_in_the_image(sandbox):
         "set -e; cp /data/lambda_virus.fa /tmp/l.fa; bwa index /tmp/l.fa 2>/dev/null; "
         "bwa mem -v 1 /tmp/l.fa /data/reads_1.fq.gz | samtools view -c -F 0x904 -; "
         "biotool --quiet align --fastq /data/reads_1.fq.gz --reference /data/lambda_virus.fa "
-        "--n-reads 10000"))
+        "--sample 10000"))
     first, rest = out.split("\n", 1)
     peer, aligned = int(first), json.loads(rest)
     assert aligned["preset"] == "sr" and aligned["aligner"] == "bwa mem"

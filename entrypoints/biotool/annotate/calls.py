@@ -57,15 +57,15 @@ def resolve(requested: str) -> Tool:
     InputError with close names if there is no such tool."""
     r = rules()
     if not requested or not requested.strip():
-        raise InputError("name: empty tool name (see `biotool call --list`)", culprit="name")
+        raise InputError("name: empty tool name (see `biotool call --list`)")
     if len(requested) > MAX_NAME:
         # No tool has such a name, and matching every span of it would take minutes.
         raise InputError(f"name: {len(requested)} characters; tool names are at most "
-                         f"{MAX_NAME} (see `biotool call --list`)", culprit="name")
+                         f"{MAX_NAME} (see `biotool call --list`)")
     verdict = policy.check([requested], "", r)
     if not verdict.permitted:
         raise RefusedError(f"tool {requested!r} refused: {verdict.reason} "
-                           f"(rule: {verdict.rule})", culprit=requested)
+                           f"(rule: {verdict.rule})")
     bare, source = _strip_prefix(requested)
     want = policy.key(bare)
     # Built-ins first, and ToolUniverse's ~3000 configs read only when the name is not one.
@@ -90,7 +90,7 @@ def resolve(requested: str) -> Tool:
     extra = "" if tooluniverse_bridge.installed() else \
         " (ToolUniverse tools need the optional extra biotool[tooluniverse])"
     raise InputError(f"name: unknown tool {requested!r}{hint} (see `biotool call --list`)"
-                     f"{extra}", culprit=requested)
+                     f"{extra}")
 
 
 def permitted(tool: Tool, requested: str) -> policy.Decision:
@@ -98,7 +98,7 @@ def permitted(tool: Tool, requested: str) -> policy.Decision:
     if not verdict.offered:
         what = "refused" if not verdict.permitted else "not offered here"
         raise RefusedError(f"tool {tool.name!r} {what}: {verdict.reason} "
-                           f"(rule: {verdict.rule})", culprit=tool.name)
+                           f"(rule: {verdict.rule})")
     return verdict
 
 
@@ -107,7 +107,7 @@ def schema(requested: str) -> dict:
     verdict = decision_for(tool, requested=requested)
     if not verdict.permitted:
         raise RefusedError(f"tool {tool.name!r} refused: {verdict.reason} "
-                           f"(rule: {verdict.rule})", culprit=tool.name)
+                           f"(rule: {verdict.rule})")
     return {**tool.schema(), **verdict.explain()}
 
 

@@ -17,22 +17,20 @@ def args_text(data: bytes, source: str) -> str:
     """The JSON text of arguments read from a file or stdin, refused (exit 2) when it is
     over the bound, empty, or not UTF-8, naming `source` and what is accepted."""
     if len(data) > MAX_ARGS_BYTES:
-        raise InputError(f"args: {source} is over the limit of {MAX_ARGS_BYTES:,} bytes",
-                         culprit=source)
+        raise InputError(f"args: {source} is over the limit of {MAX_ARGS_BYTES:,} bytes")
     if not data.strip():
-        raise InputError(f"args: {source} is empty (give a JSON object, e.g. {{}})",
-                         culprit=source)
+        raise InputError(f"args: {source} is empty (give a JSON object, e.g. {{}})")
     if data.startswith(b"\xef\xbb\xbf"):
         raise InputError(f"args: {source} starts with a UTF-8 byte-order mark; save it as "
-                         "plain UTF-8 JSON", culprit=source)
+                         "plain UTF-8 JSON")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise InputError(f"args: {source} is not UTF-8 JSON (it starts with a UTF-16 "
-                         "byte-order mark)", culprit=source)
+                         "byte-order mark)")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"args: {source} is not UTF-8 JSON ({exc.reason} at byte "
-                         f"{exc.start})", culprit=source) from None
+                         f"{exc.start})") from None
 
 
 CALL_HELP = """Call one annotation tool by name with JSON arguments.
@@ -110,8 +108,7 @@ def register(app: typer.Typer) -> None:
             if list_:
                 return calls.shrink(calls.list_tools(filter_, offered), max_chars)
             if not name:
-                raise InputError("name: give a tool name, or --list to see them",
-                                 culprit="name")
+                raise InputError("name: give a tool name, or --list to see them")
             if schema:
                 return calls.shrink(calls.schema(name), max_chars)
             text, source = args, None
@@ -127,7 +124,6 @@ def register(app: typer.Typer) -> None:
                 if source is None or not str(exc).startswith("args"):
                     raise
                 # The agent must know which file held the bad arguments.
-                raise InputError(f"{exc} (arguments from {source})",
-                                 culprit=exc.culprit) from None
+                raise InputError(f"{exc} (arguments from {source})") from None
 
         run(go)

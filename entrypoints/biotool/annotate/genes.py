@@ -25,8 +25,7 @@ def table_records() -> list[dict]:
              if item.get("format") == TABLE_FORMAT and item.get("files") and not item.get("error")]
     if not found:
         raise InputError("reference: no gene annotation table is staged here (manifest "
-                         "refs/annotations.toml, database demo-gene-annotation); see `biotool list`",
-                         culprit="reference")
+                         "refs/annotations.toml, database demo-gene-annotation); see `biotool list`")
     return sorted(found, key=lambda i: (i.get("set") != "demo", i["name"]))
 
 

@@ -60,15 +60,14 @@ def _check_tree(value, path: str = "args") -> None:
     while stack:
         node, where, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise InputError(f"{where}: nested more than {MAX_DEPTH} levels deep", culprit=where)
+            raise InputError(f"{where}: nested more than {MAX_DEPTH} levels deep")
         if isinstance(node, _BadNumber):
-            raise InputError(f"{where}: {node}", culprit=where)
+            raise InputError(f"{where}: {node}")
         if isinstance(node, str):
             try:
                 node.encode("utf-8")
             except UnicodeEncodeError:
-                raise InputError(f"{where}: not valid Unicode (a lone surrogate escape)",
-                                 culprit=where) from None
+                raise InputError(f"{where}: not valid Unicode (a lone surrogate escape)") from None
         elif isinstance(node, dict):
             for k, v in node.items():
                 stack.append((k, f"{where} key", depth + 1))
@@ -90,12 +89,11 @@ def parse_args(text: str | None) -> dict:
         value = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
     except json.JSONDecodeError as exc:
         raise InputError(f"args: invalid JSON at line {exc.lineno} column {exc.colno}: "
-                         f"{exc.msg}", culprit="args") from None
+                         f"{exc.msg}") from None
     except RecursionError:
-        raise InputError(f"args: JSON nested too deeply (at most {MAX_DEPTH} levels)",
-                         culprit="args") from None
+        raise InputError(f"args: JSON nested too deeply (at most {MAX_DEPTH} levels)") from None
     if not isinstance(value, dict):
-        raise InputError(f"args: expected a JSON object, got {_kind(value)}", culprit="args")
+        raise InputError(f"args: expected a JSON object, got {_kind(value)}")
     _check_tree(value)
     return value
 

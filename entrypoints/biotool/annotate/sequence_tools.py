@@ -25,8 +25,7 @@ def _table(value) -> object:
                 else CodonTable.unambiguous_dna_by_name[str(value)])
     except KeyError:
         ids = ", ".join(str(i) for i in sorted(CodonTable.unambiguous_dna_by_id))
-        raise InputError(f"args.table: unknown genetic code {value!r} (NCBI ids: {ids})",
-                         culprit="table") from None
+        raise InputError(f"args.table: unknown genetic code {value!r} (NCBI ids: {ids})") from None
 
 
 def seq_stats(args: dict) -> dict:
@@ -100,8 +99,7 @@ def _frames(value) -> list[int]:
     out = []
     for i, f in enumerate(value):
         if f not in (1, 2, 3, -1, -2, -3):
-            raise InputError(f"args.frame[{i}]: {f!r} is not a frame (1, 2, 3, -1, -2, -3)",
-                             culprit="frame")
+            raise InputError(f"args.frame[{i}]: {f!r} is not a frame (1, 2, 3, -1, -2, -3)")
         out.append(f)
     return out
 
@@ -212,8 +210,7 @@ def align_pairwise(args: dict) -> dict:
         aligner.extend_gap_score = args.get("gap_extend", -2)
     if len(a) * len(b) > 25_000_000:
         raise InputError("args.seq_b: sequences too long for an exact pairwise alignment here "
-                         f"({len(a)} x {len(b)}); use `biotool` read mapping or BLAST",
-                         culprit="seq_b")
+                         f"({len(a)} x {len(b)}); use `biotool` read mapping or BLAST")
     alignments = aligner.align(a, b)
     best = alignments[0]
     # Count co-optimal alignments up to a cap: several equally good ones mean the gap
@@ -251,11 +248,10 @@ def primer_tm(args: dict) -> dict:
     amb = _ambiguous(seq)
     if amb:
         raise InputError(f"args.sequence: {amb} ambiguous bases; nearest-neighbour Tm needs "
-                         "A/C/G/T only (resolve them or give one primer per variant)",
-                         culprit="sequence")
+                         "A/C/G/T only (resolve them or give one primer per variant)")
     if "U" in seq:
         raise InputError("args.sequence: holds U; the nearest-neighbour tables here are for DNA "
-                         "primers (A/C/G/T only)", culprit="sequence")
+                         "primers (A/C/G/T only)")
     na, mg, dntps, nm = (args.get("na_mM", 50.0), args.get("mg_mM", 0.0),
                          args.get("dntps_mM", 0.0), args.get("primer_nM", 250.0))
     tm_nn = mt.Tm_NN(seq, Na=na, Mg=mg, dNTPs=dntps, dnac1=nm, dnac2=0)
@@ -299,14 +295,14 @@ def restriction_sites(args: dict) -> dict:
         names = COMMON_ENZYMES if wanted == "common" else wanted
         if isinstance(names, str):
             raise InputError(f"args.enzymes: {names!r} is not 'common', 'commercial', 'all' "
-                             "or a list of enzyme names", culprit="enzymes")
+                             "or a list of enzyme names")
         batch = Restriction.RestrictionBatch()
         for i, name in enumerate(names):
             try:
                 batch.add(name)
             except ValueError:
                 raise InputError(f"args.enzymes[{i}]: unknown enzyme {name!r} (REBASE names, "
-                                 "e.g. EcoRI, BsaI)", culprit="enzymes") from None
+                                 "e.g. EcoRI, BsaI)") from None
     linear = bool(args.get("linear", True))
     hits = batch.search(Seq(seq.replace("U", "T")), linear=linear)
     enzymes = []

@@ -18,7 +18,7 @@ _SPACE = re.compile(r"[\s0-9]+")
 def clean(text: str, field: str = "sequence", alphabet: str = "dna") -> str:
     """Upper-case sequence letters from plain text or FASTA; bad characters name the field."""
     if not isinstance(text, str):
-        raise InputError(f"args.{field}: expected a string", culprit=field)
+        raise InputError(f"args.{field}: expected a string")
     lines = [ln for ln in text.strip().splitlines() if not ln.startswith(">")]
     seq = _SPACE.sub("", "".join(lines)).upper()
     allowed = IUPAC_DNA | {"-"} if alphabet == "dna" else PROTEIN | {"-"}
@@ -28,10 +28,10 @@ def clean(text: str, field: str = "sequence", alphabet: str = "dna") -> str:
                     if alphabet == "dna" else "protein allows the 20 amino acids, B Z X J U O "
                     "and '*'")
             raise InputError(f"args.{field}: invalid character {ch!r} at position {i + 1} "
-                             f"({what})", culprit=field)
+                             f"({what})")
     seq = seq.replace("-", "")
     if not seq:
-        raise InputError(f"args.{field}: empty sequence", culprit=field)
+        raise InputError(f"args.{field}: empty sequence")
     return seq
 
 
@@ -42,8 +42,7 @@ def reference_record(name: str, field: str = "reference") -> dict:
     if rec is None or rec.get("error") or not rec.get("files"):
         names = sorted(i["name"] for i in staging.staged_items("reference") if i.get("files"))
         raise InputError(f"args.{field}: no staged reference {name!r} (staged: "
-                         f"{', '.join(names) or 'none'}; see `biotool references`)",
-                         culprit=field)
+                         f"{', '.join(names) or 'none'}; see `biotool references`)")
     return rec
 
 
@@ -81,29 +80,27 @@ def resolve(args: dict, alphabet: str = "dna", field: str = "sequence") -> tuple
 
     if args.get(field) is not None:
         if args.get("reference"):
-            raise InputError(f"args.reference: give either {field} or reference, not both",
-                             culprit="reference")
+            raise InputError(f"args.reference: give either {field} or reference, not both")
         return clean(args[field], field, alphabet), []
     if not args.get("reference"):
-        raise InputError(f"args.{field}: required (or give reference, with seqid/start/end)",
-                         culprit=field)
+        raise InputError(f"args.{field}: required (or give reference, with seqid/start/end)")
     rec = reference_record(args["reference"])
     seqs = reference_sequences(rec)
     seqid = args.get("seqid")
     if seqid is None:
         if len(seqs) > 1:
             raise InputError(f"args.seqid: reference {rec['name']} has {len(seqs)} sequences; "
-                             f"name one of {', '.join(seqs)}", culprit="seqid")
+                             f"name one of {', '.join(seqs)}")
         seqid = next(iter(seqs))
     if seqid not in seqs:
         raise InputError(f"args.seqid: {seqid!r} is not in reference {rec['name']} "
-                         f"(has {', '.join(seqs)})", culprit="seqid")
+                         f"(has {', '.join(seqs)})")
     seq = seqs[seqid]
     start = args.get("start") or 1
     end = args.get("end") or len(seq)
     if not 1 <= start <= end <= len(seq):
         raise InputError(f"args.start/end: region {start}-{end} is outside {seqid} "
-                         f"(1-{len(seq)})", culprit="end")
+                         f"(1-{len(seq)})")
     out = seq[start - 1:end]
     if args.get("strand") == "-":
         out = reverse_complement(out)

@@ -47,16 +47,16 @@ def _to_stop(protein: str) -> str:
 
 def _bases(value, field: str, allow_empty: bool) -> str:
     if not isinstance(value, str):
-        raise InputError(f"args.{field}: expected a string of bases", culprit=field)
+        raise InputError(f"args.{field}: expected a string of bases")
     text = value.strip().upper().replace("U", "T")
     if text in ("-", "."):
         text = ""
     if not text and not allow_empty:
-        raise InputError(f"args.{field}: empty", culprit=field)
+        raise InputError(f"args.{field}: empty")
     bad = [ch for ch in text if ch not in "ACGT"]
     if bad:
         raise InputError(f"args.{field}: invalid base {bad[0]!r} (A, C, G, T only; '-' for "
-                         "none)", culprit=field)
+                         "none)")
     return text
 
 
@@ -109,32 +109,30 @@ def _edit_from_hgvs(text: str, cds: str) -> tuple[int, int, str]:
     if not m:
         raise InputError(f"args.hgvs: {text!r} is not a coding HGVS change this tool reads "
                          "(c.123A>G, c.10del, c.10_12del, c.10_11insTT, c.10dup, "
-                         "c.10_12delinsAT)", culprit="hgvs")
+                         "c.10_12delinsAT)")
     if max(len(m["a"]), len(m["b"] or "")) > 9:  # no CDS has a billion bases
-        raise InputError(f"args.hgvs: {text[:40]}... is outside the CDS (c.1-c.{len(cds)})",
-                         culprit="hgvs")
+        raise InputError(f"args.hgvs: {text[:40]}... is outside the CDS (c.1-c.{len(cds)})")
     a = int(m["a"])
     b = int(m["b"]) if m["b"] else a
     if not 1 <= a <= b <= len(cds):
-        raise InputError(f"args.hgvs: {text} is outside the CDS (c.1-c.{len(cds)})",
-                         culprit="hgvs")
+        raise InputError(f"args.hgvs: {text} is outside the CDS (c.1-c.{len(cds)})")
     if m["ref"]:
         if cds[a - 1] != m["ref"]:
             raise InputError(f"args.hgvs: {text} says {m['ref']} at c.{a}, the CDS has "
-                             f"{cds[a - 1]}", culprit="hgvs")
+                             f"{cds[a - 1]}")
         return a - 1, a, m["alt"]
     kind, seq = m["kind"], m["seq"]
     if kind == "del":
         return a - 1, b, ""
     if kind == "delins":
         if not seq:
-            raise InputError("args.hgvs: delins needs the inserted bases", culprit="hgvs")
+            raise InputError("args.hgvs: delins needs the inserted bases")
         return a - 1, b, seq
     if kind == "dup":
         return b, b, cds[a - 1:b]
     if b != a + 1 or not seq:
         raise InputError("args.hgvs: an insertion is written between two adjacent bases with "
-                         "its bases, e.g. c.10_11insTT", culprit="hgvs")
+                         "its bases, e.g. c.10_11insTT")
     return a, a, seq
 
 
@@ -279,7 +277,7 @@ def annotate_on_cds(cds: str, flank: str, start: int, end: int, alt: str, table:
     """Annotate the edit cds[start:end] -> alt (0-based, half-open) on one CDS."""
     start, end, alt = _trim(cds, start, end, alt)
     if start == end and not alt:
-        raise InputError("args.alt: the same as the reference; nothing changes", culprit="alt")
+        raise InputError("args.alt: the same as the reference; nothing changes")
     start, end, alt = _shift_3prime(cds, start, end, alt)
     hgvs_c, kind = _hgvs_c(cds, start, end, alt)
     change = _protein_change(cds, flank, start, end, alt, table)
@@ -311,23 +309,22 @@ def _edit_from_args(args: dict, cds: str, row: dict | None) -> tuple[int, int, s
     given = [k for k in ("hgvs", "cds_position", "position") if args.get(k) is not None]
     if len(given) != 1:
         raise InputError("args.hgvs: give exactly one of hgvs, cds_position (+ ref/alt) or "
-                         "position (genomic, + ref/alt)", culprit="hgvs")
+                         "position (genomic, + ref/alt)")
     if given[0] == "hgvs":
         return _edit_from_hgvs(args["hgvs"], cds)
     if "alt" not in args:
-        raise InputError("args.alt: required with cds_position or position", culprit="alt")
+        raise InputError("args.alt: required with cds_position or position")
     alt = _bases(args["alt"], "alt", allow_empty=True)
     ref = _bases(args["ref"], "ref", allow_empty=True) if "ref" in args else None
     if given[0] == "position" and _genomic_to_cds(row, args["position"]) is None:
         span = ", ".join(f"{a}-{b}" for a, b in row["segments"])
         raise InputError(f"args.position: {args['position']} is outside the CDS of "
                          f"{row['symbol']} ({row['seqid']}:{span}); give a position inside "
-                         "it, or reference + position without gene", culprit="position")
+                         "it, or reference + position without gene")
     if given[0] == "cds_position":
         pos = args["cds_position"]
         if not 1 <= pos <= len(cds):
-            raise InputError(f"args.cds_position: {pos} is outside the CDS (1-{len(cds)})",
-                             culprit="cds_position")
+            raise InputError(f"args.cds_position: {pos} is outside the CDS (1-{len(cds)})")
         start = pos - 1
     elif _minus(row):
         # ref and alt are on the reference's plus strand (as in a VCF): on a minus-strand CDS
@@ -336,8 +333,7 @@ def _edit_from_args(args: dict, cds: str, row: dict | None) -> tuple[int, int, s
         if ref is None:
             ref = reverse_complement(cds[_genomic_to_cds(row, pos)]) if alt and len(alt) == 1 else ""
             if not alt:
-                raise InputError("args.ref: a deletion needs the deleted bases in ref",
-                                 culprit="ref")
+                raise InputError("args.ref: a deletion needs the deleted bases in ref")
         alt = reverse_complement(alt)
         if ref == "":  # an insertion after `position`: before its base in CDS order
             at = _genomic_to_cds(row, pos)
@@ -345,23 +341,21 @@ def _edit_from_args(args: dict, cds: str, row: dict | None) -> tuple[int, int, s
         start = _genomic_to_cds(row, pos + len(ref) - 1)
         if start is None or cds[start:start + len(ref)] != reverse_complement(ref):
             raise InputError(f"args.ref: {ref} does not match the reference at position "
-                             f"{pos} of the minus-strand CDS {row['symbol']}", culprit="ref")
+                             f"{pos} of the minus-strand CDS {row['symbol']}")
         return start, start + len(ref), alt
     else:
         start = _genomic_to_cds(row, args["position"])
     if ref is None:
         ref = cds[start] if alt and len(alt) == 1 else ""
         if not alt:
-            raise InputError("args.ref: a deletion needs the deleted bases in ref",
-                             culprit="ref")
+            raise InputError("args.ref: a deletion needs the deleted bases in ref")
     if ref == "":  # an insertion after this position
         return start + 1, start + 1, alt
     if cds[start:start + len(ref)] != ref:
         where = (f"c.{start + 1}" if given[0] == "cds_position" else
                  f"position {args['position']}")
         raise InputError(f"args.ref: {ref} does not match the reference "
-                         f"{cds[start:start + len(ref)] or '(end of CDS)'} at {where}",
-                         culprit="ref")
+                         f"{cds[start:start + len(ref)] or '(end of CDS)'} at {where}")
     return start, start + len(ref), alt
 
 
@@ -375,11 +369,10 @@ def variant_annotate(args: dict) -> dict:
     if args.get("cds_sequence") is not None:
         if args.get("gene") or args.get("position") is not None:
             raise InputError("args.cds_sequence: give either cds_sequence or gene/position, "
-                             "not both", culprit="cds_sequence")
+                             "not both")
         cds = clean(args["cds_sequence"], "cds_sequence").replace("U", "T")
         if set(cds) - set("ACGT"):
-            raise InputError("args.cds_sequence: ambiguous bases; the CDS must be A/C/G/T",
-                             culprit="cds_sequence")
+            raise InputError("args.cds_sequence: ambiguous bases; the CDS must be A/C/G/T")
         flank = clean(args["flank_3prime"], "flank_3prime") if args.get("flank_3prime") else ""
         if len(cds) % 3:
             spots.append(f"the given CDS length {len(cds)} is not a multiple of 3")
@@ -398,27 +391,25 @@ def variant_annotate(args: dict) -> dict:
         hits, how, _, _ = genes.find(args["gene"], args.get("reference"))
         if not hits:
             raise InputError(f"args.gene: no gene {args['gene']!r} in the staged gene table "
-                             "(try gene_lookup)", culprit="gene")
+                             "(try gene_lookup)")
         if len(hits) > 1:
             where = ", ".join(f"{h['reference']}:{h['seqid']}" for h in hits)
             raise InputError(f"args.gene: {args['gene']!r} is ambiguous ({len(hits)} records: "
-                             f"{where}); add reference or use a gene ID", culprit="gene")
+                             f"{where}); add reference or use a gene ID")
         candidates = hits
     elif args.get("position") is not None:
         if not args.get("reference"):
-            raise InputError("args.reference: required with a genomic position",
-                             culprit="reference")
+            raise InputError("args.reference: required with a genomic position")
         from biotool.annotate.sequences import reference_record, reference_sequences
 
         rec = reference_record(args["reference"])
         seqs = reference_sequences(rec)
         seqid = args.get("seqid") or (next(iter(seqs)) if len(seqs) == 1 else None)
         if seqid not in seqs:
-            raise InputError(f"args.seqid: name one of {', '.join(seqs)} of {rec['name']}",
-                             culprit="seqid")
+            raise InputError(f"args.seqid: name one of {', '.join(seqs)} of {rec['name']}")
         if not 1 <= args["position"] <= len(seqs[seqid]):
             raise InputError(f"args.position: {args['position']} is outside {seqid} "
-                             f"(1-{len(seqs[seqid])})", culprit="position")
+                             f"(1-{len(seqs[seqid])})")
         candidates = [r for r in rows_all if r["reference"] == rec["name"]
                       and r["seqid"] == seqid and _genomic_to_cds(r, args["position"]) is not None]
         if not candidates:
@@ -434,7 +425,7 @@ def variant_annotate(args: dict) -> dict:
                                                              rec["sha256"]))}
     else:
         raise InputError("args.gene: give gene (symbol or ID), or reference + position, or "
-                         "cds_sequence", culprit="gene")
+                         "cds_sequence")
 
     annotations, ref_used = [], {}
     for row in candidates:

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from biotool.competence import bounded
-from biotool.output import InputError
+from biotool.output import ToolFailure
 from biotool.provenance import provenance
 from biotool.reads import fastq
 from biotool.reads.inputs import check_top, deadline_from
@@ -26,7 +26,7 @@ def _minimap2_sample(index, preset, recs, deadline, reference):
 
     aligner = mappy.Aligner(str(index), preset=preset)
     if not aligner:
-        raise InputError(f"--reference {reference}: minimap2 could not load index {index}")
+        raise ToolFailure(f"--reference {reference}: minimap2 could not load index {index}")
     placed, aligned = [], 0
     for _name, seq, _qual in recs:
         # The clock is read every 256 reads: cheap, and fine-grained enough for a budget.
@@ -77,7 +77,7 @@ def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
                      "contamination or adapters")
     competence = bounded(confidence=frac, margin=top_loci[0]["share"] if top_loci else 0.0,
                          alternatives=max(0, len(loci) - 1), blind_spots=spots,
-                         remedy="raise --n-reads or align the whole library "
+                         remedy="raise --sample or align the whole library "
                                 "(biotool breakpoints/variants align every read)")
     return {
         "reference": ref.name,

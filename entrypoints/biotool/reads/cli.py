@@ -79,7 +79,7 @@ def register(app: typer.Typer) -> None:
     def align_cmd(
         fastq: str = typer.Option(..., "--fastq", help="Reads (FASTQ, plain or gzip)."),
         reference: str = typer.Option(..., "--reference", help=REF_HELP),
-        n_reads: int = typer.Option(20000, "--n-reads", help="Size of the seeded random sample."),
+        n_reads: int = typer.Option(20000, "--sample", help="Size of the seeded random sample."),
         preset: str = typer.Option("auto", "--preset", help=PRESET_HELP),
         seed: int = typer.Option(0, "--seed", help="Sampling seed (same seed, same sample)."),
         top: int = typer.Option(5, "--top", help="How many loci to list."),
@@ -110,8 +110,8 @@ def register(app: typer.Typer) -> None:
             "--reference.")),
         region: Optional[str] = typer.Option(None, "--region", help=REGION_HELP),
         top: int = typer.Option(10, "--top", help="How many consensus positions to list."),
-        min_mapq: int = typer.Option(20, "--min-mapq", help="Ignore alignments below this MAPQ."),
-        threads: int = typer.Option(2, "--threads", help="Threads for the aligner and sorting."),
+        min_mapq: int = typer.Option(20, "--min-mapq", min=0, max=255, help="Ignore alignments below this MAPQ."),
+        threads: int = typer.Option(2, "--threads", min=1, max=256, help="Threads for the aligner and sorting."),
         timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
         preset: str = typer.Option("auto", "--preset", help=PRESET_HELP),
     ) -> None:
@@ -164,9 +164,9 @@ def register(app: typer.Typer) -> None:
         vcf: Optional[str] = typer.Option(None, "--vcf", help=(
             "Also write every variant above the floor to this .vcf.gz (bgzipped, with a "
             ".tbi index; readable by bcftools).")),
-        min_mapq: int = typer.Option(20, "--min-mapq", help="Ignore alignments below this MAPQ."),
-        min_bq: int = typer.Option(13, "--min-bq", help="Ignore bases below this quality."),
-        threads: int = typer.Option(2, "--threads", help="Threads for the aligner and sorting."),
+        min_mapq: int = typer.Option(20, "--min-mapq", min=0, max=255, help="Ignore alignments below this MAPQ."),
+        min_bq: int = typer.Option(13, "--min-bq", min=0, max=93, help="Ignore bases below this quality."),
+        threads: int = typer.Option(2, "--threads", min=1, max=256, help="Threads for the aligner and sorting."),
         timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
         preset: str = typer.Option("auto", "--preset", help=PRESET_HELP),
     ) -> None:

@@ -22,6 +22,13 @@ Record = tuple[bytes, bytes, bytes]  # name line (without '@'), sequence, qualit
 MAX_NAME = 254
 # Phred+33 quality characters, '!' to '~'.
 _QUALITIES = bytes(range(33, 127))
+# IUPAC nucleotide codes (and the gap/unknown marks minimap2 reads as N): anything else in a
+# sequence line means this is not DNA/RNA (a protein FASTQ, or text).
+_NUCLEOTIDES = b"ACGTUNRYKMSWBDHVacgtunrykmswbdhv.-"
+# Longest name line and sequence line read: a file of one endless line (a sparse file, a
+# binary blob) is refused after this many bytes instead of being read whole into memory.
+MAX_HEAD = 1 << 16
+MAX_SEQ = 1 << 26
 
 
 def check_path(path: Path) -> None:
@@ -90,6 +97,11 @@ def _check_record(path: Path, n: int, head: bytes, seq: bytes, qual: bytes) -> N
         bad = _bad_bytes(seq)  # other punctuation ('.', '-') is read as N by minimap2
         if bad:
             raise InputError(f"--fastq {path}: record {n} has {bad} in its sequence")
+    odd = seq.translate(None, _NUCLEOTIDES)
+    if odd:
+        raise InputError(f"--fastq {path}: record {n} has {chr(odd[0])!r} in its sequence, "
+                         "which is not a nucleotide code (protein or text?); reads must be DNA "
+                         "or RNA (IUPAC codes)")
     odd = qual.translate(None, _QUALITIES)
     if odd:
         bad = _bad_bytes(odd)
@@ -109,7 +121,7 @@ def records(path: str | Path) -> Iterator[Record]:
         with fh:
             readline = fh.readline
             while True:
-                head = readline()
+                head = readline(MAX_HEAD)
                 if not head:
                     break
                 if head[:1] != b"@":
@@ -128,9 +140,16 @@ def records(path: str | Path) -> Iterator[Record]:
                         raise InputError(f"--fastq {path}: not FASTQ text (starts with "
                                          f"{_bad_bytes(head[:64])})")
                     raise InputError(f"--fastq {path}: record {n + 1} does not start with '@'")
-                seq = readline().rstrip(b"\r\n")
-                plus = readline()
-                qual = readline().rstrip(b"\r\n")
+                if len(head) >= MAX_HEAD and not head.endswith(b"\n"):
+                    raise InputError(f"--fastq {path}: record {n + 1}'s name line is longer than "
+                                     f"{MAX_HEAD:,} bytes (not FASTQ?)")
+                seq = readline(MAX_SEQ)
+                if len(seq) >= MAX_SEQ and not seq.endswith(b"\n"):
+                    raise InputError(f"--fastq {path}: record {n + 1}'s sequence is longer than "
+                                     f"{MAX_SEQ:,} bases (not FASTQ?)")
+                seq = seq.rstrip(b"\r\n")
+                plus = readline(MAX_HEAD)
+                qual = readline(MAX_SEQ).rstrip(b"\r\n")
                 if not plus or plus[:1] != b"+" or (not qual and seq):
                     raise InputError(f"--fastq {path}: truncated or malformed at record {n + 1} "
                                      f"({head[1:].split()[0].decode(errors='replace')[:80] if head[1:].split() else '?'})")
@@ -151,7 +170,7 @@ def records(path: str | Path) -> Iterator[Record]:
 def sample(path: str | Path, n: int, seed: int = 0) -> tuple[list[Record], int]:
     """A seeded uniform sample of at most `n` records (reservoir), and the total read count."""
     if n < 1:
-        raise InputError("--n-reads must be at least 1")
+        raise InputError("--sample must be at least 1")
     rng = random.Random(seed)
     keep: list[Record] = []
     total = 0

@@ -71,8 +71,9 @@ def with_warnings(comp, warnings: list[str]):
 
 def deadline_from(timeout: float | None) -> tuple[float, float | None]:
     start = time.monotonic()
-    if timeout is not None and not timeout > 0:  # `not >` also catches nan
-        raise InputError(f"--timeout {timeout}: must be a positive number of seconds")
+    # `not 0 < t < inf` also catches nan; an infinite budget is no budget (leave it out).
+    if timeout is not None and not 0 < timeout < float("inf"):
+        raise InputError(f"--timeout {timeout}: must be a positive, finite number of seconds")
     return start, (start + timeout if timeout else None)
 
 

@@ -189,7 +189,7 @@ def _c2s(cells: list[dict], organism: str, spec: dict, deadline: float,
     share = top[0]["fraction"] if top else 0.0
     second = top[1]["fraction"] if len(top) > 1 else 0.0
     comp = bounded(share, share - second, alternatives=max(0, len(top) - 1), blind_spots=spots,
-                   remedy="raise --n-cells or --budget-seconds for a finer composition"
+                   remedy="raise --sample or --timeout for a finer composition"
                           if gen["truncated"] or gen["done"] < 32 else "")
     return ({"model": spec["provenance"][0]["name"], "device": loaded.device,
              "dtype": loaded.dtype, "organism": sp.ORGANISM_NAMES[organism],
@@ -202,7 +202,7 @@ def _check_budget(budget_seconds: float, batch_size: int = 1) -> None:
     import math
 
     if not (math.isfinite(budget_seconds) and budget_seconds >= 0):
-        raise InputError(f"--budget-seconds {budget_seconds}: must be a number of seconds >= 0 "
+        raise InputError(f"--timeout {budget_seconds}: must be a number of seconds >= 0 "
                          "(0 answers one batch, then stops)")
     if batch_size < 1:
         raise InputError(f"--batch-size {batch_size}: must be at least 1")
@@ -262,7 +262,7 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
     if model not in MODELS:
         raise InputError(f"--model {model}: expected one of {', '.join(MODELS)}")
     if n_cells < 1:
-        raise InputError(f"--n-cells {n_cells}: must be at least 1")
+        raise InputError(f"--sample {n_cells}: must be at least 1")
     if model == "c2s-celltype" and reference != "auto":
         raise InputError(f"--reference {reference}: names a CellTypist model, which --model "
                          "c2s-celltype does not use; add --model all or celltypist")
@@ -341,7 +341,7 @@ def celltype_genes(genes: str, organism: str = "auto", c2s_model: str = mdl.DEFA
     comp = bounded(0.5 if answer else 0.0, 0.0, blind_spots=(
         "one ranked gene list: a single cell's answer, with no composition to weigh it",
         "the model's own certainty is not exposed by greedy generation"),
-        remedy="run on a matrix with --n-cells to see the spread of answers")
+        remedy="run on a matrix with --sample to see the spread of answers")
     return {"genes": len(ranked), "species": species, "cell_type": answer,
             "model": res["model"], "device": res["device"], "truncated": res["truncated"],
             "competence": comp.explain(), "provenance": provenance(*items)}

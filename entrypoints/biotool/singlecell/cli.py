@@ -41,9 +41,9 @@ MODELS:
                model that cannot be loaded is skipped (not evidence either way) and listed
                in errors. --reference NAME (or a .pkl path) uses that model only: it will
                label cells of types it never saw. Feature coverage is reported.
-  c2s-celltype Cell2Sentence: samples --n-cells cells, writes each cell's top 200 genes into
+  c2s-celltype Cell2Sentence: samples --sample cells, writes each cell's top 200 genes into
                C2S's prompt, and tallies the generated cell types into a composition.
-               Loaded once, batched, GPU (bf16) when present. Stops at --budget-seconds
+               Loaded once, batched, GPU (bf16) when present. Stops at --timeout
                and returns the partial composition with truncated: true.
   all          both, plus `agreement` (do they name the same types, cell by cell). No
                merged consensus label is produced. When C2S is not staged or fails, the
@@ -88,9 +88,9 @@ def register(app: typer.Typer) -> None:
                                       help="auto (score the species' panel) or a staged "
                                            "CellTypist model name, or a .pkl path."),
         organism: str = typer.Option("auto", "--organism", help="auto | human | mouse."),
-        n_cells: int = typer.Option(8, "--n-cells",
+        n_cells: int = typer.Option(8, "--sample",
                                     help="Cells sampled for Cell2Sentence (seeded)."),
-        budget_seconds: float = typer.Option(90.0, "--budget-seconds",
+        budget_seconds: float = typer.Option(90.0, "--timeout",
                                              help="Time budget; Cell2Sentence stops between "
                                                   "batches and flags truncated: true."),
         c2s_model: str = typer.Option("c2s-celltype", "--c2s-model",

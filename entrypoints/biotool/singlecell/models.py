@@ -100,8 +100,8 @@ def c2s_model(name_or_path: str = DEFAULT_C2S) -> dict:
         items = [used("model", path.name, sha256_tree(path), framework="cell2sentence")]
     else:
         if rec.get("error") or not rec.get("files"):
-            raise ToolFailure(f"model {rec['name']}: not staged here "
-                              f"({rec.get('error', 'no files')}); see `biotool list`")
+            raise InputError(f"model {rec['name']}: not staged here "
+                             f"({rec.get('error', 'no files')}); see `biotool list`")
         weights, err = staging.path_of(rec), ToolFailure
         items = [used("model", rec["name"], rec["sha256"], framework="cell2sentence")]
         tok_spec = rec.get("tokenizer")

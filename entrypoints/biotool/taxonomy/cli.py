@@ -86,10 +86,10 @@ def register(app: typer.Typer) -> None:
                                                "staged taxonomy panel, production before "
                                                "demo; demo-viral-panel in the demo image). "
                                                "Remote: an NCBI database (default nt)."),
-        email: str = typer.Option("", "--email", help="Contact address sent to NCBI as the "
+        email: Optional[str] = typer.Option(None, "--email", help="Contact address sent to NCBI as the "
                                   "`email` parameter (or env BIOTOOL_NCBI_EMAIL)."),
         seed: int = typer.Option(0, "--seed", help="Sampling seed."),
-        threads: int = typer.Option(1, "--threads", help="blastn threads (local)."),
+        threads: int = typer.Option(1, "--threads", min=1, max=256, help="blastn threads (local)."),
         hits_out: Optional[str] = typer.Option(None, "--hits-out", help="Write every query's "
                                                "hits (JSON Lines) to this file; its path is "
                                                "returned as hits_file."),
@@ -97,5 +97,5 @@ def register(app: typer.Typer) -> None:
         from biotool.taxonomy.identify import identify
 
         run(lambda: identify(fasta=fasta, fastq=fastq, top=top, sample=sample, timeout=timeout,
-                             local=local, remote=remote, database=database, email=email,
+                             local=local, remote=remote, database=database, email=email or "",
                              seed=seed, threads=threads, hits_out=hits_out))

@@ -33,11 +33,12 @@ def staged_database(name: str | None) -> dict:
         usable = [i for i in staging.staged_items("database") if not i.get("error")
                   and "blastdb" in i.get("files", {}) and i.get("taxa")]
         if not usable:
-            raise ToolFailure(f"no taxonomy BLAST database is staged under {staging.home()}; "
-                              f"local search is impossible here (see `biotool list`)")
+            raise InputError(f"no taxonomy BLAST database is staged under {staging.home()}; "
+                             f"local search is impossible here (see `biotool list`)")
         rec = sorted(usable, key=lambda i: (i.get("set") != "production", i["name"]))[0]
     if rec.get("error"):
-        raise ToolFailure(f"database {rec['name']}: {rec['error']}")
+        raise InputError(f"database {rec['name']}: not staged here ({rec['error']}); see "
+                         "`biotool list`")
     if "blastdb" not in rec.get("files", {}):
         raise InputError(f"--database: {rec['name']} is not a BLAST database (no blastdb index)")
     return rec

@@ -32,14 +32,23 @@ def _open_text(path: Path, what: str):
         try:
             raw = open(path, "rb")
         except OSError as exc:
-            raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+            raise InputError(f"{_name(path)}: cannot read it ({exc.strerror or exc})") from None
     buf = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)
     try:
         gz = buf.peek(2)[:2] == b"\x1f\x8b"
     except OSError as exc:
-        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        raise InputError(f"{_name(path)}: cannot read it ({exc.strerror or exc})") from None
     stream = gzip.GzipFile(fileobj=buf) if gz else buf
     return io.TextIOWrapper(stream, errors="replace")
+
+
+# Longest line read: one endless line (a sparse file, a binary blob) is refused after this
+# many characters instead of being read whole into memory; a genome on one line still fits.
+MAX_LINE = 1 << 26
+
+
+def _name(path) -> str:
+    return "stdin (-)" if str(path) == "-" else str(path)
 
 
 def _lines(path: Path, what: str) -> Iterator[str]:
@@ -48,16 +57,25 @@ def _lines(path: Path, what: str) -> Iterator[str]:
 
     try:
         with _open_text(path, what) as fh:
-            yield from fh
+            lineno = 0
+            while line := fh.readline(MAX_LINE):
+                lineno += 1
+                if "\x00" in line[:4096]:
+                    raise InputError(f"{_name(path)}: line {lineno}: NUL bytes: binary data, "
+                                     "not FASTA/FASTQ text")
+                if len(line) >= MAX_LINE and not line.endswith("\n"):
+                    raise InputError(f"{_name(path)}: line {lineno} is longer than "
+                                     f"{MAX_LINE:,} characters (not FASTA/FASTQ text?)")
+                yield line
     except (OSError, EOFError, zlib.error) as exc:
-        raise InputError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") \
+        raise InputError(f"{_name(path)}: cannot read it ({getattr(exc, 'strerror', None) or exc})") \
             from None
 
 
 def _clean_id(header: str, path: Path, lineno: int) -> str:
     ident = header.split()[0] if header.split() else ""
     if not ident:
-        raise InputError(f"{path}: line {lineno}: record header has no identifier")
+        raise InputError(f"{_name(path)}: line {lineno}: record header has no identifier")
     return ident
 
 
@@ -68,7 +86,7 @@ def _check_nucleotide(ident: str, seq: str, path: Path, lineno: int) -> str:
     # sequence is nearly all A/C/G/T/N, a protein rarely.
     core = sum(seq.count(c) for c in "ACGTN")
     if seq and core < 0.75 * len(seq):
-        raise InputError(f"{path}: line {lineno}: record {ident} looks like protein "
+        raise InputError(f"{_name(path)}: line {lineno}: record {ident} looks like protein "
                          f"({core / len(seq):.0%} A/C/G/T/N); taxonomy searches nucleotides "
                          f"(blastn)")
     return seq
@@ -88,9 +106,9 @@ def read_fasta(path: str | Path, what: str = "--fasta") -> Iterator[tuple[str, s
                 yield ident, _check_nucleotide(ident, "".join(chunks), path, start)
             ident, chunks, start = _clean_id(line[1:], path, lineno), [], lineno
         elif ident is None:
-            raise InputError(f"{path}: line {lineno}: not FASTA (expected '>' header first)")
+            raise InputError(f"{_name(path)}: line {lineno}: not FASTA (expected '>' header first)")
         elif not _NUC.match(line):
-            raise InputError(f"{path}: line {lineno}: not a nucleotide sequence line "
+            raise InputError(f"{_name(path)}: line {lineno}: not a nucleotide sequence line "
                              f"(protein or binary? taxonomy searches nucleotides)")
         else:
             chunks.append(line)
@@ -110,15 +128,15 @@ def read_fastq(path: str | Path, what: str = "--fastq") -> Iterator[tuple[str, s
             continue
         seq, plus, qual = (next(lines, "") for _ in range(3))
         if not head.startswith("@"):
-            raise InputError(f"{path}: line {lineno}: not FASTQ (expected '@' header)")
+            raise InputError(f"{_name(path)}: line {lineno}: not FASTQ (expected '@' header)")
         if not plus.startswith("+"):
-            raise InputError(f"{path}: line {lineno + 2}: not FASTQ (expected '+' line)")
+            raise InputError(f"{_name(path)}: line {lineno + 2}: not FASTQ (expected '+' line)")
         seq, qual = seq.strip(), qual.strip()
         if len(seq) != len(qual):
-            raise InputError(f"{path}: line {lineno + 3}: quality length differs from "
+            raise InputError(f"{_name(path)}: line {lineno + 3}: quality length differs from "
                              f"sequence length (truncated FASTQ?)")
         if not _NUC.match(seq):
-            raise InputError(f"{path}: line {lineno + 1}: not a nucleotide sequence")
+            raise InputError(f"{_name(path)}: line {lineno + 1}: not a nucleotide sequence")
         ident = _clean_id(head[1:], path, lineno)
         yield ident, _check_nucleotide(ident, seq, path, lineno + 1)
         lineno += 3
@@ -167,9 +185,9 @@ def load_queries(fasta: str | None, fastq: str | None, n: int, seed: int = 0) ->
     queries, total = sample(_searchable(reader(path), skipped), n, seed)
     if not queries:
         if any(skipped.values()):
-            raise InputError(f"{path}: no searchable {fmt.upper()} records ({skipped['empty']} "
+            raise InputError(f"{_name(path)}: no searchable {fmt.upper()} records ({skipped['empty']} "
                              f"empty, {skipped['no_acgt']} with no A/C/G/T base)")
-        raise InputError(f"{path}: no {fmt.upper()} records")
+        raise InputError(f"{_name(path)}: no {fmt.upper()} records")
     # Unique ids: reports are merged by query id, so duplicates would silently collapse.
     seen: dict[str, int] = {}
     unique = []

@@ -1,0 +1,73 @@
+"""One exit code per condition (docs/contract.md): each row of the table walked on a real path."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+DEMO = REPO / "refs" / "demo" / "sarscov2"
+REF = DEMO / "MN908947.3.reference.fasta"
+READS = DEMO / "MT007544.fastq"
+
+
+def run(*args, env=None, stdin=""):
+    e = {**os.environ, "PYTHONPATH": str(REPO / "entrypoints"), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "biotool", *args], capture_output=True,
+                          text=True, env=e, input=stdin, timeout=120)
+
+
+def one_error(r, code: int) -> str:
+    assert r.returncode == code, (r.returncode, r.stderr)
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert lines and lines[-1].startswith("biotool: error:"), r.stderr
+    assert "Traceback" not in r.stderr
+    return lines[-1]
+
+
+@pytest.fixture
+def empty_home(tmp_path):
+    """An inventory with nothing staged: what an image without the item looks like."""
+    home = tmp_path / "opt"
+    home.mkdir()
+    (home / "staged.json").write_text('{"items": {}}')
+    return {"BIOTOOL_HOME": str(home), "BIOTOOL_CACHE": str(tmp_path / "cache")}
+
+
+def test_usage_errors_are_2():
+    one_error(run("align", "--fastq"), 2)
+    one_error(run("no-such-command"), 2)
+    one_error(run("align", "--fastq", str(READS), "--fastq", str(READS), "--reference", str(REF)), 2)
+
+
+def test_bad_input_file_is_2(tmp_path):
+    fifo = tmp_path / "p.fq"
+    os.mkfifo(fifo)
+    assert "FIFO" in one_error(run("align", "--fastq", str(fifo), "--reference", str(REF)), 2)
+
+
+def test_not_staged_is_2_wherever_it_is_asked(empty_home):
+    # A taxonomy database, a gene table: the request cannot be served in this image.
+    one_error(run("taxonomy", "--fastq", str(READS), "--local", env=empty_home), 2)
+    one_error(run("call", "gene_lookup", '{"symbol": "S"}', env=empty_home), 2)
+
+
+def test_a_broken_rules_file_is_4_and_fails_closed(tmp_path):
+    bad = tmp_path / "rules.toml"
+    bad.write_text("[egress\nallow = 1")
+    env = {"BIOTOOL_RULES": str(bad)}
+    one_error(run("call", "translate", '{"sequence": "ATG"}', env=env), 4)
+
+
+def test_refused_by_the_rules_is_3():
+    one_error(run("call", "pubmed_search", '{"query": "x"}'), 3)
+
+
+def test_quiet_and_old_option_names_after_the_command():
+    r = run("align", "--fastq", str(READS), "--reference", str(REF), "--n-reads", "20", "-q")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""  # -q after the command silences progress like --quiet
+    assert '"n_reads"' in r.stdout
