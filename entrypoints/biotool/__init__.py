@@ -1,3 +1,3 @@
-"""biotool: structured biology tools for shell-only agents (see DESIGN.md section 2)."""
+"""biotool: structured biology tools for shell-only agents (see docs/contract.md)."""
 
 __version__ = "0.1.0"

@@ -1,4 +1,4 @@
-"""A cache keyed by the content of inputs, with atomic writes (DESIGN.md section 2).
+"""A cache keyed by the content of inputs, with atomic writes (docs/contract.md).
 
 A file in the cache is published by `os.replace` from a temp file in the same directory,
 so a concurrent or interrupted run never leaves a half-written file a later run trusts.

@@ -1,6 +1,6 @@
 """biotool's one HTTP client: HTTPS only, allowlisted hosts only, through the egress proxy.
 
-Layer 3 of the rules (DESIGN.md section 3): a host that is not on the rules file's egress
+Layer 3 of the rules (docs/rules.md): a host that is not on the rules file's egress
 allowlist is refused (exit 3) before any socket is opened. With HTTPS_PROXY set, the
 connection is a CONNECT tunnel through that proxy; TLS is verified against the system trust
 store plus SSL_CERT_FILE when set (how a test CA is added). Redirects are never followed (a

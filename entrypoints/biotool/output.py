@@ -1,11 +1,12 @@
 """The agent-facing output contract: one JSON object on stdout, one-line errors, exit codes.
 
-Exit codes (DESIGN.md section 2): 0 success; 2 bad input or usage; 3 refused by the rules;
+Exit codes (docs/contract.md, with the code for each condition): 0 success; 2 bad input or usage; 3 refused by the rules;
 4 a tool, model or remote service failed or timed out.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -91,11 +92,25 @@ def emit(result: dict) -> None:
     sys.stdout.flush()
 
 
-def fail(error: BiotoolError) -> NoReturn:
+def fail_line(prog: str, message: str, code: int) -> NoReturn:
+    """The one error line of every program of this project (`PROG: error: ...`), then exit."""
     sys.stdout.flush()
-    sys.stderr.write(f"biotool: error: {error}\n")
+    sys.stderr.write(f"{prog}: error: {' '.join(str(message).split())}\n")
     sys.stderr.flush()
-    raise SystemExit(error.exit_code)
+    raise SystemExit(code)
+
+
+def fail(error: BiotoolError) -> NoReturn:
+    fail_line("biotool", str(error), error.exit_code)
+
+
+class UsageParser(argparse.ArgumentParser):
+    """argparse with the contract's usage error: one line naming the subcommand, exit 2
+    (argparse's own prints the usage over several lines). Subparsers inherit it."""
+
+    def error(self, message: str) -> NoReturn:
+        root, _, sub = self.prog.partition(" ")
+        fail_line(root, f"{sub}: {message}" if sub else message, EXIT_INPUT)
 
 
 def run(fn: Callable[[], dict]) -> NoReturn:

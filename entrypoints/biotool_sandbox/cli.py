@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
+from biotool.output import EXIT_FAILED, UsageParser, fail_line
+
 from .errors import LauncherError
+
+PROG = "biotool-sandbox"
 
 EPILOG = """\
 examples:
@@ -29,7 +34,7 @@ biotool-sandbox:cuda, built by make image-cuda), or --image/--egress-image on up
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = UsageParser(
         prog="biotool-sandbox", description=__doc__, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -135,15 +140,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = dispatch(args)
     except LauncherError as exc:
-        print(f"biotool-sandbox: {exc.message}", file=sys.stderr)
-        return exc.exit_code
+        fail_line(PROG, exc.message, exc.exit_code)
+    except KeyboardInterrupt:
+        fail_line(PROG, "interrupted", EXIT_FAILED)
+    except Exception as exc:  # noqa: BLE001 - docker SDK errors too: one line, exit 4
+        if os.environ.get("BIOTOOL_DEBUG"):
+            raise
+        fail_line(PROG, f"{type(exc).__name__}: {exc}", EXIT_FAILED)
     sys.stdout.write(json.dumps(result, indent=None, sort_keys=False) + "\n")
     # The demo is what `make demo` runs: a step that failed must fail the target.
     if args.command == "demo" and not result.get("ok"):
-        print(f"biotool-sandbox: demo failed: steps {result.get('failed_steps')}, "
-              f"forbidden egress denied in audit: {result['forbidden_egress']['denied_in_audit']}",
-              file=sys.stderr)
-        return 4
+        fail_line(PROG, f"demo failed: steps {result.get('failed_steps')}, forbidden egress "
+                        f"denied in audit: {result['forbidden_egress']['denied_in_audit']}",
+                  EXIT_FAILED)
     return 0
 
 

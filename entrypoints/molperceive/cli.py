@@ -12,7 +12,8 @@ import json
 import os
 import sys
 
-from biotool.output import EXIT_FAILED, EXIT_INPUT, BiotoolError, InputError, ToolFailure
+from biotool.output import (EXIT_FAILED, EXIT_INPUT, BiotoolError, InputError, ToolFailure,
+                            UsageParser, fail_line)
 
 PROG = "molperceive"
 
@@ -50,12 +51,6 @@ rest is scored (exit 0, one warning line). --strict restores refusal: exit 2, or
 excluded field. A file with no valid prediction line at all is refused (exit 2)."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        # argparse prints usage over several lines; the contract wants one line naming the culprit.
-        sys.stderr.write(f"{PROG}: error: {self.prog.removeprefix(PROG).strip() + ': ' if self.prog != PROG else ''}"
-                         f"{message}\n")
-        raise SystemExit(EXIT_INPUT)
 
 
 def _fields(text: str | None, option: str = "--fields"):
@@ -87,9 +82,7 @@ def _emit(result: dict) -> None:
 
 
 def _fail(message: str, code: int):
-    sys.stdout.flush()
-    sys.stderr.write(f"{PROG}: error: {' '.join(str(message).split())}\n")
-    raise SystemExit(code)
+    fail_line(PROG, message, code)
 
 
 def cmd_contract(a):
@@ -167,8 +160,8 @@ def cmd_score(a):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    p = UsageParser(prog=PROG, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=UsageParser)
 
     def add(name, fn, help_, desc=None, epilog=None):
         sp = sub.add_parser(name, help=help_, description=desc or help_, epilog=epilog,

@@ -1,4 +1,4 @@
-"""The agent is not root and can write only its workspace and /tmp (DESIGN.md section 3.4)."""
+"""The agent is not root and can write only its workspace and /tmp (docs/rules.md, the container layer)."""
 
 
 import pytest

@@ -1,4 +1,4 @@
-"""The agent-facing contract of DESIGN.md section 2, on the foundation commands."""
+"""The agent-facing contract (docs/contract.md), on the foundation commands."""
 
 import json
 
