@@ -66,6 +66,10 @@ that does not fit the schema (named), or an unknown tool (with close names); 3 r
 policy or the allowlist (the rule is named); 4 the tool failed."""
 
 
+# An agent reads the output into its context: bounded by default (0 lifts the bound).
+DEFAULT_MAX_CHARS = 8000
+
+
 def describe() -> dict:
     from biotool.annotate import tooluniverse_bridge
     from biotool.annotate.calls import summary
@@ -95,12 +99,13 @@ def register(app: typer.Typer) -> None:
                                     "categories containing this text."),
         offered: bool = typer.Option(False, "--offered", help="With --list: offered tools "
                                      "only."),
-        max_chars: int = typer.Option(0, "--max-chars", min=0, help="Bound the JSON output to "
-                                      "about this many characters by cutting the longest "
-                                      "strings and lists (marked truncated, truncated_fields); "
-                                      "competence and provenance are never cut, so a tiny "
-                                      "bound is exceeded, but the output is always one JSON "
-                                      "object; 0 = no bound."),
+        max_chars: int = typer.Option(DEFAULT_MAX_CHARS, "--max-chars", min=0,
+                                      help="Bound the JSON output to about this many "
+                                      "characters by cutting the longest strings and lists "
+                                      "(marked truncated, truncated_fields); competence and "
+                                      "provenance are never cut, so a tiny bound is exceeded, "
+                                      "but the output is always one JSON object; 0 = no bound "
+                                      "(narrow --list with --filter instead)."),
     ) -> None:
         from biotool.annotate import calls
 

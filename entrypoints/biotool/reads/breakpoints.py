@@ -239,20 +239,15 @@ def _table(t: dict, contig_length: int) -> dict:
         if not reads:
             continue
         if edge[j]:
-            why = ("the contig's first base: no read can start further left, so reads "
-                   "starting here mark the sequence's end, not a break") if pos[j] == 0 else \
-                  ("the contig's last base: no read can end further right (bases past it are "
-                   "clipped), so read ends here mark the sequence's end, not a break")
+            why = "contig's first base" if pos[j] == 0 else "contig's last base"
+            share = None
         else:
             side = "start" if primer_l[j] else "end"
             share = (left_near[j] / max(1, cover_after[j]) if primer_l[j]
                      else right_near[j] / max(1, cover_before[j]))
-            why = (f"{share:.0%} of the reads covering these bases {side} within "
-                   f"{PRIMER_WINDOW} bases of here and almost none "
-                   f"{'end' if side == 'start' else 'start'} there: a primer (amplicon "
-                   "library) or the edge of what was sequenced, since at a break reads end on "
-                   "one side as others start on the other")
-        discounted.append({"pos": int(pos[j]), "reads": reads, "why": why})
+            why = f"primer (reads {side})"
+        discounted.append({"pos": int(pos[j]), "reads": reads, "why": why,
+                           **({"share": round(float(share), 3)} if share is not None else {})})
     cols = {"starts": np.where(drop_l, 0, left - lclips),
             "ends": np.where(drop_r, 0, right - rclips),
             "clips": np.where(drop_l, 0, lclips) + np.where(drop_r, 0, rclips),
@@ -355,6 +350,9 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
         "consensus": [],
         "by_signature": by_signature,
         "discounted": sorted(discounted, key=lambda d: -d["reads"])[:top],
+        "discounted_total": len(discounted),
+        "discounted_why": {k: v for k, v in DISCOUNT_WHY.items()
+                           if any(d["why"] == k for d in discounted)},
         "note": (f"consensus ranks positions by support (reads) times the number of "
                  f"signatures that agree there (a signature agrees with at least {MIN_AGREE} "
                  f"reads and {AGREE_SHARE:.0%} of the support); clips shorter than {MIN_CLIP} bases "
@@ -389,8 +387,45 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
             row["competence"] = with_warnings(row["competence"], result["warnings"])
         result["competence"] = with_warnings(result["competence"], result["warnings"]) \
             if not result["consensus"] else result["consensus"][0]["competence"]
+    _share_common_hedges(result)
     result["provenance"] = provenance(*ref.provenance(), *index_prov)
     return result
+
+
+# Why a read edge is not a break, said once per output (`discounted_why`) for the rows' codes.
+DISCOUNT_WHY = {
+    "contig's first base": "reads start here because the sequence does, not at a break",
+    "contig's last base": "reads end (or are clipped) here because the sequence does, not at a "
+                          "break",
+    "primer (reads start)": f"most reads covering these bases (share) start within "
+                            f"{PRIMER_WINDOW} bases and almost none end there: a primer or the "
+                            "sequenced edge (at a break reads end on one side as others start "
+                            "on the other)",
+    "primer (reads end)": f"most reads covering these bases (share) end within {PRIMER_WINDOW} "
+                          "bases and almost none start there: a primer or the sequenced edge",
+}
+
+
+def _share_common_hedges(result: dict) -> None:
+    """Blind spots and remedy that every consensus row repeats are said once, in the top-level
+    competence (and the first row's); the other rows keep what is theirs (the output is read
+    into an agent's context, so it stays small)."""
+    rows = result["consensus"]
+    if len(rows) < 2:
+        return
+    comps = [r["competence"] for r in rows]
+    common = set(comps[0].explain()["blind_spots"] if hasattr(comps[0], "explain")
+                 else comps[0]["blind_spots"])
+    for c in comps[1:]:
+        common &= set(c.explain()["blind_spots"] if hasattr(c, "explain") else c["blind_spots"])
+    for row in rows[1:]:
+        c = row["competence"]
+        c = c.explain() if hasattr(c, "explain") else dict(c)
+        c["blind_spots"] = [b for b in c["blind_spots"] if b not in common]
+        if c.get("remedy") == (comps[0].explain() if hasattr(comps[0], "explain")
+                               else comps[0]).get("remedy"):
+            c["remedy"] = "as the first row's"
+        row["competence"] = c
 
 
 def _score(row: dict) -> tuple[int, int]:

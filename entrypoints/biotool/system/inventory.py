@@ -24,6 +24,13 @@ def family_status(family: str) -> dict:
     return desc
 
 
+NOT_STAGED = "not staged in this image"
+TITLE_CHARS = 70
+HOW_TO_STAGE = ("build with --build-arg BIOTOOL_STAGE={set} (make image BIOTOOL_STAGE=...) on a "
+                "host that reaches the sources in refs/*.toml, or stage the set into a site "
+                "directory mounted at BIOTOOL_SITE_DIR")
+
+
 def list_everything() -> dict:
     from biotool.cli import FAMILIES
 
@@ -34,8 +41,22 @@ def list_everything() -> dict:
     named = {(e["kind"], e["name"]) for e in manifests}
     items += [staging.status({k: v for k, v in i.items() if k not in ("files",)})
               for i in staging.staged_items() if (i["kind"], i["name"]) not in named]
+    for i in items:
+        if len(i.get("title") or "") > TITLE_CHARS:  # `biotool references` keeps them whole
+            i["title"] = i["title"][:TITLE_CHARS - 3].rstrip() + "..."
     unusable = [i for i in items if not i["usable"]]
-    spots = [f"{i['kind']} {i['name']}: {i['reason']}" for i in unusable]
+    how, by_set, spots = {}, {}, []
+    for i in unusable:
+        # A whole set left out of the build is one reason, said once (the output stays small).
+        if i.get("reason", "").startswith(NOT_STAGED + ": set "):
+            how[i["set"]] = HOW_TO_STAGE.format(set=i["set"])
+            del i["reason"]  # staged: false and its set say it; how_to_stage says what to do
+            by_set.setdefault(i["set"], []).append(i["name"])
+        else:
+            spots.append(f"{i['kind']} {i['name']}: {i['reason']}")
+    # The names are in items (staged: false); listing them again would double the output.
+    spots += [f"{len(names)} item(s) of set {name!r} are not staged here (see items, "
+              f"how_to_stage)" for name, names in by_set.items()]
     return {
         "families": families,
         "items": items,
@@ -43,6 +64,7 @@ def list_everything() -> dict:
         "site": staging.inventory().get("site"),
         "staged": sum(1 for i in items if i["usable"]),
         "not_staged": len(unusable),
+        "how_to_stage": how,
         "competence": bounded(1.0 if not unusable else 0.8, 1.0, blind_spots=spots,
                               remedy="tools that need an unstaged item will refuse it by name"
                               if unusable else ""),

@@ -183,14 +183,19 @@ def test_bad_fasta_reference_is_one_line_and_leaves_nothing(biotool, cas9, tmp_p
 
 
 @pytest.mark.parametrize("threads", ["0", "-4", "100000"])
-def test_thread_counts_are_clamped_to_the_cpus(biotool, cas9, threads):
+def test_impossible_thread_counts_are_refused(biotool, cas9, threads):
+    r = biotool("breakpoints", "--fastq", str(cas9["fastq"]), "--reference", str(cas9["fasta"]),
+                "--threads", threads)
+    assert r.code == 2 and r.stdout == "" and "--threads" in r.stderr
+
+
+def test_thread_counts_above_the_cpus_are_clamped(biotool, cas9):
     import os
 
     r = biotool("breakpoints", "--fastq", str(cas9["fastq"]), "--reference", str(cas9["fasta"]),
-                "--threads", threads)
+                "--threads", "64")
     assert r.code == 0, r.stderr
-    want = 1 if int(threads) < 1 else os.cpu_count()
-    assert f"({want} threads)" in r.stderr
+    assert f"({min(64, os.cpu_count())} threads)" in r.stderr
 
 
 def test_unreadable_files_are_bad_input_not_internal_errors(biotool_env, cas9, monkeypatch):

@@ -101,7 +101,8 @@ def test_biotool_list_says_where_each_item_came_from(overlay, biotool_env):
     assert items["MN908947.3"]["origin"] == "image"
     assert items["Healthy_COVID19_PBMC"]["source"][0].startswith(
         "https://celltypist.cog.sanger.ac.uk/models/Healthy_COVID19_PBMC/v2/")
-    assert not items["GRCm39"]["staged"] and "BIOTOOL_SITE_DIR" in items["GRCm39"]["reason"]
+    listing = json.loads(proc.stdout)
+    assert not items["GRCm39"]["staged"] and "BIOTOOL_SITE_DIR" in listing["how_to_stage"]["production"]
     refs = subprocess.run([sys.executable, "-m", "biotool", "references"], capture_output=True,
                           text=True, env={**biotool_env, **overlay}, timeout=300)
     rows = {r["name"]: r for r in json.loads(refs.stdout)["references"]}

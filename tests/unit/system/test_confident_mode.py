@@ -41,8 +41,7 @@ COMMANDS = [
 ]
 # Over the bound on the landed code, in files outside this work's remit; strict, so the day
 # they fit this test says so.
-OVER_BOUND = {"list": "biotool list lists every staged and unstaged item (about 15 KB)",
-              "breakpoints": "breakpoints lists its whole consensus table (about 9 KB)"}
+OVER_BOUND: dict[str, str] = {}
 
 
 def keys(obj) -> set[str]:

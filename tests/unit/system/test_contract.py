@@ -35,8 +35,11 @@ def test_list_reports_staged_and_unstaged_items(biotool):
     out = r.json
     items = {i["name"]: i for i in out["items"]}
     assert items["MN908947.3"]["usable"] is True
-    # Production items are named in the manifests but not staged here, and say why.
-    assert items["GRCh38"]["usable"] is False and "BIOTOOL_STAGE=production" in items["GRCh38"]["reason"]
+    # Production items are named in the manifests but not staged here, and say why: once per
+    # set left out of the build (the output stays small), in how_to_stage and competence.
+    assert items["GRCh38"]["usable"] is False and items["GRCh38"]["set"] == "production"
+    assert "BIOTOOL_STAGE=production" in out["how_to_stage"]["production"]
+    assert any("set 'production'" in s for s in out["competence"]["blind_spots"])
     assert {f["family"] for f in out["families"]} >= {"system", "reads", "taxonomy"}
 
 
