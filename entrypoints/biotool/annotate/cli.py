@@ -79,7 +79,9 @@ def describe() -> dict:
             "summary": "annotation tools via `biotool call NAME JSON`: sequence statistics, "
                        "translation, ORFs, alignment, primer Tm, restriction sites, gene "
                        "look-up, variant annotation (HGVS); ToolUniverse when installed",
-            "tools": tools,
+            # Names only (categories and policy: `biotool call --list`): the listing stays small.
+            "tools": [t["name"] for t in tools if t.get("offered")],
+            "not_offered": [t["name"] for t in tools if not t.get("offered")],
             # Counting ToolUniverse's offered tools reads ~700 configs; --list does that.
             "tooluniverse": {"installed": tooluniverse_bridge.installed(),
                              "listed_by": "biotool call --list"},

@@ -42,6 +42,10 @@ def list_everything() -> dict:
     items += [staging.status({k: v for k, v in i.items() if k not in ("files",)})
               for i in staging.staged_items() if (i["kind"], i["name"]) not in named]
     for i in items:
+        # `references` and provenance carry digests and sources; here an image item's are noise.
+        i.pop("sha256", None)
+        if i.get("origin") != "site":
+            i.pop("source", None)
         if len(i.get("title") or "") > TITLE_CHARS:  # `biotool references` keeps them whole
             i["title"] = i["title"][:TITLE_CHARS - 3].rstrip() + "..."
     unusable = [i for i in items if not i["usable"]]

@@ -45,8 +45,9 @@ def test_compose_file_for_inspects_docker_provider():
     assert doc["services"]["egress"]["x-local"] is True
     assert any(t.startswith("/var/tmp:") and "exec" in t.split(":", 1)[1].split(",")
                for t in default["tmpfs"])
-    # Inspect's mount check refuses external volumes and host binds: only a project volume.
-    assert default["volumes"] == ["work:/work"]
+    # Inspect's mount check refuses external volumes and host binds: only project volumes
+    # (the workspace, and the run's egress CA read-only).
+    assert default["volumes"] == ["work:/work", "egress-ca:/run/biotool-egress-ca:ro"]
     assert all(not v or not v.get("external") for v in doc["volumes"].values())
     assert doc["networks"]["internal"]["internal"] is True and default["networks"] == ["internal"]
     assert default["cap_drop"] == ["ALL"] and default["read_only"] is True

@@ -103,4 +103,4 @@ def test_an_empty_database_name_is_bad_input_not_the_default(biotool):
     for mode in ("--local", "--remote"):
         r = biotool("taxonomy", "--fastq", str(ARTIC), mode, "--database", "")
         assert r.code == 2 and r.stdout == "", r.stderr
-        assert "--database: empty name" in r.stderr
+        assert "--database '': empty value" in r.stderr  # the check every option shares
