@@ -136,16 +136,20 @@ def output_file(path: str | os.PathLike, what: str) -> Path:
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise InputError(f"{what} {text}: folder {parent} does not exist")
-    if p.exists() or p.is_symlink():
-        try:
-            st = os.stat(p)
-        except OSError:
-            raise InputError(f"{what} {text}: exists and cannot be examined (broken symlink?)") from None
-        kind = _kind(st.st_mode)
-        if kind is not None:
-            raise InputError(f"{what} {text}: is {kind}, not a file to write")
+    # The folder first: in a folder we may not search, even asking whether the file exists fails.
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(f"{what} {text}: folder {parent} is not writable")
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        if os.path.islink(p):
+            raise InputError(f"{what} {text}: a broken symlink; give a plain file name") from None
+        return p
+    except OSError as exc:
+        raise InputError(f"{what} {text}: cannot be examined ({exc.strerror or exc})") from None
+    kind = _kind(st.st_mode)
+    if kind is not None:
+        raise InputError(f"{what} {text}: is {kind}, not a file to write")
     return p
 
 
