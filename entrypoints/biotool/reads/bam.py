@@ -306,14 +306,17 @@ def refuse_if_divergent(path: str, mismatched: int, bases: int, ref_name: str) -
 
 
 def sampled_divergence(bam, fasta, contigs: dict[str, int], min_mapq: int = 20,
-                       max_bases: int = DIVERGENCE_SAMPLE_BASES) -> tuple[int, int]:
+                       max_bases: int = DIVERGENCE_SAMPLE_BASES,
+                       contig: str | None = None) -> tuple[int, int]:
     """(bases differing from the reference, bases compared) over the first aligned bases of
-    the BAM in file order (primary alignments, MAPQ >= min_mapq), up to max_bases."""
+    the BAM in file order (primary alignments, MAPQ >= min_mapq), up to max_bases; of one
+    `contig` only (through the index) when given."""
     import numpy as np
 
     mism = total = 0
-    bam.reset()  # from the first record, wherever an earlier read left the handle
-    for read in bam.fetch(until_eof=True):
+    if contig is None:
+        bam.reset()  # from the first record, wherever an earlier read left the handle
+    for read in bam.fetch(contig) if contig else bam.fetch(until_eof=True):
         if read.is_unmapped or read.reference_id < 0:
             break
         if (read.flag & 0x904 or read.mapping_quality < min_mapq

@@ -11,8 +11,8 @@ from pathlib import Path
 from biotool.files import input_file
 from biotool.output import InputError
 from biotool.provenance import used
-from biotool.reads.bam import (MISMATCH_REFUSE, check_library, check_sorted_and_indexed,
-                               library_bam, open_bam,
+from biotool.reads.bam import (MISMATCH_MIN_BASES, MISMATCH_REFUSE, check_library,
+                               check_sorted_and_indexed, library_bam, open_bam,
                                refuse_if_divergent, sampled_divergence)
 from biotool.reads.reference import Reference
 from biotool.reads.shortreads import index_label
@@ -101,8 +101,12 @@ def check_header(handle, path: str, ref: Reference, contigs: dict[str, int],
             if sq["SN"] not in md5s:
                 md5s[sq["SN"]] = _contig_md5(ref, sq["SN"])
             if md5s[sq["SN"]] != str(sq["M5"]).lower():
-                differ, bases = sampled_disagreement(handle, ref, sq["SN"])
-                if bases >= SAMPLE_MIN_BASES and differ > MISMATCH_REFUSE * bases:
+                import pysam
+
+                with pysam.FastaFile(str(ref.fasta)) as fasta:
+                    differ, bases = sampled_divergence(handle, fasta, contigs,
+                                                       contig=sq["SN"])
+                if bases >= MISMATCH_MIN_BASES and differ > MISMATCH_REFUSE * bases:
                     raise InputError(f"--bam {path}: contig {sq['SN']} has a different sequence "
                                      f"(M5) in its header than in --reference {ref.name}, and "
                                      f"{differ / bases:.0%} of a sample of its aligned bases "
@@ -120,49 +124,6 @@ def check_header(handle, path: str, ref: Reference, contigs: dict[str, int],
 
 def _share(differ: int, bases: int) -> str:
     return f"{differ / bases:.1%}" if bases else "none (no aligned bases sampled)"
-
-
-SAMPLE_READS = 500        # primary alignments sampled when a header checksum disagrees
-SAMPLE_MIN_BASES = 2000   # fewer aligned bases than this cannot tell a reference apart
-
-
-def sampled_disagreement(handle, ref: Reference, contig: str,
-                         reads: int = SAMPLE_READS) -> tuple[int, int]:
-    """(aligned bases differing from --reference, aligned bases compared) over the first
-    `reads` primary alignments on `contig`: a cheap look at the bases when the header and
-    the reference disagree on a checksum."""
-    import pysam
-
-    sample = []
-    for read in handle.fetch(contig):
-        if read.flag & 0x904 or not read.cigartuples or read.query_sequence is None:
-            continue
-        sample.append((read.reference_start, read.cigartuples, read.query_sequence.upper()))
-        if len(sample) >= reads:
-            break
-    if not sample:
-        return 0, 0
-    lo = min(s for s, _, _ in sample)
-    hi = max(s + sum(n for op, n in c if op in (0, 2, 3, 7, 8)) for s, c, _ in sample)
-    with pysam.FastaFile(str(ref.fasta)) as fa:
-        seq = fa.fetch(contig, lo, hi).upper()
-    differ = total = 0
-    for r, cig, q in sample:
-        r -= lo
-        qi = 0
-        for op, n in cig:
-            if op in (0, 7, 8):
-                for a, b in zip(q[qi:qi + n], seq[r:r + n]):
-                    if a != "N" and b != "N":
-                        total += 1
-                        differ += a != b
-                qi += n
-                r += n
-            elif op in (1, 4):
-                qi += n
-            elif op in (2, 3):
-                r += n
-    return differ, total
 
 
 def _contig_md5(ref: Reference, contig: str) -> str:
