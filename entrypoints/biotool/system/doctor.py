@@ -7,7 +7,6 @@ import shutil
 import socket
 import tempfile
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from biotool import rules as rules_mod
 from biotool import staging
@@ -89,15 +88,23 @@ def check_network(timeout: float = 3.0) -> dict:
     if st["mode"] == "offline":
         return _check("egress", True, "offline mode: only lo, no way out; remote BLAST "
                       "unavailable, local tools and the staged BLAST database work")
-    parts = urlsplit(st["proxy"] if "://" in st["proxy"] else f"http://{st['proxy']}")
-    host, port = parts.hostname or "", parts.port or 3128
+    # The client's own parser: doctor never calls usable a proxy the client would refuse.
+    from biotool import net
+    from biotool.output import BiotoolError
+
     try:
-        with socket.create_connection((host, port), timeout=timeout):
+        proxy = net.proxy_from_env()
+    except BiotoolError as exc:
+        return _check("egress", False, f"HTTPS_PROXY is not usable by biotool's client: {exc}")
+    if proxy is None:
+        return _check("egress", False, "no HTTPS_PROXY, yet the network is not offline")
+    try:
+        with socket.create_connection((proxy.address, proxy.port), timeout=timeout):
             pass
     except OSError as exc:
-        return _check("egress", False, f"no way out, but the egress proxy {host}:{port} is "
+        return _check("egress", False, f"no way out, but the egress proxy {proxy} is "
                       f"unreachable ({exc})")
-    return _check("egress", True, f"enforced: no way out but the egress proxy {host}:{port}, "
+    return _check("egress", True, f"enforced: no way out but the egress proxy {proxy}, "
                   f"which is reachable")
 
 
