@@ -25,7 +25,7 @@ def family_status(family: str) -> dict:
 
 
 NOT_STAGED = "not staged in this image"
-TITLE_CHARS = 70
+TITLE_CHARS = 60
 HOW_TO_STAGE = ("build with --build-arg BIOTOOL_STAGE={set} (make image BIOTOOL_STAGE=...) on a "
                 "host that reaches the sources in refs/*.toml, or stage the set into a site "
                 "directory mounted at BIOTOOL_SITE_DIR")
@@ -42,8 +42,10 @@ def list_everything() -> dict:
     items += [staging.status({k: v for k, v in i.items() if k not in ("files",)})
               for i in staging.staged_items() if (i["kind"], i["name"]) not in named]
     for i in items:
-        # `references` and provenance carry digests and sources; here an image item's are noise.
-        i.pop("sha256", None)
+        # `references` and provenance carry digests and sources; here an image item's are noise
+        # (a sample's digest stays: nothing else reports it, and graders check inputs by it).
+        if i.get("kind") != "sample":
+            i.pop("sha256", None)
         if i.get("origin") != "site":
             i.pop("source", None)
         if len(i.get("title") or "") > TITLE_CHARS:  # `biotool references` keeps them whole
