@@ -17,6 +17,7 @@ from biotool.competence import bounded, not_applicable
 from biotool.output import InputError
 from biotool.provenance import provenance
 from biotool.reads import region as region_mod
+from biotool.reads import bamscan
 from biotool.reads.bam import open_bam
 from biotool.reads.indel import deletion_span, insertion_left, insertion_right
 from biotool.reads.inputs import (bams_for, check_top, deadline_from, region_not_in_bam,
@@ -37,7 +38,6 @@ PRIMER_SHARE = 0.5   # share of the reads covering a primer that start (end) wit
 PRIMER_WINDOW = 5    # bases either side over which read edges at one primer spread
 PRIMER_MIN_READS = 10  # fewer reads sharing an edge are chance, not a primer
 ONE_SIDED = 0.1      # at a real break, reads end on one side as others start on the other
-SPLIT_READS = 50000  # reads in a region above which the per-read loop is split over processes
 
 
 def _span_deletion(seq: str, off: int, r: int, k: int) -> tuple[int, int]:
@@ -54,118 +54,59 @@ def _span_insertion(seq: str, off: int, r: int, ins: str) -> tuple[int, int]:
     return lo, insertion_right(seq, off, r, ins)
 
 
-def tally(bam, contig: str, start: int, end: int, refseq: str, off: int, min_mapq: int,
-          deadline: float | None, own: tuple[int, int] | None = None) -> dict:
+def tally(path: str, tid: int, start: int, end: int, refseq: str, off: int, min_mapq: int,
+          deadline: float | None, threads: int = 1) -> dict:
     """Per-read extents and indel spans for one region of one BAM (0-based half-open region).
 
-    This loop is the command's hot path, so it stays lean: one pass over pysam's alignments,
-    per read only its extent (and, for clipped reads, which edge is clipped); the CIGAR is
-    walked only for reads with more than one operation, and everything else is counted
-    afterwards in numpy. `own` = (lo, hi) counts only the reads starting in lo..hi-1 (the
-    first piece also those starting left of the region), for one piece of a split region.
-    """
-    fetch_lo, fetch_hi = own or (start, end)
-    skip_before = fetch_lo if fetch_lo > start else -1  # earlier pieces own those reads
-    spans = {}
-    read_lo, read_hi, lclipped, rclipped = [], [], [], []
-    lo_append, hi_append = read_lo.append, read_hi.append
+    The command's hot path: the region's alignments come from bamscan as numpy arrays a
+    batch at a time, so no Python runs per read; only each distinct indel is widened in
+    Python. Unmapped, secondary, QC-failed and duplicate alignments are skipped;
+    supplementary ones are kept, since they carry the hard clips that mark the far side of a
+    junction."""
+    import numpy as np
+
+    spans = Counter()
+    parts = {k: [] for k in ("read_lo", "read_hi", "lclipped", "rclipped")}
     n = kept = 0
     truncated = False
-    check_every = 4096
-    for read in bam.fetch(contig, fetch_lo, fetch_hi):
-        if read.reference_start < skip_before:
-            continue
-        n += 1
-        if deadline is not None and not n % check_every and time.monotonic() > deadline:
+    for batch in bamscan.scan(path, tid, start, end, threads):
+        n += len(batch.pos)
+        use = ((batch.flag & 0x704) == 0) & (batch.mapq >= min_mapq) & (batch.n_ops > 0)
+        kept += int(use.sum())
+        parts["read_lo"].append(batch.pos[use])
+        parts["read_hi"].append(batch.end[use])
+        lclip, rclip = bamscan.clip_lengths(batch)
+        several = use & (batch.n_ops > 1)  # a one-operation CIGAR clips nothing
+        parts["lclipped"].append(batch.pos[several & (lclip >= MIN_CLIP)])
+        parts["rclipped"].append(batch.end[several & (rclip >= MIN_CLIP)])
+        _count_indels(batch, np.flatnonzero(several), refseq, off, start, end, spans)
+        if deadline is not None and time.monotonic() > deadline:
             truncated = True
             break
-        # Unmapped, secondary, QC-failed and duplicate alignments are skipped. Supplementary
-        # ones are kept: they carry the hard clips that mark the far side of a junction.
-        if read.flag & 0x704 or read.mapping_quality < min_mapq:
-            continue
-        cig = read.cigartuples
-        if not cig:  # mapped without a CIGAR: no extent to place
-            continue
-        kept += 1
-        rs = read.reference_start
-        re_ = read.reference_end
-        lo_append(rs)
-        hi_append(re_)
-        if len(cig) == 1:
-            continue
-        lclip = rclip = 0
-        for op, ln in cig:
-            if op == 4 or op == 5:
-                lclip += ln
-            else:
-                break
-        for op, ln in reversed(cig):
-            if op == 4 or op == 5:
-                rclip += ln
-            else:
-                break
-        if lclip >= MIN_CLIP:
-            lclipped.append(rs)
-        if rclip >= MIN_CLIP:
-            rclipped.append(re_)
-        if not any(op == 1 or op == 2 for op, _ in cig):
-            continue
-        r = rs
-        q = 0
-        for op, ln in cig:
-            if op == 0 or op == 7 or op == 8:
-                r += ln
-                q += ln
-            elif op == 2:
-                if start <= r <= end:
-                    key = _span_deletion(refseq, off, r, ln)
-                    spans[key] = spans.get(key, 0) + 1
-                r += ln
-            elif op == 1:
-                if start <= r <= end:
-                    seq = read.query_sequence or ""
-                    key = _span_insertion(refseq, off, r, seq[q:q + ln].upper())
-                    spans[key] = spans.get(key, 0) + 1
-                q += ln
-            elif op == 3:
-                r += ln
-            elif op == 4:
-                q += ln
-    return {"read_lo": read_lo, "read_hi": read_hi, "lclipped": lclipped,
-            "rclipped": rclipped, "spans": Counter(spans), "start": start, "end": end,
-            "reads_seen": n, "reads_used": kept, "truncated": truncated}
+    out = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in parts.items()}
+    return {**out, "spans": spans, "start": start, "end": end, "reads_seen": n,
+            "reads_used": kept, "truncated": truncated}
 
 
-def _tally_piece(args) -> dict:
-    """tally() on one piece of a region, in a worker process with its own BAM handle."""
-    import pysam
+def _count_indels(batch, rows, refseq: str, off: int, start: int, end: int,
+                  spans: Counter) -> None:
+    """Add the span (see the module's convention) of every indel beginning in start..end to
+    `spans`, widening each distinct deletion or inserted sequence once."""
+    import numpy as np
 
-    path, threads, *rest = args
-    with pysam.AlignmentFile(path, "rb", threads=threads) as bam:
-        return tally(bam, *rest)
-
-
-def _tally_pieces(path: str, contig: str, s: int, e: int, seq: str, off: int, min_mapq: int,
-                  deadline: float | None, pieces: int, threads: int) -> dict:
-    """tally() over the region cut into `pieces` by read start, each in its own process (the
-    per-read loop is the command's cost, and it parallelises), merged in order."""
-    if pieces < 2:
-        return _tally_piece((path, threads, contig, s, e, seq, off, min_mapq, deadline))
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    cuts = [s + (e - s) * i // pieces for i in range(pieces + 1)]
-    jobs = [(path, 1, contig, s, e, seq, off, min_mapq, deadline, (lo, hi))
-            for lo, hi in zip(cuts, cuts[1:])]
-    # fork: the workers inherit the imported modules, so they start in milliseconds.
-    with ProcessPoolExecutor(pieces, mp_context=multiprocessing.get_context("fork")) as pool:
-        done = list(pool.map(_tally_piece, jobs))
-    merged = {k: [x for d in done for x in d[k]]
-              for k in ("read_lo", "read_hi", "lclipped", "rclipped")}
-    merged["spans"] = sum((d["spans"] for d in done), Counter())
-    return {**merged, "start": s, "end": e, "reads_seen": sum(d["reads_seen"] for d in done),
-            "reads_used": sum(d["reads_used"] for d in done),
-            "truncated": any(d["truncated"] for d in done)}
+    ev = bamscan.indel_events(batch, rows)
+    inside = (ev["ref"] >= start) & (ev["ref"] <= end)
+    dels = inside & (ev["op"] == 2)
+    if dels.any():
+        pairs, counts = np.unique(np.stack([ev["ref"][dels], ev["len"][dels]], axis=1), axis=0,
+                                  return_counts=True)
+        for (r, k), c in zip(pairs.tolist(), counts.tolist()):
+            spans[_span_deletion(refseq, off, r, k)] += c
+    ins = inside & (ev["op"] == 1)
+    if ins.any():
+        seqs = bamscan.query_bases(batch, ev["row"][ins], ev["query"][ins], ev["len"][ins])
+        for key, c in Counter(zip(ev["ref"][ins].tolist(), seqs)).items():
+            spans[_span_insertion(refseq, off, key[0], key[1])] += c
 
 
 def _hist(arr, start: int, end: int):
@@ -294,21 +235,18 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
     parts = []
     handle = open_bam(lib["bam"])
     try:
-        in_bam = set(handle.references)
-        mapped = {st.contig: st.mapped for st in handle.get_index_statistics()}
+        tids = {name: i for i, name in enumerate(handle.references)}
     finally:
         handle.close()
     workers = max(1, min(int(threads), os.cpu_count() or 1))
     with pysam.FastaFile(str(ref.fasta)) as fasta:
         for contig, s, e in regions:
-            if contig not in in_bam:
+            if contig not in tids:
                 continue
             off = max(0, s - PAD)
             seq = fasta.fetch(contig, off, min(contigs[contig], e + PAD)).upper()
-            expected = mapped.get(contig, 0) * (e - s) / max(1, contigs[contig])
-            pieces = workers if expected >= SPLIT_READS else 1
-            parts.append(_tally_pieces(lib["bam"], contig, s, e, seq, off, min_mapq, deadline,
-                                       pieces, workers))
+            parts.append(tally(lib["bam"], tids[contig], s, e, seq, off, min_mapq, deadline,
+                               workers))
             parts[-1]["contig"] = contig
             if parts[-1]["truncated"]:
                 break

@@ -63,22 +63,3 @@ def test_amplicon_within_a_longer_reference_discounts_its_primers(biotool, tmp_p
         assert sum(d["reads"] for d in near) > 1800
         assert all("primer" in d["why"] for d in near)
     assert all(abs(row["pos"] - p) > 5 for row in out["consensus"] for p in (2000, 2220))
-
-
-def test_a_region_split_over_processes_counts_exactly_what_one_pass_counts(cas9):
-    # The per-read loop runs in pieces split by read start; every read is counted by exactly
-    # one piece, so the merged tally equals the single pass, field by field.
-    from biotool.reads.breakpoints import _tally_pieces
-
-    seq = cas9["ref"]
-    one = _tally_pieces(str(cas9["bam"]), "sim_chr", 0, len(seq), seq, 0, 20, None, 1, 1)
-    for pieces in (2, 3):
-        split = _tally_pieces(str(cas9["bam"]), "sim_chr", 0, len(seq), seq, 0, 20, None,
-                              pieces, pieces)
-        assert split == one
-    # A region starting inside the contig: reads starting left of it still count once.
-    c = cas9["truth"]["cut"]
-    one = _tally_pieces(str(cas9["bam"]), "sim_chr", c - 300, c + 300, seq, 0, 20, None, 1, 1)
-    assert _tally_pieces(str(cas9["bam"]), "sim_chr", c - 300, c + 300, seq, 0, 20, None,
-                         2, 2) == one
-    assert min(one["read_lo"]) < c - 300

@@ -1,0 +1,418 @@
+"""A region of an indexed BAM as numpy arrays, without one Python object per read.
+
+`breakpoints` needs a few fields of every alignment. pysam builds an object per read and a
+list per CIGAR, which alone costs about what the whole `samtools view | awk` pipeline does;
+here BGZF blocks are inflated in threads (zlib releases the GIL), records are located by one
+pass over their sizes, and every field is gathered for all records of a batch at once.
+
+Semantics follow htslib's region iterator: the index's chunks for the region, records of the
+contig with pos < end and bam_endpos > start; a CIGAR stored in a CG tag (more than 65,535
+operations) replaces its placeholder, as htslib does.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from biotool.output import InputError
+
+READ_BYTES = 1 << 18     # compressed bytes read at a time: one batch, a few MB inflated
+MAX_BLOCK = 1 << 16     # BGZF's largest block
+BLOCKS_PER_TASK = 8      # BGZF blocks one thread inflates per task
+SEQ_CODES = b"=ACMGRSVTWYHKDBN"
+
+# Which CIGAR operations (MIDNSHP=X, codes 0-8) consume reference and query bases.
+REF_OPS = np.array([1, 0, 1, 1, 0, 0, 0, 1, 1] + [0] * 7, dtype=np.int64)
+QUERY_OPS = np.array([1, 1, 0, 0, 1, 0, 0, 1, 1] + [0] * 7, dtype=np.int64)
+
+
+@dataclass
+class Batch:
+    """Records of one batch that overlap the region, as parallel arrays (one row a record)."""
+    pos: np.ndarray        # 0-based leftmost reference base
+    end: np.ndarray        # bam_endpos: pos + reference length (at least pos + 1)
+    flag: np.ndarray
+    mapq: np.ndarray
+    n_ops: np.ndarray      # CIGAR operations (the CG tag's when it holds the CIGAR)
+    ops: np.ndarray        # every record's CIGAR operations, concatenated in row order
+    lens: np.ndarray       # ... and their lengths
+    first_op: np.ndarray   # row -> index of its first operation in ops/lens
+    seq_at: np.ndarray     # row -> byte offset of its packed sequence in buf
+    l_seq: np.ndarray
+    buf: bytes
+
+
+def index_of(bam: Path) -> Path | None:
+    """The index htslib would load for `bam`: .csi before .bai, beside the name or its stem."""
+    stem = bam.with_suffix("")
+    for cand in (Path(f"{bam}.csi"), Path(f"{stem}.csi"), Path(f"{bam}.bai"), Path(f"{stem}.bai")):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _reg2bins(beg: int, end: int, min_shift: int, depth: int) -> set[int]:
+    """Bins that may hold alignments overlapping [beg, end) (the SAM specification's reg2bins)."""
+    end -= 1
+    bins, first, shift = set(), 0, min_shift + 3 * depth
+    for level in range(depth + 1):
+        bins.update(range(first + (beg >> shift), first + (end >> shift) + 1))
+        shift -= 3
+        first += 1 << (3 * level)
+    return bins
+
+
+def region_chunks(index: Path, tid: int, beg: int, end: int) -> list[tuple[int, int]]:
+    """Merged (start, end) virtual offsets of the index's chunks for [beg, end) on `tid`."""
+    raw = index.read_bytes()
+    if raw[:4] != b"BAI\x01":
+        raw = inflate_all(raw, str(index))  # a CSI index is itself BGZF-compressed
+    magic = raw[:4]
+    i32, u32, u64 = struct.Struct("<i").unpack_from, struct.Struct("<I").unpack_from, \
+        struct.Struct("<Q").unpack_from
+    try:
+        if magic == b"BAI\x01":
+            min_shift, depth, o = 14, 5, 4
+        elif magic == b"CSI\x01":
+            min_shift, depth, l_aux = i32(raw, 4)[0], i32(raw, 8)[0], i32(raw, 12)[0]
+            o = 16 + l_aux
+        else:
+            raise InputError(f"--bam: index {index} is neither BAI nor CSI; rebuild it with "
+                             "`samtools index`")
+        csi = magic == b"CSI\x01"
+        n_ref = i32(raw, o)[0]
+        o += 4
+        if not 0 <= tid < n_ref:
+            return []
+        wanted = _reg2bins(beg, end, min_shift, depth)
+        chunks, linear = [], None
+        for ref in range(tid + 1):
+            n_bin = i32(raw, o)[0]
+            o += 4
+            for _ in range(n_bin):
+                bin_id = u32(raw, o)[0]
+                o += 12 if csi else 4  # CSI stores each bin's loffset too
+                n_chunk = i32(raw, o)[0]
+                o += 4
+                if ref == tid and bin_id in wanted:
+                    chunks += [(u64(raw, o + 16 * k)[0], u64(raw, o + 16 * k + 8)[0])
+                               for k in range(n_chunk)]
+                o += 16 * n_chunk
+            if not csi:
+                n_intv = i32(raw, o)[0]
+                if ref == tid and n_intv:
+                    linear = u64(raw, o + 4 + 8 * min(beg >> min_shift, n_intv - 1))[0]
+                o += 4 + 8 * n_intv
+    except struct.error:
+        raise InputError(f"--bam: index {index} is truncated or corrupt; rebuild it with "
+                         "`samtools index`") from None
+    # Chunks ending before the linear index's first offset for `beg` hold no overlapping read.
+    chunks = sorted(c for c in chunks if linear is None or c[1] > linear)
+    merged: list[list[int]] = []
+    for s, e in chunks:
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    return [(s, e) for s, e in merged]
+
+
+def _block_spans(data: bytes, where: str) -> list[tuple[int, int]]:
+    """(start, size) of each whole BGZF block in `data`, up to a block that is cut off."""
+    spans, at, n = [], 0, len(data)
+    while at + 18 <= n:
+        if data[at:at + 4] != b"\x1f\x8b\x08\x04" or data[at + 12:at + 14] != b"BC":
+            raise InputError(f"--bam {where}: not BGZF at byte {at} (corrupt, or not a BAM)")
+        size = struct.unpack_from("<H", data, at + 16)[0] + 1
+        if at + size > n:
+            break
+        spans.append((at, size))
+        at += size
+    return spans
+
+
+def _inflate(data: bytes, at: int, size: int, where: str) -> bytes:
+    crc, isize = struct.unpack_from("<II", data, at + size - 8)
+    try:
+        out = zlib.decompress(data[at + 18:at + size - 8], -15)
+    except zlib.error:
+        out = None
+    if out is None or len(out) != isize or zlib.crc32(out) != crc:
+        raise InputError(f"--bam {where}: corrupt BGZF block (bad data or checksum) in the "
+                         "file; check the file, or re-create it")
+    return out
+
+
+def inflate_all(data: bytes, where: str) -> bytes:
+    """All of a BGZF file held in memory (a CSI index)."""
+    spans = _block_spans(data, where)
+    if not spans or sum(size for _, size in spans) != len(data):
+        raise InputError(f"--bam: {where} is truncated or not BGZF")
+    return b"".join(_inflate(data, at, size, where) for at, size in spans)
+
+
+def _inflated(path: Path, start: int, stop: int, mapper):
+    """([block file offsets], [inflated sizes], inflated bytes) for runs of the BGZF blocks
+    that start in [start, stop), a megabyte of the file at a time. A run's blocks are handed
+    to `mapper` before the previous run is returned, so threads inflate while it is used."""
+    where = str(path)
+    ahead = None
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        pending, base = b"", start
+        while base < stop:
+            # Up to `stop`, plus the largest block size, so the block before `stop` is whole.
+            more = fh.read(max(0, min(READ_BYTES, stop - base - len(pending))) + MAX_BLOCK)
+            data = pending + more
+            spans = [(a, s) for a, s in _block_spans(data, where) if base + a < stop]
+            if not spans:
+                if more:  # a block longer than what was read so far
+                    pending = data
+                    continue
+                raise InputError(f"--bam {where}: ends inside a region its index points to "
+                                 f"(byte {base}): the file is truncated or the index is of "
+                                 f"another file; check it and rebuild with `samtools index`")
+            tasks = [spans[i:i + BLOCKS_PER_TASK] for i in range(0, len(spans), BLOCKS_PER_TASK)]
+            run = ([base + a for a, _ in spans],
+                   mapper(lambda t, d=data: [_inflate(d, a, s, where) for a, s in t], tasks))
+            if ahead:
+                yield _joined(*ahead)
+            ahead = run
+            used = spans[-1][0] + spans[-1][1]
+            pending, base = data[used:], base + used
+    if ahead:
+        yield _joined(*ahead)
+
+
+def _joined(starts: list[int], parts) -> tuple[list[int], list[int], bytes]:
+    blocks = [b for part in parts for b in part]
+    return starts, [len(b) for b in blocks], b"".join(blocks)
+
+
+def _chunk_bytes(path: Path, vstart: int, vend: int, mapper):
+    """The inflated bytes of the chunk [vstart, vend) (BGZF virtual offsets), in pieces."""
+    cend, uend = vend >> 16, vend & 0xFFFF
+    skip = vstart & 0xFFFF
+    for starts, sizes, data in _inflated(path, vstart >> 16, cend + 1 if uend else cend, mapper):
+        if uend and starts[-1] == cend:  # the chunk ends inside its last block
+            data = data[:len(data) - sizes[-1] + uend]
+        yield data[skip:] if skip else data
+        skip = 0
+
+
+_SIZE = struct.Struct("<i").unpack_from
+
+
+def _record_starts(buf: bytes) -> tuple[list[int], int]:
+    """Offsets of the whole records in `buf`, and where the first incomplete one begins.
+
+    The one loop per record left in Python: each record's place depends on the size of the
+    one before it."""
+    offs, at, n = [], 0, len(buf)
+    add = offs.append
+    while at + 4 <= n:
+        nxt = at + 4 + _SIZE(buf, at)[0]
+        if nxt > n:
+            break
+        add(at)
+        at = nxt
+    return offs, at
+
+
+def scan(path: str | Path, tid: int, beg: int, end: int, threads: int = 1):
+    """Batches (see Batch) of the alignments overlapping [beg, end) on reference `tid`."""
+    path = Path(path)
+    index = index_of(path)
+    if index is None:
+        raise InputError(f"--bam {path}: no index (.bai/.csi) found; run `samtools index {path}`")
+    chunks = region_chunks(index, tid, beg, end)
+    pool = None
+    if threads > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(threads)
+    mapper = pool.map if pool else map
+    try:
+        for vstart, vend in chunks:
+            carry = b""
+            for piece in _chunk_bytes(path, vstart, vend, mapper):
+                buf = carry + piece if carry else piece
+                offs, used = _record_starts(buf)
+                carry = buf[used:]
+                if offs:
+                    batch, past_end = _decode(buf, offs, tid, beg, end, path)
+                    yield batch
+                    if past_end:  # sorted records: none further on can overlap
+                        return
+            if carry:
+                raise InputError(f"--bam {path}: a record is cut off where its index says a "
+                                 "run of records ends; rebuild the index with `samtools index`")
+    finally:
+        if pool:
+            pool.shutdown()
+
+
+def _seg_sums(values: np.ndarray, first: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Per row, the sum of values[first:first + count] (rows may be empty)."""
+    cum = np.concatenate([[0], np.cumsum(values)])
+    return cum[first + count] - cum[first]
+
+
+def _decode(buf: bytes, offs: list[int], tid: int, beg: int, end: int, path: Path):
+    """(Batch of the records at `offs` overlapping the region, whether any lies past it)."""
+    n = len(buf)
+    at = np.asarray(offs, dtype=np.int64)
+    # Views with a one-byte stride read a little-endian integer at any byte offset.
+    i64 = np.ndarray((n - 7,), "<i8", buf, 0, (1,))
+    u32 = np.ndarray((n - 3,), "<u4", buf, 0, (1,))
+    # Three 8-byte reads per record cover its fixed fields (gathers are the cost here).
+    size_ref, pos_name, cig_seq = (i64[at + k] for k in (0, 8, 16))
+    size = size_ref & 0xFFFFFFFF
+    refid = size_ref >> 32
+    pos = (pos_name & 0xFFFFFFFF).astype(np.int32).astype(np.int64)
+    name_len = (pos_name >> 32) & 0xFF
+    mapq_all = (pos_name >> 40) & 0xFF
+    n_cig = cig_seq & 0xFFFF
+    flag_all = (cig_seq >> 16) & 0xFFFF
+    l_seq = cig_seq >> 32
+    cig_at = at + 36 + name_len
+    seq_at = cig_at + 4 * n_cig
+    rec_end = at + 4 + size
+    bad = (size < 32) | (l_seq < 0) | (seq_at + (l_seq + 1) // 2 + l_seq > rec_end)
+    if bad.any():
+        raise InputError(f"--bam {path}: corrupt alignment record (its fields overrun it); "
+                         "check the file, or re-create it")
+    past_end = bool(((refid != tid) | (pos >= end)).any())
+    near = (refid == tid) & (pos < end)
+    if not near.all():
+        at, pos, n_cig, l_seq, cig_at, seq_at, rec_end, flag_all, mapq_all = (
+            a[near] for a in (at, pos, n_cig, l_seq, cig_at, seq_at, rec_end, flag_all,
+                              mapq_all))
+    first = np.cumsum(n_cig) - n_cig
+    words = u32[np.repeat(cig_at - 4 * first, n_cig) + 4 * np.arange(int(n_cig.sum()))]
+    ops, lens = (words & 0xF).astype(np.int64), (words >> 4).astype(np.int64)
+    rows = np.arange(len(at))
+    placeholder = (n_cig > 0) & (l_seq > 0)
+    placeholder[placeholder] &= (ops[first[placeholder]] == 4) & \
+        (lens[first[placeholder]] == l_seq[placeholder])
+    if placeholder.any():
+        ops, lens, first, n_cig, rows = _cg_cigars(buf, placeholder, ops, lens, first, n_cig,
+                                                   seq_at, l_seq, rec_end)
+    flag, mapq = flag_all[rows], mapq_all[rows]
+    pos, l_seq, seq_at = pos[rows], l_seq[rows], seq_at[rows]
+    ref_len = _seg_sums(lens * REF_OPS[ops], first, n_cig)
+    ref_len[(flag & 4) != 0] = 0  # htslib's bam_endpos: an unmapped read covers one base
+    stop = pos + np.maximum(ref_len, 1)
+    keep = stop > beg
+    if not keep.all():
+        pos, stop, flag, mapq, n_cig, first, seq_at, l_seq = (
+            a[keep] for a in (pos, stop, flag, mapq, n_cig, first, seq_at, l_seq))
+    return Batch(pos, stop, flag, mapq, n_cig, ops, lens, first, seq_at, l_seq, buf), past_end
+
+
+def _cg_cigars(buf, placeholder, ops, lens, first, n_cig, seq_at, l_seq, rec_end):
+    """Swap in the CIGARs kept in CG tags (BAM's form for more than 65,535 operations):
+    those rows move to the end, their operations appended after everyone else's."""
+    moved, extra_ops, extra_lens = [], [], []
+    for row in np.flatnonzero(placeholder).tolist():
+        words = _cg_tag(buf, int(seq_at[row] + (l_seq[row] + 1) // 2 + l_seq[row]),
+                        int(rec_end[row]))
+        if words is not None:
+            moved.append(row)
+            extra_ops.append((words & 0xF).astype(np.int64))
+            extra_lens.append((words >> 4).astype(np.int64))
+    if not moved:
+        return ops, lens, first, n_cig, np.arange(len(n_cig))
+    is_cg = np.zeros(len(n_cig), dtype=bool)
+    is_cg[moved] = True
+    own = ~np.repeat(is_cg, n_cig)
+    ops = np.concatenate([ops[own], *extra_ops])
+    lens = np.concatenate([lens[own], *extra_lens])
+    rows = np.concatenate([np.flatnonzero(~is_cg), np.array(moved, dtype=np.int64)])
+    counts = n_cig.copy()
+    counts[moved] = [len(o) for o in extra_ops]
+    counts = counts[rows]
+    return ops, lens, np.cumsum(counts) - counts, counts, rows
+
+
+_AUX_SIZES = {ord(c): s for c, s in zip("AcCsSiIfZHB", (1, 1, 1, 2, 2, 4, 4, 4, 0, 0, 0))}
+_B_SIZES = {ord(c): s for c, s in zip("cCsSiIf", (1, 1, 2, 2, 4, 4, 4))}
+
+
+def _cg_tag(buf: bytes, at: int, stop: int):
+    """The CG:B,I array of the aux fields in buf[at:stop], as uint32 words, or None."""
+    while at + 3 <= stop:
+        tag, kind = buf[at:at + 2], buf[at + 2]
+        at += 3
+        if kind in (ord("Z"), ord("H")):
+            at = buf.index(b"\0", at, stop) + 1
+        elif kind == ord("B"):
+            sub, count = buf[at], struct.unpack_from("<i", buf, at + 1)[0]
+            if tag == b"CG" and sub == ord("I"):
+                return np.frombuffer(buf, "<u4", count, at + 5).copy()
+            at += 5 + count * _B_SIZES.get(sub, 0)
+        elif kind in _AUX_SIZES:
+            at += _AUX_SIZES[kind]
+        else:
+            return None
+    return None
+
+
+def _row_ops(n_ops: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(indices into ops/lens of the rows' operations, row after row; where each row starts)."""
+    starts = np.cumsum(n_ops) - n_ops
+    return np.repeat(first - starts, n_ops) + np.arange(int(n_ops.sum())), starts
+
+
+def clip_lengths(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the bases soft- or hard-clipped at the CIGAR's start and at its end (all of
+    them on both sides when every operation is a clip)."""
+    idx, starts = _row_ops(batch.n_ops, batch.first_op)
+    clip = (batch.ops[idx] == 4) | (batch.ops[idx] == 5)
+    lens = batch.lens[idx]
+    aligned = (~clip).astype(np.int64)
+    cum = np.concatenate([[0], np.cumsum(aligned)])
+    # Aligned operations before each operation in its row, and after it.
+    before = cum[:-1] - np.repeat(cum[starts], batch.n_ops)
+    after = np.repeat(cum[starts + batch.n_ops], batch.n_ops) - cum[1:]
+    return (_seg_sums(lens * (clip & (before == 0)), starts, batch.n_ops),
+            _seg_sums(lens * (clip & (after == 0)), starts, batch.n_ops))
+
+
+def indel_events(batch: Batch, rows: np.ndarray) -> dict:
+    """Every insertion and deletion of the given rows: its row, operation (1 I, 2 D), length,
+    and the 0-based reference and query positions where it begins."""
+    n_ops = batch.n_ops[rows]
+    idx, starts = _row_ops(n_ops, batch.first_op[rows])
+    ops, lens = batch.ops[idx], batch.lens[idx]
+    ref_step, query_step = lens * REF_OPS[ops], lens * QUERY_OPS[ops]
+    ref_cum = np.concatenate([[0], np.cumsum(ref_step)])
+    query_cum = np.concatenate([[0], np.cumsum(query_step)])
+    row = np.repeat(rows, n_ops)
+    ref_at = np.repeat(batch.pos[rows] - ref_cum[starts], n_ops) + ref_cum[:-1]
+    query_at = query_cum[:-1] - np.repeat(query_cum[starts], n_ops)
+    pick = (ops == 1) | (ops == 2)
+    return {"row": row[pick], "op": ops[pick], "len": lens[pick], "ref": ref_at[pick],
+            "query": query_at[pick]}
+
+
+_BASES = np.frombuffer(SEQ_CODES, dtype=np.uint8)
+
+
+def query_bases(batch: Batch, rows: np.ndarray, start: np.ndarray, length: np.ndarray) -> list[str]:
+    """The read bases [start, start + length) of each given row (cut at the read's end; empty
+    for a read stored without its sequence), decoded from BAM's 4-bit codes."""
+    length = np.clip(np.minimum(start + length, batch.l_seq[rows]) - start, 0, None)
+    total = int(length.sum())
+    if not total:
+        return [""] * len(rows)
+    at = np.repeat(start, length) + np.arange(total) - np.repeat(np.cumsum(length) - length, length)
+    byte = np.frombuffer(batch.buf, np.uint8)[np.repeat(batch.seq_at[rows], length) + at // 2]
+    text = _BASES[np.where(at % 2 == 0, byte >> 4, byte & 0xF)].tobytes().decode()
+    ends = np.cumsum(length).tolist()
+    return [text[e - k:e] for e, k in zip(ends, length.tolist())]
