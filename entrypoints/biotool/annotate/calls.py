@@ -10,7 +10,7 @@ import difflib
 import importlib
 import json
 
-from biotool.annotate import policy, tooluniverse_bridge
+from biotool.annotate import arguments, policy, tooluniverse_bridge
 from biotool.annotate.registry import BUILTIN, Tool
 from biotool.annotate.schema import parse_args, validate
 from biotool.output import InputError, RefusedError
@@ -158,12 +158,11 @@ def call(requested: str, args_text: str | None, max_chars: int = 0) -> dict:
     tool = resolve(requested)
     permitted(tool, requested)
     args = parse_args(args_text)
-    args = validate(args, tool.args_schema or {}, "args")
-    if tool.source == "tooluniverse":
-        out = tooluniverse_bridge.call(tool, args)
-    else:
+    if tool.model is not None:
         module, _, func = tool.target.partition(":")
-        out = getattr(importlib.import_module(module), func)(args)
+        out = getattr(importlib.import_module(module), func)(arguments.parse(tool.model, args))
+    else:
+        out = tooluniverse_bridge.call(tool, validate(args, tool.args_schema or {}, "args"))
     result = {"tool": tool.name, "source": tool.source, **out}
     return shrink(result, max_chars)
 

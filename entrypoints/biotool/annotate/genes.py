@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import difflib
 
+from biotool.annotate import arguments
 from biotool.competence import bounded, not_applicable
 from biotool.output import InputError
 from biotool.provenance import provenance, used
@@ -111,9 +112,9 @@ def find(query: str, reference: str | None = None) -> tuple[list[dict], str, lis
     return [], "", table, prov
 
 
-def gene_lookup(args: dict) -> dict:
-    query = args["query"]
-    hits, how, table, prov = find(query, args.get("reference"))
+def gene_lookup(args: arguments.GeneLookup) -> dict:
+    query = args.query
+    hits, how, table, prov = find(query, args.reference)
     if not hits:
         names = sorted({r["symbol"] for r in table} | {r["gene"] for r in table})
         close = difflib.get_close_matches(query, names, n=3, cutoff=0.5)

@@ -1,8 +1,9 @@
-"""Validating a tool's JSON arguments against its JSON Schema.
+"""Parsing a call's JSON arguments, and validating them against a tool's JSON Schema.
 
 Errors are InputError (exit 2) naming the field by its path, e.g. `args.frame`.
 Validation is jsonschema's (every keyword ToolUniverse schemas use); this module only puts
-its errors into one line that names the field, and fills in defaults.
+its errors into one line that names the field (`say`, which the built-in tools' pydantic
+models share, annotate/arguments.py), and fills in defaults.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ _TYPES = {
 }
 
 
-def _kind(value) -> str:
+def kind(value) -> str:
+    """The JSON type name of a parsed value (`boolean` for True, though Python's bool is an
+    int)."""
     for name in ("boolean", "integer", "number", "string", "array", "object", "null"):
         if _TYPES[name](value):
             return name
@@ -93,7 +96,7 @@ def parse_args(text: str | None) -> dict:
     except RecursionError:
         raise InputError(f"args: JSON nested too deeply (at most {MAX_DEPTH} levels)") from None
     if not isinstance(value, dict):
-        raise InputError(f"args: expected a JSON object, got {_kind(value)}")
+        raise InputError(f"args: expected a JSON object, got {kind(value)}")
     _check_tree(value)
     return value
 
@@ -106,48 +109,58 @@ def _where(path: str, parts) -> str:
     return out
 
 
-def _message(error, path: str) -> str:
-    """One line in this project's words for a jsonschema error, naming the field."""
-    where = _where(path, error.absolute_path)
-    kind, want, value = error.validator, error.validator_value, error.instance
-    if kind == "type":
+def say(keyword: str, where: str, want, value) -> str | None:
+    """One line in this project's words for `value` at `where` failing the JSON Schema
+    `keyword` whose value is `want`; None for a keyword it has no words for. Shared by
+    jsonschema's errors here and the built-in tools' pydantic errors (annotate/arguments.py)."""
+    if keyword == "type":
         wanted = [want] if isinstance(want, str) else list(want)
-        return f"{where}: expected {' or '.join(wanted)}, got {_kind(value)}"
-    if kind == "enum":
+        return f"{where}: expected {' or '.join(wanted)}, got {kind(value)}"
+    if keyword == "enum":
         return f"{where}: {json.dumps(value)} is not one of {', '.join(json.dumps(c) for c in want)}"
-    if kind == "const":
+    if keyword == "const":
         return f"{where}: must be {json.dumps(want)}, got {json.dumps(value)}"
-    if kind in ("minimum", "exclusiveMinimum"):
+    if keyword in ("minimum", "exclusiveMinimum"):
         return f"{where}: {value} is below the minimum {want}"
-    if kind in ("maximum", "exclusiveMaximum"):
+    if keyword in ("maximum", "exclusiveMaximum"):
         return f"{where}: {value} is above the maximum {want}"
-    if kind == "minLength":
+    if keyword == "minLength":
         return f"{where}: shorter than {want} characters"
-    if kind == "maxLength":
+    if keyword == "maxLength":
         return f"{where}: longer than {want} characters"
-    if kind == "pattern":
+    if keyword == "pattern":
         return f"{where}: does not match the pattern {want}"
-    if kind == "minItems":
+    if keyword == "minItems":
         return f"{where}: needs at least {want} items"
-    if kind == "maxItems":
+    if keyword == "maxItems":
         return f"{where}: at most {want} items"
-    if kind == "required":
+    if keyword == "required":
+        return f"{where}: required field is missing"
+    if keyword == "additionalProperties":
+        return f"{where}: unknown field (allowed: {', '.join(want)})"
+    return None
+
+
+def _message(error, path: str) -> str:
+    """One line for a jsonschema error, naming the field."""
+    where = _where(path, error.absolute_path)
+    keyword, want, value = error.validator, error.validator_value, error.instance
+    if keyword == "required":
         missing = next((n for n in want if isinstance(value, dict) and n not in value), want[0])
-        return f"{where}.{missing}: required field is missing"
-    if kind == "additionalProperties":
+        return say(keyword, f"{where}.{missing}", want, value)
+    if keyword == "additionalProperties":
         allowed = sorted((error.schema.get("properties") or {}))
         extra = sorted(set(value) - set(allowed)) if isinstance(value, dict) else []
-        name = extra[0] if extra else "?"
-        return f"{where}.{name}: unknown field (allowed: {', '.join(allowed)})"
-    if kind in ("oneOf", "anyOf"):
+        return say(keyword, f"{where}.{extra[0] if extra else '?'}", allowed, value)
+    if keyword in ("oneOf", "anyOf"):
         inner = min(error.context, key=lambda e: len(list(e.absolute_path)), default=None)
         detail = f" ({_message(inner, path)})" if inner is not None else ""
-        if kind == "oneOf" and not error.context:
+        if keyword == "oneOf" and not error.context:
             return f"{where}: matches more than one of the allowed forms"
         return f"{where}: matches none of the allowed forms{detail}"
-    if kind == "not":
+    if keyword == "not":
         return f"{where}: is a form that is not allowed here"
-    return f"{where}: {error.message}"
+    return say(keyword, where, want, value) or f"{where}: {error.message}"
 
 
 def _fill_defaults(value, schema: dict):

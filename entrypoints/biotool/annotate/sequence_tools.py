@@ -1,9 +1,10 @@
 """Local sequence tools on Biopython: statistics, reverse complement, translation, ORFs,
-pairwise alignment, primer Tm and restriction sites. Each takes the validated args dict and
-returns a plain dict with `competence` and `provenance`."""
+pairwise alignment, primer Tm and restriction sites. Each takes its validated arguments model
+(annotate/arguments.py) and returns a plain dict with `competence` and `provenance`."""
 
 from __future__ import annotations
 
+from biotool.annotate import arguments
 from biotool.competence import bounded
 from biotool.output import InputError
 from biotool.provenance import provenance
@@ -17,20 +18,21 @@ def _ambiguous(seq: str) -> int:
     return sum(1 for ch in seq if ch not in "ACGTU")
 
 
-def _table(value) -> object:
+def _table(table_id: int) -> object:
+    """Biopython's genetic code of an NCBI id; the model bounds it, Biopython knows the gaps."""
     from Bio.Data import CodonTable
 
     try:
-        return (CodonTable.unambiguous_dna_by_id[int(value)] if str(value).isdigit()
-                else CodonTable.unambiguous_dna_by_name[str(value)])
+        return CodonTable.unambiguous_dna_by_id[table_id]
     except KeyError:
         ids = ", ".join(str(i) for i in sorted(CodonTable.unambiguous_dna_by_id))
-        raise InputError(f"args.table: unknown genetic code {value!r} (NCBI ids: {ids})") from None
+        raise InputError(f"args.table: unknown genetic code {table_id} (NCBI ids: {ids})") \
+            from None
 
 
-def seq_stats(args: dict) -> dict:
-    alphabet = args.get("alphabet", "dna")
-    seq, used = resolve(args, "protein" if alphabet == "protein" else "dna")
+def seq_stats(args: arguments.SeqStats) -> dict:
+    alphabet = args.alphabet
+    seq, used = resolve(args.model_dump(), alphabet)
     out = {"length": len(seq), "alphabet": alphabet}
     counts = {ch: seq.count(ch) for ch in sorted(set(seq))}
     out["composition"] = counts
@@ -69,7 +71,7 @@ def seq_stats(args: dict) -> dict:
         else:
             out["molecular_weight_da"] = round(molecular_weight(
                 seq, seq_type="RNA" if out["alphabet"] == "rna" else "DNA",
-                double_stranded=bool(args.get("double_stranded", False))), 2)
+                double_stranded=args.double_stranded), 2)
         if set(seq) <= set("ACGTN") and len(seq) < 20:
             spots.append("a short sequence of A/C/G/T only could also be a peptide "
                          "(Ala, Cys, Gly, Thr); pass alphabet='protein' if it is one")
@@ -78,8 +80,8 @@ def seq_stats(args: dict) -> dict:
     return out
 
 
-def reverse_complement_tool(args: dict) -> dict:
-    seq, used = resolve(args)
+def reverse_complement_tool(args: arguments.ReverseComplement) -> dict:
+    seq, used = resolve(args.model_dump())
     rna = "U" in seq and "T" not in seq
     rc = reverse_complement(seq.replace("U", "T"))
     if rna:
@@ -91,37 +93,24 @@ def reverse_complement_tool(args: dict) -> dict:
             "provenance": provenance(*used)}
 
 
-def _frames(value) -> list[int]:
-    if value in (None, "all"):
-        return [1, 2, 3, -1, -2, -3]
-    if isinstance(value, int):
-        value = [value]
-    out = []
-    for i, f in enumerate(value):
-        if f not in (1, 2, 3, -1, -2, -3):
-            raise InputError(f"args.frame[{i}]: {f!r} is not a frame (1, 2, 3, -1, -2, -3)")
-        out.append(f)
-    return out
-
-
 def _in_frame(seq: str, frame: int) -> str:
     strand = seq if frame > 0 else reverse_complement(seq)
     sub = strand[abs(frame) - 1:]
     return sub[: len(sub) - len(sub) % 3]
 
 
-def translate(args: dict) -> dict:
+def translate(args: arguments.Translate) -> dict:
     from Bio.Seq import Seq
 
-    seq, used = resolve(args)
+    seq, used = resolve(args.model_dump())
     seq = seq.replace("U", "T")
-    table = _table(args.get("table", 1))
-    frames = _frames(args.get("frame", 1))
-    to_stop = bool(args.get("to_stop", False))
+    table = _table(args.table)
+    frames = ([1, 2, 3, -1, -2, -3] if args.frame == "all" else
+              [args.frame] if isinstance(args.frame, int) else args.frame)
     rows, spots = [], []
     for frame in frames:
         codons = _in_frame(seq, frame)
-        protein = str(Seq(codons).translate(table=table.id, to_stop=to_stop))
+        protein = str(Seq(codons).translate(table=table.id, to_stop=args.to_stop))
         stops = [i + 1 for i, aa in enumerate(protein) if aa == "*"]
         rows.append({"frame": frame, "protein": protein, "length_aa": len(protein),
                      "stop_positions": stops,
@@ -137,15 +126,14 @@ def translate(args: dict) -> dict:
             "provenance": provenance(*used)}
 
 
-def find_orfs(args: dict) -> dict:
+def find_orfs(args: arguments.FindOrfs) -> dict:
     from Bio.Seq import Seq
 
-    seq, used = resolve(args)
+    seq, used = resolve(args.model_dump())
     seq = seq.replace("U", "T")
-    table = _table(args.get("table", 1))
-    min_aa = int(args.get("min_protein_length", 30))
-    starts = {"ATG"} if args.get("start_codons", "ATG") == "ATG" else set(table.start_codons)
-    require_stop = bool(args.get("require_stop", False))
+    table = _table(args.table)
+    min_aa = args.min_protein_length
+    starts = {"ATG"} if args.start_codons == "ATG" else set(table.start_codons)
     n = len(seq)
     orfs = []
     for frame in (1, 2, 3, -1, -2, -3):
@@ -157,7 +145,7 @@ def find_orfs(args: dict) -> dict:
                 stop = protein.find("*", i)
                 complete = stop >= 0
                 end = stop if complete else len(protein)
-                if (end - i) >= min_aa and (complete or not require_stop):
+                if (end - i) >= min_aa and (complete or not args.require_stop):
                     nt_from = abs(frame) - 1 + 3 * i  # 0-based on the strand read
                     nt_to = abs(frame) - 1 + 3 * (end + (1 if complete else 0))  # exclusive
                     if frame > 0:
@@ -172,7 +160,7 @@ def find_orfs(args: dict) -> dict:
             else:
                 i += 1
     orfs.sort(key=lambda o: (-o["length_aa"], o["start"]))
-    limit = int(args.get("max_orfs", 50))
+    limit = args.max_orfs
     spots = ["no splicing, ribosomal frameshifts or readthrough are modelled",
              "ORFs are found on both strands independently; overlapping ones are all listed"]
     if any(not o["complete"] for o in orfs):
@@ -191,23 +179,21 @@ def find_orfs(args: dict) -> dict:
             "provenance": provenance(*used)}
 
 
-def align_pairwise(args: dict) -> dict:
+def align_pairwise(args: arguments.AlignPairwise) -> dict:
     from Bio import Align
     from Bio.Align import substitution_matrices
 
-    molecule = args.get("molecule", "dna")
-    a = clean(args["seq_a"], "seq_a", "protein" if molecule == "protein" else "dna")
-    b = clean(args["seq_b"], "seq_b", "protein" if molecule == "protein" else "dna")
+    molecule = args.molecule
+    a = clean(args.seq_a, "seq_a", molecule)
+    b = clean(args.seq_b, "seq_b", molecule)
     aligner = Align.PairwiseAligner()
-    aligner.mode = args.get("mode", "global")
+    aligner.mode = args.mode
     if molecule == "protein":
         aligner.substitution_matrix = substitution_matrices.load("BLOSUM62")
         aligner.open_gap_score, aligner.extend_gap_score = -11, -1
     else:
-        aligner.match_score = args.get("match", 2)
-        aligner.mismatch_score = args.get("mismatch", -3)
-        aligner.open_gap_score = args.get("gap_open", -5)
-        aligner.extend_gap_score = args.get("gap_extend", -2)
+        aligner.match_score, aligner.mismatch_score = args.match, args.mismatch
+        aligner.open_gap_score, aligner.extend_gap_score = args.gap_open, args.gap_extend
     if len(a) * len(b) > 25_000_000:
         raise InputError("args.seq_b: sequences too long for an exact pairwise alignment here "
                          f"({len(a)} x {len(b)}); use `biotool` read mapping or BLAST")
@@ -241,10 +227,10 @@ def align_pairwise(args: dict) -> dict:
             "provenance": provenance()}
 
 
-def primer_tm(args: dict) -> dict:
+def primer_tm(args: arguments.PrimerTm) -> dict:
     from Bio.SeqUtils import MeltingTemp as mt, gc_fraction
 
-    seq = clean(args["sequence"], "sequence")
+    seq = clean(args.sequence, "sequence")
     amb = _ambiguous(seq)
     if amb:
         raise InputError(f"args.sequence: {amb} ambiguous bases; nearest-neighbour Tm needs "
@@ -252,8 +238,7 @@ def primer_tm(args: dict) -> dict:
     if "U" in seq:
         raise InputError("args.sequence: holds U; the nearest-neighbour tables here are for DNA "
                          "primers (A/C/G/T only)")
-    na, mg, dntps, nm = (args.get("na_mM", 50.0), args.get("mg_mM", 0.0),
-                         args.get("dntps_mM", 0.0), args.get("primer_nM", 250.0))
+    na, mg, dntps, nm = args.na_mM, args.mg_mM, args.dntps_mM, args.primer_nM
     tm_nn = mt.Tm_NN(seq, Na=na, Mg=mg, dNTPs=dntps, dnac1=nm, dnac2=0)
     tm_gc = mt.Tm_GC(seq, Na=na, Mg=mg, dNTPs=dntps)
     tm_wallace = mt.Tm_Wallace(seq)
@@ -281,21 +266,18 @@ COMMON_ENZYMES = ["EcoRI", "BamHI", "HindIII", "NotI", "XhoI", "PstI", "SalI", "
                   "AluI", "TaqI", "Sau3AI"]
 
 
-def restriction_sites(args: dict) -> dict:
+def restriction_sites(args: arguments.RestrictionSites) -> dict:
     from Bio import Restriction
     from Bio.Seq import Seq
 
-    seq, used = resolve(args)
-    wanted = args.get("enzymes", "common")
+    seq, used = resolve(args.model_dump())
+    wanted = args.enzymes
     if wanted == "commercial":
         batch = Restriction.RestrictionBatch(Restriction.CommOnly)
     elif wanted == "all":
         batch = Restriction.RestrictionBatch(Restriction.AllEnzymes)
     else:
         names = COMMON_ENZYMES if wanted == "common" else wanted
-        if isinstance(names, str):
-            raise InputError(f"args.enzymes: {names!r} is not 'common', 'commercial', 'all' "
-                             "or a list of enzyme names")
         batch = Restriction.RestrictionBatch()
         for i, name in enumerate(names):
             try:
@@ -303,7 +285,7 @@ def restriction_sites(args: dict) -> dict:
             except ValueError:
                 raise InputError(f"args.enzymes[{i}]: unknown enzyme {name!r} (REBASE names, "
                                  "e.g. EcoRI, BsaI)") from None
-    linear = bool(args.get("linear", True))
+    linear = args.linear
     hits = batch.search(Seq(seq.replace("U", "T")), linear=linear)
     enzymes = []
     for enz in sorted(hits, key=str):

@@ -114,15 +114,3 @@ _COMP = str.maketrans("ACGTURYSWKMBDHVN", "TGCAAYRSWMKVHDBN")
 def reverse_complement(seq: str) -> str:
     return seq.translate(_COMP)[::-1]
 
-
-REFERENCE_ARGS = {
-    "reference": {"type": "string", "description": "A staged reference (name or alias, see "
-                  "`biotool references`) to read the sequence from instead of `sequence`."},
-    "seqid": {"type": "string", "description": "Sequence in that reference (needed when it has "
-              "several, e.g. an influenza segment id)."},
-    "start": {"type": "integer", "minimum": 1, "description": "1-based first base (default 1)."},
-    "end": {"type": "integer", "minimum": 1, "description": "1-based last base, inclusive "
-            "(default: the end)."},
-    "strand": {"type": "string", "enum": ["+", "-"], "default": "+",
-               "description": "'-' reads the reverse complement of the region."},
-}

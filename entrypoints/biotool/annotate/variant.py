@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from biotool.annotate import arguments
 from biotool.annotate.sequences import reverse_complement
 from biotool.competence import bounded, not_applicable
 from biotool.output import InputError
@@ -45,9 +46,7 @@ def _to_stop(protein: str) -> str:
     return protein if k < 0 else protein[: k + 1]
 
 
-def _bases(value, field: str, allow_empty: bool) -> str:
-    if not isinstance(value, str):
-        raise InputError(f"args.{field}: expected a string of bases")
+def _bases(value: str, field: str, allow_empty: bool) -> str:
     text = value.strip().upper().replace("U", "T")
     if text in ("-", "."):
         text = ""
@@ -305,31 +304,32 @@ def _short_p(p: str) -> str:
 
 # ------------------------------------------------------------------ the tool
 
-def _edit_from_args(args: dict, cds: str, row: dict | None) -> tuple[int, int, str]:
-    given = [k for k in ("hgvs", "cds_position", "position") if args.get(k) is not None]
+def _edit_from_args(args: arguments.VariantAnnotate, cds: str,
+                    row: dict | None) -> tuple[int, int, str]:
+    given = [k for k in ("hgvs", "cds_position", "position") if getattr(args, k) is not None]
     if len(given) != 1:
         raise InputError("args.hgvs: give exactly one of hgvs, cds_position (+ ref/alt) or "
                          "position (genomic, + ref/alt)")
     if given[0] == "hgvs":
-        return _edit_from_hgvs(args["hgvs"], cds)
-    if "alt" not in args:
+        return _edit_from_hgvs(args.hgvs, cds)
+    if args.alt is None:
         raise InputError("args.alt: required with cds_position or position")
-    alt = _bases(args["alt"], "alt", allow_empty=True)
-    ref = _bases(args["ref"], "ref", allow_empty=True) if "ref" in args else None
-    if given[0] == "position" and _genomic_to_cds(row, args["position"]) is None:
+    alt = _bases(args.alt, "alt", allow_empty=True)
+    ref = _bases(args.ref, "ref", allow_empty=True) if args.ref is not None else None
+    if given[0] == "position" and _genomic_to_cds(row, args.position) is None:
         span = ", ".join(f"{a}-{b}" for a, b in row["segments"])
-        raise InputError(f"args.position: {args['position']} is outside the CDS of "
+        raise InputError(f"args.position: {args.position} is outside the CDS of "
                          f"{row['symbol']} ({row['seqid']}:{span}); give a position inside "
                          "it, or reference + position without gene")
     if given[0] == "cds_position":
-        pos = args["cds_position"]
+        pos = args.cds_position
         if not 1 <= pos <= len(cds):
             raise InputError(f"args.cds_position: {pos} is outside the CDS (1-{len(cds)})")
         start = pos - 1
     elif _minus(row):
         # ref and alt are on the reference's plus strand (as in a VCF): on a minus-strand CDS
         # the edit covers genomic position..position+len(ref)-1 read backwards.
-        pos = args["position"]
+        pos = args.position
         if ref is None:
             ref = reverse_complement(cds[_genomic_to_cds(row, pos)]) if alt and len(alt) == 1 else ""
             if not alt:
@@ -344,7 +344,7 @@ def _edit_from_args(args: dict, cds: str, row: dict | None) -> tuple[int, int, s
                              f"{pos} of the minus-strand CDS {row['symbol']}")
         return start, start + len(ref), alt
     else:
-        start = _genomic_to_cds(row, args["position"])
+        start = _genomic_to_cds(row, args.position)
     if ref is None:
         ref = cds[start] if alt and len(alt) == 1 else ""
         if not alt:
@@ -353,27 +353,27 @@ def _edit_from_args(args: dict, cds: str, row: dict | None) -> tuple[int, int, s
         return start + 1, start + 1, alt
     if cds[start:start + len(ref)] != ref:
         where = (f"c.{start + 1}" if given[0] == "cds_position" else
-                 f"position {args['position']}")
+                 f"position {args.position}")
         raise InputError(f"args.ref: {ref} does not match the reference "
                          f"{cds[start:start + len(ref)] or '(end of CDS)'} at {where}")
     return start, start + len(ref), alt
 
 
-def variant_annotate(args: dict) -> dict:
+def variant_annotate(args: arguments.VariantAnnotate) -> dict:
     from biotool.annotate import genes
     from biotool.annotate.sequences import clean
 
-    table = int(args.get("table", 1))
+    table = args.table
     used = []
     spots = list(MODEL_BLIND_SPOTS)
-    if args.get("cds_sequence") is not None:
-        if args.get("gene") or args.get("position") is not None:
+    if args.cds_sequence is not None:
+        if args.gene or args.position is not None:
             raise InputError("args.cds_sequence: give either cds_sequence or gene/position, "
                              "not both")
-        cds = clean(args["cds_sequence"], "cds_sequence").replace("U", "T")
+        cds = clean(args.cds_sequence, "cds_sequence").replace("U", "T")
         if set(cds) - set("ACGT"):
             raise InputError("args.cds_sequence: ambiguous bases; the CDS must be A/C/G/T")
-        flank = clean(args["flank_3prime"], "flank_3prime") if args.get("flank_3prime") else ""
+        flank = clean(args.flank_3prime, "flank_3prime") if args.flank_3prime else ""
         if len(cds) % 3:
             spots.append(f"the given CDS length {len(cds)} is not a multiple of 3")
         start, end, alt = _edit_from_args(args, cds, None)
@@ -387,37 +387,37 @@ def variant_annotate(args: dict) -> dict:
 
     rows_all, prov = genes.rows()
     used.append(prov)
-    if args.get("gene"):
-        hits, how, _, _ = genes.find(args["gene"], args.get("reference"))
+    if args.gene:
+        hits, how, _, _ = genes.find(args.gene, args.reference)
         if not hits:
-            raise InputError(f"args.gene: no gene {args['gene']!r} in the staged gene table "
+            raise InputError(f"args.gene: no gene {args.gene!r} in the staged gene table "
                              "(try gene_lookup)")
         if len(hits) > 1:
             where = ", ".join(f"{h['reference']}:{h['seqid']}" for h in hits)
-            raise InputError(f"args.gene: {args['gene']!r} is ambiguous ({len(hits)} records: "
+            raise InputError(f"args.gene: {args.gene!r} is ambiguous ({len(hits)} records: "
                              f"{where}); add reference or use a gene ID")
         candidates = hits
-    elif args.get("position") is not None:
-        if not args.get("reference"):
+    elif args.position is not None:
+        if not args.reference:
             raise InputError("args.reference: required with a genomic position")
         from biotool.annotate.sequences import reference_record, reference_sequences
 
-        rec = reference_record(args["reference"])
+        rec = reference_record(args.reference)
         seqs = reference_sequences(rec)
-        seqid = args.get("seqid") or (next(iter(seqs)) if len(seqs) == 1 else None)
+        seqid = args.seqid or (next(iter(seqs)) if len(seqs) == 1 else None)
         if seqid not in seqs:
             raise InputError(f"args.seqid: name one of {', '.join(seqs)} of {rec['name']}")
-        if not 1 <= args["position"] <= len(seqs[seqid]):
-            raise InputError(f"args.position: {args['position']} is outside {seqid} "
+        if not 1 <= args.position <= len(seqs[seqid]):
+            raise InputError(f"args.position: {args.position} is outside {seqid} "
                              f"(1-{len(seqs[seqid])})")
         candidates = [r for r in rows_all if r["reference"] == rec["name"]
-                      and r["seqid"] == seqid and _genomic_to_cds(r, args["position"]) is not None]
+                      and r["seqid"] == seqid and _genomic_to_cds(r, args.position) is not None]
         if not candidates:
-            ref_base = seqs[seqid][args["position"] - 1]
-            return {"source": f"{rec['name']}:{seqid}", "position": args["position"],
+            ref_base = seqs[seqid][args.position - 1]
+            return {"source": f"{rec['name']}:{seqid}", "position": args.position,
                     "ref_base": ref_base, "effect": "non_coding", "annotations": [],
                     "competence": not_applicable(
-                        f"position {args['position']} of {seqid} is outside every annotated "
+                        f"position {args.position} of {seqid} is outside every annotated "
                         "CDS (UTR, intergenic, or a gene the table does not hold)",
                         remedy="no protein consequence to predict; check gene_lookup for the "
                         "genes of this reference"),

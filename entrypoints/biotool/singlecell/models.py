@@ -124,18 +124,3 @@ def c2s_model(name_or_path: str = DEFAULT_C2S) -> dict:
                   "manifest's `tokenizer` field")
     return {"weights": weights, "tokenizer": tok, "provenance": items}
 
-
-C2S_REPO = "vandijklab/C2S-Pythia-410m-cell-type-prediction"
-
-
-def stage_c2s_celltype(dest_dir: Path, refs_dir: Path) -> Path:
-    """Staging builder (production set): the C2S cell-type model's weights and tokenizer from
-    Hugging Face into one folder; runs only on a build host that can reach huggingface.co."""
-    from huggingface_hub import snapshot_download
-
-    out = Path(dest_dir) / "weights"
-    snapshot_download(C2S_REPO, local_dir=str(out),
-                      allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model"])
-    if not _has_tokenizer(out):
-        raise ToolFailure(f"{C2S_REPO}: the download holds no tokenizer files")
-    return out

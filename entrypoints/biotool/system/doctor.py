@@ -17,7 +17,7 @@ from biotool.output import ToolFailure
 # unwritable HOME works (Apptainer runs images that way).
 CACHE_VARS = ("BIOTOOL_CACHE", "XDG_CACHE_HOME", "MPLCONFIGDIR", "NUMBA_CACHE_DIR", "HF_HOME",
               "CELLTYPIST_FOLDER")
-BINARIES = ("minimap2", "samtools", "bcftools", "blastn", "makeblastdb")
+BINARIES = ("minimap2", "bwa", "samtools", "bcftools", "blastn", "makeblastdb")
 
 
 def _check(name: str, ok: bool, detail: str, required: bool = True) -> dict:

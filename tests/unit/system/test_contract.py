@@ -66,6 +66,19 @@ def test_doctor_detects_a_tampered_staged_file(biotool, staged_home, tmp_path):
     assert r.stderr.count("\n") == 1 and "staged:reference/phiX174" in r.stderr
 
 
+def test_doctor_checks_every_binary_a_family_needs(biotool):
+    import importlib
+
+    from biotool.cli import FAMILIES
+    from biotool.system.doctor import BINARIES
+
+    needed = {b for f in FAMILIES for b in importlib.import_module(f"biotool.{f}.cli")
+              .describe().get("requires", {}).get("binaries", [])}
+    assert "bwa" in needed and needed <= set(BINARIES), needed - set(BINARIES)
+    checks = {c["check"] for c in json.loads(biotool("doctor", "--no-sha").stdout)["checks"]}
+    assert {f"binary:{b}" for b in BINARIES} <= checks
+
+
 def test_usage_errors_are_one_line_exit_2(biotool):
     r = biotool("no-such-command")
     assert r.code == 2 and r.stdout == "" and r.stderr.count("\n") == 1
