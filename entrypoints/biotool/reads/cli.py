@@ -132,8 +132,8 @@ def register(app: typer.Typer) -> None:
         covering them start, or end, while none break on the other side) are not breaks:
         they are left out and listed in discounted with why, so on an amplicon library
         consensus[0] is the cut the indels carry. bam is the cached alignment for reuse with
-        --bam; truncated: true when --timeout cut the work short; --threads N also splits the
-        per-read pass over N processes.
+        --bam; truncated: true when --timeout cut the work short; --threads N also inflates the
+        BAM's compressed blocks in N threads.
         Exit 2 on bad input (malformed FASTQ, mate files of different lengths, BAM without
         index, BAM aligned to another reference, reference not staged, region outside the
         contig or on a contig the BAM lacks); 4 if the aligner or samtools fail. Two runs on the same reads at once align them once (the second
