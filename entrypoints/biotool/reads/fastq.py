@@ -1,4 +1,6 @@
-"""FASTQ reading with validation (plain or gzip), seeded sampling and pair checks.
+"""FASTQ reads for the read tools: a --fastq path checked before any work, records with the
+SAM name limit on top of biotool.seqio's checks, a seeded sample, pair checks, and the preset
+a library's shape calls for.
 
 Every malformed input becomes one InputError naming the file and record, so a truncated
 download never turns into a silently smaller library.
@@ -6,29 +8,17 @@ download never turns into a silently smaller library.
 
 from __future__ import annotations
 
-import gzip
-import random
 import zlib
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import Iterator
 
+from biotool import seqio
 from biotool.files import input_file, magic
 from biotool.output import InputError
-
-Record = tuple[bytes, bytes, bytes]  # name line (without '@'), sequence, qualities
-
+from biotool.seqio import Record
 
 # samtools refuses read names longer than this (SAM spec QNAME limit).
 MAX_NAME = 254
-# Phred+33 quality characters, '!' to '~'.
-_QUALITIES = bytes(range(33, 127))
-# IUPAC nucleotide codes (and the gap/unknown marks minimap2 reads as N): anything else in a
-# sequence line means this is not DNA/RNA (a protein FASTQ, or text).
-_NUCLEOTIDES = b"ACGTUNRYKMSWBDHVacgtunrykmswbdhv.-"
-# Longest name line and sequence line read: a file of one endless line (a sparse file, a
-# binary blob) is refused after this many bytes instead of being read whole into memory.
-MAX_HEAD = 1 << 16
-MAX_SEQ = 1 << 26
 
 
 def check_path(path: Path) -> None:
@@ -42,13 +32,13 @@ def check_path(path: Path) -> None:
     try:
         kind = magic(path)
     except OSError as exc:
-        raise InputError(f"--fastq {path}: cannot be read ({exc.strerror or exc})") from None
+        raise seqio.unreadable("--fastq", path, exc) from None
     if kind in ("bzip2", "xz", "zstd"):
         raise InputError(f"--fastq {path}: unsupported compression ({kind}); give FASTQ plain "
                          "or gzip-compressed")
     if kind == "gzip":
         try:
-            with gzip.open(path, "rb") as fh:
+            with seqio.open_path(path, "--fastq") as fh:
                 inner = fh.read(4)
         except (OSError, EOFError, zlib.error):
             inner = b""  # a corrupt stream is reported with its record number by records()
@@ -59,130 +49,23 @@ def check_path(path: Path) -> None:
                          "plain or gzip")
 
 
-def _open(path: Path) -> BinaryIO:
-    check_path(path)
-    try:
-        if magic(path) == "gzip":
-            return gzip.open(path, "rb")
-        return open(path, "rb")
-    except OSError as exc:
-        raise InputError(f"--fastq {path}: cannot be read ({exc.strerror or exc})") from None
-
-
-def _bad_bytes(line: bytes) -> str | None:
-    """What makes a line unusable downstream (NUL, non-ASCII or control bytes), or None."""
-    if b"\x00" in line:
-        return "a NUL byte"
-    if not line.isascii():
-        return "non-ASCII bytes"
-    if any(b < 32 and b != 9 for b in line):
-        return "control characters"
-    return None
-
-
-def _check_record(path: Path, n: int, head: bytes, seq: bytes, qual: bytes) -> None:
-    """The checks samtools and minimap2 would otherwise fail on later, naming no file.
-
-    The fast tests (isalpha, isascii, translate, all in C) pass for every well-formed record;
-    the slow path only runs to word the error."""
-    name = head[1:].split(None, 1)[0] if head[1:].strip() else b""
-    if not name:
-        raise InputError(f"--fastq {path}: record {n} has an empty read name")
-    if len(name) > MAX_NAME:
-        raise InputError(f"--fastq {path}: record {n} has a read name of {len(name)} "
-                         f"characters; at most {MAX_NAME} are allowed (SAM/BAM limit)")
-    if not head.isascii() or b"\x00" in head:
-        raise InputError(f"--fastq {path}: record {n} has {_bad_bytes(head)} in its name line")
-    if seq and not seq.isalpha():
-        bad = _bad_bytes(seq)  # other punctuation ('.', '-') is read as N by minimap2
-        if bad:
-            raise InputError(f"--fastq {path}: record {n} has {bad} in its sequence")
-    odd = seq.translate(None, _NUCLEOTIDES)
-    if odd:
-        raise InputError(f"--fastq {path}: record {n} has {chr(odd[0])!r} in its sequence, "
-                         "which is not a nucleotide code (protein or text?); reads must be DNA "
-                         "or RNA (IUPAC codes)")
-    odd = qual.translate(None, _QUALITIES)
-    if odd:
-        bad = _bad_bytes(odd)
-        if bad is None or bad == "control characters":
-            bad = (f"a quality character below '!' (byte {odd[0]})" if odd[0] < 33 else
-                   f"a quality character above '~' (byte {odd[0]})")
-        raise InputError(f"--fastq {path}: record {n} has {bad} in its qualities; qualities "
-                         "are Phred+33, '!' to '~'")
-
-
 def records(path: str | Path) -> Iterator[Record]:
     """Yield (name, seq, qual) for each record; InputError on anything malformed."""
     path = Path(path)
-    fh = _open(path)
-    n = 0
-    try:
-        with fh:
-            readline = fh.readline
-            while True:
-                head = readline(MAX_HEAD)
-                if not head:
-                    break
-                if head[:1] != b"@":
-                    if n == 0 and head[:1] == b">":
-                        raise InputError(f"--fastq {path}: this is FASTA, not FASTQ (no base "
-                                         "qualities); give reads in FASTQ")
-                    if not head.strip():  # trailing blank lines are harmless; inner ones are not
-                        rest = readline()
-                        while rest and not rest.strip():
-                            rest = readline()
-                        if not rest:
-                            break
-                        raise InputError(f"--fastq {path}: blank line inside the file "
-                                         f"after record {n}")
-                    if n == 0 and _bad_bytes(head[:64]):
-                        raise InputError(f"--fastq {path}: not FASTQ text (starts with "
-                                         f"{_bad_bytes(head[:64])})")
-                    raise InputError(f"--fastq {path}: record {n + 1} does not start with '@'")
-                if len(head) >= MAX_HEAD and not head.endswith(b"\n"):
-                    raise InputError(f"--fastq {path}: record {n + 1}'s name line is longer than "
-                                     f"{MAX_HEAD:,} bytes (not FASTQ?)")
-                seq = readline(MAX_SEQ)
-                if len(seq) >= MAX_SEQ and not seq.endswith(b"\n"):
-                    raise InputError(f"--fastq {path}: record {n + 1}'s sequence is longer than "
-                                     f"{MAX_SEQ:,} bases (not FASTQ?)")
-                seq = seq.rstrip(b"\r\n")
-                plus = readline(MAX_HEAD)
-                qual = readline(MAX_SEQ).rstrip(b"\r\n")
-                if not plus or plus[:1] != b"+" or (not qual and seq):
-                    raise InputError(f"--fastq {path}: truncated or malformed at record {n + 1} "
-                                     f"({head[1:].split()[0].decode(errors='replace')[:80] if head[1:].split() else '?'})")
-                if len(seq) != len(qual):
-                    raise InputError(f"--fastq {path}: record {n + 1} has {len(seq)} bases but "
-                                     f"{len(qual)} qualities (truncated or corrupt)")
-                n += 1
-                head = head.rstrip(b"\r\n")
-                _check_record(path, n, head, seq, qual)
-                yield head[1:], seq, qual
-    except (gzip.BadGzipFile, EOFError, zlib.error, OSError) as exc:
-        raise InputError(f"--fastq {path}: gzip stream is corrupt or truncated after "
-                         f"record {n} ({type(exc).__name__})") from None
-    if n == 0:
-        raise InputError(f"--fastq {path}: empty, no reads")
+    check_path(path)
+    for n, rec in enumerate(seqio.fastq(path, "--fastq"), 1):
+        name = rec[0].split(None, 1)[0]
+        if len(name) > MAX_NAME:
+            raise InputError(f"--fastq {path}: record {n} has a read name of {len(name)} "
+                             f"characters; at most {MAX_NAME} are allowed (SAM/BAM limit)")
+        yield rec
 
 
 def sample(path: str | Path, n: int, seed: int = 0) -> tuple[list[Record], int]:
-    """A seeded uniform sample of at most `n` records (reservoir), and the total read count."""
+    """A seeded uniform sample of at most `n` records, in file order, and the total read count."""
     if n < 1:
         raise InputError("--sample must be at least 1")
-    rng = random.Random(seed)
-    keep: list[Record] = []
-    total = 0
-    for rec in records(path):
-        total += 1
-        if len(keep) < n:
-            keep.append(rec)
-        else:
-            j = rng.randrange(total)
-            if j < n:
-                keep[j] = rec
-    return keep, total
+    return seqio.sample(records(path), n, seed)
 
 
 def paired(path1: str | Path, path2: str | Path) -> Iterator[tuple[Record, Record]]:
