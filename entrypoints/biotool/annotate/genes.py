@@ -95,10 +95,10 @@ def find(query: str, reference: str | None = None) -> tuple[list[dict], str, lis
     """(matching rows, how they matched, all rows considered, provenance item)."""
     table, prov = rows()
     if reference:
-        from biotool.annotate.sequences import reference_record
+        from biotool.annotate.sequences import staged_reference
 
-        ref = reference_record(reference)
-        table = [r for r in table if r["reference"] == ref["name"] or r["seqid"] == reference]
+        ref = staged_reference(reference)
+        table = [r for r in table if r["reference"] == ref.name or r["seqid"] == reference]
     q = _norm(query)
     for how, test in (
         ("symbol", lambda r: _norm(r["symbol"]) == q),

@@ -7,8 +7,12 @@ references and out-of-range regions fail the same way: exit 2 naming the field.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from biotool.output import InputError
+
+if TYPE_CHECKING:
+    from biotool.reads.reference import Reference
 
 IUPAC_DNA = set("ACGTURYSWKMBDHVN")
 PROTEIN = set("ACDEFGHIKLMNPQRSTVWYBZXJUO*")
@@ -35,47 +39,21 @@ def clean(text: str, field: str = "sequence", alphabet: str = "dna") -> str:
     return seq
 
 
-def reference_record(name: str, field: str = "reference") -> dict:
-    from biotool import staging
+def staged_reference(name: str, field: str = "reference") -> Reference:
+    """The staged reference of that name or alias (reads.reference, the one resolver)."""
+    from biotool.reads.reference import staged, staged_names
 
-    rec = staging.find("reference", name)
-    if rec is None or rec.get("error") or not rec.get("files"):
-        names = sorted(i["name"] for i in staging.staged_items("reference") if i.get("files"))
+    ref = staged(name)
+    if ref is None:
         raise InputError(f"args.{field}: no staged reference {name!r} (staged: "
-                         f"{', '.join(names) or 'none'}; see `biotool references`)")
-    return rec
-
-
-def reference_sequences(rec: dict) -> dict[str, str]:
-    """Every sequence of a staged reference FASTA, keyed by its id (first word of the header)."""
-    from biotool import staging
-
-    return _read_fasta(str(staging.path_of(rec)))
-
-
-_FASTA_CACHE: dict[str, dict[str, str]] = {}
-
-
-def _read_fasta(path: str) -> dict[str, str]:
-    if path not in _FASTA_CACHE:
-        seqs, name, parts = {}, None, []
-        with open(path) as fh:
-            for line in fh:
-                if line.startswith(">"):
-                    if name is not None:
-                        seqs[name] = "".join(parts).upper()
-                    name, parts = line[1:].split()[0], []
-                else:
-                    parts.append(line.strip())
-        if name is not None:
-            seqs[name] = "".join(parts).upper()
-        _FASTA_CACHE[path] = seqs
-    return _FASTA_CACHE[path]
+                         f"{', '.join(staged_names()) or 'none'}; see `biotool references`)")
+    return ref
 
 
 def resolve(args: dict, alphabet: str = "dna", field: str = "sequence") -> tuple[str, list[dict]]:
     """(sequence, provenance items) from args: `sequence`, or `reference` [+ seqid, start, end,
-    strand]. Coordinates are 1-based inclusive, like samtools regions."""
+    strand]. Coordinates are 1-based inclusive, like samtools regions; only the region is read
+    from the staged FASTA (through its faidx)."""
     from biotool.provenance import used
 
     if args.get(field) is not None:
@@ -84,28 +62,27 @@ def resolve(args: dict, alphabet: str = "dna", field: str = "sequence") -> tuple
         return clean(args[field], field, alphabet), []
     if not args.get("reference"):
         raise InputError(f"args.{field}: required (or give reference, with seqid/start/end)")
-    rec = reference_record(args["reference"])
-    seqs = reference_sequences(rec)
+    ref = staged_reference(args["reference"])
+    contigs = ref.contigs()
     seqid = args.get("seqid")
     if seqid is None:
-        if len(seqs) > 1:
-            raise InputError(f"args.seqid: reference {rec['name']} has {len(seqs)} sequences; "
-                             f"name one of {', '.join(seqs)}")
-        seqid = next(iter(seqs))
-    if seqid not in seqs:
-        raise InputError(f"args.seqid: {seqid!r} is not in reference {rec['name']} "
-                         f"(has {', '.join(seqs)})")
-    seq = seqs[seqid]
+        if len(contigs) > 1:
+            raise InputError(f"args.seqid: reference {ref.name} has {len(contigs)} sequences; "
+                             f"name one of {', '.join(contigs)}")
+        seqid = next(iter(contigs))
+    if seqid not in contigs:
+        raise InputError(f"args.seqid: {seqid!r} is not in reference {ref.name} "
+                         f"(has {', '.join(contigs)})")
+    length = contigs[seqid]
     start = args.get("start") or 1
-    end = args.get("end") or len(seq)
-    if not 1 <= start <= end <= len(seq):
+    end = args.get("end") or length
+    if not 1 <= start <= end <= length:
         raise InputError(f"args.start/end: region {start}-{end} is outside {seqid} "
-                         f"(1-{len(seq)})")
-    out = seq[start - 1:end]
+                         f"(1-{length})")
+    out = ref.fetch(seqid, start - 1, end)
     if args.get("strand") == "-":
         out = reverse_complement(out)
-    return out, [used("reference", rec["name"], rec["sha256"], seqid=seqid,
-                      region=f"{start}-{end}")]
+    return out, [used("reference", ref.name, ref.sha256, seqid=seqid, region=f"{start}-{end}")]
 
 
 _COMP = str.maketrans("ACGTURYSWKMBDHVN", "TGCAAYRSWMKVHDBN")

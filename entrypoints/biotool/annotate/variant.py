@@ -65,19 +65,20 @@ def _minus(row: dict) -> bool:
     return row["strand"] == "-"
 
 
-def _cds_from_row(row: dict) -> tuple[str, str, dict]:
-    """(CDS, 3' flank, reference record) of a gene-table row, read from the staged FASTA.
+def _cds_from_row(row: dict):
+    """(CDS, 3' flank, reference) of a gene-table row, its regions read from the staged FASTA.
     A minus-strand row's segments are plus-strand intervals as in GenBank's
     complement(join(s1,s2)): its CDS is the reverse complement of their join, and its 3'
     flank lies below the first segment."""
-    from biotool.annotate.sequences import reference_record, reference_sequences
+    from biotool.annotate.sequences import staged_reference
 
-    rec = reference_record(row["reference"])
-    genome = reference_sequences(rec)[row["seqid"]]
-    joined = "".join(genome[a - 1:b] for a, b in row["segments"])
+    ref = staged_reference(row["reference"])
+    seqid = row["seqid"]
+    joined = "".join(ref.fetch(seqid, a - 1, b) for a, b in row["segments"])
     if _minus(row):
-        return reverse_complement(joined), reverse_complement(genome[:row["segments"][0][0] - 1]), rec
-    return joined, genome[row["segments"][-1][1]:], rec
+        flank = ref.fetch(seqid, 0, row["segments"][0][0] - 1)
+        return reverse_complement(joined), reverse_complement(flank), ref
+    return joined, ref.fetch(seqid, row["segments"][-1][1]), ref
 
 
 def _segments_5to3(row: dict):
@@ -400,29 +401,29 @@ def variant_annotate(args: arguments.VariantAnnotate) -> dict:
     elif args.position is not None:
         if not args.reference:
             raise InputError("args.reference: required with a genomic position")
-        from biotool.annotate.sequences import reference_record, reference_sequences
+        from biotool.annotate.sequences import staged_reference
 
-        rec = reference_record(args.reference)
-        seqs = reference_sequences(rec)
-        seqid = args.seqid or (next(iter(seqs)) if len(seqs) == 1 else None)
-        if seqid not in seqs:
-            raise InputError(f"args.seqid: name one of {', '.join(seqs)} of {rec['name']}")
-        if not 1 <= args.position <= len(seqs[seqid]):
+        ref = staged_reference(args.reference)
+        contigs = ref.contigs()
+        seqid = args.seqid or (next(iter(contigs)) if len(contigs) == 1 else None)
+        if seqid not in contigs:
+            raise InputError(f"args.seqid: name one of {', '.join(contigs)} of {ref.name}")
+        if not 1 <= args.position <= contigs[seqid]:
             raise InputError(f"args.position: {args.position} is outside {seqid} "
-                             f"(1-{len(seqs[seqid])})")
-        candidates = [r for r in rows_all if r["reference"] == rec["name"]
+                             f"(1-{contigs[seqid]})")
+        candidates = [r for r in rows_all if r["reference"] == ref.name
                       and r["seqid"] == seqid and _genomic_to_cds(r, args.position) is not None]
         if not candidates:
-            ref_base = seqs[seqid][args.position - 1]
-            return {"source": f"{rec['name']}:{seqid}", "position": args.position,
+            ref_base = ref.fetch(seqid, args.position - 1, args.position)
+            return {"source": f"{ref.name}:{seqid}", "position": args.position,
                     "ref_base": ref_base, "effect": "non_coding", "annotations": [],
                     "competence": not_applicable(
                         f"position {args.position} of {seqid} is outside every annotated "
                         "CDS (UTR, intergenic, or a gene the table does not hold)",
                         remedy="no protein consequence to predict; check gene_lookup for the "
                         "genes of this reference"),
-                    "provenance": provenance(prov, used_item("reference", rec["name"],
-                                                             rec["sha256"]))}
+                    "provenance": provenance(prov, used_item("reference", ref.name,
+                                                             ref.sha256))}
     else:
         raise InputError("args.gene: give gene (symbol or ID), or reference + position, or "
                          "cds_sequence")
@@ -432,8 +433,8 @@ def variant_annotate(args: arguments.VariantAnnotate) -> dict:
         if row["strand"] not in ("+", "-"):
             spots.append(f"{row['symbol']}: strand {row['strand']!r} unknown; not annotated")
             continue
-        cds, flank, rec = _cds_from_row(row)
-        ref_used[rec["name"]] = rec
+        cds, flank, ref = _cds_from_row(row)
+        ref_used[ref.name] = ref
         start, end, alt = _edit_from_args(args, cds, row)
         ann = annotate_on_cds(cds, flank, start, end, alt, table, gene=row["symbol"])
         ann.update(gene=row["symbol"], gene_id=row["gene_id"] or None,
@@ -446,7 +447,7 @@ def variant_annotate(args: arguments.VariantAnnotate) -> dict:
         if ann["effect"] == "frameshift" and not ann.get("new_stop_found"):
             spots.append(f"{row['symbol']}: no new stop before the end of {row['seqid']}")
         annotations.append(ann)
-    used += [used_item("reference", r["name"], r["sha256"]) for r in ref_used.values()]
+    used += [used_item("reference", r.name, r.sha256) for r in ref_used.values()]
     n = len(annotations)
     if n > 1:
         spots.append(f"the position lies in {n} overlapping CDS; each is annotated")

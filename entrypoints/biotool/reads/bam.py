@@ -305,7 +305,7 @@ def refuse_if_divergent(path: str, mismatched: int, bases: int, ref_name: str) -
                          "was aligned to a different sequence of the same name")
 
 
-def sampled_divergence(bam, fasta, contigs: dict[str, int], min_mapq: int = 20,
+def sampled_divergence(bam, ref: Reference, contigs: dict[str, int], min_mapq: int = 20,
                        max_bases: int = DIVERGENCE_SAMPLE_BASES,
                        contig: str | None = None) -> tuple[int, int]:
     """(bases differing from the reference, bases compared) over the first aligned bases of
@@ -326,8 +326,8 @@ def sampled_divergence(bam, fasta, contigs: dict[str, int], min_mapq: int = 20,
         if not seq:
             continue
         q = np.frombuffer(seq.upper().encode(), dtype=np.uint8)
-        refseq = fasta.fetch(read.reference_name, read.reference_start,
-                             read.reference_end).upper().encode()
+        refseq = ref.fetch(read.reference_name, read.reference_start,
+                           read.reference_end).encode()
         r = np.frombuffer(refseq, dtype=np.uint8)
         for qs, qe, rs, re_ in _match_blocks(read):
             rb = r[rs - read.reference_start:re_ - read.reference_start]

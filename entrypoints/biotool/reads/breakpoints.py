@@ -219,8 +219,6 @@ def _indel_plateau(t: dict) -> dict | None:
 def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] | None = None,
                 region: str | None = None, top: int = 10, min_mapq: int = 20, threads: int = 2,
                 timeout: float | None = None, preset: str = "auto") -> dict:
-    import pysam
-
     check_top(top)
     if bam and len(bam) > 1:
         raise InputError(f"--bam {' '.join(bam)}: breakpoints counts one library; give one BAM "
@@ -239,17 +237,16 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
     finally:
         handle.close()
     workers = max(1, min(int(threads), os.cpu_count() or 1))
-    with pysam.FastaFile(str(ref.fasta)) as fasta:
-        for contig, s, e in regions:
-            if contig not in tids:
-                continue
-            off = max(0, s - PAD)
-            seq = fasta.fetch(contig, off, min(contigs[contig], e + PAD)).upper()
-            parts.append(tally(lib["bam"], tids[contig], s, e, seq, off, min_mapq, deadline,
-                               workers))
-            parts[-1]["contig"] = contig
-            if parts[-1]["truncated"]:
-                break
+    for contig, s, e in regions:
+        if contig not in tids:
+            continue
+        off = max(0, s - PAD)
+        seq = ref.fetch(contig, off, min(contigs[contig], e + PAD))
+        parts.append(tally(lib["bam"], tids[contig], s, e, seq, off, min_mapq, deadline,
+                           workers))
+        parts[-1]["contig"] = contig
+        if parts[-1]["truncated"]:
+            break
     if not parts:
         raise region_not_in_bam(lib["bam"], regions)
     import numpy as np

@@ -101,11 +101,7 @@ def check_header(handle, path: str, ref: Reference, contigs: dict[str, int],
             if sq["SN"] not in md5s:
                 md5s[sq["SN"]] = _contig_md5(ref, sq["SN"])
             if md5s[sq["SN"]] != str(sq["M5"]).lower():
-                import pysam
-
-                with pysam.FastaFile(str(ref.fasta)) as fasta:
-                    differ, bases = sampled_divergence(handle, fasta, contigs,
-                                                       contig=sq["SN"])
+                differ, bases = sampled_divergence(handle, ref, contigs, contig=sq["SN"])
                 if bases >= MISMATCH_MIN_BASES and differ > MISMATCH_REFUSE * bases:
                     raise InputError(f"--bam {path}: contig {sq['SN']} has a different sequence "
                                      f"(M5) in its header than in --reference {ref.name}, and "
@@ -130,20 +126,14 @@ def _contig_md5(ref: Reference, contig: str) -> str:
     """The SAM-spec M5 of a reference contig: md5 of its upper-cased sequence."""
     import hashlib
 
-    import pysam
-
-    with pysam.FastaFile(str(ref.fasta)) as fa:
-        return hashlib.md5(fa.fetch(contig).upper().encode()).hexdigest()
+    return hashlib.md5(ref.fetch(contig).encode()).hexdigest()
 
 
 def check_same_sequence(handle, path: str, ref: Reference, contigs: dict[str, int]) -> None:
     """InputError when the BAM's first aligned bases mostly differ from --reference: names and
     lengths can match while the sequence is another one (the rule `variants` also applies to
     its full pileup)."""
-    import pysam
-
-    with pysam.FastaFile(str(ref.fasta)) as fasta:
-        mism, bases = sampled_divergence(handle, fasta, contigs)
+    mism, bases = sampled_divergence(handle, ref, contigs)
     refuse_if_divergent(path, mism, bases, ref.name)
 
 

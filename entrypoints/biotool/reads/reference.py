@@ -1,7 +1,9 @@
-"""Resolve `--reference`: a staged name or alias, or a FASTA path indexed into the cache.
+"""Resolve a reference: a staged name or alias, or (for `--reference`) a FASTA path indexed
+into the cache.
 
-Either way the caller gets the FASTA, its faidx, an aligner index per preset on demand
-(bwa for short reads, minimap2 for long ones), and provenance items naming each with its sha256.
+Either way the caller gets the FASTA read through its faidx (contig lengths, regions), an
+aligner index per preset on demand (bwa for short reads, minimap2 for long ones), and
+provenance items naming each with its sha256.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from biotool import staging
@@ -52,13 +55,31 @@ class Reference:
         self._index_cache[preset] = out
         return out
 
+    @cached_property
+    def _faidx(self):
+        """The FASTA opened once through its .fai; one htslib cannot read is a broken staged or
+        cached file, not the agent's input (exit 4)."""
+        import pysam
+
+        with _fd2_captured() as said:
+            try:
+                fasta, failed = pysam.FastaFile(str(self.fasta)), None
+            except (OSError, ValueError) as exc:
+                fasta, failed = None, exc
+        if failed is not None:
+            htslib = [l.split("] ", 1)[-1] for l in said() if l.startswith("[")]
+            raise ToolFailure(f"reference {self.name}: cannot read {self.fasta} through its "
+                              f"index ({htslib[0] if htslib else failed})")
+        return fasta
+
     def contigs(self) -> dict[str, int]:
-        """Contig name -> length, from the faidx."""
-        lengths = {}
-        for line in Path(str(self.fasta) + ".fai").read_text().splitlines():
-            parts = line.split("\t")
-            lengths[parts[0]] = int(parts[1])
-        return lengths
+        """Contig name -> length, in file order."""
+        return dict(zip(self._faidx.references, self._faidx.lengths))
+
+    def fetch(self, contig: str, start: int = 0, end: int | None = None) -> str:
+        """The upper-cased bases of `contig` from 0-based `start` to `end` (exclusive, default
+        its end), as pysam counts; callers check the region against contigs()."""
+        return self._faidx.fetch(contig, start, end).upper()
 
     def provenance(self, *presets: str) -> list[dict]:
         items = [used("reference", self.name, self.sha256, path=str(self.fasta))]
@@ -68,18 +89,32 @@ class Reference:
         return items
 
 
+def staged(name: str) -> Reference | None:
+    """The usable staged reference of that name or alias, or None."""
+    record = staging.find("reference", name)
+    if record is None or record.get("error") or not record.get("files"):
+        return None
+    fasta = staging.path_of(record, "main")
+    if not Path(str(fasta) + ".fai").exists():
+        raise ToolFailure(f"reference {record['name']}: staged faidx missing beside {fasta}")
+    return Reference(record["name"], fasta, record["sha256"], staged=record)
+
+
+def staged_names() -> list[str]:
+    """Names of the usable staged references, for error lines that say what there is."""
+    return sorted(i["name"] for i in staging.staged_items("reference")
+                  if not i.get("error") and i.get("files"))
+
+
 def resolve(reference: str) -> Reference:
     """A staged reference by name/alias, else an existing FASTA path; InputError otherwise."""
-    record = staging.find("reference", reference)
-    if record is not None and not record.get("error") and record.get("files"):
-        fasta = staging.path_of(record, "main")
-        if not Path(str(fasta) + ".fai").exists():
-            raise ToolFailure(f"reference {record['name']}: staged faidx missing beside {fasta}")
-        return Reference(record["name"], fasta, record["sha256"], staged=record)
+    ref = staged(reference)
+    if ref is not None:
+        return ref
     if reference and os.path.lexists(reference):
         # A path that exists in some form: refused by kind (FIFO, folder, loop) without opening.
         return _cached_fasta(input_file(reference, "--reference", allow_empty=False))
-    names = sorted(i["name"] for i in staging.staged_items("reference") if not i.get("error"))
+    names = staged_names()
     hint = f"staged here: {', '.join(names)}" if names else "nothing is staged here"
     raise InputError(f"--reference {reference!r} is neither a staged reference nor a FASTA file "
                      f"({hint}; run `biotool references`)")

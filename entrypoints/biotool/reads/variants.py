@@ -40,7 +40,6 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
              vcf: str | None = None, min_mapq: int = 20, min_bq: int = 13, threads: int = 2,
              timeout: float | None = None, preset: str = "auto") -> dict:
     import numpy as np
-    import pysam
 
     from biotool.output import InputError
 
@@ -58,7 +57,6 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
     contigs = ref.contigs()
     regions = region_mod.parse(region, contigs)
     libs, index_prov = bams_for(fastq or [], bam or [], ref, preset, threads, deadline, start_t)
-    fasta = pysam.FastaFile(str(ref.fasta))
     calls, below, depths, truncated = [], 0, [], any(l.get("truncated") for l in libs)
     reads_used = [0] * len(libs)
     in_header = [False] * len(libs)
@@ -69,7 +67,7 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
             handles.append(open_bam(lib["bam"]))
         for contig, s, e in regions:
             off = max(0, s - PAD)
-            seq = fasta.fetch(contig, off, min(contigs[contig], e + PAD)).upper()
+            seq = ref.fetch(contig, off, min(contigs[contig], e + PAD))
             per_lib = []
             for i, handle in enumerate(handles):
                 pile = Pileup(contig, s, e, seq, off, min_bq=min_bq)
@@ -104,7 +102,7 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
     assessed = float((depth_all >= min_depth).mean()) if depth_all.size else 0.0
     calls.sort(key=lambda c: (c["alt_reads"], c["af"]), reverse=True)
     for c in calls:
-        c["competence"] = _call_competence(c, min_depth, min_af, seq_for=(fasta, contigs))
+        c["competence"] = _call_competence(c, min_depth, min_af, seq_for=(ref, contigs))
     result = {
         "reference": ref.name,
         "region": region or "all contigs",
@@ -221,10 +219,10 @@ def _nearby(keys, per_lib, key, flank: int = 5) -> int:
     return total
 
 
-def _homopolymer(fasta, contig, pos0, length) -> int:
+def _homopolymer(ref, contig, pos0, length) -> int:
     """Longest run of one base touching the event, in the reference."""
     lo = max(0, pos0 - 10)
-    s = fasta.fetch(contig, lo, min(length, pos0 + 12)).upper()
+    s = ref.fetch(contig, lo, min(length, pos0 + 12))
     i = pos0 - lo + 1
     if i >= len(s):
         return 0
@@ -264,8 +262,8 @@ def _call_competence(c, min_depth, min_af, seq_for):
                      "(within 5 bases): if some are the same event written differently by noisy "
                      "reads, the true fraction is higher than af")
     if c["type"] != "SNV":
-        fasta, contigs = seq_for
-        run = _homopolymer(fasta, c["contig"], c["pos"] - 1, contigs[c["contig"]])
+        ref, contigs = seq_for
+        run = _homopolymer(ref, c["contig"], c["pos"] - 1, contigs[c["contig"]])
         if run >= 4:
             spots.append(f"indel next to a {run}-base homopolymer: nanopore and some "
                          "short-read chemistries make such indels as errors")

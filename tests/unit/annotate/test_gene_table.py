@@ -8,13 +8,13 @@ from Bio.Seq import Seq
 
 def test_every_cds_in_the_table_translates_to_one_whole_protein(biotool_env):
     from biotool.annotate import genes
-    from biotool.annotate.sequences import reference_record, reference_sequences
+    from biotool.annotate.sequences import staged_reference
 
     rows, prov = genes.rows()
     assert len(rows) >= 20 and prov["sha256"]
     for row in rows:
-        genome = reference_sequences(reference_record(row["reference"]))[row["seqid"]]
-        cds = "".join(genome[a - 1:b] for a, b in row["segments"])
+        ref = staged_reference(row["reference"])
+        cds = "".join(ref.fetch(row["seqid"], a - 1, b) for a, b in row["segments"])
         protein = str(Seq(cds).translate())
         assert len(cds) % 3 == 0, row["symbol"]
         assert protein[0] == "M" and protein[-1] == "*", row["symbol"]

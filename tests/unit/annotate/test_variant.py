@@ -245,11 +245,10 @@ def minus_gene(monkeypatch, biotool_env):
     lines = fasta.read_text().splitlines()
     plasmid = "".join(ln.strip() for ln in lines[1:]).upper()
     table, prov = genes.rows()
-    from biotool import staging
-    from biotool.annotate.sequences import reference_sequences
+    from biotool.annotate.sequences import staged_reference
 
-    seqid = next(iter(reference_sequences(staging.find("reference", "pPCP1"))))
-    row = {**PST, "reference": staging.find("reference", "pPCP1")["name"], "seqid": seqid}
+    ref = staged_reference("pPCP1")
+    row = {**PST, "reference": ref.name, "seqid": next(iter(ref.contigs()))}
     monkeypatch.setattr(genes, "rows", lambda: ([*table, row], prov))
     return plasmid
 
