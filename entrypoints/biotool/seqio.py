@@ -25,10 +25,10 @@ Record = tuple[bytes, bytes, bytes]  # FASTQ: name line (without '@'), sequence,
 _QUALITIES = bytes(range(33, 127))
 # IUPAC nucleotide codes (and the gap/unknown marks minimap2 reads as N): anything else in a
 # sequence line means this is not DNA/RNA (a protein FASTQ, or text).
-NUCLEOTIDES = b"ACGTUNRYKMSWBDHVacgtunrykmswbdhv.-"
+_NUCLEOTIDES = b"ACGTUNRYKMSWBDHVacgtunrykmswbdhv.-"
 # A query FASTA may also mark a stop with '*'; a FASTQ may not (SAM reads a lone '*' as "no
 # sequence").
-_FASTA_LETTERS = NUCLEOTIDES + b"*"
+_FASTA_LETTERS = _NUCLEOTIDES + b"*"
 # Longest name line and sequence line read: a file of one endless line (a sparse file, a
 # binary blob) is refused after this many bytes instead of being read whole into memory; a
 # genome on one line still fits.
@@ -98,7 +98,7 @@ def _check_record(at: str, n: int, head: bytes, seq: bytes, qual: bytes) -> None
         bad = _bad_bytes(seq)  # other punctuation ('.', '-') is read as N by minimap2
         if bad:
             raise InputError(f"{at}: record {n} has {bad} in its sequence")
-    odd = seq.translate(None, NUCLEOTIDES)
+    odd = seq.translate(None, _NUCLEOTIDES)
     if odd:
         raise InputError(f"{at}: record {n} has {chr(odd[0])!r} in its sequence, which is not "
                          "a nucleotide code (protein or text?); reads must be DNA or RNA "
