@@ -232,18 +232,22 @@ def open_bam(path: str | Path, threads: int = 1):
         raise InputError(f"--bam {path}: not a readable BAM ({str(exc).strip()[:120]})") from None
     if not bam.has_index():
         bam.close()
-        present = [str(p) for p in _index_candidates(path) if p.exists()]
+        present = index_of(path)
         if present:
-            raise InputError(f"--bam {path}: its index {present[0]} is corrupt or unreadable; "
+            raise InputError(f"--bam {path}: its index {present} is corrupt or unreadable; "
                              f"rebuild it with `samtools index {path}`")
         raise InputError(f"--bam {path}: no index (.bai/.csi) found; run `samtools index {path}` "
                          "(the BAM must be coordinate-sorted)")
     return bam
 
 
-def _index_candidates(path: Path) -> list[Path]:
-    stem = path.with_suffix("")
-    return [Path(f"{path}.bai"), Path(f"{path}.csi"), Path(f"{stem}.bai"), Path(f"{stem}.csi")]
+def index_of(bam: Path) -> Path | None:
+    """The index htslib would load for `bam`: .csi before .bai, beside the name or its stem."""
+    stem = bam.with_suffix("")
+    for cand in (Path(f"{bam}.csi"), Path(f"{stem}.csi"), Path(f"{bam}.bai"), Path(f"{stem}.bai")):
+        if cand.is_file():
+            return cand
+    return None
 
 
 SNIFF_READS = 5000

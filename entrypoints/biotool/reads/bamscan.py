@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from biotool.output import InputError
+from biotool.reads.bam import index_of
 
 READ_BYTES = 1 << 18     # compressed bytes read at a time: one batch, a few MB inflated
 MAX_BLOCK = 1 << 16     # BGZF's largest block
@@ -39,21 +40,12 @@ class Batch:
     flag: np.ndarray
     mapq: np.ndarray
     n_ops: np.ndarray      # CIGAR operations (the CG tag's when it holds the CIGAR)
-    ops: np.ndarray        # every record's CIGAR operations, concatenated in row order
+    ops: np.ndarray        # the batch's CIGAR operations: a row's are ops[first_op:+n_ops]
     lens: np.ndarray       # ... and their lengths
     first_op: np.ndarray   # row -> index of its first operation in ops/lens
     seq_at: np.ndarray     # row -> byte offset of its packed sequence in buf
     l_seq: np.ndarray
     buf: bytes
-
-
-def index_of(bam: Path) -> Path | None:
-    """The index htslib would load for `bam`: .csi before .bai, beside the name or its stem."""
-    stem = bam.with_suffix("")
-    for cand in (Path(f"{bam}.csi"), Path(f"{stem}.csi"), Path(f"{bam}.bai"), Path(f"{stem}.bai")):
-        if cand.is_file():
-            return cand
-    return None
 
 
 def _reg2bins(beg: int, end: int, min_shift: int, depth: int) -> set[int]:
