@@ -150,6 +150,14 @@ def test_small_batches_and_threads_change_nothing(bams, monkeypatch):
     assert _scanned(bams["bai"], 0, 0, 60_000, 2) == want
 
 
+def test_zlib_inflates_what_libdeflate_does(bams, monkeypatch):
+    # Where libdeflate is absent the blocks go through zlib; nothing else changes.
+    want = _scanned(bams["csi"], 0, 0, 60_000, 2)
+    monkeypatch.setattr(bamscan, "_LIB", False)
+    assert bamscan._libdeflate() is None
+    assert _scanned(bams["csi"], 0, 0, 60_000, 2) == want
+
+
 def test_a_cigar_kept_in_a_cg_tag_is_the_one_read(bams):
     (rows, _) = _scanned(bams["bai"], 0, 1000, 1001, 1)
     long = [r for r in rows if r[4] == 70_000]
