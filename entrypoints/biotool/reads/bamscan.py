@@ -214,12 +214,14 @@ def _inflated(path: Path, start: int, stop: int, mapper):
     `mapper` before the previous one is returned, so threads inflate while it is used."""
     where = str(path)
     ahead = None
+    step = READ_BYTES // 16  # growing: a small region stops after its first few blocks
     with open(path, "rb") as fh:
         fh.seek(start)
         pending, base = b"", start
         while base < stop:
             # Up to `stop`, plus the largest block size, so the block before `stop` is whole.
-            more = fh.read(max(0, min(READ_BYTES, stop - base - len(pending))) + MAX_BLOCK)
+            more = fh.read(max(0, min(step, stop - base - len(pending))) + MAX_BLOCK)
+            step = min(2 * step, READ_BYTES)
             data = pending + more
             spans = [(a, s) for a, s in _block_spans(data, where) if base + a < stop]
             if not spans:
