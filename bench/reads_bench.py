@@ -27,8 +27,11 @@ Also:
                biotool (align and the whole-library BAM) against bwa mem, bowtie2 and
                minimap2 -x sr run directly (needs bwa and bowtie2 on PATH);
   alignment:   the whole-library short-read pipeline (bwa mem | samtools sort) against the
-               minimap2 -x sr pipeline, time and reads mapped, on the variants reads.
-Prints one JSON object.
+               minimap2 -x sr pipeline, time and reads mapped, on the variants reads;
+  breakpoints_image: the breakpoints BAMs timed inside biotool-sandbox:latest (uid 12345, no
+               network), biotool, its one-base-region floor and the peer alternated.
+Each breakpoints row also gives biotool_floor_s: the command on a one-base region, its fixed
+cost (start-up, input checks). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -182,6 +185,49 @@ def bench_breakpoints(sim, ref_seq, d, env, depth, runs):
     }
 
 
+# Runs inside the image with its python: each BAM's breakpoints, its floor and the peer,
+# alternated, medians of `runs` (as agents run them: the image's start-up, not this host's).
+IMAGE_TIMER = """
+import json, statistics, subprocess, sys
+import time
+awk, runs, bams = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+ref, region = "/ref/MN908947.3.reference.fasta", "MN908947.3:1-29903"
+out = {}
+for bam in bams:
+    cmds = {"biotool": ["biotool", "-q", "breakpoints", "--bam", bam, "--reference", ref,
+                        "--region", region, "--top", "5"],
+            "floor": ["biotool", "-q", "breakpoints", "--bam", bam, "--reference", ref,
+                      "--region", "MN908947.3:1-1"],
+            "peer": ["bash", "-o", "pipefail", "-c",
+                     f"samtools view -q 20 -F 0x704 {bam} {region} | awk '{awk}'"]}
+    times = {k: [] for k in cmds}
+    for _ in range(runs + 1):  # the first round warms the page cache and biotool's cache
+        for k, cmd in cmds.items():
+            t = time.perf_counter()
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            times[k].append(time.perf_counter() - t)
+    med = {k: statistics.median(v[1:]) for k, v in times.items()}
+    out[bam] = {**{f"{k}_s": round(v, 3) for k, v in med.items()},
+                "ratio_biotool_over_samtools_awk": round(med["biotool"] / med["peer"], 3)}
+print(json.dumps(out))
+"""
+
+
+def bench_breakpoints_image(d, depths, runs, image="biotool-sandbox:latest"):
+    """The breakpoints part's BAMs again, timed inside the image as an agent runs them."""
+    os.chmod(d, 0o755)  # the container runs as an arbitrary uid, like Apptainer
+    names = [f"cuts{depth}.bam" for depth in depths]
+    for name in names:
+        for f in (d / name, d / f"{name}.bai"):
+            os.chmod(f, 0o644)
+    out = subprocess.run(["docker", "run", "--rm", "--network", "none", "--user", "12345:12345",
+                          "-v", f"{d}:/data:ro", "-v", f"{REF.parent}:/ref:ro", image,
+                          "python3", "-c", IMAGE_TIMER, AWK_TALLY, str(runs),
+                          *(f"/data/{n}" for n in names)],
+                         check=True, capture_output=True, text=True).stdout
+    return {name: v for name, v in zip(names, json.loads(out).values())}
+
+
 def bench_alignment(d, threads):
     """Whole-library alignment as biotool runs it for short reads (bwa mem | samtools sort,
     through library_bam) against the minimap2 -x sr pipeline it replaced, on the same reads."""
@@ -307,8 +353,8 @@ def bench_header_m5(sim, d, env, runs):
             "bcftools": _score({int(p) for p in called.split()}, want)}
 
 
-PARTS = ("variants", "startup", "breakpoints", "amplicon", "header_m5", "short_reads",
-         "alignment")
+PARTS = ("variants", "startup", "breakpoints", "breakpoints_image", "amplicon", "header_m5",
+         "short_reads", "alignment")
 
 
 def main(argv=None) -> int:
@@ -336,6 +382,8 @@ def main(argv=None) -> int:
                 args.runs)[0], 3),
             "breakpoints": lambda: [bench_breakpoints(sim, ref_seq, d, env, depth, args.runs)
                                     for depth in args.bp_depth],
+            # Needs the breakpoints part's BAMs and the built image (make image).
+            "breakpoints_image": lambda: bench_breakpoints_image(d, args.bp_depth, args.runs),
             "amplicon": lambda: bench_amplicon(sim, d, env, args.runs),
             "header_m5": lambda: bench_header_m5(sim, d, env, args.runs),
             "short_reads": lambda: bench_short_reads(d, env, args.threads, args.runs),
