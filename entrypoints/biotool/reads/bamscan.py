@@ -256,9 +256,11 @@ def _chunk_bytes(path: Path, vstart: int, vend: int, mapper):
 
 
 _SIZE = struct.Struct("<i").unpack_from
+_CORRUPT = ("--bam {path}: corrupt alignment record (its sizes do not fit the record); check "
+            "the file, or re-create it")
 
 
-def _record_starts(buf: bytes) -> tuple[list[int], int]:
+def _record_starts(buf: bytes, path: Path) -> tuple[list[int], int]:
     """Offsets of the whole records in `buf`, and where the first incomplete one begins.
 
     The one loop per record left in Python: each record's place depends on the size of the
@@ -266,7 +268,10 @@ def _record_starts(buf: bytes) -> tuple[list[int], int]:
     offs, at, n = [], 0, len(buf)
     add = offs.append
     while at + 4 <= n:
-        nxt = at + 4 + _SIZE(buf, at)[0]
+        size = _SIZE(buf, at)[0]
+        if size < 32:  # shorter than a record's fixed fields (and a negative size loops)
+            raise InputError(_CORRUPT.format(path=path))
+        nxt = at + 4 + size
         if nxt > n:
             break
         add(at)
@@ -292,7 +297,7 @@ def scan(path: str | Path, tid: int, beg: int, end: int, threads: int = 1):
             carry = b""
             for piece in _chunk_bytes(path, vstart, vend, mapper):
                 buf = carry + piece if carry else piece
-                offs, used = _record_starts(buf)
+                offs, used = _record_starts(buf, path)
                 carry = buf[used:]
                 if offs:
                     batch, past_end = _decode(buf, offs, tid, beg, end, path)
@@ -335,8 +340,7 @@ def _decode(buf: bytes, offs: list[int], tid: int, beg: int, end: int, path: Pat
     rec_end = at + 4 + size
     bad = (size < 32) | (l_seq < 0) | (seq_at + (l_seq + 1) // 2 + l_seq > rec_end)
     if bad.any():
-        raise InputError(f"--bam {path}: corrupt alignment record (its fields overrun it); "
-                         "check the file, or re-create it")
+        raise InputError(_CORRUPT.format(path=path))
     past_end = bool(((refid != tid) | (pos >= end)).any())
     near = (refid == tid) & (pos < end)
     if not near.all():
@@ -395,7 +399,15 @@ _B_SIZES = {ord(c): s for c, s in zip("cCsSiIf", (1, 1, 2, 2, 4, 4, 4))}
 
 
 def _cg_tag(buf: bytes, at: int, stop: int):
-    """The CG:B,I array of the aux fields in buf[at:stop], as uint32 words, or None."""
+    """The CG:B,I array of the aux fields in buf[at:stop], as uint32 words, or None (also
+    when the fields are malformed: the record then keeps the CIGAR it has)."""
+    try:
+        return _find_cg(buf, at, stop)
+    except (ValueError, IndexError, struct.error):
+        return None
+
+
+def _find_cg(buf: bytes, at: int, stop: int):
     while at + 3 <= stop:
         tag, kind = buf[at:at + 2], buf[at + 2]
         at += 3
@@ -404,6 +416,8 @@ def _cg_tag(buf: bytes, at: int, stop: int):
         elif kind == ord("B"):
             sub, count = buf[at], struct.unpack_from("<i", buf, at + 1)[0]
             if tag == b"CG" and sub == ord("I"):
+                if count < 0 or at + 5 + 4 * count > stop:
+                    return None
                 return np.frombuffer(buf, "<u4", count, at + 5).copy()
             at += 5 + count * _B_SIZES.get(sub, 0)
         elif kind in _AUX_SIZES:

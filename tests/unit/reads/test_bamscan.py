@@ -6,6 +6,7 @@ bases), on BAMs written by htslib with every CIGAR operation, unmapped reads pla
 their mates, reads stored without bases, a CIGAR kept in a CG tag, BAI and CSI indexes."""
 
 import random
+import struct
 
 import numpy as np
 import pytest
@@ -187,3 +188,25 @@ def test_a_truncated_file_is_an_input_error(bams, tmp_path):
     (tmp_path / "cut.bam.bai").write_bytes(bams["bai"].with_suffix(".bam.bai").read_bytes())
     with pytest.raises(InputError, match="truncated"):
         _scanned(cut, 0, 0, 60_000, 1)
+
+
+def _record(size_field: int, body: bytes = b"") -> bytes:
+    return struct.pack("<i", size_field) + body
+
+
+def test_a_record_size_too_small_or_negative_is_refused_not_looped(tmp_path):
+    # A negative size would walk backwards for ever; any size below the fixed fields is corrupt.
+    for size in (-4, 0, 31):
+        buf = _record(36, bytes(36)) + _record(size, bytes(40))
+        with pytest.raises(InputError, match="corrupt alignment record"):
+            bamscan._record_starts(buf, tmp_path / "x.bam")
+
+
+def test_a_malformed_cg_tag_leaves_the_cigar_alone():
+    # CG:B,I claiming more words than the record holds, and a Z field without its NUL.
+    too_long = b"CGBI" + struct.pack("<i", 1 << 20) + bytes(8)
+    assert bamscan._cg_tag(too_long, 0, len(too_long)) is None
+    unterminated = b"XZZabc"
+    assert bamscan._cg_tag(unterminated, 0, len(unterminated)) is None
+    good = b"NMC\x01" + b"CGBI" + struct.pack("<i", 2) + struct.pack("<II", 5 << 4, 3 << 4 | 1)
+    assert bamscan._cg_tag(good, 0, len(good)).tolist() == [5 << 4, 3 << 4 | 1]
