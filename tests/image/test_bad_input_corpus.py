@@ -22,7 +22,8 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
 from badinput import cases as corpus  # noqa: E402
-from badinput.contract import problems, summary  # noqa: E402
+from badinput.contract import problems  # noqa: E402
+from badinput.tier import failure, report, restore_permissions, selected_ids  # noqa: E402
 
 CASES = corpus.cases()
 TIMEOUT = 60  # per case inside the container (cold imports on a loaded host)
@@ -48,18 +49,9 @@ def _run_batch(client, image: str, root: Path, family: str, shape: dict) -> tupl
         container.remove(force=True)
 
 
-def _report(request, line: str) -> None:
-    """One summary line on the terminal, past pytest's output capture."""
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled():
-        print("\n" + line, flush=True)
-
-
 @pytest.fixture(scope="module")
 def image_results(request, docker_client, images, apptainer_shape) -> dict:
-    wanted = {item.callspec.params["case"]["id"] for item in request.session.items
-              if getattr(item, "callspec", None) and "case" in item.callspec.params
-              and item.module.__name__.endswith("test_bad_input_corpus")}
+    wanted = selected_ids(request)
     selected = [c for c in CASES if c["id"] in wanted]
     base = Path(tempfile.mkdtemp(prefix="badinput-image-"))
     os.chmod(base, 0o755)
@@ -74,21 +66,13 @@ def image_results(request, docker_client, images, apptainer_shape) -> dict:
             assert code == 0, f"driver failed for {family} (exit {code}): {logs[-3000:]}"
             results += json.loads((root / out).read_text())
     finally:
-        for p in (base / "corpus" / "noperm", base / "corpus" / "noperm-matrix"):
-            if p.exists():
-                os.chmod(p, 0o755)
+        restore_permissions(base / "corpus")
         shutil.rmtree(base, ignore_errors=True)
-    s = summary(selected, results)
-    _report(request, f"bad-input corpus (image tier, uid 12345, read-only root): "
-            f"{s['on_contract']}/{s['cases']} cases on contract; by family "
-            f"{json.dumps(s['families'])}")
-    return {r["id"]: r for r in results}
+    return report(request, "image tier, uid 12345, read-only root", selected, results)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_bad_input_in_image(case, image_results):
     result = image_results[case["id"]]
     bad = problems(case, result)
-    assert not bad, (f"{case['id']}: {'; '.join(bad)}\n  argv: {case['argv']}\n"
-                     f"  exit {result['rc']}, stdout {result['stdout'][:200]!r}\n"
-                     f"  stderr {result['stderr'][-600:]!r}")
+    assert not bad, failure(case, result, bad)

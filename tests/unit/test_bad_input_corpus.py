@@ -23,26 +23,18 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
 from badinput import cases as corpus  # noqa: E402
-from badinput.contract import problems, summary  # noqa: E402
+from badinput.contract import problems  # noqa: E402
+from badinput.tier import failure, report, restore_permissions, selected_ids  # noqa: E402
 
 CASES = corpus.cases()
 TIMEOUT = 30  # seconds before a case counts as a hang; every case needs well under 10
 ROOT = os.geteuid() == 0
 
 
-def _report(request, line: str) -> None:
-    """One summary line on the terminal, past pytest's output capture."""
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled():
-        print("\n" + line, flush=True)
-
-
 @pytest.fixture(scope="session")
 def corpus_results(request, staged_home) -> dict:
     """Results of the cases this session selected, by id (the corpus runs once)."""
-    wanted = {item.callspec.params["case"]["id"] for item in request.session.items
-              if getattr(item, "callspec", None) and "case" in item.callspec.params
-              and item.module.__name__.endswith("test_bad_input_corpus")}
+    wanted = selected_ids(request)
     selected = [c for c in CASES if c["id"] in wanted and not (ROOT and c["nonroot"])]
     base = Path(tempfile.mkdtemp(prefix="badinput-"))
     try:
@@ -58,14 +50,9 @@ def corpus_results(request, staged_home) -> dict:
         if os.environ.get("BADINPUT_RESULTS"):  # kept for whoever reads the failures at length
             shutil.copyfile(base / "results.json", os.environ["BADINPUT_RESULTS"])
     finally:
-        for p in (base / "corpus" / "noperm", base / "corpus" / "noperm-matrix"):
-            if p.exists():
-                os.chmod(p, 0o755)
+        restore_permissions(base / "corpus")
         shutil.rmtree(base, ignore_errors=True)
-    s = summary(selected, results)
-    _report(request, f"bad-input corpus (unit tier): {s['on_contract']}/{s['cases']} cases "
-            f"on contract; by family {json.dumps(s['families'])}")
-    return {r["id"]: r for r in results}
+    return report(request, "unit tier", selected, results)
 
 
 def test_corpus_is_wide():
@@ -107,6 +94,4 @@ def test_bad_input(case, corpus_results):
         pytest.skip("a permission case: root reads anything (the image tier runs it as a UID)")
     result = corpus_results[case["id"]]
     bad = problems(case, result)
-    assert not bad, (f"{case['id']}: {'; '.join(bad)}\n  argv: {case['argv']}\n"
-                     f"  exit {result['rc']}, stdout {result['stdout'][:200]!r}\n"
-                     f"  stderr {result['stderr'][-600:]!r}")
+    assert not bad, failure(case, result, bad)
