@@ -15,9 +15,9 @@ from pathlib import Path
 from biotool.cache import entry_dir, sha256_tree, work_dir
 from biotool.output import InputError, ToolFailure
 from biotool.procs import OutOfTime, run_bounded
-from biotool.progress import log
+from biotool.reads.shortreads import SHORT, index_label
 
-BWA = "bwa"
+BWA = index_label(SHORT)
 # bwa's files are <folder>/reference.{amb,ann,bwt,pac,sa}, staged or cached alike, so the same
 # FASTA gives the same folder digest either way.
 BWA_PREFIX = "reference"
@@ -44,12 +44,12 @@ def cached(name: str, fasta: Path, digest: str, label: str,
     final = d / (BWA if label == BWA else f"reference.{label.split(':', 1)[1]}.mmi")
     if not _complete(final):
         try:
-            _build_once(name, fasta, label, final, deadline)
+            _build_once(fasta, label, final, deadline)
         except OutOfTime as why:
             raise InputError(
                 f"reference {name}: its {label} index is not staged and was not built within "
-                f"--timeout ({why}; nothing was kept); give a longer --timeout (once built it "
-                f"is kept in the cache for later runs), or stage it with the reference "
+                f"--timeout ({why}); give a longer --timeout (once built it is kept in the "
+                f"cache for later runs), or stage it with the reference "
                 f"(indexes = [\"{label}\"] in refs/references.toml)") from None
     return aligner_path(label, final), sha256_tree(final)
 
@@ -60,7 +60,7 @@ def _complete(final: Path) -> bool:
     return final.is_dir() or (final.is_file() and final.stat().st_size > 0)
 
 
-def _build_once(name: str, fasta: Path, label: str, final: Path, deadline: float | None) -> None:
+def _build_once(fasta: Path, label: str, final: Path, deadline: float | None) -> None:
     """Build `final` unless another run did while this one waited for the lock; the wait and
     the build together end at the deadline."""
     from filelock import FileLock, Timeout
@@ -73,7 +73,6 @@ def _build_once(name: str, fasta: Path, label: str, final: Path, deadline: float
     try:
         if _complete(final):
             return
-        log(f"reference {name}: building its {label} index into the cache (first use)")
         with work_dir(final.parent) as work:
             out = work / final.name
             if label == BWA:

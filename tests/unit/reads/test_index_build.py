@@ -163,7 +163,6 @@ def test_a_second_build_waits_for_the_first_and_reuses_it(biotool, biotool_env, 
     finally:
         first.kill()
     assert first.returncode == 0, err
-    assert "building its bwa index" in err
     used = next(u for u in json.loads(out)["provenance"]["used"] if u["name"] == "bwa")
     assert (used["path"], used["sha256"]) == (str(prefix), digest)
     assert len(list(cache.rglob("reference.bwt"))) == 1
