@@ -63,8 +63,7 @@ def _tools_on(path: Path) -> list[str]:
     return found
 
 
-def test_the_staged_bwa_index_is_used_without_a_build(biotool_env, staged_home, monkeypatch,
-                                                      tmp_path):
+def test_the_staged_bwa_index_is_used_without_a_build(biotool_env, monkeypatch, tmp_path):
     from biotool import staging
     from biotool.reads.reference import resolve
 
@@ -88,10 +87,10 @@ def test_align_on_a_staged_reference_builds_nothing(biotool, tmp_path):
     assert out["aligner"] == "bwa mem" and out["mapped"] == 200
     bwa = next(u for u in out["provenance"]["used"] if u["name"] == "bwa")
     assert bwa["path"].startswith(os.environ["BIOTOOL_HOME"])
-    assert "building" not in r.stderr and not list((tmp_path / "cache").rglob("*.bwt"))
+    assert not list((tmp_path / "cache").rglob("*.bwt"))
 
 
-def test_a_built_index_has_the_staged_digest(biotool_env, staged_home):
+def test_a_built_index_has_the_staged_digest(biotool_env):
     # bwa's files name no path, so the cache's copy of a staged FASTA's index is the same bytes.
     from biotool import staging
     from biotool.reads.reference import resolve
