@@ -23,11 +23,17 @@ BWA = index_label(SHORT)
 BWA_PREFIX = "reference"
 
 
-def command(label: str, fasta: Path, out: Path) -> list[str]:
-    """The command that builds index `label` at `out`: bwa's folder, or minimap2's .mmi."""
+def build(label: str, fasta: Path, out: Path, deadline: float | None = None) -> None:
+    """Build index `label` of `fasta` at `out` (bwa's: a new folder; minimap2's: the .mmi) by
+    `deadline` (OutOfTime once the tool is killed); ToolFailure if the tool fails."""
     if label == BWA:
-        return ["bwa", "index", "-p", str(out / BWA_PREFIX), str(fasta)]
-    return ["minimap2", "-x", label.split(":", 1)[1], "-d", str(out), str(fasta)]
+        out.mkdir()
+        cmd = ["bwa", "index", "-p", str(out / BWA_PREFIX), str(fasta)]
+    else:
+        cmd = ["minimap2", "-x", label.split(":", 1)[1], "-d", str(out), str(fasta)]
+    rc, said = run_bounded(cmd, deadline)
+    if rc != 0:
+        raise ToolFailure(f"{cmd[0]} could not index {fasta} for {label} (exit {rc}): {said}")
 
 
 def aligner_path(label: str, path: Path) -> Path:
@@ -75,13 +81,7 @@ def _build_once(fasta: Path, label: str, final: Path, deadline: float | None) ->
             return
         with work_dir(final.parent) as work:
             out = work / final.name
-            if label == BWA:
-                out.mkdir()
-            cmd = command(label, fasta, out)
-            rc, said = run_bounded(cmd, deadline)
-            if rc != 0:
-                raise ToolFailure(f"{cmd[0]} could not index {fasta} for {label} (exit {rc}): "
-                                  f"{said}")
+            build(label, fasta, out, deadline)
             try:
                 os.replace(out, final)
             except OSError:  # another host sharing the cache without working flocks was first

@@ -18,6 +18,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+from biotool.output import ToolFailure
 from biotool.reads import indexes
 from biotool.staging import StagingError
 
@@ -41,14 +42,14 @@ def build_index(fasta: Path, index: str, item_dir: Path) -> Path:
     if index == "minimap2:sr":
         raise StagingError('index "minimap2:sr" would never be used: short reads align with '
                            'bwa; stage "bwa" instead')
-    if index == indexes.BWA:
-        out = item_dir / "bwa"  # a folder, recorded (and hashed) whole, like a BLAST database
-        out.mkdir()
-        _run(indexes.command(index, fasta, out))
-        return out
-    if index.startswith("minimap2:"):
-        out = item_dir / f"{fasta.stem}.{index.split(':', 1)[1]}.mmi"
-        _run(indexes.command(index, fasta, out))
+    if index == indexes.BWA or index.startswith("minimap2:"):
+        # bwa's is a folder, recorded (and hashed) whole, like a BLAST database.
+        out = item_dir / ("bwa" if index == indexes.BWA else
+                          f"{fasta.stem}.{index.split(':', 1)[1]}.mmi")
+        try:
+            indexes.build(index, fasta, out)
+        except ToolFailure as exc:
+            raise StagingError(str(exc)) from None
         return out
     if index == "blastdb":
         db = item_dir / "db"
