@@ -28,7 +28,8 @@ _CHUNK = 1 << 20
 STALE_AFTER_S = 3600
 # The namespaces biotool writes (other tools' folders under the root are left alone).
 NAMESPACES = ("reference", "bam", "vcf")
-LOCK_NAMES = ("align.lock",)
+# Locks: align.lock per BAM entry, <index>.lock per reference index built on first use.
+LOCK_SUFFIX = ".lock"
 # Litter only becomes sweepable after STALE_AFTER_S, so sweeping more often than this finds
 # nothing new; the stamp keeps a command's start to one stat when a sweep is not due.
 SWEEP_EVERY_S = 600
@@ -219,7 +220,7 @@ def _sweep_entry(d: Path, now: float, max_age: float, counts: dict) -> None:
     removed = 0
     for e in entries:
         name = e.name
-        if not (name[:1] == "." or name in LOCK_NAMES or name.endswith(".mmi")):
+        if not (name[:1] == "." or name.endswith((LOCK_SUFFIX, ".mmi"))):
             continue
         try:
             st = e.stat(follow_symlinks=False)
@@ -241,7 +242,7 @@ def _sweep_entry(d: Path, now: float, max_age: float, counts: dict) -> None:
                     path.unlink()
                     counts["temp files"] += 1
                     removed += 1
-        elif name in LOCK_NAMES and e.is_file(follow_symlinks=False):
+        elif name.endswith(LOCK_SUFFIX) and e.is_file(follow_symlinks=False):
             if _old(st, now, max_age) and _holder_gone(path):
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()

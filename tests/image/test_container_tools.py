@@ -73,14 +73,17 @@ def test_debian_tools_run(sandbox, command):
     assert ran.code == 0, ran
 
 
-def test_minimap2_aligns_against_the_staged_index(sandbox):
-    # The staged .mmi index is used directly: a read cut from the reference maps back to it.
+@pytest.mark.parametrize("preset,aligner", [("sr", "bwa mem -v 1"),
+                                            ("map-ont", "minimap2 -a")])
+def test_the_aligners_use_the_staged_indexes(sandbox, preset, aligner):
+    # The index the read tools pick for a preset is the staged one (bwa's prefix for short
+    # reads, the .mmi for long ones), and a read cut from the reference maps back through it.
     script = (
-        "set -e; read ref idx < <(python -c 'from biotool import staging; "
-        "r = staging.find(\"reference\", \"MN908947.3\"); "
-        "print(staging.path_of(r), staging.path_of(r, \"minimap2:sr\"))'); "
+        "set -e; read ref idx < <(python -c 'from biotool.reads.reference import resolve; "
+        f"r = resolve(\"MN908947.3\"); p, _ = r.index(\"{preset}\"); "
+        "assert str(p).startswith(str(r.fasta.parent)), p; print(r.fasta, p)'); "
         "samtools faidx $ref MN908947.3:1001-1200 > /tmp/read.fa; "
-        "minimap2 -a $idx /tmp/read.fa 2>/dev/null | samtools view -F4 - | cut -f3,4"
+        f"{aligner} $idx /tmp/read.fa 2>/dev/null | samtools view -F4 - | cut -f3,4"
     )
     ran = sandbox.run(script)
     assert ran.code == 0, ran

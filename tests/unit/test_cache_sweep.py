@@ -79,7 +79,7 @@ def test_litter_of_killed_runs_is_swept(tmp_path):
     ref = _entry(root, "reference")
     bam = _entry(root, "bam")
     for target, arg in ((_temp_writer, ref / "reference.sr.mmi"), (_work_holder, bam),
-                        (_lock_holder, bam / "align.lock")):
+                        (_lock_holder, bam / "align.lock"), (_lock_holder, ref / "bwa.lock")):
         _kill(_start(target, str(arg)))
     (ref / "reference.map-ont.mmi").write_bytes(b"")  # a 0-byte index is never trusted
     (ref / "reference.fasta").write_text(">a\nACGT\n")  # published results stay
@@ -87,8 +87,8 @@ def test_litter_of_killed_runs_is_swept(tmp_path):
     (bam / "full" / "aligned.bam").write_bytes(b"bam")
     empty = _entry(root, "reference", "e" * 32)
     litter = [p for p in [*ref.iterdir(), *bam.iterdir()] if p.name.startswith(".")
-              or p.name == "align.lock"]
-    assert len(litter) == 4, litter  # temp, its side file, work folder, lock
+              or p.name.endswith(".lock")]
+    assert len(litter) == 5, litter  # temp, its side file, work folder, two locks
     # Young litter stays (its writer may be between creating and locking it); a 0-byte
     # published index goes at once, as no run ever publishes one.
     counts = cache.sweep(root)
@@ -97,7 +97,7 @@ def test_litter_of_killed_runs_is_swept(tmp_path):
     assert all(p.exists() for p in litter)
     _age(*litter, empty)
     counts = cache.sweep(root)
-    assert counts == {"work folders": 1, "temp files": 2, "locks": 1, "empty folders": 1}
+    assert counts == {"work folders": 1, "temp files": 2, "locks": 2, "empty folders": 1}
     assert not any(p.exists() for p in litter) and not empty.exists()
     assert (ref / "reference.fasta").exists() and (bam / "full" / "aligned.bam").exists()
 

@@ -47,7 +47,7 @@ def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
     ref = resolve(reference)
     recs, total = fastq.sample(fastq_path, n_reads, seed)
     preset, why = fastq.choose_preset(recs, preset)
-    index, _ = ref.index(preset)
+    index, _ = ref.index(preset, deadline)
     if preset == SHORT:
         placed, n, truncated = map_sample(index, recs, fastq.as_text, deadline=deadline)
     else:

@@ -71,7 +71,7 @@ def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
     preset, why = choose_preset(fastqs, preset)
     if len(fastqs) == 2 and preset != "sr":
         log(f"paired files with preset {preset}: mates are aligned as single reads")
-    index, index_sha = ref.index(preset)
+    index, index_sha = ref.index(preset, deadline)
     key = content_key(*fastqs, reference=ref.sha256, index=index_sha, preset=preset,
                       paired=len(fastqs) == 2)
     d = entry_dir("bam", key)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -19,12 +18,12 @@ from functools import cached_property
 from pathlib import Path
 
 from biotool import staging
-from biotool.cache import atomic_path, entry_dir, sha256_file
+from biotool.cache import atomic_path, entry_dir
 from biotool.files import input_file, magic
 from biotool.output import InputError, ToolFailure
-from biotool.progress import log
 from biotool.provenance import used
-from biotool.reads.shortreads import SHORT, bwa_index, index_label
+from biotool.reads import indexes
+from biotool.reads.shortreads import index_label
 
 PRESETS = ("sr", "map-ont", "map-pb")
 
@@ -37,21 +36,19 @@ class Reference:
     staged: dict | None = None
     _index_cache: dict = field(default_factory=dict)
 
-    def index(self, preset: str) -> tuple[Path, str]:
-        """The index for `preset` and its sha256 (staged, else built into the cache): bwa's
-        prefix for short reads, minimap2's .mmi for the long-read presets."""
+    def index(self, preset: str, deadline: float | None = None) -> tuple[Path, str]:
+        """The index for `preset` and its sha256: bwa's prefix for short reads, minimap2's .mmi
+        for the long-read presets; staged, else built into the cache by `deadline`."""
         if preset not in PRESETS:
             raise InputError(f"--preset: unknown preset {preset!r}; use auto, sr, map-ont or map-pb")
         if preset in self._index_cache:
             return self._index_cache[preset]
         key = index_label(preset)
-        if preset == SHORT:  # bwa's index: built on first use (seconds for a microbe)
-            out = bwa_index(self.fasta, self.sha256)
-        elif self.staged and key in self.staged.get("files", {}):
-            path = staging.path_of(self.staged, key)
+        if self.staged and key in self.staged.get("files", {}):
+            path = indexes.aligner_path(key, staging.path_of(self.staged, key))
             out = (path, self.staged["files"][key]["sha256"])
         else:
-            out = _built_index(self.fasta, self.sha256, preset)
+            out = indexes.cached(self.name, self.fasta, self.sha256, key, deadline)
         self._index_cache[preset] = out
         return out
 
@@ -254,29 +251,6 @@ def _cached_fasta(path: Path) -> Reference:
                 d.rmdir()  # only when empty: another run's published files stay
             raise
     return Reference(str(path), fasta, digest)
-
-
-def _built_index(fasta: Path, digest: str, preset: str) -> tuple[Path, str]:
-    import mappy
-
-    final = entry_dir("reference", digest[:32]) / f"reference.{preset}.mmi"
-    if not (final.is_file() and final.stat().st_size > 0):
-        with atomic_path(final, suffix=".mmi") as tmp:
-            # minimap2 writes its warnings (ANSI-coloured) to fd 2: fold them into our lines.
-            with _fd2_captured() as said:
-                aligner = mappy.Aligner(str(fasta), preset=preset, fn_idx_out=str(tmp))
-                ok = bool(aligner)
-                del aligner
-            said_lines = [_ANSI.sub("", l).strip() for l in said() if l.strip()]
-            if not ok or not tmp.stat().st_size:
-                why = said_lines[-1] if said_lines else "no message"
-                raise ToolFailure(f"minimap2 could not index {fasta} for preset {preset}: {why}")
-            for line in said_lines:
-                log(f"minimap2: {line}")
-    return final, sha256_file(final)
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @contextlib.contextmanager

@@ -2,22 +2,19 @@
 
 minimap2's `sr` preset maps ~11% fewer of a noisy short-read library than `bwa mem` (bowtie2's
 lambda-phage example: 85% against 96.4%, bench/reads_bench.py), so the short-read path is bwa,
-with its index built once per reference into the content-keyed cache, like minimap2's.
+with its index staged with the reference or built once into the cache (biotool.reads.indexes).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
 
-from biotool.cache import entry_dir, sha256_tree
 from biotool.output import ToolFailure
+from biotool.procs import last_line
 
 SHORT = "sr"  # the preset name of the short-read path, kept from minimap2's vocabulary
 _REF_OPS = re.compile(r"(\d+)[MDN=X]")
@@ -31,31 +28,6 @@ def aligner_of(preset: str) -> str:
 def index_label(preset: str) -> str:
     """The provenance name of a preset's index."""
     return "bwa" if preset == SHORT else f"minimap2:{preset}"
-
-
-def bwa_index(fasta: Path, digest: str) -> tuple[Path, str]:
-    """The bwa index prefix for a reference and the sha256 of its files, built into the cache
-    on first use and published by renaming its directory (a reader never sees half of it)."""
-    d = entry_dir("reference", digest[:32])
-    final = d / "bwa"
-    if not (final / "reference.bwt").exists():
-        work = Path(tempfile.mkdtemp(prefix=".bwa.", dir=d))
-        try:
-            proc = subprocess.run(["bwa", "index", "-p", str(work / "reference"), str(fasta)],
-                                  capture_output=True, text=True)
-        except FileNotFoundError:
-            shutil.rmtree(work, ignore_errors=True)
-            raise ToolFailure("bwa is not installed (needed to align short reads)") from None
-        if proc.returncode != 0:
-            shutil.rmtree(work, ignore_errors=True)
-            raise ToolFailure(f"bwa index failed on {fasta}: {_last_line(proc.stderr)}")
-        try:
-            os.rename(work, final)
-        except OSError:  # another run published it first: theirs is as good as ours
-            shutil.rmtree(work, ignore_errors=True)
-            if not (final / "reference.bwt").exists():
-                raise ToolFailure(f"could not publish the bwa index into {final}") from None
-    return final / "reference", sha256_tree(final)
 
 
 def bwa_command(prefix: Path, threads: int, paired: bool) -> list[str]:
@@ -116,10 +88,5 @@ def map_sample(prefix: Path, recs, as_text, threads: int = 1,
     reader.join()
     if rc != 0:
         said = (err or [b""])[0].decode(errors="replace")
-        raise ToolFailure(f"bwa mem failed (exit {rc}): {_last_line(said)}")
+        raise ToolFailure(f"bwa mem failed (exit {rc}): {last_line(said)}")
     return placed, seen, fed["truncated"]
-
-
-def _last_line(text: str) -> str:
-    lines = [l for l in text.splitlines() if l.strip()]
-    return (lines or ["no message"])[-1][:300]

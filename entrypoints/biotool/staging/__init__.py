@@ -15,9 +15,10 @@ Manifests (`refs/*.toml`) hold `[[reference]]`, `[[database]]`, `[[model]]` and 
 tables:
   name, aliases, title, set ("demo" | "production"), source (a path under refs/, an https
   URL, or a list of them), sha256 (digest of a source shipped in refs/), indexes (for
-  references: "faidx", "minimap2:<preset>"; for databases: "blastdb"), prepare (what to make
-  of the fetched files: "fasta", "blastdb-tar", "gene-table", "hf-model"), and for items
-  built rather than fetched, builder = "module:function" called as fn(dest_dir, refs_dir).
+  references: "faidx", "bwa" for short reads, "minimap2:<preset>" for long reads; for
+  databases: "blastdb"), prepare (what to make of the fetched files: "fasta",
+  "blastdb-tar", "gene-table", "hf-model"), and for items built rather than fetched,
+  builder = "module:function" called as fn(dest_dir, refs_dir).
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def find(kind: str, name: str) -> dict | None:
 
 
 def path_of(item: dict, file_key: str = "main") -> Path:
-    """Absolute path of one of a staged item's files ("main", "faidx", "minimap2:sr", ...)."""
+    """Absolute path of one of a staged item's files ("main", "faidx", "bwa": a folder, ...)."""
     return Path(item.get("root") or home()) / item["files"][file_key]["path"]
 
 

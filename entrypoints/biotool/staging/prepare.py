@@ -18,6 +18,8 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+from biotool.output import ToolFailure
+from biotool.reads import indexes
 from biotool.staging import StagingError
 
 # A real C2S prompt's cell sentence: highly expressed genes of a human PBMC.
@@ -37,10 +39,17 @@ def build_index(fasta: Path, index: str, item_dir: Path) -> Path:
     if index == "faidx":
         _run(["samtools", "faidx", str(fasta)])
         return Path(str(fasta) + ".fai")
-    if index.startswith("minimap2:"):
-        preset = index.split(":", 1)[1]
-        out = item_dir / f"{fasta.stem}.{preset}.mmi"
-        _run(["minimap2", "-x", preset, "-d", str(out), str(fasta)])
+    if index == "minimap2:sr":
+        raise StagingError('index "minimap2:sr" would never be used: short reads align with '
+                           'bwa; stage "bwa" instead')
+    if index == indexes.BWA or index.startswith("minimap2:"):
+        # bwa's is a folder, recorded (and hashed) whole, like a BLAST database.
+        out = item_dir / ("bwa" if index == indexes.BWA else
+                          f"{fasta.stem}.{index.split(':', 1)[1]}.mmi")
+        try:
+            indexes.build(index, fasta, out)
+        except ToolFailure as exc:
+            raise StagingError(str(exc)) from None
         return out
     if index == "blastdb":
         db = item_dir / "db"

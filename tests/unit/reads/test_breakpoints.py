@@ -57,6 +57,9 @@ def test_alignment_is_cached_by_content(biotool, cas9):
 def test_time_budget_returns_a_partial_flagged_result(biotool, cas9, tmp_path, leftovers):
     big = tmp_path / "big.fastq"
     big.write_text(cas9["fastq"].read_text() * 6)  # ~3100 reads
+    # The reference's index first: a budget that cannot cover its build fails instead.
+    assert biotool("breakpoints", "--fastq", str(cas9["fastq"]), "--reference",
+                   str(cas9["fasta"])).code == 0
     r = biotool("breakpoints", "--fastq", str(big), "--reference", str(cas9["fasta"]),
                 "--timeout", "0.000001")
     assert r.code == 0, r.stderr

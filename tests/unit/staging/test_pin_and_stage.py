@@ -66,6 +66,8 @@ def test_the_genome_is_plain_fasta_with_a_faidx(prod_home, use_home, world):
     assert fasta.read_bytes()[:1] == b">"
     fai = staging.path_of(rec, "faidx").read_text().split("\t")
     assert fai[0] == "chr17" and int(fai[1]) == len(truth["genomes"]["GRCh38"]["sequence"])
+    # bwa's index is staged too: a human genome's takes an hour, past any command's --timeout.
+    assert (staging.path_of(rec, "bwa") / "reference.bwt").is_file()
 
 
 def test_the_c2s_model_stages_with_a_tokenizer_that_encodes(prod_home, use_home):

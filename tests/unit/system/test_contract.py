@@ -46,7 +46,9 @@ def test_list_reports_staged_and_unstaged_items(biotool):
 def test_references_list_indexes_with_sha256(biotool):
     out = biotool("references").json
     ref = next(r for r in out["references"] if r["name"] == "MN908947.3")
-    assert set(ref["indexes"]) >= {"faidx", "minimap2:map-ont", "minimap2:sr"}
+    # bwa's for short reads, minimap2's for long ones; minimap2:sr would never be used.
+    assert set(ref["indexes"]) >= {"faidx", "bwa", "minimap2:map-ont", "minimap2:map-pb"}
+    assert "minimap2:sr" not in ref["indexes"]
     assert all(len(i["sha256"]) == 64 for i in ref["indexes"].values())
     assert any(u["name"] == "MN908947.3" for u in out["provenance"]["used"])
 

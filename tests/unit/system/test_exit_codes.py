@@ -55,6 +55,16 @@ def test_not_staged_is_2_wherever_it_is_asked(empty_home):
     one_error(run("call", "gene_lookup", '{"symbol": "S"}', env=empty_home), 2)
 
 
+def test_a_budget_spent_before_any_result_is_2(empty_home):
+    # A first-use index build has no partial result; the remedy (a longer --timeout, or a
+    # staged index) is the caller's, so it is the request, not a failed tool.
+    r = run("align", "--fastq", str(READS), "--reference", str(REF), "--timeout", "1e-9",
+            env=empty_home)
+    line = one_error(r, 2)
+    assert f"reference {REF}: its minimap2:map-ont index is not staged" in line
+    assert "longer --timeout" in line
+
+
 def test_a_broken_rules_file_is_4_and_fails_closed(tmp_path):
     bad = tmp_path / "rules.toml"
     bad.write_text("[egress\nallow = 1")

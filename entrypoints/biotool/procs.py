@@ -1,0 +1,74 @@
+"""A tool run as a subprocess within a command's time budget: killed, with everything it
+started, when the deadline passes, so `--timeout` bounds the command."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from biotool.output import ToolFailure
+
+_PR_SET_PDEATHSIG = 1
+# Looked up in the parent: after fork only the call itself runs (no dlopen in the child).
+_prctl = ctypes.CDLL(None).prctl if sys.platform.startswith("linux") else None
+# The last bytes of a tool's stderr hold its error; bwa index logs many lines before it.
+_TAIL_BYTES = 8192
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class OutOfTime(Exception):
+    """The deadline passed before the work finished; the caller names the work and the way out."""
+
+
+def run_bounded(cmd: list[str], deadline: float | None) -> tuple[int, str]:
+    """Run `cmd` to its end, or until `deadline` (a time.monotonic() value; None: no bound).
+
+    Returns (exit code, last line of its stderr). On expiry, or anything that interrupts the
+    wait, the tool's whole process group is killed and reaped before OutOfTime (or the
+    interruption) is raised, so no tool outlives the budget."""
+    if deadline is not None and time.monotonic() >= deadline:
+        raise OutOfTime(f"the budget was spent before {cmd[0]} started")
+    with tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=err, start_new_session=True,
+                                    preexec_fn=_die_with_parent)
+        except FileNotFoundError:
+            raise ToolFailure(f"{cmd[0]} is not installed (not found on PATH)") from None
+        try:
+            rc = proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        except BaseException as exc:
+            _kill_group(proc)
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise OutOfTime(f"{cmd[0]} was stopped at the deadline") from None
+            raise
+        err.seek(max(0, err.seek(0, os.SEEK_END) - _TAIL_BYTES))
+        return rc, last_line(err.read().decode(errors="replace"))
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of a tool's message, uncoloured (minimap2 colours its errors)
+    and cut to fit a one-line error."""
+    lines = [l for l in _ANSI.sub("", text).splitlines() if l.strip()]
+    return (lines or ["no message"])[-1].strip()[:300]
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _die_with_parent() -> None:
+    """In the child: its own group keeps it out of signals sent to ours, so ask Linux to
+    kill it if biotool dies (a harness's SIGKILL) instead of leaving it to run on."""
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)

@@ -1,0 +1,167 @@
+"""Aligner indexes: a staged bwa index is used as it is; a first-use build into the cache ends
+at the command's deadline (killed, nothing kept, one line, exit 2), and two runs building the
+same index at once build it once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from biotool.output import InputError
+
+REPO = Path(__file__).resolve().parents[3]
+SARS = REPO / "refs" / "demo" / "sarscov2" / "MN908947.3.reference.fasta"
+# bwa index takes ~3 s on 5 Mb here, ~1.5 s on a fast core: far past the budgets below.
+SLOW_MB = 5
+
+
+def _short_reads(path: Path, genome: str, n: int = 200, length: int = 150) -> Path:
+    step = (len(genome) - length) // n
+    with open(path, "w") as fh:
+        for i in range(n):
+            fh.write(f"@r{i}\n{genome[i * step:i * step + length]}\n+\n{'I' * length}\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory) -> dict:
+    """A random genome bwa takes seconds to index, and short reads cut from it."""
+    d = tmp_path_factory.mktemp("slow")
+    acgt = bytes.maketrans(bytes(range(256)), b"ACGT" * 64)
+    seq = os.urandom(SLOW_MB * 1_000_000).translate(acgt).decode()
+    fasta = d / "slow.fasta"
+    fasta.write_text(">slow\n" + "\n".join(seq[i:i + 80] for i in range(0, len(seq), 80)) + "\n")
+    return {"fasta": fasta, "fastq": _short_reads(d / "reads.fastq", seq)}
+
+
+def _no_build(monkeypatch):
+    from biotool.reads import indexes
+
+    def refuse(cmd, deadline):
+        raise AssertionError(f"an index was built: {cmd}")
+
+    monkeypatch.setattr(indexes, "run_bounded", refuse)
+
+
+def _tools_on(path: Path) -> list[str]:
+    """Command lines of live (not zombie) processes naming `path`: a killed build's leftovers."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if str(path) in cmd and state != "Z" and int(pid) != os.getpid():
+            found.append(cmd)
+    return found
+
+
+def test_the_staged_bwa_index_is_used_without_a_build(biotool_env, monkeypatch, tmp_path):
+    from biotool import staging
+    from biotool.reads.reference import resolve
+
+    _no_build(monkeypatch)
+    rec = staging.find("reference", "MN908947.3")
+    assert "minimap2:sr" not in rec["files"]
+    folder = staging.path_of(rec, "bwa")
+    assert sorted(p.name for p in folder.iterdir()) == [
+        f"reference.{x}" for x in ("amb", "ann", "bwt", "pac", "sa")]
+    prefix, digest = resolve("sars-cov-2").index("sr")
+    assert prefix == folder / "reference" and digest == rec["files"]["bwa"]["sha256"]
+    assert not (tmp_path / "cache" / "reference").exists()
+
+
+def test_align_on_a_staged_reference_builds_nothing(biotool, tmp_path):
+    genome = "".join(SARS.read_text().splitlines()[1:])
+    reads = _short_reads(tmp_path / "reads.fastq", genome)
+    r = biotool("align", "--fastq", str(reads), "--reference", "MN908947.3")
+    assert r.code == 0, r.stderr
+    out = r.json
+    assert out["aligner"] == "bwa mem" and out["mapped"] == 200
+    bwa = next(u for u in out["provenance"]["used"] if u["name"] == "bwa")
+    assert bwa["path"].startswith(os.environ["BIOTOOL_HOME"])
+    assert not list((tmp_path / "cache").rglob("*.bwt"))
+
+
+def test_a_built_index_has_the_staged_digest(biotool_env):
+    # bwa's files name no path, so the cache's copy of a staged FASTA's index is the same bytes.
+    from biotool import staging
+    from biotool.reads.reference import resolve
+
+    built = resolve(str(SARS)).index("sr")
+    assert built[0].parent.parent.parent.name == "reference"
+    assert built[1] == staging.find("reference", "MN908947.3")["files"]["bwa"]["sha256"]
+
+
+def test_a_tool_past_the_deadline_is_killed_with_its_children(tmp_path):
+    from biotool.procs import OutOfTime, run_bounded
+
+    pid_file = tmp_path / "child.pid"
+    t0 = time.monotonic()
+    with pytest.raises(OutOfTime, match="sh was stopped at the deadline"):
+        run_bounded(["sh", "-c", f"sleep 30 & echo $! > {pid_file}; wait"], t0 + 0.5)
+    assert time.monotonic() - t0 < 5
+    child = pid_file.read_text().strip()
+    stat = Path(f"/proc/{child}/stat")
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    with pytest.raises(OutOfTime, match="spent before sleep started"):
+        run_bounded(["sleep", "30"], time.monotonic() - 1)
+
+
+@pytest.mark.parametrize("command", ["align", "variants"])
+def test_a_first_use_build_ends_at_the_deadline(biotool, slow, tmp_path, leftovers, command):
+    t0 = time.monotonic()
+    r = biotool(command, "--fastq", str(slow["fastq"]), "--reference", str(slow["fasta"]),
+                "--timeout", "0.5")
+    took = time.monotonic() - t0
+    assert r.code == 2, r.stderr
+    assert r.stdout == "" and "Traceback" not in r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"biotool: error: reference {slow['fasta']}: its bwa index is not "
+                           "staged and was not built within --timeout"), last
+    assert "longer --timeout" in last and 'indexes = ["bwa"]' in last
+    assert took < 10, took  # the build (seconds) was cut, not waited out
+    # Nothing half-built is left: no bwa folder, no work folder, no bwa process.
+    entry = next((tmp_path / "cache" / "reference").iterdir())
+    assert sorted(p.name for p in entry.iterdir()) == ["bwa.lock", "reference.fasta",
+                                                       "reference.fasta.fai"]
+    assert leftovers(tmp_path / "cache") == []
+    assert _tools_on(entry) == []
+
+
+def test_a_second_build_waits_for_the_first_and_reuses_it(biotool, biotool_env, slow, tmp_path,
+                                                          monkeypatch):
+    from biotool.reads.reference import resolve
+
+    cache = tmp_path / "cache"
+    first = subprocess.Popen([sys.executable, "-m", "biotool", "align", "--fastq",
+                              str(slow["fastq"]), "--reference", str(slow["fasta"])],
+                             env=biotool_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        until = time.monotonic() + 60
+        while not list(cache.glob("reference/*/.work.*")):  # the first run is building
+            assert first.poll() is None and time.monotonic() < until, first.communicate()
+            time.sleep(0.02)
+        _no_build(monkeypatch)
+        # Waiting is bounded by the waiter's own budget...
+        t0 = time.monotonic()
+        with pytest.raises(InputError, match="another run is still building it"):
+            resolve(str(slow["fasta"])).index("sr", time.monotonic() + 0.3)
+        assert time.monotonic() - t0 < 3
+        # ...and without one it waits for the first run's index and uses it.
+        prefix, digest = resolve(str(slow["fasta"])).index("sr")
+        out, err = first.communicate(timeout=120)
+    finally:
+        first.kill()
+    assert first.returncode == 0, err
+    used = next(u for u in json.loads(out)["provenance"]["used"] if u["name"] == "bwa")
+    assert (used["path"], used["sha256"]) == (str(prefix), digest)
+    assert len(list(cache.rglob("reference.bwt"))) == 1
