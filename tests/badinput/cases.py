@@ -28,6 +28,8 @@ import random
 import shutil
 import socket
 import stat
+import struct
+import zlib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,13 +85,13 @@ def _write(root: Path, name: str, data) -> Path:
 
 
 def _bam(path: Path, ref_seq: str, order: str = "sorted", contig_len: int | None = None,
-         index: bool = True) -> None:
-    """A BAM of 40 exact 100-base matches to the reference (known truth, no aligner needed)."""
+         index: bool = True, first: int = 1000, n: int = 40, step: int = 150) -> None:
+    """A BAM of n exact 100-base matches to the reference (known truth, no aligner needed)."""
     import pysam
 
     header = {"HD": {"VN": "1.6", "SO": "coordinate" if order == "sorted" else "unsorted"},
               "SQ": [{"SN": CONTIG, "LN": contig_len or len(ref_seq)}]}
-    starts = list(range(1000, 1000 + 40 * 150, 150))
+    starts = list(range(first, first + n * step, step))
     if order != "sorted":
         starts.reverse()
     with pysam.AlignmentFile(str(path), "wb", header=header) as out:
@@ -101,6 +103,70 @@ def _bam(path: Path, ref_seq: str, order: str = "sorted", contig_len: int | None
             out.write(a)
     if index:
         pysam.index(str(path))
+
+
+EOF_BLOCK = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
+
+
+def _bgzf_stored(stream: bytes) -> bytes:
+    """BGZF of stored (uncompressed) deflate blocks: a block's size depends on its length
+    only, so a copy with bytes changed in place keeps every offset of the original's index."""
+    out = []
+    for i in range(0, len(stream), 0xFF00):
+        part = stream[i:i + 0xFF00]
+        stored = zlib.compressobj(0, zlib.DEFLATED, -15)
+        body = stored.compress(part) + stored.flush()
+        out.append(b"\x1f\x8b\x08\x04" + bytes(6) + b"\x06\x00BC\x02\x00"
+                   + struct.pack("<H", len(body) + 25) + body
+                   + struct.pack("<II", zlib.crc32(part), len(part)))
+    return b"".join(out) + EOF_BLOCK
+
+
+def _hostile_bams(root: Path, ref_seq: str) -> None:
+    """BAMs that pass every pysam check (sort order and index sampled on the first reads)
+    and then mislead what reads the rest: bamscan in breakpoints, pileup in variants."""
+    import pysam
+
+    w = lambda name, data: _write(root, name, data)  # noqa: E731
+    # Indexes: a FIFO, 1 GB of zeros after a BAI, 64 MB after a CSI, a chunk 128 TB in.
+    _bam(root / "idx-fifo.bam", ref_seq, index=False)
+    os.mkfifo(root / "idx-fifo.bam.bai")
+    _bam(root / "idx-sparse.bam", ref_seq)
+    with open(root / "idx-sparse.bam.bai", "r+b") as fh:
+        fh.truncate(1 << 30)
+    _bam(root / "idx-bomb.bam", ref_seq, index=False)
+    pysam.index("-c", str(root / "idx-bomb.bam"))
+    zeros = zlib.compressobj(9, zlib.DEFLATED, -15)
+    body = zeros.compress(bytes(0xFF00)) + zeros.flush()
+    block = (b"\x1f\x8b\x08\x04" + bytes(6) + b"\x06\x00BC\x02\x00"
+             + struct.pack("<H", len(body) + 25) + body
+             + struct.pack("<II", zlib.crc32(bytes(0xFF00)), 0xFF00))
+    with open(root / "idx-bomb.bam.csi", "ab") as fh:
+        fh.write(block * 1000)
+    _bam(root / "idx-far-chunk.bam", ref_seq, first=16_400, step=10)  # all in bin 4682
+    bai = (root / "idx-far-chunk.bam.bai").read_bytes()
+    far = 1 << 47
+    (root / "idx-far-chunk.bam.bai").write_bytes(
+        bai[:8] + struct.pack("<i", struct.unpack_from("<i", bai, 8)[0] + 1)
+        + struct.pack("<IiQQ", 4681, 1, far << 16, (far + 1) << 16) + bai[12:])
+    # Records: the 5,051st of 5,100 (past pysam's 5,000) changed in place, the index intact.
+    _bam(root / "late.bam", ref_seq, first=0, n=5100, step=5, index=False)
+    stream = gzip.decompress((root / "late.bam").read_bytes())
+    w("late.bam", _bgzf_stored(stream))
+    pysam.index(str(root / "late.bam"))
+    index = (root / "late.bam.bai").read_bytes()
+    for f in ("late.bam", "late.bam.bai"):
+        (root / f).unlink()
+    at = 12 + struct.unpack_from("<i", stream, 4)[0] + 4 + len(CONTIG) + 1 + 4
+    for _ in range(5050):
+        at += 4 + struct.unpack_from("<i", stream, at)[0]
+    for name, where, value in (("late-corrupt.bam", at + 20, 1 << 30),  # l_seq past the record
+                               ("late-unsorted.bam", at + 8, 100),  # pos
+                               ("late-negative-pos.bam", at + 8, -100_000)):
+        bad = bytearray(stream)
+        struct.pack_into("<i", bad, where, value)
+        w(name, _bgzf_stored(bytes(bad)))
+        w(name + ".bai", index)
 
 
 def _rows_and_predictions(root: Path) -> None:
@@ -242,6 +308,7 @@ def materialise(root: str | os.PathLike) -> Path:
     w("sam-text.bam", f"@SQ\tSN:{CONTIG}\tLN:{len(ref_seq)}\nr1\t0\t{CONTIG}\t1\t60\t4M\t*\t0\t0\tACGT\tIIII\n")
     w("reads.cram", b"CRAM\x03\x00" + rng.randbytes(500))
     w("reads.cram.crai", b"")
+    _hostile_bams(root, ref_seq)
 
     # JSON arguments.
     deep = "[" * 10000 + "]" * 10000
@@ -395,6 +462,17 @@ def cases() -> list[dict]:
         for tag, path in bam_bad.items():
             add(f"{cmd}.bam.{tag}", "reads", [bt, cmd, "--bam", path, "--reference", STAGED],
                 culprit=path, cls="format")
+    # BAMs past pysam's checks (_hostile_bams); htslib skips a negative position, bamscan not.
+    hostile = {"index-fifo": "idx-fifo.bam", "index-sparse-1GB": "idx-sparse.bam",
+               "index-csi-bomb": "idx-bomb.bam", "index-chunk-past-eof": "idx-far-chunk.bam",
+               "late-corrupt-record": "late-corrupt.bam", "late-unsorted": "late-unsorted.bam"}
+    for cmd in ("breakpoints", "variants"):
+        for tag, path in hostile.items():
+            add(f"{cmd}.bam.{tag}", "reads", [bt, cmd, "--bam", path, "--reference", STAGED],
+                culprit=path, cls="format")
+    add("breakpoints.bam.late-negative-position", "reads",
+        [bt, "breakpoints", "--bam", "late-negative-pos.bam", "--reference", STAGED],
+        culprit="late-negative-pos.bam", cls="format")
     # the same reads twice
     add("breakpoints.same.copy", "reads",
         [bt, "breakpoints", "--fastq", "good.fastq", "--fastq", "copy.fastq", "--reference", STAGED],

@@ -225,6 +225,9 @@ def open_bam(path: str | Path, threads: int = 1):
     if kind == "CRAM":
         raise InputError(f"--bam {path}: CRAM is not supported; convert it to BAM with "
                          f"`samtools view -b -T REFERENCE.fa -o x.bam {path}` and index it")
+    present = index_of(path)
+    if present:  # before htslib opens it: a FIFO there would block it for ever
+        _check_index(path, present)
     pysam.set_verbosity(0)  # htslib's own stderr lines would break the one-line error contract
     try:
         bam = pysam.AlignmentFile(str(path), "rb", threads=max(1, threads))
@@ -232,7 +235,6 @@ def open_bam(path: str | Path, threads: int = 1):
         raise InputError(f"--bam {path}: not a readable BAM ({str(exc).strip()[:120]})") from None
     if not bam.has_index():
         bam.close()
-        present = index_of(path)
         if present:
             raise InputError(f"--bam {path}: its index {present} is corrupt or unreadable; "
                              f"rebuild it with `samtools index {path}`")
@@ -242,12 +244,43 @@ def open_bam(path: str | Path, threads: int = 1):
 
 
 def index_of(bam: Path) -> Path | None:
-    """The index htslib would load for `bam`: .csi before .bai, beside the name or its stem."""
+    """The index htslib would load for `bam`: .csi before .bai, beside the name or its stem;
+    like htslib, the first name that exists at all (a directory there hides the others)."""
     stem = bam.with_suffix("")
     for cand in (Path(f"{bam}.csi"), Path(f"{stem}.csi"), Path(f"{bam}.bai"), Path(f"{stem}.bai")):
-        if cand.is_file():
+        if cand.exists():
             return cand
     return None
+
+
+# An index is a fraction of its BAM plus a genome's linear index; htslib loads a bigger one whole.
+INDEX_SLACK = 16 << 20
+INDEX_PER_BAM_BYTE = 8
+
+
+def _check_index(bam: Path, index: Path) -> None:
+    """InputError unless the index is a regular, readable file of a size this BAM can have."""
+    input_file(index, f"--bam {bam}: its index")
+    limit = INDEX_SLACK + INDEX_PER_BAM_BYTE * bam.stat().st_size
+    if _index_bytes(index, limit) > limit:
+        raise InputError(f"--bam {bam}: its index {index} holds over {limit:,} bytes, far more "
+                         f"than an index of this BAM can; rebuild it with `samtools index {bam}`")
+
+
+def _index_bytes(index: Path, limit: int) -> int:
+    """The index's size as htslib loads it (a gzip-compressed one inflated), counted up to
+    just past `limit`; what a corrupt stream holds up to where it breaks."""
+    import gzip
+    import zlib
+
+    with open(index, "rb") as fh:
+        if fh.read(2) != b"\x1f\x8b":
+            return os.fstat(fh.fileno()).st_size
+    total = 0
+    with contextlib.suppress(OSError, EOFError, zlib.error), gzip.open(index, "rb") as fh:
+        while total <= limit and (piece := fh.read(1 << 20)):
+            total += len(piece)
+    return total
 
 
 SNIFF_READS = 5000
@@ -288,9 +321,28 @@ def check_sorted_and_indexed(bam, path: str) -> None:
                 raise InputError(f"--bam {path}: its index does not match the file (stale or "
                                  f"of another BAM); rebuild it with `samtools index {path}`")
     except (OSError, ValueError) as exc:
-        raise InputError(f"--bam {path}: unreadable through its index or truncated "
-                         f"({str(exc).strip()[:120]}); check the file and rebuild the index "
-                         f"with `samtools index {path}`") from None
+        raise unreadable(path, exc) from None
+
+
+def unreadable(path: str, exc: Exception) -> InputError:
+    """The error for a read htslib failed: a corrupt or cut-off record or block."""
+    return InputError(f"--bam {path}: unreadable through its index or truncated "
+                      f"({str(exc).strip()[:120]}); check the file and rebuild the index "
+                      f"with `samtools index {path}`")
+
+
+def fetch(bam, *region, **options):
+    """bam.fetch(...), htslib's read errors as the InputError naming the BAM: records past
+    the first ones check_sorted_and_indexed read are first read here."""
+    reads = bam.fetch(*region, **options)
+    while True:
+        try:
+            read = next(reads)
+        except StopIteration:
+            return
+        except (OSError, ValueError) as exc:
+            raise unreadable(os.fsdecode(bam.filename), exc) from None
+        yield read
 
 
 # No aligner reports alignments this divergent; reads this far from the reference were
@@ -320,7 +372,7 @@ def sampled_divergence(bam, ref: Reference, contigs: dict[str, int], min_mapq: i
     mism = total = 0
     if contig is None:
         bam.reset()  # from the first record, wherever an earlier read left the handle
-    for read in bam.fetch(contig) if contig else bam.fetch(until_eof=True):
+    for read in fetch(bam, contig) if contig else fetch(bam, until_eof=True):
         if read.is_unmapped or read.reference_id < 0:
             break
         if (read.flag & 0x904 or read.mapping_quality < min_mapq

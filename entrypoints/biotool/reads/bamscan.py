@@ -13,6 +13,7 @@ operations) replaces its placeholder, as htslib does.
 from __future__ import annotations
 
 import ctypes
+import gzip
 import struct
 import threading
 import zlib
@@ -25,7 +26,9 @@ from biotool.output import InputError
 from biotool.reads.bam import index_of
 
 READ_BYTES = 1 << 18     # compressed bytes read at a time: one batch, a few MB inflated
+RUN_BYTES = 1 << 24      # inflated bytes a batch holds at most: 256 KB of BGZF can be 256 MB
 MAX_BLOCK = 1 << 16     # BGZF's largest block
+MAX_RECORD = 1 << 28    # bytes; a 10 Mb read, its qualities and an operation a base take 55 MB
 BLOCKS_PER_TASK = 8      # BGZF blocks one thread inflates per task
 SEQ_CODES = b"=ACMGRSVTWYHKDBN"
 
@@ -50,80 +53,121 @@ class Batch:
     buf: bytearray
 
 
-def _reg2bins(beg: int, end: int, min_shift: int, depth: int) -> set[int]:
-    """Bins that may hold alignments overlapping [beg, end) (the SAM specification's reg2bins)."""
-    end -= 1
-    bins, first, shift = set(), 0, min_shift + 3 * depth
-    for level in range(depth + 1):
-        bins.update(range(first + (beg >> shift), first + (end >> shift) + 1))
-        shift -= 3
-        first += 1 << (3 * level)
-    return bins
+def _bin_overlaps(bin_id: int, beg: int, end: int, min_shift: int, depth: int) -> bool:
+    """Whether bin `bin_id` of a (min_shift, depth) binning overlaps [beg, end): tested per
+    bin the index lists, not by listing the region's bins (millions with min_shift 0)."""
+    level = ((7 * bin_id + 1).bit_length() - 1) // 3  # bins of level L start at (8**L - 1) / 7
+    if level > depth:  # the pseudo-bin of the index's metadata, or no bin at all
+        return False
+    shift = min_shift + 3 * (depth - level)
+    lo = (bin_id - ((1 << 3 * level) - 1) // 7) << shift
+    return lo < end and beg < lo + (1 << shift)
+
+
+_PIECE = 1 << 20  # an index is read this much at a time: a count in it can be a lie
+
+
+def _take(fh, n: int, keep: bool = True) -> bytes:
+    """The next n bytes of the index (discarded when not `keep`); EOFError when it has fewer."""
+    if n < 0:
+        raise EOFError
+    parts = []
+    while n:
+        part = fh.read(min(n, _PIECE))
+        if not part:
+            raise EOFError
+        n -= len(part)
+        if keep:
+            parts.append(part)
+    return b"".join(parts)
 
 
 def region_chunks(index: Path, tid: int, beg: int, end: int) -> list[tuple[int, int]]:
-    """Merged (start, end) virtual offsets of the index's chunks for [beg, end) on `tid`."""
-    raw = index.read_bytes()
-    if raw[:4] != b"BAI\x01":
-        raw = inflate_all(raw, str(index))  # a CSI index is itself BGZF-compressed
-    magic = raw[:4]
-    i32, u32, u64 = struct.Struct("<i").unpack_from, struct.Struct("<I").unpack_from, \
-        struct.Struct("<Q").unpack_from
+    """Merged (start, end) virtual offsets of the index's chunks for [beg, end) on `tid`.
+
+    The index is read as a stream up to `tid` and no further: htslib ignores what follows,
+    so a file past that can be of any size (a sparse BAI, a CSI that inflates to GBs)."""
+    with open(index, "rb") as fh:
+        gz = fh.read(2) == b"\x1f\x8b"  # a CSI is BGZF-compressed; htslib reads either form
     try:
-        if magic == b"BAI\x01":
-            min_shift, depth, o = 14, 5, 4
-        elif magic == b"CSI\x01":
-            min_shift, depth, l_aux = i32(raw, 4)[0], i32(raw, 8)[0], i32(raw, 12)[0]
-            o = 16 + l_aux
-        else:
-            raise InputError(f"--bam: index {index} is neither BAI nor CSI; rebuild it with "
-                             "`samtools index`")
-        csi = magic == b"CSI\x01"
-        n_ref = i32(raw, o)[0]
-        o += 4
-        if not 0 <= tid < n_ref:
-            return []
-        wanted = _reg2bins(beg, end, min_shift, depth)
-        chunks, linear = [], None
-        for ref in range(tid + 1):
-            n_bin = i32(raw, o)[0]
-            o += 4
-            for _ in range(n_bin):
-                bin_id = u32(raw, o)[0]
-                o += 12 if csi else 4  # CSI stores each bin's loffset too
-                n_chunk = i32(raw, o)[0]
-                o += 4
-                if ref == tid and bin_id in wanted:
-                    chunks += [(u64(raw, o + 16 * k)[0], u64(raw, o + 16 * k + 8)[0])
-                               for k in range(n_chunk)]
-                o += 16 * n_chunk
-            if not csi:
-                n_intv = i32(raw, o)[0]
-                if ref == tid and n_intv:
-                    linear = u64(raw, o + 4 + 8 * min(beg >> min_shift, n_intv - 1))[0]
-                o += 4 + 8 * n_intv
-    except struct.error:
+        with (gzip.open(index, "rb") if gz else open(index, "rb")) as fh:
+            chunks, linear = _index_chunks(fh, tid, beg, end, index)
+    except (OSError, EOFError, zlib.error, struct.error):
         raise InputError(f"--bam: index {index} is truncated or corrupt; rebuild it with "
                          "`samtools index`") from None
-    # Chunks ending before the linear index's first offset for `beg` hold no overlapping read.
-    chunks = sorted(c for c in chunks if linear is None or c[1] > linear)
-    merged: list[list[int]] = []
-    for s, e in chunks:
-        if merged and s <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], e)
-        else:
-            merged.append([s, e])
-    return [(s, e) for s, e in merged]
+    s, e = chunks[:, 0], chunks[:, 1]
+    # Empty or reversed chunks hold nothing, nor chunks ending before the linear index's offset.
+    keep = (e > s) & (e > linear)
+    s, e = s[keep], e[keep]
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], e[order]
+    top = np.maximum.accumulate(e)
+    # A chunk starting in the block where the ones before end joins them, as htslib merges.
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = (s[1:] >> 16) > (top[:-1] >> 16)
+    last = np.append(np.flatnonzero(new)[1:] - 1, len(s) - 1) if len(s) else []
+    return list(zip(s[new].tolist(), top[last].tolist()))
 
 
-def _block_spans(data: bytes, where: str) -> list[tuple[int, int]]:
-    """(start, size) of each whole BGZF block in `data`, up to a block that is cut off."""
-    spans, at, n = [], 0, len(data)
-    while at + 18 <= n:
+def _index_chunks(fh, tid: int, beg: int, end: int, index: Path):
+    """(array of the (start, end) chunks of `tid`'s bins overlapping [beg, end), the BAI's
+    linear offset for `beg` or 0) from the index stream `fh`."""
+    magic = _take(fh, 4)
+    if magic == b"BAI\x01":
+        min_shift, depth, csi = 14, 5, False
+    elif magic == b"CSI\x01":
+        min_shift, depth, l_aux = struct.unpack("<iii", _take(fh, 12))
+        _take(fh, l_aux, keep=False)
+        csi = True
+    else:
+        raise InputError(f"--bam: index {index} is neither BAI nor CSI; rebuild it with "
+                         "`samtools index`")
+    if min_shift < 0 or depth < 0:  # no binning; htslib loads it and then finds nothing
+        raise EOFError
+    none = np.zeros((0, 2), dtype=np.uint64)
+    n_ref = struct.unpack("<i", _take(fh, 4))[0]
+    if not 0 <= tid < n_ref:
+        return none, 0
+    bin_head = struct.Struct("<IQi" if csi else "<Ii")  # CSI stores each bin's loffset too
+    i32 = struct.Struct("<i").unpack
+    kept, linear = [], 0
+    for ref in range(tid + 1):
+        for _ in range(i32(_take(fh, 4))[0]):
+            head = bin_head.unpack(_take(fh, bin_head.size))
+            wanted = ref == tid and _bin_overlaps(head[0], beg, end, min_shift, depth)
+            chunks = _take(fh, 16 * head[-1], keep=wanted)
+            if wanted:
+                kept.append(chunks)
+        if not csi:
+            n_intv = i32(_take(fh, 4))[0]
+            if ref < tid:
+                _take(fh, 8 * n_intv, keep=False)
+            elif n_intv > 0:
+                _take(fh, 8 * min(beg >> min_shift, n_intv - 1), keep=False)
+                linear = struct.unpack("<Q", _take(fh, 8))[0]
+    if not kept:
+        return none, linear
+    return np.frombuffer(b"".join(kept), "<u8").reshape(-1, 2), linear
+
+
+def _block_spans(data: bytes, where: str, base: int, stop: int) -> list[tuple[int, int]]:
+    """(start, size) of the whole BGZF blocks in `data` (file offset `base`) that start before
+    file offset `stop`, as many as inflate to RUN_BYTES (one at least)."""
+    spans, at, n, room = [], 0, len(data), RUN_BYTES
+    while at + 18 <= n and base + at < stop:
         if data[at:at + 4] != b"\x1f\x8b\x08\x04" or data[at + 12:at + 14] != b"BC":
-            raise InputError(f"--bam {where}: not BGZF at byte {at} (corrupt, or not a BAM)")
+            raise InputError(f"--bam {where}: not BGZF at byte {base + at} (corrupt, or not a "
+                             "BAM)")
         size = struct.unpack_from("<H", data, at + 16)[0] + 1
         if at + size > n:
+            break
+        isize = struct.unpack_from("<I", data, at + size - 4)[0]
+        # A negative deflate length, or an ISIZE that would size a 4 GB buffer before failing.
+        if size < 26 or isize > MAX_BLOCK:
+            raise InputError(f"--bam {where}: corrupt BGZF block at byte {base + at} (its "
+                             "sizes are impossible); check the file, or re-create it")
+        room -= isize
+        if room < 0 and spans:
             break
         spans.append((at, size))
         at += size
@@ -173,8 +217,8 @@ def _inflate_blocks(data: bytes, blocks: list[tuple[int, int, int]], out: bytear
                                                     isize, ctypes.byref(got)) == 0
                   and got.value == isize and lib.libdeflate_crc32(0, dst + to, isize) == crc)
         else:
-            try:
-                block = zlib.decompress(data[at + 18:at + size - 8], -15)
+            try:  # a byte past ISIZE at most: 64 KB of deflate can inflate to 64 MB
+                block = zlib.decompressobj(-15).decompress(data[at + 18:at + size - 8], isize + 1)
             except zlib.error:
                 block = b""
             ok = len(block) == isize and zlib.crc32(block) == crc
@@ -198,16 +242,6 @@ def _inflate_run(data: bytes, spans: list[tuple[int, int]], where: str, mapper):
     return out, sizes, lambda: list(pending)
 
 
-def inflate_all(data: bytes, where: str) -> bytearray:
-    """All of a BGZF file held in memory (a CSI index)."""
-    spans = _block_spans(data, where)
-    if not spans or sum(size for _, size in spans) != len(data):
-        raise InputError(f"--bam: {where} is truncated or not BGZF")
-    out, _, wait = _inflate_run(data, spans, where, map)
-    wait()
-    return out
-
-
 def _inflated(path: Path, start: int, stop: int, mapper):
     """([block file offsets], [inflated sizes], inflated bytes) for runs of the BGZF blocks
     that start in [start, stop), READ_BYTES of the file at a time. A run is handed to
@@ -219,11 +253,11 @@ def _inflated(path: Path, start: int, stop: int, mapper):
         fh.seek(start)
         pending, base = b"", start
         while base < stop:
-            # Up to `stop`, plus the largest block size, so the block before `stop` is whole.
-            more = fh.read(max(0, min(step, stop - base - len(pending))) + MAX_BLOCK)
+            # Up to `stop` and a block more (so the last is whole), less what is held already.
+            more = fh.read(max(0, min(step, stop - base) + MAX_BLOCK - len(pending)))
             step = min(2 * step, READ_BYTES)
             data = pending + more
-            spans = [(a, s) for a, s in _block_spans(data, where) if base + a < stop]
+            spans = _block_spans(data, where, base, stop)
             if not spans:
                 if more:  # a block longer than what was read so far
                     pending = data
@@ -256,8 +290,9 @@ def _chunk_bytes(path: Path, vstart: int, vend: int, mapper):
 
 
 _SIZE = struct.Struct("<i").unpack_from
-_CORRUPT = ("--bam {path}: corrupt alignment record (its sizes do not fit the record); check "
-            "the file, or re-create it")
+_LAST = np.iinfo(np.int64).max  # the order key of an unmapped record
+_CORRUPT = ("--bam {path}: corrupt alignment record (a size or position in it is impossible); "
+            "check the file, or re-create it")
 
 
 def _record_starts(buf: bytes, path: Path) -> tuple[list[int], int]:
@@ -269,7 +304,8 @@ def _record_starts(buf: bytes, path: Path) -> tuple[list[int], int]:
     add = offs.append
     while at + 4 <= n:
         size = _SIZE(buf, at)[0]
-        if size < 32:  # shorter than a record's fixed fields (and a negative size loops)
+        # Below the fixed fields (a negative size loops), or past any read (2 GB were held).
+        if not 32 <= size <= MAX_RECORD:
             raise InputError(_CORRUPT.format(path=path))
         nxt = at + 4 + size
         if nxt > n:
@@ -286,6 +322,10 @@ def scan(path: str | Path, tid: int, beg: int, end: int, threads: int = 1):
     if index is None:
         raise InputError(f"--bam {path}: no index (.bai/.csi) found; run `samtools index {path}`")
     chunks = region_chunks(index, tid, beg, end)
+    if chunks and chunks[-1][0] >> 16 >= path.stat().st_size:  # chunks come sorted by start
+        raise InputError(f"--bam {path}: its index points past the end of the file (byte "
+                         f"{chunks[-1][0] >> 16}): the file is truncated or the index is of "
+                         "another file; check it and rebuild with `samtools index`")
     pool = None
     if threads > 1:
         from concurrent.futures import ThreadPoolExecutor
@@ -293,18 +333,25 @@ def scan(path: str | Path, tid: int, beg: int, end: int, threads: int = 1):
         pool = ThreadPoolExecutor(threads)
     mapper = pool.map if pool else map
     try:
+        last = -1  # order key of the last record read (see _decode)
         for vstart, vend in chunks:
-            carry = b""
+            cut, short = [], 0  # pieces of a record the last piece cut off; the bytes it lacks
             for piece in _chunk_bytes(path, vstart, vend, mapper):
-                buf = carry + piece if carry else piece
+                cut.append(piece)
+                short -= len(piece)
+                if short > 0:  # joined once whole: each piece added to it copied it again
+                    continue
+                buf = piece if len(cut) == 1 else b"".join(cut)
                 offs, used = _record_starts(buf, path)
-                carry = buf[used:]
+                rest = buf[used:]
+                cut = [rest] if rest else []
+                short = (4 + _SIZE(rest, 0)[0] if len(rest) >= 4 else 4) - len(rest)
                 if offs:
-                    batch, past_end = _decode(buf, offs, tid, beg, end, path)
+                    batch, past_end, last = _decode(buf, offs, tid, beg, end, path, last)
                     yield batch
                     if past_end:  # sorted records: none further on can overlap
                         return
-            if carry:
+            if cut:
                 raise InputError(f"--bam {path}: a record is cut off where its index says a "
                                  "run of records ends; rebuild the index with `samtools index`")
     finally:
@@ -318,8 +365,10 @@ def _seg_sums(values: np.ndarray, first: np.ndarray, count: np.ndarray) -> np.nd
     return cum[first + count] - cum[first]
 
 
-def _decode(buf: bytes, offs: list[int], tid: int, beg: int, end: int, path: Path):
-    """(Batch of the records at `offs` overlapping the region, whether any lies past it)."""
+def _decode(buf: bytes, offs: list[int], tid: int, beg: int, end: int, path: Path,
+            last: int):
+    """(Batch of the records at `offs` overlapping the region, whether any lies past it, the
+    order key of the last record); `last` is the key of the record before them."""
     n = len(buf)
     at = np.asarray(offs, dtype=np.int64)
     # Views with a one-byte stride read a little-endian integer at any byte offset.
@@ -338,9 +387,15 @@ def _decode(buf: bytes, offs: list[int], tid: int, beg: int, end: int, path: Pat
     cig_at = at + 36 + name_len
     seq_at = cig_at + 4 * n_cig
     rec_end = at + 4 + size
-    bad = (size < 32) | (l_seq < 0) | (seq_at + (l_seq + 1) // 2 + l_seq > rec_end)
+    bad = (size < 32) | (l_seq < 0) | (seq_at + (l_seq + 1) // 2 + l_seq > rec_end) | \
+        (refid < -1) | (pos < -1)  # below -1 (none) they name no place
     if bad.any():
         raise InputError(_CORRUPT.format(path=path))
+    # Coordinate order (unmapped last): the early stop relies on it; pysam saw the first reads.
+    key = np.where(refid < 0, _LAST, refid << 32 | (pos + 1))
+    if key[0] < last or (key[1:] < key[:-1]).any():
+        raise InputError(f"--bam {path}: not coordinate-sorted (a record further on comes "
+                         "before the one it follows); run `samtools sort` and index the result")
     past_end = bool(((refid != tid) | (pos >= end)).any())
     near = (refid == tid) & (pos < end)
     if not near.all():
@@ -366,7 +421,8 @@ def _decode(buf: bytes, offs: list[int], tid: int, beg: int, end: int, path: Pat
     if not keep.all():
         pos, stop, flag, mapq, n_cig, first, seq_at, l_seq = (
             a[keep] for a in (pos, stop, flag, mapq, n_cig, first, seq_at, l_seq))
-    return Batch(pos, stop, flag, mapq, n_cig, ops, lens, first, seq_at, l_seq, buf), past_end
+    return (Batch(pos, stop, flag, mapq, n_cig, ops, lens, first, seq_at, l_seq, buf), past_end,
+            int(key[-1]))
 
 
 def _cg_cigars(buf, placeholder, ops, lens, first, n_cig, seq_at, l_seq, rec_end):
@@ -408,15 +464,19 @@ def _cg_tag(buf: bytes, at: int, stop: int):
 
 
 def _find_cg(buf: bytes, at: int, stop: int):
-    while at + 3 <= stop:
+    # A real CG (65,536+ operations) brings 256 KB; a record of 4-byte fields, a step each.
+    for _ in range(4 + (stop - at) // 64):
+        if at + 3 > stop:
+            return None
         tag, kind = buf[at:at + 2], buf[at + 2]
         at += 3
         if kind in (ord("Z"), ord("H")):
             at = buf.index(b"\0", at, stop) + 1
         elif kind == ord("B"):
-            sub, count = buf[at], struct.unpack_from("<i", buf, at + 1)[0]
+            # The count is unsigned: read as signed, a negative one stepped back for ever.
+            sub, count = buf[at], struct.unpack_from("<I", buf, at + 1)[0]
             if tag == b"CG" and sub == ord("I"):
-                if count < 0 or at + 5 + 4 * count > stop:
+                if at + 5 + 4 * count > stop:
                     return None
                 return np.frombuffer(buf, "<u4", count, at + 5).copy()
             at += 5 + count * _B_SIZES.get(sub, 0)
@@ -460,7 +520,7 @@ def indel_events(batch: Batch, rows: np.ndarray) -> dict:
     row = np.repeat(rows, n_ops)
     ref_at = np.repeat(batch.pos[rows] - ref_cum[starts], n_ops) + ref_cum[:-1]
     query_at = query_cum[:-1] - np.repeat(query_cum[starts], n_ops)
-    pick = (ops == 1) | (ops == 2)
+    pick = ((ops == 1) | (ops == 2)) & (lens > 0)  # a 0I or 0D is no event
     return {"row": row[pick], "op": ops[pick], "len": lens[pick], "ref": ref_at[pick],
             "query": query_at[pick]}
 

@@ -12,7 +12,9 @@ def deletion_span(seq: str, off: int, r: int, k: int) -> tuple[int, int]:
     """For a deletion of 0-based bases r..r+k-1: (lo, hi) where lo is the 0-based first
     deleted base when shifted fully left, and hi the first when shifted fully right."""
     lo = r
-    while lo - off > 0 and seq[lo - 1 - off] == seq[lo + k - 1 - off]:
+    # A deletion running past `seq` (the contig's end, or a long one) shifts within it only.
+    while (lo - off > 0 and lo + k - off <= len(seq)
+           and seq[lo - 1 - off] == seq[lo + k - 1 - off]):
         lo -= 1
     hi = r
     while hi + k - off < len(seq) and seq[hi + k - off] == seq[hi - off]:

@@ -6,9 +6,12 @@ tally) runs in numpy over thousands of reads at a time.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
 
+from biotool.output import InputError
+from biotool.reads.bam import fetch
 from biotool.reads.indel import deletion_span, insertion_left
 
 BATCH_BASES = 2_000_000
@@ -41,12 +44,18 @@ class Pileup:
 
     def add_bam(self, bam, min_mapq: int, deadline: float | None) -> None:
         s, e, off, ref = self.start, self.end, self.off, self.refseq
-        n = 0
-        for read in bam.fetch(self.contig, s, e):
+        n, last = 0, -1
+        for read in fetch(bam, self.contig, s, e):
             n += 1
             if deadline is not None and n % 2000 == 0 and time.monotonic() > deadline:
                 self.truncated = True
                 break
+            if read.reference_start < last:  # pysam checked the order of the first reads only
+                raise InputError(f"--bam {os.fsdecode(bam.filename)}: not coordinate-sorted "
+                                 f"(read {read.query_name} at {self.contig}:"
+                                 f"{read.reference_start + 1} comes after position {last + 1}); "
+                                 "run `samtools sort` and index the result")
+            last = read.reference_start
             if read.flag & 0xF04 or read.mapping_quality < min_mapq:
                 continue
             seq = read.query_sequence
@@ -74,14 +83,14 @@ class Pileup:
                 elif op == 2:
                     self._dlo.append(r)
                     self._dhi.append(r + ln)
-                    if s <= r < e:
+                    if ln and s <= r < e:  # a 0D is no event (shifting it walks the whole slice)
                         lo, _ = deletion_span(ref, off, r, ln)
-                        if lo > off:
+                        if lo > off and lo + ln - off <= len(ref):  # else REF would be cut
                             key = (lo - 1, ref[lo - 1 - off:lo + ln - off], ref[lo - 1 - off])
                             self.indels[key][rev] += 1
                     r += ln
                 elif op == 1:
-                    if s <= r <= e:
+                    if ln and s <= r <= e:
                         lo, ins = insertion_left(ref, off, r, seq[q:q + ln].upper())
                         if lo > off:
                             a = ref[lo - 1 - off]

@@ -8,6 +8,7 @@ base before the event). Several libraries are pooled; each keeps its own counts.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 from biotool.competence import bounded, not_applicable
@@ -88,7 +89,8 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
             depths.append(depth)
     finally:
         for handle in handles:
-            handle.close()
+            with contextlib.suppress(OSError):  # htslib's close fails after a read error
+                handle.close()
     missing = [l["bam"] for l, ok in zip(libs, in_header) if not ok]
     if missing:
         raise region_not_in_bam(missing[0], regions)

@@ -5,8 +5,13 @@ their extents, flags, mapping qualities, CIGAR lengths, clips and indels (with i
 bases), on BAMs written by htslib with every CIGAR operation, unmapped reads placed beside
 their mates, reads stored without bases, a CIGAR kept in a CG tag, BAI and CSI indexes."""
 
+import gzip
 import random
+import signal
 import struct
+import tracemalloc
+import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -149,6 +154,10 @@ def test_small_batches_and_threads_change_nothing(bams, monkeypatch):
     monkeypatch.setattr(bamscan, "READ_BYTES", 3000)
     monkeypatch.setattr(bamscan, "BLOCKS_PER_TASK", 1)
     assert _scanned(bams["bai"], 0, 0, 60_000, 2) == want
+    # Runs cut at their inflated size, with more read than a run takes.
+    monkeypatch.setattr(bamscan, "READ_BYTES", 1 << 18)
+    monkeypatch.setattr(bamscan, "RUN_BYTES", 100_000)
+    assert _scanned(bams["bai"], 0, 0, 60_000, 2) == want
 
 
 def test_zlib_inflates_what_libdeflate_does(bams, monkeypatch):
@@ -210,3 +219,236 @@ def test_a_malformed_cg_tag_leaves_the_cigar_alone():
     assert bamscan._cg_tag(unterminated, 0, len(unterminated)) is None
     good = b"NMC\x01" + b"CGBI" + struct.pack("<i", 2) + struct.pack("<II", 5 << 4, 3 << 4 | 1)
     assert bamscan._cg_tag(good, 0, len(good)).tolist() == [5 << 4, 3 << 4 | 1]
+
+
+# ------------------------------------------------------------------ hostile indexes and blocks
+
+def _bai_with(bai: bytes, bin_id: int, chunks) -> bytes:
+    """A one-reference BAI with one more bin (the first reference's bin count is at byte 8)."""
+    n_bin = struct.unpack_from("<i", bai, 8)[0]
+    extra = struct.pack("<Ii", bin_id, len(chunks)) + b"".join(struct.pack("<QQ", *c)
+                                                                 for c in chunks)
+    return bai[:8] + struct.pack("<i", n_bin + 1) + extra + bai[12:]
+
+
+@pytest.fixture(scope="module")
+def one_contig(tmp_path_factory):
+    """A BAI-indexed BAM of 300 reads on one contig (a BAI is then easy to edit)."""
+    header = pysam.AlignmentHeader.from_dict({"SQ": [{"SN": "chrA", "LN": 60_000}]})
+    return _bam_of(tmp_path_factory.mktemp("one"), "one.bam", header,
+                   [_read(header, f"r{i}", 20_000 + 100 * i) for i in range(300)])
+
+
+def _block(data: bytes, level: int = 0, isize: int | None = None,
+           bsize: int | None = None) -> bytes:
+    """One BGZF block of `data`, its ISIZE and BSIZE as given (a lie) or true."""
+    body = zlib.compressobj(level, zlib.DEFLATED, -15)
+    comp = body.compress(data) + body.flush()
+    return (b"\x1f\x8b\x08\x04" + bytes(6) + b"\x06\x00BC\x02\x00"
+            + struct.pack("<H", len(comp) + 25 if bsize is None else bsize) + comp
+            + struct.pack("<II", zlib.crc32(data), len(data) if isize is None else isize))
+
+
+def _peak_bytes(fn):
+    """(fn(), the most memory Python held while it ran)."""
+    tracemalloc.start()
+    try:
+        return fn(), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_an_index_is_read_no_further_than_its_reference(one_contig, tmp_path):
+    # htslib ignores what follows the index proper: a GB of it (sparse here) was read whole.
+    bai = tmp_path / "x.bam.bai"
+    bai.write_bytes(Path(f"{one_contig}.bai").read_bytes())
+    want = bamscan.region_chunks(bai, 0, 0, 60_000)
+    with open(bai, "r+b") as fh:
+        fh.truncate(1 << 30)
+    got, peak = _peak_bytes(lambda: bamscan.region_chunks(bai, 0, 0, 60_000))
+    assert got == want and peak < 16 << 20
+
+
+def test_a_csi_that_inflates_past_its_index_is_read_as_a_stream(bams, tmp_path):
+    # Blocks of zeros after the index proper (256 MB from 400 KB) were inflated into one buffer.
+    csi = Path(f"{bams['csi']}.csi")
+    bomb = tmp_path / "bomb.csi"
+    bomb.write_bytes(csi.read_bytes() + _block(bytes(65280), level=9) * 4096)
+    want = bamscan.region_chunks(csi, 0, 0, 60_000)
+    got, peak = _peak_bytes(lambda: bamscan.region_chunks(bomb, 0, 0, 60_000))
+    assert got == want and peak < 16 << 20
+
+
+def _csi(min_shift: int, depth: int, chunks) -> bytes:
+    """A BGZF-compressed CSI of one reference whose bin 0 holds `chunks`."""
+    raw = (b"CSI\x01" + struct.pack("<iiii", min_shift, depth, 0, 1) + struct.pack("<i", 1)
+           + struct.pack("<IQi", 0, 0, len(chunks))
+           + b"".join(struct.pack("<QQ", *c) for c in chunks) + struct.pack("<Q", 0))
+    return _block(raw, level=6)
+
+
+@pytest.mark.parametrize("min_shift,depth", [(14, 1000), (0, 5), (100, 1), (31, 0)])
+def test_any_binning_htslib_loads_is_walked_without_listing_its_bins(tmp_path, min_shift,
+                                                                     depth):
+    # Bin 0 spans all; min_shift 0 once meant a set of a bin per base (2 GB for 30 Mb).
+    index = tmp_path / "x.csi"
+    chunks = [(1 << 16, 2 << 16), (5 << 16, 6 << 16)]
+    index.write_bytes(_csi(min_shift, depth, chunks))
+    got, peak = _peak_bytes(lambda: bamscan.region_chunks(index, 0, 0, 2_000_000))
+    assert got == chunks and peak < 16 << 20
+
+
+@pytest.mark.parametrize("min_shift,depth", [(-1, 1), (14, -1)])
+def test_a_negative_binning_is_a_corrupt_index(tmp_path, min_shift, depth):
+    index = tmp_path / "x.csi"
+    index.write_bytes(_csi(min_shift, depth, [(100, 200)]))
+    with pytest.raises(InputError, match="truncated or corrupt"):
+        bamscan.region_chunks(index, 0, 0, 1000)
+
+
+def test_chunks_in_one_block_are_read_once_and_reversed_ones_not_at_all(tmp_path):
+    # 20,000 chunks of one block merge into one read of it, as htslib merges them.
+    index = tmp_path / "x.csi"
+    index.write_bytes(_csi(14, 5, [(7 << 16 | k, 7 << 16 | k + 1) for k in range(0, 60_000, 3)]
+                           + [(9 << 16, 8 << 16)]))
+    assert bamscan.region_chunks(index, 0, 0, 1000) == [(7 << 16, 7 << 16 | 59_998)]
+
+
+def test_a_chunk_far_past_the_end_of_the_file_is_an_input_error(one_contig, tmp_path):
+    # A seek to 2**47 failed with EINVAL: an internal error, not the index's fault named.
+    bam, bai = tmp_path / "far.bam", tmp_path / "far.bam.bai"
+    bam.write_bytes(one_contig.read_bytes())
+    far = 1 << 47
+    bai.write_bytes(_bai_with(Path(f"{one_contig}.bai").read_bytes(), 4681,
+                              [(far << 16, (far + 1) << 16)]))
+    with pytest.raises(InputError, match=r"far\.bam: its index points past the end"):
+        _scanned(bam, 0, 0, 60_000, 1)
+
+
+def test_an_isize_over_64_kb_is_refused_before_its_buffer_is_made():
+    # ISIZE sized the output buffer: 4 GB per lying block before the inflate failed.
+    data = _block(b"x" * 100) + _block(b"y" * 10, isize=0xFFFFFFF0)
+    with pytest.raises(InputError, match=r"corrupt BGZF block at byte 131"):
+        bamscan._block_spans(data, "x.bam", 0, len(data))
+
+
+def test_a_run_holds_sixteen_mb_inflated_however_well_its_blocks_compress():
+    # 256 KB read at a time of blocks of zeros (105 bytes for 64 KB) inflated to 160 MB.
+    data = _block(bytes(65280), level=9) * 2500
+    spans = bamscan._block_spans(data, "x.bam", 0, len(data))
+    assert len(spans) == bamscan.RUN_BYTES // 65280
+
+
+def test_a_block_shorter_than_its_header_and_trailer_is_refused():
+    # BSIZE 17: a negative deflate length, which libdeflate took as 2**64 - 8 bytes to read.
+    data = _block(b"", bsize=17)[:18] + _block(b"z" * 50)
+    with pytest.raises(InputError, match="corrupt BGZF block at byte 1000"):
+        bamscan._block_spans(data, "x.bam", 1000, 1000 + len(data))
+
+
+@pytest.mark.parametrize("lib", ["libdeflate", "zlib"])
+def test_a_block_inflating_past_its_isize_stops_there(monkeypatch, lib):
+    # 64 KB of deflate claiming 100 bytes inflates to 64 MB; zlib made all of it first.
+    if lib == "zlib":
+        monkeypatch.setattr(bamscan, "_LIB", False)
+    elif bamscan._libdeflate() is None:
+        pytest.skip("libdeflate is not installed")
+    data = _block(bytes(64 << 20), level=9, isize=100)
+    out = bytearray(100)
+
+    def inflate():
+        with pytest.raises(InputError, match="corrupt BGZF block"):
+            bamscan._inflate_blocks(data, [(0, len(data), 0)], out, "x.bam")
+
+    assert _peak_bytes(inflate)[1] < 8 << 20
+
+
+def test_a_negative_b_array_count_cannot_loop_the_aux_walk():
+    # A B-array count of -2 (as signed) once stepped the walk back onto the same field.
+    def hung(*_):
+        raise AssertionError("the aux walk loops")
+
+    aux = b"XXBi" + struct.pack("<i", -2) + b"ZZZZZZZZ"
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(5)
+    try:
+        assert bamscan._cg_tag(aux, 0, len(aux)) is None
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_the_aux_walk_is_bounded_by_the_record_size():
+    # 15,000 tiny fields before a CG tag: a Python step each; a real CG tag brings 256 KB.
+    cg = b"CGBI" + struct.pack("<i", 2) + struct.pack("<II", 5 << 4, 3 << 4 | 1)
+    assert bamscan._cg_tag(b"XXA!" * 15_000 + cg, 0, 60_000 + len(cg)) is None
+    real = b"XXA!" * 3 + b"CGBI" + struct.pack("<i", 70_000) + bytes(280_000)
+    assert len(bamscan._cg_tag(real, 0, len(real))) == 70_000
+
+
+def _bam_of(tmp_path, name, header, reads):
+    path = tmp_path / name
+    with pysam.AlignmentFile(str(path), "wb", header=header) as out:
+        for r in reads:
+            out.write(r)
+    pysam.index(str(path))
+    return path
+
+
+def _read(header, name, pos, cigar="50M"):
+    a = pysam.AlignedSegment(header)
+    a.query_name, a.reference_id, a.reference_start = name, 0, pos
+    a.mapping_quality, a.cigarstring = 60, cigar
+    a.query_sequence = "A" * a.infer_query_length()
+    return a
+
+
+def _record_bytes(bam) -> list[bytes]:
+    """The BAM's records, each its bytes (the header skipped)."""
+    raw = gzip.decompress(bam.read_bytes())
+    at = 8 + struct.unpack_from("<i", raw, 4)[0]
+    for _ in range(struct.unpack_from("<i", raw, at)[0]):
+        at += 8 + struct.unpack_from("<i", raw, at + 4)[0]
+    buf = raw[at + 4:]
+    offs, _ = bamscan._record_starts(buf, bam)
+    return [buf[a:b] for a, b in zip(offs, offs[1:] + [len(buf)])]
+
+
+@pytest.fixture(scope="module")
+def five_records(tmp_path_factory):
+    header = pysam.AlignmentHeader.from_dict({"SQ": [{"SN": "chrA", "LN": 60_000}]})
+    d = tmp_path_factory.mktemp("five")
+    return _record_bytes(_bam_of(d, "five.bam", header,
+                                 [_read(header, f"r{i}", 100 * i) for i in range(5)]))
+
+
+def test_records_out_of_order_past_the_first_ones_are_refused(five_records):
+    # Past pysam's first 5,000, one out of order made the early stop drop every read after it.
+    recs = list(five_records)
+    recs[1], recs[3] = recs[3], recs[1]
+    buf = b"".join(recs)
+    offs, _ = bamscan._record_starts(buf, "x.bam")
+    with pytest.raises(InputError, match=r"x\.bam: not coordinate-sorted"):
+        bamscan._decode(buf, offs, 0, 0, 60_000, "x.bam", -1)
+    # ... and across batches, against the last record of the one before.
+    buf = b"".join(five_records)
+    offs, _ = bamscan._record_starts(buf, "x.bam")
+    _, _, last = bamscan._decode(buf, offs, 0, 0, 60_000, "x.bam", -1)
+    with pytest.raises(InputError, match="not coordinate-sorted"):
+        bamscan._decode(buf, offs, 0, 0, 60_000, "x.bam", last)
+
+
+def test_a_position_below_minus_one_is_a_corrupt_record(five_records):
+    rec = bytearray(five_records[2])
+    struct.pack_into("<i", rec, 8, -5000)
+    with pytest.raises(InputError, match="corrupt alignment record"):
+        bamscan._decode(bytes(rec), [0], 0, 0, 60_000, "x.bam", -1)
+
+
+def test_zero_length_indels_are_no_events(tmp_path):
+    # A 0D shifted left and right walked the whole reference slice, once per distinct place.
+    header = pysam.AlignmentHeader.from_dict({"SQ": [{"SN": "chrA", "LN": 60_000}]})
+    bam = _bam_of(tmp_path, "zero.bam", header,
+                  [_read(header, f"r{i}", 10 * i, "20M0D10M0I20M") for i in range(20)])
+    batch = next(bamscan.scan(bam, 0, 0, 60_000))
+    assert len(bamscan.indel_events(batch, np.arange(len(batch.pos)))["op"]) == 0

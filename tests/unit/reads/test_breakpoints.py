@@ -82,6 +82,13 @@ def test_deletion_span_widens_across_a_repeat():
     assert insertion_right(seq, 0, 5, "T") == 7
 
 
+def test_a_deletion_running_past_the_reference_slice_shifts_within_it():
+    # Past the contig's end, or longer than the slice around a region: an IndexError, exit 4.
+    seq = "ACGTTTTGCA"
+    assert deletion_span(seq, 0, 6, 100) == (6, 6)
+    assert deletion_span(seq, 100, 105, 50) == (105, 105)
+
+
 def test_two_concurrent_runs_align_once_and_publish_bam_with_its_index(
         biotool_env, cas9, tmp_path, leftovers):
     import subprocess

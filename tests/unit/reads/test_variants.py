@@ -135,3 +135,26 @@ def test_depth_summary_counts_informative_reads_not_coverage(biotool, planted):
     out = r.json
     assert not [v for v in out["variants"] if v["type"] == "SNV"]
     assert out["median_depth"] < 10 and out["fraction_assessed"] < 0.05
+
+
+def test_zero_length_and_overlong_indels_are_no_calls(tmp_path):
+    # A 0D walked the whole slice per place (30 s for 6,000 reads); a long D indexed past it.
+    import pysam
+
+    from biotool.reads.pileup import Pileup
+
+    ref = "ACGT" * 50
+    header = pysam.AlignmentHeader.from_dict({"SQ": [{"SN": "c", "LN": len(ref)}]})
+    path = tmp_path / "odd.bam"
+    with pysam.AlignmentFile(str(path), "wb", header=header) as out:
+        for i, cigar in enumerate(["20M0D10M0I20M"] * 20 + ["30M500D20M"]):
+            a = pysam.AlignedSegment(header)
+            a.query_name, a.reference_id, a.reference_start = f"r{i}", 0, 2 * i
+            a.mapping_quality, a.cigarstring = 60, cigar
+            a.query_sequence = "A" * a.infer_query_length()
+            out.write(a)
+    pysam.index(str(path))
+    pile = Pileup("c", 0, len(ref), ref, 0)
+    with pysam.AlignmentFile(str(path)) as bam:
+        pile.add_bam(bam, 0, None)
+    assert pile.finish()["indels"] == {}
