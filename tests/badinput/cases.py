@@ -27,7 +27,6 @@ import os
 import random
 import shutil
 import socket
-import stat
 import struct
 import zlib
 from pathlib import Path
