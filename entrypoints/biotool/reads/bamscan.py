@@ -2,8 +2,9 @@
 
 `breakpoints` needs a few fields of every alignment. pysam builds an object per read and a
 list per CIGAR, which alone costs about what the whole `samtools view | awk` pipeline does;
-here BGZF blocks are inflated in threads (libdeflate or zlib, outside the GIL), records are located by one
-pass over their sizes, and every field is gathered for all records of a batch at once.
+here BGZF blocks are inflated in threads (libdeflate or zlib, outside the GIL), records are
+located by one pass over their sizes, and every field is gathered for all records of a batch
+at once.
 
 Semantics follow htslib's region iterator: the index's chunks for the region, records of the
 contig with pos < end and bam_endpos > start; a CIGAR stored in a CG tag (more than 65,535
