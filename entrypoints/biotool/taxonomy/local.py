@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Callable
 
 from biotool.output import InputError, ToolFailure
+from biotool.procs import OutOfTime, run_bounded
 
 FIELDS = "qseqid saccver stitle pident length evalue bitscore qstart qend sstart send qlen"
 CHUNK = 500         # queries in the first blastn call: --timeout stops between calls with a
@@ -77,19 +77,18 @@ def local_search(queries: list, top: int, timeout: float, database: str | None,
                 break
             qpath = Path(tmp) / f"q{start}.fa"
             qpath.write_text(to_fasta(chunk))
+            opath = Path(tmp) / f"q{start}.tsv"
             cmd = ["blastn", "-db", str(db_prefix), "-query", str(qpath), "-outfmt",
                    f"6 {FIELDS}", "-max_target_seqs", str(max(1, top)), "-max_hsps", "1",
-                   "-evalue", "1e-5", "-num_threads", str(max(1, threads))]
-            try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
-            except subprocess.TimeoutExpired:
+                   "-evalue", "1e-5", "-num_threads", str(max(1, threads)), "-out", str(opath)]
+            try:  # killed with its threads at the deadline, not left running past --timeout
+                rc, said = run_bounded(cmd, time.monotonic() + left)
+            except OutOfTime:
                 truncated = True
                 break
-            if proc.returncode != 0:
-                last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-                raise ToolFailure(f"blastn on {rec['name']} failed (exit {proc.returncode}): "
-                                  f"{last}")
-            for line in proc.stdout.splitlines():
+            if rc != 0:
+                raise ToolFailure(f"blastn on {rec['name']} failed (exit {rc}): {said}")
+            for line in opath.read_text().splitlines():
                 f = line.split("\t")
                 if len(f) != 12:
                     continue
