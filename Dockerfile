@@ -32,6 +32,11 @@ ENTRYPOINT ["/usr/local/lib/egress/entrypoint.sh"]
 # ---- os: Debian's tools and Python, shared by the wheels stage and the runtime
 FROM ${BASE_IMAGE} AS os
 ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
+# Manual pages ship (the slim base drops them): `man bowtie2` is how an agent reads a tool.
+# Read after the base's own path-exclude file, so these re-include; Java's postinst needs man1.
+RUN printf '%s\n' 'path-include /usr/share/man/man1/*' 'path-include /usr/share/man/man5/*' \
+      'path-include /usr/share/groff/*' > /etc/dpkg/dpkg.cfg.d/zz-biotool-man \
+ && mkdir -p /usr/share/man/man1
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       python3 ca-certificates curl procps \
@@ -46,12 +51,13 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 # The wheelhouse holds the lock's pins (requirements.lock) beside their wheels.
 COPY wheelhouse/${TORCH_VARIANT}/ /tmp/wheelhouse/
+# goatools' wheel carries 218 MB of its own test data, which nothing imports: dropped.
 # --no-index: nothing is downloaded here (an offline build is what HPC sites and graders
 # need, and pip inside the build fails certificate checks behind intercepting proxies).
 RUN python3 -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-cache-dir --no-index --find-links /tmp/wheelhouse \
       --require-virtualenv -r /tmp/wheelhouse/requirements.lock \
- && rm -rf /tmp/wheelhouse
+ && rm -rf /tmp/wheelhouse /opt/venv/lib/python3*/site-packages/goatools/test_data
 
 # ---- sandbox: the agent's image
 FROM os AS sandbox
@@ -79,6 +85,53 @@ RUN useradd --uid 1000 --user-group --create-home --home-dir /home/agent --shell
 # tini as PID 1 under any runner (plain `docker run` has no --init): signals reach the command.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends tini \
+ && rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log
+
+# The toolbox (docs/TOOLS.md; what each command is: entrypoints/biotool/system/toolbox.toml).
+# An agent here cannot install anything, so the image carries what agents reach for, each
+# pinned to its Debian bookworm version (a point release that supersedes a pin fails this
+# step by name: take the new version from `apt-cache policy`). Debian's mosdepth opens htslib
+# as libhts.so, a name only the -dev package ships: the link is that name alone.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      bowtie2=2.5.0-3+b2 hisat2=2.2.1-4+b2 rna-star=2.7.10b+dfsg-2+b2 salmon=1.10.1+ds1-1+b1 \
+      kallisto=0.48.0+dfsg-3 subread=2.0.3+dfsg-1 bedtools=2.30.0+dfsg-3 \
+      seqkit=2.3.1+ds-1+b4 seqtk=1.3-4 fastp=0.23.2+dfsg-2+b1 cutadapt=4.2-1 \
+      mafft=7.505-1 muscle=1:5.1.0-1 clustalo=1.2.4-7 fasttree=2.1.11-2 iqtree=2.0.7+dfsg-1 \
+      raxml=8.2.12+dfsg-8+b2 hmmer=3.3.2+dfsg-1 diamond-aligner=2.1.3-1 \
+      mmseqs2=14-7e284+ds-1+b2 prodigal=1:2.6.3-6 barrnap=0.9+dfsg-3 kraken2=2.1.2-2 \
+      spades=3.15.5+dfsg-2 megahit=1.2.9-4 bamtools=2.5.2+dfsg-4 vcftools=0.1.16-3+b1 \
+      freebayes=1.3.6-2 gffread=0.12.7-3 stringtie=2.2.1+ds-2 mash=2.3+dfsg-3+b1 \
+      macs=2.2.7.1-6+b1 plink1.9=1.90~b6.26-220402-1 plink2=2.00~a3.5-220809+dfsg-1+b2 \
+      sambamba=1.0+dfsg-1 mosdepth=0.3.3+ds-2 bedops=2.4.41+dfsg-1 vsearch=2.22.1-1 \
+      cd-hit=4.8.1-4 mummer=3.23+dfsg-8 \
+      pigz=2.6-1 zstd=1.5.4+dfsg2-5+deb12u1 unzip=6.0-28+deb12u1 xz-utils=5.4.1-1+deb12u2 \
+      bzip2=1.0.8-5+b1 jq=1.6-2.1+deb12u3 parallel=20221122+ds-2 sqlite3=3.40.1-2+deb12u2 \
+      file=1:5.44-3 less=590-2.1~deb12u2 man-db=2.11.2-2 \
+ && for d in /usr/lib/*/libhts.so.3; do ln -s libhts.so.3 "${d%.3}"; done \
+ && rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log
+# R for differential expression, from Debian's Bioconductor, and FastQC and Trimmomatic on a
+# headless Java runtime: one step, as each leaves a dependency unmet on purpose, which apt
+# would refuse in any later step. The Boost headers and the C/C++ toolchain come in only as
+# build-time dependencies (r-cran-bh, r-bioc-zlibbioc): nothing loads them at run time and
+# nothing can be compiled here, so they are dropped (~215 MB). FastQC's and Trimmomatic's
+# packages ask for the desktop JRE (GTK, OpenGL, LLVM: ~45 packages, ~250 MB that no headless
+# run loads), so they are installed beside their Java libraries with that one dependency
+# unmet. The image tests load every R package with library() and run `fastqc --extract` and
+# trimmomatic on real reads.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      r-base-core=4.2.2.20221110-2 r-bioc-deseq2=1.38.3+dfsg-1 r-bioc-edger=3.40.2+dfsg-1 \
+      r-bioc-limma=3.54.1+dfsg-1 r-bioc-tximport=1.26.1+dfsg-1 r-cran-ggplot2=3.4.1+dfsg-1 \
+      r-cran-pheatmap=1.0.12-2 r-cran-data.table=1.14.8+dfsg-1 r-cran-dplyr=1.0.10-1 \
+      r-cran-readr=2.1.4-1 r-cran-tidyr=1.3.0-1 \
+      default-jre-headless=2:1.17-74 libcommons-math3-java libjbzip2-java libhtsjdk-java \
+      libfindbin-libs-perl libsis-jhdf5-java \
+ && cd /tmp && apt-get download fastqc=0.11.9+dfsg-6 trimmomatic=0.39+dfsg-2 \
+ && dpkg --force-depends -i fastqc_*.deb trimmomatic_*.deb && rm -f /tmp/*.deb \
+ && dpkg --purge --force-depends libboost-dev libboost1.74-dev libstdc++-12-dev libgcc-12-dev \
+      libasan8 libtsan2 liblsan0 libubsan1 libitm1 zlib1g-dev libc6-dev linux-libc-dev \
+      libcrypt-dev libnsl-dev libtirpc-dev rpcsvc-proto \
  && rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log
 
 COPY --from=wheels /opt/venv /opt/venv
@@ -121,11 +174,17 @@ RUN python -c 'import json, sys, datetime; a = sys.argv; json.dump({"image": a[1
 # /etc/profile.d, shells with no PATH at all through links in /usr/local/bin; interactive
 # shells say once when the network is not enforced. Then no setuid/setgid binary is left,
 # and /var/tmp is sticky world-writable (an exec tmpfs there holds harnesses' injected tools).
+# Installers answer at once that nothing can be installed (the pip, apt-get, conda, uv shims
+# and R's install.packages; `python -m pip install` finds no index without trying the network),
+# the toolbox's other names are linked, and TOOLS.md is written (biotool.system.toolbox).
+ENV PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY image/shell/ /usr/local/lib/biotool-shell/
 RUN sh /usr/local/lib/biotool-shell/install.sh \
       PATH VIRTUAL_ENV BIOTOOL_HOME BIOTOOL_CACHE XDG_CACHE_HOME MPLCONFIGDIR NUMBA_CACHE_DIR \
       HF_HOME CELLTYPIST_FOLDER HF_HUB_OFFLINE TRANSFORMERS_OFFLINE HF_HUB_DISABLE_TELEMETRY \
-      PYTHONDONTWRITEBYTECODE PYTHONUNBUFFERED \
+      PYTHONDONTWRITEBYTECODE PYTHONUNBUFFERED PIP_NO_INDEX PIP_DISABLE_PIP_VERSION_CHECK \
+ && python -m biotool.system.toolbox install --bin /usr/local/bin --doc /opt/biotool/TOOLS.md \
+ && chmod 0644 /opt/biotool/TOOLS.md \
  && find / -xdev -perm /6000 -type f -exec chmod a-s {} + \
  && chmod 1777 /var/tmp
 

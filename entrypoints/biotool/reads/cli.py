@@ -1,4 +1,4 @@
-"""Commands of the reads family: align, breakpoints, variants."""
+"""Commands of the reads family: align, breakpoints, variants, index."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def spread(args: list[str], each: tuple[str, ...], grouped: tuple[str, ...]) -> 
 
 
 def describe() -> dict:
-    return {"commands": ["align", "breakpoints", "variants"],
+    return {"commands": ["align", "breakpoints", "variants", "index"],
             "summary": "reads against a reference: placement, base-exact breakpoints, variants",
             "requires": {"binaries": ["bwa", "minimap2", "samtools"],
                          "python": ["mappy", "pysam", "numpy"]}}
@@ -194,3 +194,24 @@ def register(app: typer.Typer) -> None:
                              region=region, min_depth=min_depth, min_af=min_af, top=top,
                              vcf=vcf, min_mapq=min_mapq, min_bq=min_bq, threads=threads,
                              timeout=timeout, preset=preset))
+
+    @app.command("index")
+    def index_cmd(
+        reference: str = typer.Option(..., "--reference", help=REF_HELP),
+        kind: str = typer.Option(..., "--kind", help=(
+            "bwa, bowtie2, hisat2, salmon, kallisto, or minimap2:PRESET (map-ont, map-pb, "
+            "map-hifi, asm5, asm10, asm20, splice).")),
+        timeout: Optional[float] = typer.Option(None, "--timeout", help=(
+            "Time budget in seconds for building the index when it is neither staged nor "
+            "cached: a build it cannot cover is stopped, keeps nothing, and exits 2.")),
+    ) -> None:
+        """The path to give bowtie2 -x, hisat2 -x, bwa mem, minimap2, salmon quant -i or
+        kallisto quant -i for a reference: the staged index (see `biotool references`), else
+        one built once into the cache (a lock, so parallel runs build it once) and kept for
+        later runs. Reports reference, kind, path, staged, fasta, use (an example command
+        line) and the index's sha256 in provenance. salmon and kallisto index every FASTA
+        record as a transcript: give them a transcript FASTA. Exit 2 on an unknown kind or
+        reference, or a build --timeout cannot cover; 4 if the indexer fails."""
+        from biotool.reads.toolindex import index_path
+
+        run(lambda: index_path(reference, kind, timeout))

@@ -1,5 +1,6 @@
-"""Aligner indexes of a reference: bwa's for short reads ("bwa"), minimap2's per long-read
-preset ("minimap2:<preset>"), named as staging and provenance name them.
+"""Aligner and quantifier indexes of a reference, named as staging and provenance name them:
+bwa's for short reads ("bwa"), minimap2's per long-read preset ("minimap2:<preset>"), and the
+toolbox's own ("bowtie2", "hisat2", "salmon", "kallisto"; `biotool index` hands them to agents).
 
 Staged with the reference at build time (biotool.staging), else built on first use into the
 content-keyed cache: once per host (a lock per index), published whole by a rename, and
@@ -18,17 +19,53 @@ from biotool.procs import OutOfTime, run_bounded
 from biotool.reads.shortreads import SHORT, index_label
 
 BWA = index_label(SHORT)
-# bwa's files are <folder>/reference.{amb,ann,bwt,pac,sa}, staged or cached alike, so the same
-# FASTA gives the same folder digest either way.
-BWA_PREFIX = "reference"
+# Folder indexes hold <folder>/reference.*, staged or cached alike, so the same FASTA gives the
+# same folder digest either way; the tool is given that prefix (bwa, bowtie2, hisat2) or the
+# folder itself (salmon).
+PREFIX = "reference"
+PREFIXED = (BWA, "bowtie2", "hisat2")
+FOLDERS = (*PREFIXED, "salmon")
+LONG_READ_PRESETS = ("map-ont", "map-pb", "map-hifi", "asm5", "asm10", "asm20", "splice")
+KINDS = (*FOLDERS, "kallisto", *(f"minimap2:{p}" for p in LONG_READ_PRESETS))
+
+
+# How each kind is used, for the agent that asked for its path.
+USE = {BWA: "bwa mem {p} reads.fq > out.sam",
+       "bowtie2": "bowtie2 -x {p} -U reads.fq -S out.sam",
+       "hisat2": "hisat2 -x {p} -U reads.fq -S out.sam",
+       "salmon": "salmon quant -i {p} -l A -r reads.fq -o quant",
+       "kallisto": "kallisto quant -i {p} -o quant --single -l 200 -s 20 reads.fq",
+       "minimap2": "minimap2 -a {p} reads.fq > out.sam"}
+
+
+def check_kind(label: str) -> None:
+    if label not in KINDS:
+        raise InputError(f"--kind {label!r} is not an index kind; use one of {', '.join(KINDS)}")
+
+
+def artifact_name(label: str, stem: str = PREFIX) -> str:
+    """The file or folder an index is kept as, beside its FASTA or in the cache."""
+    if label.startswith("minimap2:"):
+        return f"{stem}.{label.split(':', 1)[1]}.mmi"
+    if label == "kallisto":
+        return f"{stem}.kallisto.idx"
+    return label
 
 
 def build(label: str, fasta: Path, out: Path, deadline: float | None = None) -> None:
-    """Build index `label` of `fasta` at `out` (bwa's: a new folder; minimap2's: the .mmi) by
-    `deadline` (OutOfTime once the tool is killed); ToolFailure if the tool fails."""
-    if label == BWA:
+    """Build index `label` of `fasta` at `out` (a new folder, or one file) by `deadline`
+    (OutOfTime once the tool is killed); ToolFailure if the tool fails."""
+    check_kind(label)
+    if label in PREFIXED:
         out.mkdir()
-        cmd = ["bwa", "index", "-p", str(out / BWA_PREFIX), str(fasta)]
+        prefix = str(out / PREFIX)
+        cmd = {BWA: ["bwa", "index", "-p", prefix, str(fasta)],
+               "bowtie2": ["bowtie2-build", "--quiet", str(fasta), prefix],
+               "hisat2": ["hisat2-build", "-q", str(fasta), prefix]}[label]
+    elif label == "salmon":
+        cmd = ["salmon", "index", "--threads", "2", "-t", str(fasta), "-i", str(out)]
+    elif label == "kallisto":
+        cmd = ["kallisto", "index", "-i", str(out), str(fasta)]
     else:
         cmd = ["minimap2", "-x", label.split(":", 1)[1], "-d", str(out), str(fasta)]
     rc, said = run_bounded(cmd, deadline)
@@ -37,9 +74,9 @@ def build(label: str, fasta: Path, out: Path, deadline: float | None = None) -> 
 
 
 def aligner_path(label: str, path: Path) -> Path:
-    """What the aligner is given for the index at `path`: bwa's prefix inside its folder, or
-    the .mmi itself."""
-    return path / BWA_PREFIX if label == BWA else path
+    """What the tool is given for the index at `path`: the prefix inside its folder (bwa,
+    bowtie2, hisat2), or the folder or file itself."""
+    return path / PREFIX if label in PREFIXED else path
 
 
 def cached(name: str, fasta: Path, digest: str, label: str,
@@ -47,7 +84,7 @@ def cached(name: str, fasta: Path, digest: str, label: str,
     """Index `label` of reference `name` from the cache, built there first when no run has:
     (aligner path, sha256). A build the deadline cuts short fails the command (exit 2)."""
     d = entry_dir("reference", digest[:32])
-    final = d / (BWA if label == BWA else f"reference.{label.split(':', 1)[1]}.mmi")
+    final = d / artifact_name(label)
     if not _complete(final):
         try:
             _build_once(fasta, label, final, deadline)
@@ -61,8 +98,8 @@ def cached(name: str, fasta: Path, digest: str, label: str,
 
 
 def _complete(final: Path) -> bool:
-    # Both kinds are published by one rename, so being there means being whole; a 0-byte
-    # .mmi is an older run's litter, never trusted.
+    # Every kind is published by one rename, so being there means being whole; a 0-byte
+    # file is an older run's litter, never trusted.
     return final.is_dir() or (final.is_file() and final.stat().st_size > 0)
 
 

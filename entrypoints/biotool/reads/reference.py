@@ -41,16 +41,24 @@ class Reference:
         for the long-read presets; staged, else built into the cache by `deadline`."""
         if preset not in PRESETS:
             raise InputError(f"--preset: unknown preset {preset!r}; use auto, sr, map-ont or map-pb")
-        if preset in self._index_cache:
-            return self._index_cache[preset]
-        key = index_label(preset)
-        if self.staged and key in self.staged.get("files", {}):
-            path = indexes.aligner_path(key, staging.path_of(self.staged, key))
-            out = (path, self.staged["files"][key]["sha256"])
+        return self.index_of(index_label(preset), deadline)
+
+    def index_of(self, label: str, deadline: float | None = None) -> tuple[Path, str]:
+        """Index `label` (biotool.reads.indexes.KINDS) and its sha256: staged, else built into
+        the cache by `deadline`."""
+        if label in self._index_cache:
+            return self._index_cache[label]
+        indexes.check_kind(label)
+        if self.staged and label in self.staged.get("files", {}):
+            path = indexes.aligner_path(label, staging.path_of(self.staged, label))
+            out = (path, self.staged["files"][label]["sha256"])
         else:
-            out = indexes.cached(self.name, self.fasta, self.sha256, key, deadline)
-        self._index_cache[preset] = out
+            out = indexes.cached(self.name, self.fasta, self.sha256, label, deadline)
+        self._index_cache[label] = out
         return out
+
+    def is_staged(self, label: str) -> bool:
+        return bool(self.staged and label in self.staged.get("files", {}))
 
     @cached_property
     def _faidx(self):

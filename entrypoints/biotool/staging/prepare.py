@@ -42,10 +42,10 @@ def build_index(fasta: Path, index: str, item_dir: Path) -> Path:
     if index == "minimap2:sr":
         raise StagingError('index "minimap2:sr" would never be used: short reads align with '
                            'bwa; stage "bwa" instead')
-    if index == indexes.BWA or index.startswith("minimap2:"):
-        # bwa's is a folder, recorded (and hashed) whole, like a BLAST database.
-        out = item_dir / ("bwa" if index == indexes.BWA else
-                          f"{fasta.stem}.{index.split(':', 1)[1]}.mmi")
+    if index in indexes.KINDS:
+        # A folder index (bwa's, bowtie2's, ...) is recorded (and hashed) whole, like a BLAST
+        # database.
+        out = item_dir / indexes.artifact_name(index, fasta.stem)
         try:
             indexes.build(index, fasta, out)
         except ToolFailure as exc:

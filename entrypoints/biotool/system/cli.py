@@ -16,16 +16,20 @@ def describe() -> dict:
 def register(app: typer.Typer) -> None:
     @app.command("list")
     def list_cmd() -> None:
-        """Every tool family and every reference, database, model and sample (example
-        inputs to try) this image knows, each with whether it is staged and usable here:
-        items[] carry kind, name, set, staged, usable, and path (when staged) or reason."""
+        """Every tool family, the toolbox's commands, R libraries and Python modules (tools;
+        their versions: `biotool version`), and every reference, database, model and sample
+        (example inputs to try) this image knows, each with whether it is staged and usable
+        here: items[] carry kind, name, set, staged, usable, and path (when staged) or reason."""
         from biotool.system.inventory import list_everything
 
         run(list_everything)
 
     @app.command("references")
     def references_cmd() -> None:
-        """Staged references with their index files (faidx, minimap2 per preset) and sha256."""
+        """Staged references with their indexes (faidx, bwa, bowtie2, hisat2, minimap2 per
+        preset) and sha256. An index's path is relative to the folder of the reference's path
+        and is what its tool takes (bwa's, bowtie2's, hisat2's prefix); `biotool index
+        --reference NAME --kind KIND` prints it whole, and builds one that is not staged."""
         from biotool.system.inventory import references
 
         run(references)
@@ -36,7 +40,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Check this environment against the rules and manifests: staged files and their
         sha256, writable caches, the egress proxy (or offline mode), non-root user, tools
-        on PATH. Prints every check; exits 4 if a required one fails."""
+        on PATH, and that every toolbox command starts (its version command, 8 at a time).
+        Prints every check; exits 4 if a required one fails."""
         from biotool.system.doctor import DoctorFailed, doctor
 
         def go() -> dict:
@@ -50,8 +55,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("version")
     def version_cmd() -> None:
-        """Versions of biotool, every scientific package, RDKit, the binaries, and the
-        image's build identity (for graders)."""
+        """Versions of biotool, every scientific package, RDKit, the binaries, the toolbox
+        (each tool's Debian package, each R library, each Python package), and the image's
+        build identity (for graders)."""
         from biotool.system.version import versions
 
         run(versions)

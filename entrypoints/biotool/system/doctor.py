@@ -128,9 +128,28 @@ def check_binaries() -> list[dict]:
             for b, path in found.items()]
 
 
+def check_toolbox() -> dict:
+    """Every toolbox command starts (its version command exits as it should); one check, so
+    the report stays small, naming each that does not. Required in the image, which promises
+    the toolbox; biotool installed elsewhere (a developer's host) only reports it."""
+    from biotool.provenance import build_identity
+    from biotool.system import toolbox
+
+    box = toolbox.load()
+    broken = toolbox.check_tools()
+    n = len(box.tools) + sum(len(t.also) for t in box.tools)
+    in_image = bool(build_identity())
+    if broken:
+        return _check("toolbox", False, f"{len(broken)} of {n} commands do not start: "
+                      + "; ".join(f"{c}: {why}" for c, why in sorted(broken.items()))
+                      if in_image else f"not the image: {len(broken)} of {n} toolbox "
+                      f"commands are not here", required=in_image)
+    return _check("toolbox", True, f"all {n} commands start ({staging.home() / toolbox.DOC})")
+
+
 def doctor(verify_sha: bool = True) -> dict:
     checks = [check_rules(), *check_staged(verify_sha), *check_caches(), check_network(),
-              check_user(), *check_binaries(), check_gpu()]
+              check_user(), *check_binaries(), check_toolbox(), check_gpu()]
     failed = [c for c in checks if c["required"] and not c["ok"]]
     result = {"ok": not failed, "checks": checks,
               "failed": [c["check"] for c in failed]}

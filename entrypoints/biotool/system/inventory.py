@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import shutil
 
 from biotool import staging
@@ -56,15 +57,21 @@ def list_everything() -> dict:
         # A whole set left out of the build is one reason, said once (the output stays small).
         if i.get("reason", "").startswith(NOT_STAGED + ": set "):
             how[i["set"]] = HOW_TO_STAGE.format(set=i["set"])
-            del i["reason"]  # staged: false and its set say it; how_to_stage says what to do
+            # staged: false and its set say it; how_to_stage says what to do; its title is
+            # the manifest's (refs/*.toml), of no use until the set is staged.
+            del i["reason"]
+            i.pop("title", None)
             by_set.setdefault(i["set"], []).append(i["name"])
         else:
             spots.append(f"{i['kind']} {i['name']}: {i['reason']}")
     # The names are in items (staged: false); listing them again would double the output.
     spots += [f"{len(names)} item(s) of set {name!r} are not staged here (see items, "
               f"how_to_stage)" for name, names in by_set.items()]
+    from biotool.system.toolbox import summary
+
     return {
         "families": families,
+        "tools": summary(),
         "items": items,
         "home": str(staging.home()),
         "site": staging.inventory().get("site"),
@@ -78,7 +85,11 @@ def list_everything() -> dict:
 
 
 def references() -> dict:
-    """Staged references with every index file and its sha256, and whether each is usable."""
+    """Staged references with every index and its sha256, and whether each is usable. An
+    index's path is relative to the folder of the reference's `path` (kept short: the output
+    is read into an agent's context) and is what its tool is given (bwa's, bowtie2's and
+    hisat2's prefix); `biotool index` gives it whole."""
+    from biotool.reads import indexes
     out, usable_used = [], []
     entries = [e for e in staging.load_manifests() if e["kind"] == "reference"]
     named = {e["name"] for e in entries}
@@ -90,12 +101,16 @@ def references() -> dict:
                "title": entry.get("title", ""), "organism": entry.get("organism", ""),
                "set": st["set"], "staged": st["staged"], "usable": st["usable"]}
         for key in ("origin", "source"):
-            if key in st:
+            # An image item's source is its manifest's (as in `list`); a site's is news.
+            if key in st and (key == "origin" or st.get("origin") == "site"):
                 row[key] = st[key]
         if rec:
-            row["path"] = str(staging.path_of(rec))
+            main = staging.path_of(rec)
+            row["path"] = str(main)
             row["sha256"] = rec["sha256"]
-            row["indexes"] = {k: {"path": str(staging.path_of(rec, k)), "sha256": v["sha256"]}
+            row["indexes"] = {k: {"path": os.path.relpath(indexes.aligner_path(
+                                  k, staging.path_of(rec, k)), main.parent),
+                                  "sha256": v["sha256"]}
                               for k, v in rec["files"].items() if k != "main"}
             if st["usable"]:
                 usable_used.append(used("reference", rec["name"], rec["sha256"]))

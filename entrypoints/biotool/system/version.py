@@ -9,6 +9,7 @@ from importlib import metadata
 
 from biotool import __version__
 from biotool.provenance import build_identity
+from biotool.system import toolbox
 from biotool.system.gpu import report as gpu_report
 
 PACKAGES = ("numpy", "scipy", "pandas", "anndata", "h5py", "scanpy", "scikit-learn",
@@ -45,6 +46,8 @@ def versions() -> dict:
         "rdkit": pkgs["rdkit"],
         "packages": pkgs,
         "binaries": {k: v for k, v in bins.items() if v is not None},
+        # The toolbox's Debian, R and Python versions (docs/TOOLS.md).
+        "toolbox": toolbox.versions(),
         "image": build_identity(),
         "gpu": gpu_report(),
     }

@@ -1,0 +1,30 @@
+"""`biotool index`: the path of a reference's index for the toolbox's aligners and
+quantifiers (bwa, bowtie2, hisat2, minimap2, salmon, kallisto), staged or built on first use."""
+
+from __future__ import annotations
+
+import time
+
+from biotool.provenance import provenance, used
+from biotool.reads import indexes
+from biotool.reads.reference import resolve
+
+
+def index_path(reference: str, kind: str, timeout: float | None = None) -> dict:
+    """The index `kind` of `reference` (a staged name or a FASTA path): the staged one, else the
+    cached one, built first within `timeout` (exit 2 naming --timeout when it cannot be)."""
+    indexes.check_kind(kind)
+    deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+    ref = resolve(reference)
+    staged = ref.is_staged(kind)
+    path, digest = ref.index_of(kind, deadline)
+    return {
+        "reference": ref.name,
+        "kind": kind,
+        "path": str(path),
+        "staged": staged,
+        "fasta": str(ref.fasta),
+        "use": indexes.USE[kind.split(":", 1)[0]].format(p=path),
+        "provenance": provenance(used("reference", ref.name, ref.sha256),
+                                 used("index", kind, digest, path=str(path))),
+    }

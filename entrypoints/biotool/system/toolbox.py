@@ -1,0 +1,336 @@
+"""The toolbox: the command-line tools, R libraries and Python packages the image carries
+beyond biotool (toolbox.toml), their versions, whether each starts, and TOOLS.md.
+
+    python -m biotool.system.toolbox install --bin DIR --doc FILE   # at image build
+    python -m biotool.system.toolbox markdown --dockerfile Dockerfile  # docs/TOOLS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+MANIFEST = Path(__file__).with_name("toolbox.toml")
+R_LIBRARY = Path("/usr/lib/R/site-library")
+DOC = "TOOLS.md"  # under BIOTOOL_HOME in the image, and in docs/
+VERSION_TIMEOUT = 20.0  # seconds: a tool whose --version takes longer does not "start"
+# What every refused install says: the installer shims and R's site profile, both written at
+# build by install() below.
+NO_INSTALL = ("installs are not possible in this sandbox (no package index is reachable and "
+              "the image is read-only); run `biotool list` or read /opt/biotool/TOOLS.md for "
+              "the tools, R libraries and Python packages already here")
+# Installers an agent reaches for, and the sub-commands of each that only read (they still
+# work: `pip list`, `apt list --installed`).
+INSTALLERS = {
+    "pip": "list show freeze check help inspect -h --help -V --version",
+    "pip3": "list show freeze check help inspect -h --help -V --version",
+    "pip3.11": "list show freeze check help inspect -h --help -V --version",
+    "apt-get": "-h --help -v --version",
+    "apt": "list show search policy depends rdepends -h --help -v --version",
+    "conda": "", "mamba": "", "micromamba": "", "uv": "",
+}
+SHIM = """#!/bin/sh
+# biotool sandbox, written at build by biotool.system.toolbox: {NAME} here. Nothing can be
+# installed, so an install fails at once with the reason instead of retrying through the
+# proxy for minutes.
+{READ_ONLY}echo "{NAME}: {MESSAGE}" >&2
+exit 1
+"""
+# R's utils::install.packages and its kin, replaced in R's site profile (they are in the
+# utils namespace, which is loaded after the site profile runs).
+R_PROFILE = """
+## biotool sandbox, written at build by biotool.system.toolbox: nothing can be installed here.
+local({{
+    refuse <- function(...) stop("{MESSAGE}", call. = FALSE)
+    replace <- function(...) {{
+        ns <- asNamespace("utils")
+        for (f in c("install.packages", "update.packages", "download.packages")) {{
+            unlockBinding(f, ns); assign(f, refuse, envir = ns); lockBinding(f, ns)
+        }}
+    }}
+    if (isNamespaceLoaded("utils")) replace() else setHook(packageEvent("utils", "onLoad"), replace)
+}})
+"""
+
+
+@dataclass(frozen=True)
+class Tool:
+    command: str
+    package: str
+    family: str
+    what: str
+    version: tuple[str, ...]
+    version_exit: int = 0
+    also: tuple[str, ...] = ()
+    data: str = ""
+    wrapper: str = ""  # a command line the tool's name runs, where Debian ships no such name
+
+
+@dataclass(frozen=True)
+class Absent:
+    name: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Toolbox:
+    tools: tuple[Tool, ...]
+    r_package: str
+    r_libraries: tuple[str, ...]
+    r_packages: tuple[str, ...]
+    python: dict[str, str]  # import name -> distribution name
+    absent: tuple[Absent, ...]
+
+    @property
+    def packages(self) -> set[str]:
+        """Every Debian package the toolbox names (the Dockerfile pins each)."""
+        return {t.package for t in self.tools} | {self.r_package, *self.r_packages}
+
+    def families(self) -> dict[str, list[Tool]]:
+        out: dict[str, list[Tool]] = {}
+        for t in self.tools:
+            out.setdefault(t.family, []).append(t)
+        return out
+
+
+@cache
+def load(path: Path = MANIFEST) -> Toolbox:
+    raw = tomllib.loads(path.read_text())
+    tools = tuple(Tool(**{k: tuple(v) if isinstance(v, list) else v for k, v in t.items()})
+                  for t in raw["tool"])
+    r = raw["r"]
+    return Toolbox(tools=tools, r_package=r["package"], r_libraries=tuple(r["libraries"]),
+                   r_packages=tuple(r["packages"]), python=dict(raw["python"]["modules"]),
+                   absent=tuple(Absent(**a) for a in raw["absent"]))
+
+
+def names(tool: Tool) -> list[str]:
+    return [tool.command, *tool.also]
+
+
+# ---------------------------------------------------------------- versions
+
+def debian_versions(packages: set[str]) -> dict[str, str]:
+    """{package: installed version} from dpkg, in one call; {} where there is no dpkg."""
+    if not shutil.which("dpkg-query"):
+        return {}
+    proc = subprocess.run(["dpkg-query", "-W", "-f", "${Package}\t${Version}\t${db:Status-Abbrev}\n",
+                           *sorted(packages)], capture_output=True, text=True)
+    out = {}
+    for line in proc.stdout.splitlines():
+        name, version, status = (line.split("\t") + ["", ""])[:3]
+        if status.startswith("ii") and version:
+            out[name] = version
+    return out
+
+
+def r_versions(libraries: tuple[str, ...], root: Path = R_LIBRARY) -> dict[str, str | None]:
+    """Each R library's Version from its DESCRIPTION (no R start-up: milliseconds)."""
+    out: dict[str, str | None] = {}
+    for lib in libraries:
+        try:
+            text = (root / lib / "DESCRIPTION").read_text(errors="replace")
+        except OSError:
+            out[lib] = None
+            continue
+        m = re.search(r"^Version:\s*(\S+)", text, re.M)
+        out[lib] = m.group(1) if m else None
+    return out
+
+
+def python_versions(modules: dict[str, str]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for dist in modules.values():
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def versions() -> dict:
+    """What `biotool version` reports of the toolbox: Debian package, R and Python versions."""
+    box = load()
+    deb = debian_versions(box.packages)
+    return {
+        "tools": {t.command: deb.get(t.package) for t in box.tools},
+        "r": {"R": deb.get(box.r_package), **r_versions(box.r_libraries)},
+        "python": python_versions(box.python),
+    }
+
+
+# ---------------------------------------------------------------- does each tool start
+
+def starts(tool: Tool) -> str | None:
+    """None when the tool's version command exits as it should, else why not (one line)."""
+    from biotool.procs import OutOfTime, run_bounded
+    from biotool.output import ToolFailure
+
+    try:
+        rc, said = run_bounded([tool.command, *tool.version], time.monotonic() + VERSION_TIMEOUT)
+    except (OutOfTime, ToolFailure) as exc:
+        return str(exc)
+    return None if rc == tool.version_exit else f"exit {rc}: {said}"
+
+
+def check_tools(threads: int = 8) -> dict[str, str]:
+    """{command: why it does not start} for every tool, every alias checked on PATH too."""
+    box = load()
+    with ThreadPoolExecutor(threads) as pool:
+        results = dict(zip((t.command for t in box.tools), pool.map(starts, box.tools)))
+    for t in box.tools:
+        for alias in t.also:
+            if shutil.which(alias) is None:
+                results[alias] = f"not on PATH (an alias of {t.command})"
+    return {k: v for k, v in results.items() if v}
+
+
+# ---------------------------------------------------------------- what agents read
+
+def summary() -> dict:
+    """The `tools` section of `biotool list`: every command name (utilities aside), R library
+    and Python module, kept short; versions are `biotool version`'s, and what each is for,
+    where its data lives and what is absent on purpose are TOOLS.md's."""
+    from biotool import staging
+
+    box = load()
+    return {
+        "commands": " ".join(n for fam, tools in box.families().items() if fam != "utilities"
+                             for t in tools for n in names(t)),
+        "r_libraries": " ".join(box.r_libraries),
+        "python": " ".join(box.python),
+        "doc": f"{staging.home() / DOC}: what each is for, its data, what is absent; "
+               f"versions: biotool version",
+    }
+
+
+def markdown(deb: dict[str, str], box: Toolbox | None = None) -> str:
+    """TOOLS.md from the toolbox and {Debian package: version}."""
+    box = box or load()
+    lines = [
+        "# The toolbox",
+        "",
+        "Generated from `entrypoints/biotool/system/toolbox.toml` "
+        "(`python -m biotool.system.toolbox markdown`); in the image at `/opt/biotool/TOOLS.md`.",
+        "Nothing can be installed in this sandbox: what is listed here is what there is. "
+        "`biotool list` lists the same names, `biotool version` their versions, and "
+        "`biotool doctor` checks that each starts.",
+        "",
+        "Data the tools need: `biotool references` lists the staged references with every "
+        "index (faidx, bwa, bowtie2, hisat2, minimap2) and its path; `biotool index --reference "
+        "NAME --kind KIND` gives the path of one index, building it into the cache first when it "
+        "is not staged (bounded by `--timeout`). Example inputs are under `/opt/biotool/samples`.",
+        "",
+    ]
+    for fam, tools in box.families().items():
+        lines += [f"## {fam}", "", "| command | version (Debian package) | what | data |",
+                  "|---|---|---|---|"]
+        for t in tools:
+            cmd = " / ".join(f"`{n}`" for n in names(t))
+            ver = f"{deb.get(t.package, 'Debian 12')} ({t.package})"
+            lines.append(f"| {cmd} | {ver} | {t.what} | {t.data} |")
+        lines.append("")
+    lines += ["## R", "", f"R {deb.get(box.r_package, '?')} (`R`, `Rscript`) with "
+              + ", ".join(f"{lib} ({deb.get(pkg, '?')})"
+                          for lib, pkg in zip(box.r_libraries, box.r_packages))
+              + ". `library()` of each works as any user on the read-only root.", ""]
+    lines += ["## Python", "", "In `/opt/venv` (the `python` on PATH), pinned in "
+              "`image/requirements-*.lock`: " + ", ".join(f"`{m}` ({d})" for m, d in
+                                                          box.python.items()) + ".", ""]
+    lines += ["## Deliberately not here", "", "| what | why |", "|---|---|"]
+    lines += [f"| {a.name} | {a.why} |" for a in box.absent]
+    return "\n".join(lines) + "\n"
+
+
+def dockerfile_pins(text: str) -> dict[str, str]:
+    """{package: version} of every `pkg=version` pin in a Dockerfile's `apt-get install` and
+    `apt-get download` arguments."""
+    joined = text.replace("\\\n", " ")
+    args = " ".join(m.split("&&")[0] for m in re.split(r"apt-get (?:install|download)", joined)[1:])
+    return dict(re.findall(r"(?<![\w.+=-])([a-z0-9][a-z0-9.+-]*)=([0-9][\w.+:~-]*)", args))
+
+
+# ---------------------------------------------------------------- image build
+
+def shim(name: str, real: str | None) -> str:
+    """The script an installer's name runs in the image."""
+    read_only = INSTALLERS[name].split()
+    case = (f'# Sub-commands that only read run the real tool.\ncase "${{1:-}}" in\n'
+            f'    {"|".join(read_only)}) exec {real} "$@" ;;\nesac\n') if read_only and real else ""
+    return SHIM.format(NAME=name, MESSAGE=NO_INSTALL.replace("`", "'"), READ_ONLY=case)
+
+
+def install_refusals(bindir: Path, venv_bin: Path, rprofile: Path | None) -> list[str]:
+    """Every installer name answers with NO_INSTALL: pip's in the venv (first on PATH), the
+    others in `bindir`; R's install.packages in its site profile."""
+    made = []
+    for name in INSTALLERS:
+        where = venv_bin if name.startswith("pip") else bindir
+        real = (f"{venv_bin}/python -m pip" if name.startswith("pip")
+                else shutil.which(name, path="/usr/bin:/bin"))
+        path = where / name
+        path.unlink(missing_ok=True)
+        path.write_text(shim(name, real))
+        path.chmod(0o755)
+        made.append(str(path))
+    if rprofile is not None:
+        with open(rprofile, "a") as fh:
+            fh.write(R_PROFILE.format(MESSAGE=NO_INSTALL.replace("`", "'")))
+        made.append(str(rprofile))
+    return made
+
+
+def install(bindir: Path, doc: Path) -> list[str]:
+    """At image build: link each alias Debian does not ship, write each wrapper, the
+    installers' refusals, and TOOLS.md. Returns what was made."""
+    box = load()
+    rprofile = Path("/etc/R/Rprofile.site")
+    made = install_refusals(bindir, Path(sys.prefix) / "bin",
+                            rprofile if rprofile.exists() else None)
+    for t in box.tools:
+        if t.wrapper:
+            path = bindir / t.command
+            path.write_text(f'#!/bin/sh\nexec {t.wrapper} "$@"\n')
+            path.chmod(0o755)
+            made.append(str(path))
+        target = shutil.which(t.command) or str(bindir / t.command)
+        for alias in t.also:
+            if shutil.which(alias) is None:
+                (bindir / alias).symlink_to(target)
+                made.append(str(bindir / alias))
+    doc.write_text(markdown(debian_versions(box.packages), box))
+    return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m biotool.system.toolbox")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    i = sub.add_parser("install")
+    i.add_argument("--bin", type=Path, required=True)
+    i.add_argument("--doc", type=Path, required=True)
+    m = sub.add_parser("markdown")
+    m.add_argument("--dockerfile", type=Path, help="versions from its pins, not from dpkg")
+    a = ap.parse_args(argv)
+    if a.cmd == "install":
+        for path in install(a.bin, a.doc):
+            print(f"toolbox: made {path}", file=sys.stderr)
+        return 0
+    box = load()
+    deb = (dockerfile_pins(a.dockerfile.read_text()) if a.dockerfile
+           else debian_versions(box.packages))
+    sys.stdout.write(markdown(deb, box))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""The toolbox manifest against the Dockerfile that installs it, the TOOLS.md generated from
+both, the installer refusals written at build, and the inventory's place in list/version."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from biotool.system import toolbox
+
+REPO = Path(__file__).resolve().parents[3]
+DOCKERFILE = REPO / "Dockerfile"
+
+
+@pytest.fixture(scope="module")
+def pins() -> dict[str, str]:
+    return toolbox.dockerfile_pins(DOCKERFILE.read_text())
+
+
+def test_every_toolbox_package_is_pinned_in_the_dockerfile(pins):
+    box = toolbox.load()
+    # The base tools the os stage installs unpinned (they predate the toolbox) are named but
+    # not version-pinned; every package the toolbox added is.
+    base = {"minimap2", "bwa", "samtools", "bcftools", "tabix", "ncbi-blast+", "curl"}
+    unpinned = sorted(p for p in box.packages - base if p not in pins)
+    assert not unpinned, f"toolbox packages without a pkg=version pin in the Dockerfile: {unpinned}"
+
+
+def test_every_pinned_package_is_in_the_toolbox(pins):
+    # Java itself and FastQC's Java libraries are the only pins that are not a toolbox entry.
+    runtime = {"default-jre-headless"}
+    stray = sorted(set(pins) - toolbox.load().packages - runtime)
+    assert not stray, f"pinned in the Dockerfile but not described in toolbox.toml: {stray}"
+
+
+def test_the_issue_names_are_all_there():
+    # The names agents type, from the toolbox issue: each is a command or an alias.
+    wanted = ("bowtie2 hisat2 STAR salmon kallisto featureCounts bedtools seqkit seqtk fastp "
+              "cutadapt mafft muscle clustalo iqtree2 iqtree FastTree fasttree raxmlHPC hmmscan "
+              "diamond mmseqs prodigal barrnap kraken2 spades.py megahit bamtools vcftools "
+              "freebayes gffread stringtie mash macs2 plink plink1.9 plink2 sambamba mosdepth "
+              "bedops vsearch cd-hit mummer pigz zstd unzip xz bzip2 jq parallel sqlite3 file "
+              "less Rscript fastqc trimmomatic").split()
+    have = {n for t in toolbox.load().tools for n in toolbox.names(t)}
+    assert not set(wanted) - have, set(wanted) - have
+
+
+def test_docs_tools_md_is_generated_from_the_manifest_and_the_pins(pins):
+    doc = (REPO / "docs" / toolbox.DOC).read_text()
+    assert doc == toolbox.markdown(pins), (
+        "docs/TOOLS.md is stale: python -m biotool.system.toolbox markdown --dockerfile "
+        "Dockerfile > docs/TOOLS.md")
+    assert "| `iqtree2` / `iqtree` | 2.0.7+dfsg-1 (iqtree) |" in doc
+
+
+def test_pins_parse_epochs_and_debian_revisions():
+    text = ("RUN apt-get install -y muscle=1:5.1.0-1 plink1.9=1.90~b6.26-220402-1 \\\n  a=1.0 "
+            "--x=y && python -c 'json.dump(x, indent=1)'\nRUN apt-get download b=2:1-1")
+    assert toolbox.dockerfile_pins(text) == {"muscle": "1:5.1.0-1", "b": "2:1-1",
+                                             "plink1.9": "1.90~b6.26-220402-1", "a": "1.0"}
+
+
+@pytest.mark.parametrize("name, args, reads", [
+    ("pip", ["install", "numpy"], False),
+    ("pip", ["-q", "install", "x"], False),
+    ("pip", ["--version"], True),
+    ("apt-get", ["install", "-y", "bowtie"], False),
+    ("apt", ["list", "--installed"], True),
+    ("conda", ["install", "-c", "bioconda", "x"], False),
+])
+def test_installer_shims_refuse_installs_and_pass_reads(tmp_path, name, args, reads):
+    real = tmp_path / "real"
+    real.write_text("#!/bin/sh\necho real \"$@\"\n")
+    real.chmod(0o755)
+    shim = tmp_path / name
+    shim.write_text(toolbox.shim(name, str(real) if name != "conda" else None))
+    shim.chmod(0o755)
+    proc = subprocess.run([str(shim), *args], capture_output=True, text=True, timeout=10)
+    if reads:
+        assert proc.returncode == 0 and proc.stdout == f"real {' '.join(args)}\n", proc
+    else:
+        assert proc.returncode == 1 and proc.stdout == ""
+        assert proc.stderr == f"{name}: {toolbox.NO_INSTALL.replace('`', chr(39))}\n"
+
+
+def test_r_profile_refuses_install_packages(tmp_path):
+    # R itself is an image tool; here the text is checked for what it replaces.
+    text = toolbox.R_PROFILE.format(MESSAGE="m")
+    for f in ("install.packages", "update.packages", "download.packages"):
+        assert f'"{f}"' in text
+    assert 'stop("m", call. = FALSE)' in text
+
+
+def test_list_has_a_tools_section_and_version_the_toolbox(biotool):
+    listed = biotool("list")
+    assert listed.code == 0, listed.stderr
+    tools = listed.json["tools"]
+    assert {"bowtie2", "iqtree", "featureCounts"} <= set(tools["commands"].split())
+    assert "DESeq2" in tools["r_libraries"].split() and "pydeseq2" in tools["python"].split()
+    assert tools["doc"].split(":")[0].endswith("/TOOLS.md")
+    version = biotool("version")
+    assert version.code == 0, version.stderr
+    box = version.json["toolbox"]
+    assert set(box["tools"]) == {t.command for t in toolbox.load().tools}
+    assert box["python"]["pydeseq2"]  # installed on this host as in the image
+
+
+def test_doctor_reports_the_toolbox_outside_the_image_without_failing(biotool, tmp_path):
+    ran = biotool("doctor", "--no-sha", env={"BIOTOOL_BUILD_INFO": str(tmp_path / "none")})
+    check = next(c for c in ran.json["checks"] if c["check"] == "toolbox")
+    assert check["required"] is False
