@@ -29,7 +29,8 @@ EXPOSE 3128
 ENTRYPOINT ["/usr/local/lib/egress/entrypoint.sh"]
 # ---- end egress stage
 
-# ---- os: Debian's tools and Python, shared by the wheels stage and the runtime
+# ---- os: Debian's tools and Python, shared by the wheels stage and the runtime (the tools
+# pinned as the toolbox's are, below)
 FROM ${BASE_IMAGE} AS os
 ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
 # Manual pages ship (the slim base drops them): `man bowtie2` is how an agent reads a tool.
@@ -39,8 +40,9 @@ RUN printf '%s\n' 'path-include /usr/share/man/man1/*' 'path-include /usr/share/
  && mkdir -p /usr/share/man/man1
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      python3 ca-certificates curl procps \
-      minimap2 bwa samtools bcftools tabix ncbi-blast+ \
+      python3 ca-certificates procps curl=7.88.1-10+deb12u15 \
+      minimap2=2.24+dfsg-3+b1 bwa=0.7.17-7+b2 samtools=1.16.1-1 bcftools=1.16-1 \
+      tabix=1.16+ds-3 ncbi-blast+=2.12.0+ds-3+b1 \
  && rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log
 
 # ---- wheels: the pinned dependencies installed into /opt/venv from the wheelhouse only

@@ -391,6 +391,7 @@ def cases() -> list[dict]:
         ("reads", "variants.fastq", lambda x: [bt, "variants", "--fastq", x, "--reference", STAGED], "--fastq"),
         ("reads", "variants.bam", lambda x: [bt, "variants", "--bam", x, "--reference", STAGED], "--bam"),
         ("reads", "variants.reference", lambda x: [bt, "variants", "--fastq", "good.fastq", "--reference", x], "--reference"),
+        ("reads", "index.reference", lambda x: [bt, "index", "--kind", "bowtie2", "--reference", x], "--reference"),
         ("taxonomy", "taxonomy.fasta", lambda x: [bt, "taxonomy", "--fasta", x, "--local"], "--fasta"),
         ("taxonomy", "taxonomy.fastq", lambda x: [bt, "taxonomy", "--fastq", x, "--local"], "--fastq"),
         ("singlecell", "celltype.matrix", lambda x: [bt, "celltype", "--matrix", x], "--matrix"),
@@ -452,6 +453,11 @@ def cases() -> list[dict]:
         add(f"{cmd}.reference.unknown-name", "reads",
             [bt, cmd, "--fastq", "good.fastq", "--reference", "no-such-genome"],
             culprit="no-such-genome", cls="option")
+    for tag, path in ref_bad.items():
+        add(f"index.reference.{tag}", "reads", [bt, "index", "--kind", "hisat2", "--reference", path],
+            culprit=path, cls="format")
+    add("index.kind.unknown", "reads", [bt, "index", "--kind", "star", "--reference", STAGED],
+        culprit="--kind", cls="option")
     # BAMs
     bam_bad = {"no-index": "noindex.bam", "garbage-index": "bad-bai.bam",
                "unsorted-stale-index": "unsorted.bam", "other-reference": "other-ref.bam",

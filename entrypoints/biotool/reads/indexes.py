@@ -10,6 +10,7 @@ within the command's time budget (the build is killed at the deadline).
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -70,7 +71,8 @@ def build(label: str, fasta: Path, out: Path, deadline: float | None = None) -> 
         cmd = ["minimap2", "-x", label.split(":", 1)[1], "-d", str(out), str(fasta)]
     rc, said = run_bounded(cmd, deadline)
     if rc != 0:
-        raise ToolFailure(f"{cmd[0]} could not index {fasta} for {label} (exit {rc}): {said}")
+        how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exit {rc}"
+        raise ToolFailure(f"{cmd[0]} could not index {fasta} for {label} ({how}): {said}")
 
 
 def aligner_path(label: str, path: Path) -> Path:

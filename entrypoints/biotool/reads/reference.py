@@ -49,7 +49,7 @@ class Reference:
         if label in self._index_cache:
             return self._index_cache[label]
         indexes.check_kind(label)
-        if self.staged and label in self.staged.get("files", {}):
+        if self.is_staged(label):
             path = indexes.aligner_path(label, staging.path_of(self.staged, label))
             out = (path, self.staged["files"][label]["sha256"])
         else:

@@ -3,10 +3,9 @@ quantifiers (bwa, bowtie2, hisat2, minimap2, salmon, kallisto), staged or built 
 
 from __future__ import annotations
 
-import time
-
 from biotool.provenance import provenance, used
 from biotool.reads import indexes
+from biotool.reads.inputs import deadline_from
 from biotool.reads.reference import resolve
 
 
@@ -14,7 +13,7 @@ def index_path(reference: str, kind: str, timeout: float | None = None) -> dict:
     """The index `kind` of `reference` (a staged name or a FASTA path): the staged one, else the
     cached one, built first within `timeout` (exit 2 naming --timeout when it cannot be)."""
     indexes.check_kind(kind)
-    deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+    _, deadline = deadline_from(timeout)
     ref = resolve(reference)
     staged = ref.is_staged(kind)
     path, digest = ref.index_of(kind, deadline)

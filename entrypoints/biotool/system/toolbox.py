@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -31,14 +32,16 @@ NO_INSTALL = ("installs are not possible in this sandbox (no package index is re
               "the tools, R libraries and Python packages already here")
 # Installers an agent reaches for, and the sub-commands of each that only read (they still
 # work: `pip list`, `apt list --installed`).
+PIP = ("pip", "pip3", f"pip3.{sys.version_info.minor}")
+PIP_READS = "list show freeze check help inspect -h --help -V --version"
 INSTALLERS = {
-    "pip": "list show freeze check help inspect -h --help -V --version",
-    "pip3": "list show freeze check help inspect -h --help -V --version",
-    "pip3.11": "list show freeze check help inspect -h --help -V --version",
+    **{name: PIP_READS for name in PIP},
     "apt-get": "-h --help -v --version",
     "apt": "list show search policy depends rdepends -h --help -v --version",
     "conda": "", "mamba": "", "micromamba": "", "uv": "",
 }
+# NO_INSTALL as shell and R strings quote it (no backquotes).
+NO_INSTALL_PLAIN = NO_INSTALL.replace("`", "'")
 SHIM = """#!/bin/sh
 # biotool sandbox, written at build by biotool.system.toolbox: {NAME} here. Nothing can be
 # installed, so an install fails at once with the reason instead of retrying through the
@@ -180,6 +183,8 @@ def starts(tool: Tool) -> str | None:
         rc, said = run_bounded([tool.command, *tool.version], time.monotonic() + VERSION_TIMEOUT)
     except (OutOfTime, ToolFailure) as exc:
         return str(exc)
+    except OSError as exc:  # on PATH but not executable, a broken interpreter line, ...
+        return exc.strerror or str(exc)
     return None if rc == tool.version_exit else f"exit {rc}: {said}"
 
 
@@ -214,6 +219,11 @@ def summary() -> dict:
     }
 
 
+def _cell(text: str) -> str:
+    """Text in a Markdown table cell: a `|` would start another column."""
+    return text.replace("|", "\\|")
+
+
 def markdown(deb: dict[str, str], box: Toolbox | None = None) -> str:
     """TOOLS.md from the toolbox and {Debian package: version}."""
     box = box or load()
@@ -237,8 +247,8 @@ def markdown(deb: dict[str, str], box: Toolbox | None = None) -> str:
                   "|---|---|---|---|"]
         for t in tools:
             cmd = " / ".join(f"`{n}`" for n in names(t))
-            ver = f"{deb.get(t.package, 'Debian 12')} ({t.package})"
-            lines.append(f"| {cmd} | {ver} | {t.what} | {t.data} |")
+            ver = f"{deb.get(t.package, '?')} ({t.package})"
+            lines.append(f"| {cmd} | {ver} | {_cell(t.what)} | {_cell(t.data)} |")
         lines.append("")
     lines += ["## R", "", f"R {deb.get(box.r_package, '?')} (`R`, `Rscript`) with "
               + ", ".join(f"{lib} ({deb.get(pkg, '?')})"
@@ -248,7 +258,7 @@ def markdown(deb: dict[str, str], box: Toolbox | None = None) -> str:
               "`image/requirements-*.lock`: " + ", ".join(f"`{m}` ({d})" for m, d in
                                                           box.python.items()) + ".", ""]
     lines += ["## Deliberately not here", "", "| what | why |", "|---|---|"]
-    lines += [f"| {a.name} | {a.why} |" for a in box.absent]
+    lines += [f"| {_cell(a.name)} | {_cell(a.why)} |" for a in box.absent]
     return "\n".join(lines) + "\n"
 
 
@@ -267,7 +277,7 @@ def shim(name: str, real: str | None) -> str:
     read_only = INSTALLERS[name].split()
     case = (f'# Sub-commands that only read run the real tool.\ncase "${{1:-}}" in\n'
             f'    {"|".join(read_only)}) exec {real} "$@" ;;\nesac\n') if read_only and real else ""
-    return SHIM.format(NAME=name, MESSAGE=NO_INSTALL.replace("`", "'"), READ_ONLY=case)
+    return SHIM.format(NAME=name, MESSAGE=NO_INSTALL_PLAIN, READ_ONLY=case)
 
 
 def install_refusals(bindir: Path, venv_bin: Path, rprofile: Path | None) -> list[str]:
@@ -275,9 +285,10 @@ def install_refusals(bindir: Path, venv_bin: Path, rprofile: Path | None) -> lis
     others in `bindir`; R's install.packages in its site profile."""
     made = []
     for name in INSTALLERS:
-        where = venv_bin if name.startswith("pip") else bindir
-        real = (f"{venv_bin}/python -m pip" if name.startswith("pip")
-                else shutil.which(name, path="/usr/bin:/bin"))
+        where = venv_bin if name in PIP else bindir
+        found = shutil.which(name, path="/usr/bin:/bin")
+        real = (f"{shlex.quote(str(venv_bin / 'python'))} -m pip" if name in PIP
+                else found and shlex.quote(found))
         path = where / name
         path.unlink(missing_ok=True)
         path.write_text(shim(name, real))
@@ -285,7 +296,7 @@ def install_refusals(bindir: Path, venv_bin: Path, rprofile: Path | None) -> lis
         made.append(str(path))
     if rprofile is not None:
         with open(rprofile, "a") as fh:
-            fh.write(R_PROFILE.format(MESSAGE=NO_INSTALL.replace("`", "'")))
+            fh.write(R_PROFILE.format(MESSAGE=NO_INSTALL_PLAIN))
         made.append(str(rprofile))
     return made
 

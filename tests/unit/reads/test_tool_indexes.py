@@ -55,7 +55,7 @@ def test_a_staged_demo_reference_hands_out_its_staged_index(biotool, staged_home
 
 
 def test_a_build_the_timeout_cannot_cover_is_exit_2_and_keeps_nothing(biotool, biotool_env):
-    ran = biotool("index", "--reference", FASTA, "--kind", "hisat2", "--timeout", "0")
+    ran = biotool("index", "--reference", FASTA, "--kind", "hisat2", "--timeout", "0.001")
     assert ran.code == 2 and ran.stdout == ""
     assert "--timeout" in ran.stderr and len(ran.stderr.strip().splitlines()) == 1
     cache = Path(biotool_env["BIOTOOL_CACHE"])
@@ -64,6 +64,8 @@ def test_a_build_the_timeout_cannot_cover_is_exit_2_and_keeps_nothing(biotool, b
 
 @pytest.mark.parametrize("args, culprit", [
     (["--kind", "star"], "--kind 'star'"),
+    (["--kind", "bowtie2", "--timeout", "0"], "--timeout 0.0: must be a positive"),
+    (["--kind", "bowtie2", "--timeout", "nan"], "--timeout nan: must be a positive"),
     (["--kind", "minimap2:sr"], "--kind 'minimap2:sr'"),
     (["--kind", "bowtie2", "--reference", "no-such-ref"], "--reference 'no-such-ref'"),
 ])

@@ -3,6 +3,7 @@ both, the installer refusals written at build, and the inventory's place in list
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -21,15 +22,13 @@ def pins() -> dict[str, str]:
 
 def test_every_toolbox_package_is_pinned_in_the_dockerfile(pins):
     box = toolbox.load()
-    # The base tools the os stage installs unpinned (they predate the toolbox) are named but
-    # not version-pinned; every package the toolbox added is.
-    base = {"minimap2", "bwa", "samtools", "bcftools", "tabix", "ncbi-blast+", "curl"}
-    unpinned = sorted(p for p in box.packages - base if p not in pins)
+    unpinned = sorted(p for p in box.packages if p not in pins)
     assert not unpinned, f"toolbox packages without a pkg=version pin in the Dockerfile: {unpinned}"
 
 
 def test_every_pinned_package_is_in_the_toolbox(pins):
-    # Java itself and FastQC's Java libraries are the only pins that are not a toolbox entry.
+    # The headless Java runtime is the one pin that is not a toolbox entry (FastQC's Java
+    # libraries are left to apt, as every tool's libraries are).
     runtime = {"default-jre-headless"}
     stray = sorted(set(pins) - toolbox.load().packages - runtime)
     assert not stray, f"pinned in the Dockerfile but not described in toolbox.toml: {stray}"
@@ -111,3 +110,28 @@ def test_doctor_reports_the_toolbox_outside_the_image_without_failing(biotool, t
     ran = biotool("doctor", "--no-sha", env={"BIOTOOL_BUILD_INFO": str(tmp_path / "none")})
     check = next(c for c in ran.json["checks"] if c["check"] == "toolbox")
     assert check["required"] is False
+
+
+def test_doctor_in_the_image_fails_naming_a_tool_that_does_not_start(biotool, tmp_path):
+    # Every toolbox command on PATH as a stand-in that answers its version call, but bowtie2
+    # fails as a binary with a missing library does: doctor must fail on it by name (exit 4).
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for t in toolbox.load().tools:
+        for name in toolbox.names(t):
+            code = 127 if name == "bowtie2" else t.version_exit
+            script = bindir / name
+            script.write_text("#!/bin/sh\n" + ("echo 'bowtie2-align-s: error while loading "
+                              "shared libraries: libtbb.so.12' >&2\n" if code == 127 else "")
+                              + f"exit {code}\n")
+            script.chmod(0o755)
+    info = tmp_path / "build.json"
+    info.write_text('{"image": "biotool-sandbox:test"}')
+    ran = biotool("doctor", "--no-sha", env={"BIOTOOL_BUILD_INFO": str(info),
+                                             "PATH": f"{bindir}:{os.environ['PATH']}"})
+    assert ran.code == 4, ran.stderr
+    check = next(c for c in ran.json["checks"] if c["check"] == "toolbox")
+    assert check["required"] is True and check["ok"] is False
+    assert check["detail"].startswith("1 of ") and "bowtie2: exit 127: bowtie2-align-s: error" \
+        in check["detail"], check
+    assert "toolbox" in ran.json["failed"] and "toolbox" in ran.stderr
