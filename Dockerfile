@@ -106,7 +106,9 @@ RUN apt-get update \
       freebayes=1.3.6-2 gffread=0.12.7-3 stringtie=2.2.1+ds-2 mash=2.3+dfsg-3+b1 \
       macs=2.2.7.1-6+b1 plink1.9=1.90~b6.26-220402-1 plink2=2.00~a3.5-220809+dfsg-1+b2 \
       sambamba=1.0+dfsg-1 mosdepth=0.3.3+ds-2 bedops=2.4.41+dfsg-1 vsearch=2.22.1-1 \
-      cd-hit=4.8.1-4 mummer=3.23+dfsg-8 \
+      cd-hit=4.8.1-4 mummer=3.23+dfsg-8 bowtie=1.3.1-1+b1 samblaster=0.1.26-4 \
+      ivar=1.3.1+dfsg-7 trim-galore=0.6.10-1 bbmap=39.01+dfsg-2 porechop=0.2.4+dfsg-4 \
+      filtlong=0.2.1-3 racon=1.5.0-3 snp-sites=2.5.1-2+b1 \
       pigz=2.6-1 zstd=1.5.4+dfsg2-5+deb12u1 unzip=6.0-28+deb12u1 xz-utils=5.4.1-1+deb12u2 \
       bzip2=1.0.8-5+b1 jq=1.6-2.1+deb12u3 parallel=20221122+ds-2 sqlite3=3.40.1-2+deb12u2 \
       file=1:5.44-3 less=590-2.1~deb12u2 man-db=2.11.2-2 \

@@ -134,7 +134,7 @@ def test_kallisto_and_salmon_quantify_real_transcripts(sandbox, flu_reads):
             assert abs(rows[name] - want) <= max(3, 0.02 * want), (count, name, rows[name], want)
 
 
-def test_freebayes_finds_the_known_deletion_in_the_artic_reads(sandbox):
+def test_freebayes_and_ivar_find_the_known_deletion_in_the_artic_reads(sandbox):
     # MT007544 (Australia/VIC01) carries a 10-nt deletion in the 3' UTR at 29749.
     out = _sh(sandbox, """
         cd /tmp
@@ -143,12 +143,20 @@ def test_freebayes_finds_the_known_deletion_in_the_artic_reads(sandbox):
             2>/dev/null | samtools sort -o a.bam - && samtools index a.bam
         freebayes -f "$ref" --min-alternate-fraction 0.5 a.bam | grep -v '^#' | cut -f2,4,5
         echo DEPTH; mosdepth -n m a.bam && awk '$1 == "total" {print $4}' m.mosdepth.summary.txt
+        echo CONSENSUS
+        samtools mpileup -aa -A -d 0 -Q 0 a.bam 2>/dev/null | ivar consensus -p cons -m 10 -t 0.5 >/dev/null
+        seqkit seq -s -w 0 cons.fa
         """)
-    calls, depth = out.split("DEPTH\n")
+    calls, rest = out.split("DEPTH\n")
+    depth, consensus = rest.split("CONSENSUS\n")
+    # ivar's consensus joins the deletion's flanks: bases 29738-29749, then 29760-29771.
+    ref = _fasta(DEMO / "sarscov2" / "MN908947.3.reference.fasta")["MN908947.3"]
+    assert ref[29737:29749] + ref[29759:29771] in consensus.strip()
+    assert ref[29737:29771] not in consensus.strip()
     dels = [(int(p), r, a) for p, r, a in (l.split("\t") for l in calls.splitlines())
             if len(r) - len(a.split(",")[0]) == 10]
     assert any(29740 <= p <= 29760 for p, _, _ in dels), calls
-    assert float(depth) > 1.0  # mosdepth (which dlopens htslib) ran and measured depth
+    assert float(depth.strip()) > 1.0  # mosdepth (which dlopens htslib) ran and measured depth
 
 
 def test_prodigal_finds_phix174s_genes(sandbox):
@@ -239,12 +247,17 @@ def test_read_qc_and_trimming_tools_on_real_reads(sandbox):
         jq .summary.before_filtering.total_reads f.json
         cutadapt -q 20 -o c.fq.gz /data/reads_1.fq.gz 2>/dev/null | grep -o 'Total reads processed: *[0-9,]*'
         seqkit stats -T /opt/biotool/samples/demo-sarscov2-artic-reads/MT007544.fastq | cut -f4 | tail -1
+        trim_galore --cores 1 -o tg /data/reads_1.fq.gz >/dev/null 2>&1
+        grep -o 'Total reads processed: *[0-9,]*' tg/reads_1.fq.gz_trimming_report.txt
+        bbduk.sh in=/data/reads_1.fq.gz out=b.fq.gz qtrim=rl trimq=10 2>&1 | grep -oP '^Input:\\s+[0-9]+ reads'
         """, {LAMBDA: "/data"})
     lines = out.splitlines()
     assert lines[0] == "Total Sequences\t200"
     assert lines[1] == "Input Reads: 10000"
     assert lines[2] == "10000" and lines[3].replace(",", "").endswith("10000")
     assert lines[4] == "200"
+    assert lines[5].replace(",", "").split()[-1] == "10000", lines[5]  # trim_galore
+    assert lines[6].split()[-2] == "10000", lines[6]  # bbduk.sh
 
 
 def test_interval_and_python_packages_work_offline(sandbox):

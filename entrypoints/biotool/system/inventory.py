@@ -44,8 +44,8 @@ def list_everything() -> dict:
               for i in staging.staged_items() if (i["kind"], i["name"]) not in named]
     for i in items:
         # `references` and provenance carry digests (and a site item's source); here an image
-        # item's are noise
-        # (a sample's digest stays: nothing else reports it, and graders check inputs by it).
+        # item's are noise (a sample's digest stays: nothing else reports it, and graders check
+        # inputs by it).
         if i.get("kind") != "sample":
             i.pop("sha256", None)
         if i.get("origin") != "site":
