@@ -6,12 +6,14 @@
   blastdb-tar   NCBI prebuilt BLAST database tarballs (+ taxdb) unpacked, an alias `db`
                 over the volumes, and each sequence's taxid and scientific name recorded
   gene-table    NCBI gene_info + RefSeq GFF3 -> the gene table (biotool.staging.genetable)
-  hf-model      a Hugging Face model folder; its tokenizer must encode a real C2S prompt
+  hf-model      a Hugging Face model folder: config, weights in a format transformers loads and
+                a tokenizer, which must encode a real C2S prompt the model then continues
 """
 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import subprocess
@@ -165,6 +167,55 @@ def check_tokenizer(folder: Path) -> int:
     return len(ids)
 
 
+# What transformers' PyTorch loader reads as weights: one file, or an index of shards.
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+def check_weights(folder: Path) -> list[str]:
+    """The weight files of a staged Hugging Face folder (a shard index counts when every shard
+    it names is there); StagingError naming what is there when there are none."""
+    if not (folder / "config.json").is_file():
+        raise StagingError(f"{folder.name}: no config.json among the staged files")
+    found = [w for w in WEIGHT_FILES if (folder / w).is_file()]
+    for index in (folder / f"{w}.index.json" for w in WEIGHT_FILES):
+        if not index.is_file():
+            continue
+        try:
+            shards = set(json.loads(index.read_text())["weight_map"].values())
+        except (OSError, ValueError, KeyError, AttributeError) as exc:
+            raise StagingError(f"{index.name}: not a shard index ({exc})") from None
+        missing = sorted(sh for sh in shards if not (folder / sh).is_file())
+        if missing:
+            raise StagingError(f"{index.name} names shards that were not staged: "
+                               f"{', '.join(missing)[:200]}")
+        found.append(index.name)
+    if not found:
+        have = ", ".join(sorted(p.name for p in folder.iterdir()))[:300]
+        raise StagingError(f"no model weights among the staged files ({have}): transformers "
+                           f"loads {' or '.join(WEIGHT_FILES)} or a sharded index of either; "
+                           "widen the manifest's include to match the repository's weights")
+    return found
+
+
+def check_model(folder: Path) -> dict:
+    """The staged model loads and continues a real C2S prompt; what it used and said."""
+    import contextlib
+    import sys
+
+    from biotool.output import BiotoolError
+    from biotool.singlecell import c2s
+
+    weights = check_weights(folder)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            loaded = c2s.load(folder, folder, device="cpu", cache=False)
+            said = c2s.generate(loaded, [c2s.prompt(PROBE_GENES, "Homo sapiens")],
+                                max_new_tokens=2)
+    except BiotoolError as exc:
+        raise StagingError(f"the model in {folder.name} does not load or answer ({exc})") from None
+    return {"weights": weights, "answer": said["answers"][0][:80]}
+
+
 def prepare(entry: dict, fetched: list[Path], item_dir: Path) -> dict[str, Path]:
     """The item's files {"main": path, index name: path} from what was fetched into item_dir."""
     how = entry.get("prepare")
@@ -175,6 +226,7 @@ def prepare(entry: dict, fetched: list[Path], item_dir: Path) -> dict[str, Path]
     if how == "hf-model":
         weights = item_dir / "weights"
         entry["tokenizer_probe_ids"] = check_tokenizer(weights)
+        entry["model_probe"] = check_model(weights)
         return {"main": weights}
     if how == "fasta":
         main = _plain_fasta(fetched[0], item_dir / f"{entry['name']}.fa")
