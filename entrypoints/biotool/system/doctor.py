@@ -138,13 +138,13 @@ def check_toolbox() -> dict:
     box = toolbox.load()
     broken = toolbox.check_tools()
     n = len(box.tools) + sum(len(t.also) for t in box.tools)
-    in_image = bool(build_identity())
-    if broken:
-        return _check("toolbox", False, f"{len(broken)} of {n} commands do not start: "
-                      + "; ".join(f"{c}: {why}" for c, why in sorted(broken.items()))
-                      if in_image else f"not the image: {len(broken)} of {n} toolbox "
-                      f"commands are not here", required=in_image)
-    return _check("toolbox", True, f"all {n} commands start ({staging.home() / toolbox.DOC})")
+    if not broken:
+        return _check("toolbox", True, f"all {n} commands start ({staging.home() / toolbox.DOC})")
+    if not build_identity():
+        return _check("toolbox", False, f"not the image: {len(broken)} of {n} toolbox commands "
+                      f"are not here", required=False)
+    return _check("toolbox", False, f"{len(broken)} of {n} commands do not start: "
+                  + "; ".join(f"{c}: {why}" for c, why in sorted(broken.items())))
 
 
 def doctor(verify_sha: bool = True) -> dict:

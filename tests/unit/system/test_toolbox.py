@@ -84,14 +84,6 @@ def test_installer_shims_refuse_installs_and_pass_reads(tmp_path, name, args, re
         assert proc.stderr == f"{name}: {toolbox.NO_INSTALL.replace('`', chr(39))}\n"
 
 
-def test_r_profile_refuses_install_packages(tmp_path):
-    # R itself is an image tool; here the text is checked for what it replaces.
-    text = toolbox.R_PROFILE.format(MESSAGE="m")
-    for f in ("install.packages", "update.packages", "download.packages"):
-        assert f'"{f}"' in text
-    assert 'stop("m", call. = FALSE)' in text
-
-
 def test_list_has_a_tools_section_and_version_the_toolbox(biotool):
     listed = biotool("list")
     assert listed.code == 0, listed.stderr
