@@ -35,12 +35,7 @@ def run_bounded(cmd: list[str], deadline: float | None) -> tuple[int, str]:
     if deadline is not None and time.monotonic() >= deadline:
         raise OutOfTime(f"the budget was spent before {cmd[0]} started")
     with tempfile.TemporaryFile() as err:
-        try:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=err, start_new_session=True,
-                                    preexec_fn=_die_with_parent)
-        except FileNotFoundError:
-            raise ToolFailure(f"{cmd[0]} is not installed (not found on PATH)") from None
+        proc = _start(cmd, err)
         try:
             rc = proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
         except BaseException as exc:
@@ -48,8 +43,57 @@ def run_bounded(cmd: list[str], deadline: float | None) -> tuple[int, str]:
             if isinstance(exc, subprocess.TimeoutExpired):
                 raise OutOfTime(f"{cmd[0]} was stopped at the deadline") from None
             raise
-        err.seek(max(0, err.seek(0, os.SEEK_END) - _TAIL_BYTES))
-        return rc, last_line(err.read().decode(errors="replace"))
+        return rc, _tail(err)
+
+
+def run_each_bounded(cmds: list[list[str]], seconds: float, width: int = 8) -> list[tuple[int, str] | str]:
+    """Run every command, `width` at a time, each for at most `seconds`: per command its
+    (exit code, last line of stderr), or why it did not finish (one line).
+
+    All are started and waited on from this thread, not from a pool: a fork that runs
+    Python code before exec (the parent-death request) can deadlock beside other threads."""
+    results: list[tuple[int, str] | str] = [""] * len(cmds)
+    pending, running = list(range(len(cmds)))[::-1], {}
+    try:
+        while pending or running:
+            while pending and len(running) < width:
+                i = pending.pop()
+                err = tempfile.TemporaryFile()
+                try:
+                    running[i] = (_start(cmds[i], err), err, time.monotonic() + seconds)
+                except (ToolFailure, OSError) as exc:
+                    err.close()
+                    results[i] = str(exc) if isinstance(exc, ToolFailure) else f"{cmds[i][0]}: {exc.strerror or exc}"
+            for i, (proc, err, deadline) in list(running.items()):
+                rc = proc.poll()
+                if rc is None and time.monotonic() < deadline:
+                    continue
+                if rc is None:
+                    _kill_group(proc)
+                    results[i] = f"{cmds[i][0]} was stopped after {seconds:g} s"
+                else:
+                    results[i] = (rc, _tail(err))
+                err.close()
+                del running[i]
+            time.sleep(0.01)
+    finally:  # an interruption leaves no tool running
+        for proc, err, _ in running.values():
+            _kill_group(proc)
+            err.close()
+    return results
+
+
+def _start(cmd: list[str], err) -> subprocess.Popen:
+    try:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=err, start_new_session=True, preexec_fn=_die_with_parent)
+    except FileNotFoundError:
+        raise ToolFailure(f"{cmd[0]} is not installed (not found on PATH)") from None
+
+
+def _tail(err) -> str:
+    err.seek(max(0, err.seek(0, os.SEEK_END) - _TAIL_BYTES))
+    return last_line(err.read().decode(errors="replace"))
 
 
 def last_line(text: str) -> str:
