@@ -4,8 +4,10 @@ It serves a directory laid out as `<root>/<host>/<path>`, so with BIOTOOL_SOURCE
 to its base URL every real source URL maps onto it. The files are shaped like the real ones
 (`write_*` below): CellTypist's `models.json` index and real CellTypist `.pkl` models, a
 Hugging Face model API answer and `resolve/<revision>/` files, plain-gzip `.fna.gz`
-genomes, an NCBI BLAST database tarball with its `.md5` and a real-format `taxdb`, NCBI Gene
-`gene_info.gz` and a RefSeq GFF3.
+genomes, an NCBI BLAST database tarball carrying a real-format `taxdb` (and taxdb's own
+tarball) with their `.md5` files, a RefSeq annotation GFF3, and NCBI's `md5checksums.txt` in
+every genomes/refseq folder. It answers HEAD as GET does, without the body. A test changes
+a file's bytes between pin and stage by rewriting it under `root` (a daily file rewritten).
 
 It misbehaves on request, per path (`server.faults[path] = ...`):
   "404"        answers 404
@@ -15,6 +17,8 @@ It misbehaves on request, per path (`server.faults[path] = ...`):
   "no-range"   ignores Range headers (a resumed download must restart cleanly)
   "cut-once-no-range"  the first request is cut, later ones ignore Range headers
   "redirect"   answers 302 to the same file under /moved/
+  "cdn"        answers 302 to another host, as Hugging Face sends LFS files to its CDN (the
+               mirror path /cdn-lfs.hf.co/<sha256> of the same bytes)
 """
 
 from __future__ import annotations
@@ -37,16 +41,26 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):  # quiet: the tests read `server.requests` instead
         pass
 
-    def do_GET(self):  # noqa: N802 - the stdlib's name
+    def do_HEAD(self):  # noqa: N802 - the stdlib's name
+        self.do_GET(head=True)
+
+    def do_GET(self, head: bool = False):  # noqa: N802 - the stdlib's name
         srv: FakeSources = self.server.owner
         path = self.path.split("?", 1)[0]
-        moved = path.startswith("/moved/")
-        key = path[len("/moved"):] if moved else path
-        srv.requests.append((path, self.headers.get("Range")))
+        moved = path.startswith(("/moved/", "/cdn-lfs.hf.co/"))
+        key = ("/" + path.split("/", 2)[2]) if moved else path
+        if path.startswith("/cdn-lfs.hf.co/"):
+            key = srv.cdn.get(path, "/")
+        srv.requests.append((path, self.headers.get("Range")) if not head else (path, "HEAD"))
         fault = srv.faults.get(key)
-        if fault == "redirect" and not moved:
+        if fault in ("redirect", "cdn") and not moved:
             self.send_response(302)
-            self.send_header("Location", f"{srv.url}/moved{key}")
+            if fault == "cdn":
+                cdn = f"/cdn-lfs.hf.co/{hashlib.sha256(key.encode()).hexdigest()}"
+                srv.cdn[cdn] = key
+                self.send_header("Location", f"{srv.url}{cdn}?Expires=1&Signature=x")
+            else:
+                self.send_header("Location", f"{srv.url}/moved{key}")
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
@@ -70,6 +84,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Accept-Ranges", "bytes")
         self.end_headers()
+        if head:
+            return
         cut = fault == "cut" or (fault in ("cut-once", "cut-once-no-range")
                                    and key not in srv.cut_done)
         if cut:
@@ -88,7 +104,8 @@ class FakeSources:
         self.root = Path(root)
         self.faults: dict[str, str] = {}
         self.cut_done: set[str] = set()
-        self.requests: list[tuple[str, str | None]] = []
+        self.requests: list[tuple[str, str | None]] = []  # (path, Range header or "HEAD")
+        self.cdn: dict[str, str] = {}
         self._httpd = http.server.ThreadingHTTPServer((host, port), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.owner = self
@@ -157,6 +174,17 @@ def write_plain_gzip(root: Path, url: str, text: str) -> Path:
     return path
 
 
+def write_md5_lists(root: Path) -> None:
+    """NCBI's md5checksums.txt (`<md5>  ./<name>` per file) in every folder of genomes/ and
+    refseq/ that holds files, as the real folders have."""
+    for top in ("genomes", "refseq"):
+        for folder in sorted({f.parent for f in (Path(root) / "ftp.ncbi.nlm.nih.gov" / top).rglob("*")
+                              if f.is_file() and f.name != "md5checksums.txt"}):
+            lines = [f"{hashlib.md5(f.read_bytes()).hexdigest()}  ./{f.name}"
+                     for f in sorted(folder.iterdir()) if f.is_file() and f.name != "md5checksums.txt"]
+            (folder / "md5checksums.txt").write_text("\n".join(lines) + "\n")
+
+
 def _taxdb(folder: Path, names: dict[int, str]) -> None:
     """NCBI taxdb.bti/.btd: big-endian magic 0x8739, count, 4 reserved words, then sorted
     (taxid, offset) pairs; the data file holds 'sciname\\tcommon\\tblast name\\tkingdom'."""
@@ -177,8 +205,9 @@ def _tar_gz(archive: Path, folder: Path, names: list[str]) -> None:
 
 def write_blastdb(root: Path, db_url: str, taxdb_url: str, work: Path,
                   records: list[tuple[str, str, int, str, str]]) -> None:
-    """An NCBI prebuilt BLAST database (v5, taxids) as <db>.tar.gz + .md5, and taxdb.tar.gz
-    + .md5. records: (accession, title, taxid, scientific name, sequence)."""
+    """An NCBI prebuilt BLAST database (v5, taxids) as <db>.tar.gz, carrying taxdb.btd/.bti
+    as NCBI's tarballs do, and taxdb.tar.gz, each with its .md5. records: (accession, title,
+    taxid, scientific name, sequence)."""
     name = db_url.rsplit("/", 1)[-1].split(".tar")[0]
     work.mkdir(parents=True, exist_ok=True)
     fasta = work / "in.fa"
@@ -188,7 +217,8 @@ def write_blastdb(root: Path, db_url: str, taxdb_url: str, work: Path,
                     "-taxid_map", str(work / "taxid.map"), "-blastdb_version", "5",
                     "-title", name, "-out", str(work / name)], check=True, capture_output=True)
     _taxdb(work, {tx: sci for _, _, tx, sci, _ in records})
-    for url, members in ((db_url, sorted(p.name for p in work.glob(f"{name}.n*"))),
+    for url, members in ((db_url, sorted(p.name for p in work.glob(f"{name}.n*"))
+                          + ["taxdb.btd", "taxdb.bti"]),
                          (taxdb_url, ["taxdb.btd", "taxdb.bti"])):
         archive = _place(root, url)
         _tar_gz(archive, work, members)
@@ -196,20 +226,12 @@ def write_blastdb(root: Path, db_url: str, taxdb_url: str, work: Path,
         _place(root, url + ".md5").write_text(f"{md5}  {archive.name}\n")
 
 
-def write_gene_sources(root: Path, gene_info_url: str, gff_url: str, taxid: int,
-                       chromosomes: dict[str, str], genes: list[dict]) -> None:
-    """NCBI gene_info.gz (16 columns) and a RefSeq GFF3.gz with region, gene, mRNA and CDS
-    lines. chromosomes: RefSeq accession -> chromosome name; genes: {"gene_id", "symbol",
-    "synonyms", "description", "accession", "strand", "exons": [(a, b)], "protein_id",
-    "product", "tag"?, "extra_cds"?: [(protein_id, [(a, b)])]}."""
-    head = ("#tax_id\tGeneID\tSymbol\tLocusTag\tSynonyms\tdbXrefs\tchromosome\tmap_location\t"
-            "description\ttype_of_gene\tSymbol_from_nomenclature_authority\t"
-            "Full_name_from_nomenclature_authority\tNomenclature_status\tOther_designations\t"
-            "Modification_date\tFeature_type\n")
-    rows = [f"{taxid}\t{g['gene_id']}\t{g['symbol']}\t-\t{'|'.join(g['synonyms']) or '-'}\t-\t"
-            f"{chromosomes[g['accession']]}\t-\t{g['description']}\tprotein-coding\t"
-            f"{g['symbol']}\t{g['description']}\tO\t-\t20240101\t-\n" for g in genes]
-    write_plain_gzip(root, gene_info_url, head + "".join(rows))
+def write_gene_gff(root: Path, gff_url: str, taxid: int, chromosomes: dict[str, str],
+                   genes: list[dict]) -> None:
+    """A RefSeq annotation release GFF3.gz with region, gene (symbol, `gene_synonym`,
+    description) and CDS lines. chromosomes: RefSeq accession -> chromosome name; genes:
+    {"gene_id", "symbol", "synonyms", "description", "accession", "strand", "exons": [(a, b)],
+    "protein_id", "product", "tag"?, "extra_cds"?: [(protein_id, [(a, b)])]}."""
     lines = ["##gff-version 3", "#!processor NCBI annotwriter"]
     for acc, chrom in chromosomes.items():
         genome = "mitochondrion" if chrom == "MT" else "chromosome"
@@ -221,10 +243,11 @@ def write_gene_sources(root: Path, gene_info_url: str, gff_url: str, taxid: int,
         models += [(pid, ex, None) for pid, ex in g.get("extra_cds", [])]
         lo = min(a for _, ex, _ in models for a, _ in ex)
         hi = max(b for _, ex, _ in models for _, b in ex)
+        synonyms = f";gene_synonym={','.join(g['synonyms'])}" if g["synonyms"] else ""
         lines.append(f"{g['accession']}\tBestRefSeq\tgene\t{lo}\t{hi}\t.\t{g['strand']}\t.\t"
                      f"ID=gene-{g['symbol']};Dbxref=GeneID:{g['gene_id']};Name={g['symbol']};"
-                     f"description={g['description']};gbkey=Gene;gene={g['symbol']};"
-                     "gene_biotype=protein_coding")
+                     f"description={g['description'].replace(',', '%2C')};gbkey=Gene;"
+                     f"gene={g['symbol']};gene_biotype=protein_coding" + synonyms)
         for pid, exons, tag in models:
             for a, b in exons:
                 attrs = (f"ID=cds-{pid};Parent=rna-NM_{pid[3:]};Dbxref=GeneID:{g['gene_id']},"
@@ -342,10 +365,9 @@ def populate(root: Path, manifests: Path, work: Path, celltypist_models: dict[st
         if e.get("set") == "production" and e.get("prepare") == "gene-table":
             genes = truth["genes"][e["reference"]]
             chrom = "17" if e["reference"] == "GRCh38" else "11"
-            info = next(s for s in e["source"] if "gene_info" in s)
-            gff = next(s for s in e["source"] if ".gff" in s)
-            write_gene_sources(root, info, gff, 9606 if chrom == "17" else 10090,
-                               {genes[0]["accession"]: chrom}, genes)
+            write_gene_gff(root, e["source"], 9606 if chrom == "17" else 10090,
+                           {genes[0]["accession"]: chrom}, genes)
     if index:
         write_celltypist(root, CELLTYPIST_INDEX, index)
+    write_md5_lists(root)
     return truth

@@ -7,10 +7,17 @@ Every production item is fetched from the URLs its pin records and checked byte 
 against the pin's sha256 and size. An unpinned item fails the run with one line saying how to
 pin it, unless trust-on-first-use is asked for (`--tofu`, BIOTOOL_TOFU=1): then what the
 source serves now is staged, recorded as `tofu` in staged.json, and its lock lines printed
-(and written to <dest>/pins.tofu.toml) to commit. Each item is built in a hidden folder and
-renamed into place only when complete, so nothing half-staged is ever left; a summary of
-what was staged and what was not ends the run, which fails if any asked-for item did not
-stage (unless --keep-going, which records it as not staged with the reason).
+(and written to <dest>/pins.tofu.toml) to commit.
+
+A run fails fast, in three passes: every pin is checked first (present, and each source's
+size as a HEAD request reports it), then every source is downloaded and verified, and only
+then is anything unpacked or indexed. A stale pin therefore stops the run in seconds, and a
+source whose bytes changed at the same size stops it before the first index, each with one
+line naming the item, its URL and the `make pins` that refreshes it. Each item is built in
+a hidden folder and renamed into place only when complete, so nothing half-staged is ever
+left; a summary of what was staged and what was not ends the run, which fails if any
+asked-for item did not stage (unless --keep-going, which records it as not staged with the
+reason and goes on).
 """
 
 from __future__ import annotations
@@ -20,12 +27,13 @@ import json
 import os
 import shutil
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from biotool.cache import atomic_path, sha256_tree
 from biotool.staging import (INVENTORY, LOCK, REPO_REFS, StagingError, home, load_manifests)
 from biotool.staging import pins as pinning
-from biotool.staging.fetch import download
+from biotool.staging.fetch import PinMismatch, download, head_size
 from biotool.staging.prepare import prepare
 
 
@@ -81,50 +89,115 @@ def _unpinned_line(entry: dict) -> str:
             "lock, or build with --build-arg BIOTOOL_TOFU=1 to trust what it serves now")
 
 
-def stage_item(entry: dict, refs_dir: Path, dest_home: Path, pins: dict | None = None,
-               tofu: bool = False) -> dict:
-    """Stage one manifest item into dest_home/<kind>s/<name>; its staged.json record."""
+@dataclass
+class Fetched:
+    """One item with its sources downloaded and verified into its hidden work folder."""
+    entry: dict
+    work: Path
+    files: list[Path] | None  # None: a builder makes the item
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.entry['kind']}/{self.entry['name']}"
+
+
+def _refresh(entry: dict) -> str:
+    return (f"refresh its pin with `make pins PINS_ONLY={entry['name']}` (python -m "
+            f"biotool.staging pin --only {entry['name']}) and commit refs/{LOCK}")
+
+
+def fetch_item(entry: dict, refs_dir: Path, dest_home: Path, pins: dict | None = None,
+               tofu: bool = False) -> Fetched:
+    """Download and verify one item's sources into dest_home/<kind>s/.<name>.staging."""
     entry = dict(entry)
     kind, name = entry["kind"], entry["name"]
-    final = dest_home / f"{kind}s" / name
     work = dest_home / f"{kind}s" / f".{name}.staging"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    extra: dict = {}
     try:
         if entry.get("builder"):
+            return Fetched(entry, work, None)
+        if not pinning.sources(entry):
+            raise StagingError(f"{kind} {name}: neither source nor builder")
+        into = work / "weights" if entry.get("prepare") == "hf-model" else work
+        if entry.get("sha256"):
+            return Fetched(entry, work, _local_sources(entry, refs_dir, into))
+        extra: dict = {}
+        pin = (pins or {}).get(f"{kind}/{name}")
+        if pin is None:
+            if not tofu:
+                raise StagingError(_unpinned_line(entry))
+            revision, resolved = pinning.resolve(entry)
+            pinning.refuse_rewritten(entry, resolved)
+            pin = pinning.fetch_resolved(entry, revision, resolved, into)
+            fetched = [into / f["path"] for f in pin["files"]]
+            extra["tofu"] = True
+        else:
+            try:
+                fetched = _pinned_sources(entry, pin, into)
+            except PinMismatch as exc:
+                raise StagingError(f"{exc.url} changed since it was pinned on {pin['pinned']} "
+                                   f"({exc.what}): {_refresh(entry)}") from None
+        extra["pin"] = pin
+        extra["fetched_from"] = [f["url"] for f in pin["files"]]
+        return Fetched(entry, work, fetched, extra)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def finish_item(item: Fetched, refs_dir: Path, dest_home: Path) -> dict:
+    """Prepare a fetched item (unpack, index, check), rename it into place; its record."""
+    entry, work = item.entry, item.work
+    kind, name = entry["kind"], entry["name"]
+    try:
+        if item.files is None:
             files = {"main": _call_builder(entry["builder"], work, refs_dir)}
         else:
-            if not pinning.sources(entry):
-                raise StagingError(f"{kind} {name}: neither source nor builder")
-            into = work / "weights" if entry.get("prepare") == "hf-model" else work
-            if entry.get("sha256"):
-                fetched = _local_sources(entry, refs_dir, into)
-            else:
-                pin = (pins or {}).get(f"{kind}/{name}")
-                if pin is None:
-                    if not tofu:
-                        raise StagingError(_unpinned_line(entry))
-                    revision, resolved = pinning.resolve(entry)
-                    pin = pinning.fetch_resolved(entry, revision, resolved, into)
-                    fetched = [into / f["path"] for f in pin["files"]]
-                    extra["tofu"] = True
-                else:
-                    fetched = _pinned_sources(entry, pin, into)
-                extra["pin"] = pin
-                extra["fetched_from"] = [f["url"] for f in pin["files"]]
-            files = prepare(entry, fetched, work)
+            files = prepare(entry, item.files, work)
         record = {k: v for k, v in entry.items() if k != "kind"}
-        record.update(extra, kind=kind, files={
+        record.update(item.extra, kind=kind, files={
             k: {"path": str(Path(f"{kind}s") / name / p.relative_to(work)),
                 "sha256": sha256_tree(p)} for k, p in files.items()})
         record["sha256"] = record["files"]["main"]["sha256"]
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
+    final = dest_home / f"{kind}s" / name
     shutil.rmtree(final, ignore_errors=True)
     os.replace(work, final)
     return record
+
+
+def stage_item(entry: dict, refs_dir: Path, dest_home: Path, pins: dict | None = None,
+               tofu: bool = False) -> dict:
+    """Stage one manifest item into dest_home/<kind>s/<name>; its staged.json record."""
+    return finish_item(fetch_item(entry, refs_dir, dest_home, pins, tofu), refs_dir, dest_home)
+
+
+def preflight(entries: list[dict], pins: dict, tofu: bool) -> dict[str, str]:
+    """Before any download: {key: why} for items that cannot stage as pinned: unpinned (with
+    no trust on first use), or a source whose size is no longer the pinned one (a HEAD
+    request; a server that does not say is checked by the download itself)."""
+    bad = {}
+    for entry in entries:
+        key = f"{entry['kind']}/{entry['name']}"
+        if entry.get("builder") or entry.get("sha256") or not pinning.sources(entry):
+            continue
+        pin = pins.get(key)
+        if pin is None:
+            if not tofu:
+                bad[key] = _unpinned_line(entry)
+            continue
+        for f in pin["files"]:
+            size = head_size(f["url"])
+            if size is not None and size != f["size"]:
+                bad[key] = (f"{pinning.label(entry)}: {f['url']} changed since it was pinned on "
+                            f"{pin['pinned']} (it is {size} bytes now, the lock pins "
+                            f"{f['size']}): {_refresh(entry)}")
+                break
+    return bad
 
 
 def _summary(items: dict, dest: Path) -> str:
@@ -151,22 +224,55 @@ def stage(refs_dir: Path, dest_home: Path, sets: list[str], lock: Path | None = 
     dest_home.mkdir(parents=True, exist_ok=True)
     pins = pinning.read_lock(Path(lock) if lock else refs_dir / LOCK)
     items, failed, tofu_pins = {}, [], []
-    for entry in load_manifests(refs_dir):
-        if entry.get("set", "production") not in sets or (only and entry["name"] not in only):
-            continue
+    wanted = [e for e in load_manifests(refs_dir)
+              if e.get("set", "production") in sets and not (only and e["name"] not in only)]
+
+    def fail(entry: dict, why: str) -> None:
         key = f"{entry['kind']}/{entry['name']}"
-        print(f"staging {key}", file=sys.stderr)
+        why = " ".join(why.split())  # one line, whatever a tool printed
+        if entry.get("set") == "demo":
+            raise StagingError(f"{key}: {why}")
+        failed.append(f"{key}: {why}")
+        items[key] = {"kind": entry["kind"], "name": entry["name"], "set": entry.get("set"),
+                      "error": f"staging failed at build time: {why}", "files": {}}
+
+    # A stale or missing pin stops the run before anything is downloaded, and any source that
+    # fails its check stops it before any index is built: minutes, not hours, into a build.
+    stopped = preflight(wanted, pins, tofu)
+    if stopped and not keep_going:
+        raise StagingError("; ".join(stopped.values()))
+    fetched: list[Fetched] = []
+    try:
+        for entry in wanted:
+            key = f"{entry['kind']}/{entry['name']}"
+            if key in stopped:
+                fail(entry, stopped[key])
+                continue
+            print(f"staging {key}: fetching", file=sys.stderr)
+            try:
+                fetched.append(fetch_item(entry, refs_dir, dest_home, pins, tofu=tofu))
+            except (StagingError, OSError) as exc:
+                why = " ".join(str(exc).split())
+                if not why.startswith(pinning.label(entry)):
+                    why = f"{pinning.label(entry)}: {why}"
+                if not keep_going and entry.get("set") != "demo":
+                    raise StagingError(f"{why} (stopped before any index was built)") from None
+                fail(entry, why)
+    except BaseException:
+        for item in fetched:
+            shutil.rmtree(item.work, ignore_errors=True)
+        raise
+    for n, item in enumerate(fetched):
+        print(f"staging {item.key}: preparing", file=sys.stderr)
         try:
-            items[key] = stage_item(entry, refs_dir, dest_home, pins, tofu=tofu)
-            if items[key].get("tofu"):
-                tofu_pins.append(items[key]["pin"])
+            items[item.key] = finish_item(item, refs_dir, dest_home)
+            if items[item.key].get("tofu"):
+                tofu_pins.append(items[item.key]["pin"])
         except (StagingError, OSError) as exc:
-            why = " ".join(str(exc).split())  # one line, whatever a tool printed
-            if entry.get("set") == "demo":
-                raise StagingError(f"{key}: {why}") from None
-            failed.append(f"{key}: {why}")
-            items[key] = {"kind": entry["kind"], "name": entry["name"], "set": entry.get("set"),
-                          "error": f"staging failed at build time: {why}", "files": {}}
+            if item.entry.get("set") == "demo":
+                for rest in fetched[n + 1:]:
+                    shutil.rmtree(rest.work, ignore_errors=True)
+            fail(item.entry, str(exc))
     shutil.copytree(refs_dir, dest_home / "manifests", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("demo", "__pycache__"))
     # Items staged by an earlier run into the same directory (a site staged item by item with

@@ -63,6 +63,37 @@ def read_bytes(url: str, label: str, limit: int = 64 << 20) -> bytes:
     raise StagingError(f"{label}: {url} failed after {ATTEMPTS} attempts ({last})")
 
 
+class PinMismatch(StagingError):
+    """What arrived (or is announced) is not what the lock pins: the source changed."""
+
+    def __init__(self, label: str, url: str, what: str):
+        super().__init__(f"{label}: {url} {what}: refused")
+        self.url, self.what = url, what
+
+
+class _KeepHead(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect (Hugging Face sends LFS files to its CDN) as HEAD still: urllib's
+    own handler turns it into a GET, which would start the download it means to avoid."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and req.get_method() == "HEAD":
+            new.method = "HEAD"
+        return new
+
+
+def head_size(url: str) -> int | None:
+    """The size a HEAD request announces for `url`; None when the server does not say (or
+    does not answer HEAD), which leaves the check to the download."""
+    try:
+        req = urllib.request.Request(mirrored(url), method="HEAD")
+        with urllib.request.build_opener(_KeepHead).open(req, timeout=30) as resp:
+            length = resp.headers.get("Content-Length")
+    except (OSError, http.client.HTTPException, ValueError):
+        return None
+    return int(length) if length and length.isdigit() else None
+
+
 class _Progress:
     def __init__(self, label: str, total: int | None):
         self.label, self.total, self.last = label, total, time.monotonic()
@@ -102,6 +133,9 @@ def download(url: str, dest: Path, label: str, sha256: str | None = None,
                     part.unlink(missing_ok=True)
                 length = resp.headers.get("Content-Length")
                 expected = have + int(length) if length is not None else None
+                if size is not None and expected is not None and expected != size:
+                    part.unlink(missing_ok=True)  # the source changed: no byte of it is needed
+                    raise PinMismatch(label, url, f"is {expected} bytes now, the lock pins {size}")
                 if total is None and expected is not None:
                     total = progress.total = expected
                 with open(part, "ab") as out:
@@ -129,7 +163,7 @@ def download(url: str, dest: Path, label: str, sha256: str | None = None,
     got = digest.hexdigest()
     if (size is not None and have != size) or (sha256 is not None and got != sha256):
         part.unlink(missing_ok=True)
-        raise StagingError(f"{label}: {url} has sha256 {got} ({have} bytes); the lock pins "
-                           f"{sha256} ({size} bytes): refused")
+        raise PinMismatch(label, url, f"has sha256 {got} ({have} bytes), the lock pins "
+                                      f"{sha256} ({size} bytes)")
     os.replace(part, dest)
     return {"url": url, "sha256": got, "size": have}

@@ -1,5 +1,7 @@
-"""A production gene table (the demo table's columns) from NCBI Gene `gene_info` and the CDS
-models of a RefSeq annotation GFF3, built at staging time.
+"""A production gene table (the demo table's columns) from one versioned RefSeq annotation
+release's GFF3, built at staging time: symbols, synonyms and descriptions from its gene
+features, CDS models from its CDS features. (NCBI Gene's gene_info is not used: it is
+recalculated daily and no earlier copy is kept, so no pin of it survives a day.)
 
 One row per protein-coding GeneID: its MANE Select CDS where the annotation tags one, else
 its RefSeq Select CDS, else its longest (ties: the smaller protein_id). Partial CDS are
@@ -24,28 +26,37 @@ def _open(path: Path):
     return gzip.open(path, "rt", encoding="utf-8") if gz else open(path, encoding="utf-8")
 
 
-def _attrs(text: str) -> dict[str, str]:
+def _attrs(text: str, unquote: bool = True) -> dict[str, str]:
     out = {}
     for part in text.strip().split(";"):
         key, sep, value = part.partition("=")
         if sep:
-            out[key] = urllib.parse.unquote(value)
+            out[key] = urllib.parse.unquote(value) if unquote else value
     return out
 
 
-def read_gene_info(path: Path) -> dict[str, dict]:
-    """GeneID -> {"symbol", "synonyms", "locus_tag", "description"} from a gene_info file."""
+def _gene_ids(a: dict[str, str]) -> dict[str, str]:
+    return dict(x.split(":", 1) for x in a.get("Dbxref", "").split(",") if ":" in x)
+
+
+def read_genes(path: Path) -> dict[str, dict]:
+    """GeneID -> {"symbol", "synonyms", "locus_tag", "description"} from the GFF's gene lines
+    (RefSeq writes `gene`, `gene_synonym` comma-separated, `locus_tag`, `description`)."""
     genes = {}
     with _open(path) as fh:
         for line in fh:
-            if line.startswith("#"):
-                continue
             f = line.rstrip("\n").split("\t")
-            if len(f) < 10:
+            if line.startswith("#") or len(f) != 9 or f[2] != "gene":
                 continue
-            genes[f[1]] = {"symbol": f[2], "locus_tag": "" if f[3] == "-" else f[3],
-                           "synonyms": [] if f[4] == "-" else f[4].split("|"),
-                           "description": f[8]}
+            a = _attrs(f[8])
+            gid = _gene_ids(a).get("GeneID")
+            if gid and gid not in genes:
+                genes[gid] = {"symbol": a.get("gene") or a.get("Name", ""),
+                              "locus_tag": a.get("locus_tag", ""),
+                              # split before unescaping: a synonym may hold a %2C comma
+                              "synonyms": [urllib.parse.unquote(s) for s in _attrs(
+                                  f[8], unquote=False).get("gene_synonym", "").split(",") if s],
+                              "description": a.get("description", "")}
     return genes
 
 
@@ -80,7 +91,7 @@ def read_cds(path: Path, seqids: str = "refseq") -> list[dict]:
             if f[2] != "CDS" or "start_range" in a or "end_range" in a or a.get("partial"):
                 continue
             pid = a.get("protein_id") or a.get("Name") or a.get("ID", "")
-            xref = dict(x.split(":", 1) for x in a.get("Dbxref", "").split(",") if ":" in x)
+            xref = _gene_ids(a)
             rec = cds.setdefault((pid, f[0]), {
                 "protein_id": pid, "gene_id": xref.get("GeneID", ""), "gene": a.get("gene", ""),
                 "product": a.get("product", ""), "seqid": f[0], "strand": f[6],
@@ -103,10 +114,10 @@ def _rank(rec: dict) -> tuple:
             rec["protein_id"])
 
 
-def build(gene_info: Path, gff: Path, out: Path, reference: str, seqids: str = "refseq",
+def build(gff: Path, out: Path, reference: str, seqids: str = "refseq",
           source: str = "refseq") -> int:
     """Write the table to `out`; the number of genes in it."""
-    genes = read_gene_info(gene_info)
+    genes = read_genes(gff)
     best: dict[str, dict] = {}
     for rec in read_cds(gff, seqids):
         cur = best.get(rec["gene_id"])
@@ -125,7 +136,7 @@ def build(gene_info: Path, gff: Path, out: Path, reference: str, seqids: str = "
             "cds": ",".join(f"{a}..{b}" for a, b in rec["segments"]), "source": source}))
     rows.sort(key=lambda r: (r[0], r[1], r[2]["symbol"]))
     with open(out, "w", encoding="utf-8") as fh:
-        fh.write(f"# Gene table of {reference}: NCBI Gene gene_info + {source} CDS models "
+        fh.write(f"# Gene table of {reference}: {source} annotation GFF3 genes and CDS models "
                  "(one CDS per gene: MANE Select, else RefSeq Select, else the longest).\n")
         fh.write("# cds: 1-based inclusive segments on seqid, joined in order; synonyms "
                  "separated by ';'.\n")

@@ -13,14 +13,75 @@ import datetime
 import fnmatch
 import hashlib
 import json
+import re
 import sys
 import tomllib
+import urllib.parse
+from dataclasses import dataclass
 from pathlib import Path
 
 from biotool.staging import LOCK, StagingError
 from biotool.staging.fetch import download, read_bytes
 
 HF_INCLUDE = ("*.json", "*.safetensors", "*.txt", "*.model")
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    """Files a source host rewrites in place: a pin of them fails every build from the day
+    they change, and nothing can repair it, so `make pins` refuses them."""
+    host: str
+    path: str  # a regular expression on the URL's path
+    why: str
+    instead: str
+
+
+REWRITTEN = (
+    Rewritten("ftp.ncbi.nlm.nih.gov", r"^/gene/DATA/",
+              "NCBI Gene's files are recalculated daily and no earlier copy is kept",
+              "a versioned RefSeq annotation release's GFF (refseq/<organism>/.../"
+              "annotation_releases/<assembly>-RS_<release>/), whose gene lines carry the "
+              "symbols and synonyms"),
+    Rewritten("ftp.ncbi.nlm.nih.gov",
+              r"^/genomes/all/GCF/.*_(genomic\.(gff|gtf|gbff)|rna\.(fna|gbff)|protein\.(faa|gpff)"
+              r"|feature_table\.txt|cds_from_genomic\.fna|translated_cds\.faa)\.gz$",
+              "the annotation in a GCF assembly folder is replaced at every annotation release",
+              "the same file in that release's folder (refseq/<organism>/.../annotation_releases/"
+              "<assembly>-RS_<release>/)"),
+    Rewritten("ftp.ncbi.nlm.nih.gov", r"^/blast/db/",
+              "BLAST databases under blast/db/ are updated in place and not archived",
+              "a dated copy in NCBI's cloud bucket (https://ncbi-blast-databases.s3.amazonaws.com/"
+              "<date>/, the newest named in its latest-dir file)"),
+    Rewritten("ftp.ncbi.nlm.nih.gov", r"/(current|latest|[A-Za-z0-9.]+_latest)/",
+              "a current/latest folder moves to each new release",
+              "the numbered or dated folder it points to today"),
+    Rewritten("ftp.ensembl.org", r"^/pub/current_",
+              "Ensembl's current_* folders move at each release", "/pub/release-<N>/"),
+    Rewritten("ftp.ebi.ac.uk", r"/gencode/.*/latest_release/",
+              "GENCODE's latest_release folder moves at each release", "release_<N>/"),
+    Rewritten("ftp.uniprot.org", r"/current_release/",
+              "UniProt's current_release is replaced every release",
+              "previous_releases/release-<YYYY_MM>/"),
+    Rewritten("huggingface.co", r"/resolve/main/",
+              "a branch moves with every push",
+              "the repository as an hf-model item (make pins resolves one commit)"),
+)
+
+
+def rewritten(url: str) -> Rewritten | None:
+    """The rule a URL falls under when its host rewrites it in place, else None."""
+    parts = urllib.parse.urlsplit(url)
+    return next((r for r in REWRITTEN if parts.hostname == r.host and re.search(r.path, parts.path)),
+                None)
+
+
+def refuse_rewritten(entry: dict, files: list[dict]) -> None:
+    """StagingError naming the first file a pin would not outlive, and what to pin instead."""
+    for f in files:
+        rule = rewritten(f["url"])
+        if rule:
+            raise StagingError(f"{label(entry)}: {f['url']} is rewritten in place ({rule.why}), "
+                               f"so no pin of it outlives the next change: use {rule.instead}")
 
 
 def label(entry: dict) -> str:
@@ -135,8 +196,22 @@ def resolve(entry: dict) -> tuple[str | None, list[dict]]:
         if entry.get("md5_sidecar"):
             text = read_bytes(url + ".md5", label(entry), limit=4096).decode(errors="replace")
             f["md5"] = (text.split() or [""])[0].lower()
+        if entry.get("md5_list"):
+            f["md5"] = _listed_md5(entry, url)
         files.append(f)
     return None, files
+
+
+def _listed_md5(entry: dict, url: str) -> str:
+    """The md5 NCBI lists for `url` in md5checksums.txt beside it (`<md5>  ./<name>` lines)."""
+    folder, name = url.rsplit("/", 1)
+    listing = f"{folder}/md5checksums.txt"
+    text = read_bytes(listing, label(entry), limit=4 << 20).decode(errors="replace")
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].removeprefix("./") == name:
+            return parts[0].lower()
+    raise StagingError(f"{label(entry)}: {listing} does not list {name}: refused")
 
 
 def _md5(path: Path) -> str:
@@ -160,8 +235,8 @@ def fetch_resolved(entry: dict, revision: str | None, files: list[dict], into: P
         if "md5" in f:
             md5 = _md5(into / f["path"])
             if md5 != f["md5"]:
-                raise StagingError(f"{label(entry)}: {f['url']} has md5 {md5}, its .md5 file "
-                                   f"says {f['md5']}: refused")
+                raise StagingError(f"{label(entry)}: {f['url']} has md5 {md5}, its publisher "
+                                   f"lists {f['md5']}: refused")
             rec["md5"] = md5
         out.append(rec)
     pin = {"kind": entry["kind"], "name": entry["name"], "source": sources(entry)[0],
@@ -192,6 +267,7 @@ def pin(refs_dir: Path, sets: list[str], lock_path: Path | None = None,
         try:
             sys.stderr.write(f"staging: pinning {label(entry)}\n")
             revision, files = resolve(entry)
+            refuse_rewritten(entry, files)
             pins[f"{entry['kind']}/{entry['name']}"] = fetch_resolved(entry, revision, files, work)
         except StagingError as exc:
             failed.append(str(exc))

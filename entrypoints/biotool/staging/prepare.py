@@ -5,7 +5,7 @@
                 samtools faidx, minimap2 and the annotate tools' reader all take
   blastdb-tar   NCBI prebuilt BLAST database tarballs (+ taxdb) unpacked, an alias `db`
                 over the volumes, and each sequence's taxid and scientific name recorded
-  gene-table    NCBI gene_info + RefSeq GFF3 -> the gene table (biotool.staging.genetable)
+  gene-table    a versioned RefSeq annotation GFF3 -> the gene table (biotool.staging.genetable)
   hf-model      a Hugging Face model folder: config, weights in a format transformers loads and
                 a tokenizer, which must encode a real C2S prompt the model then continues
 """
@@ -130,12 +130,11 @@ def _blastdb(entry: dict, fetched: list[Path], item_dir: Path) -> dict:
 def _gene_table(entry: dict, fetched: list[Path], item_dir: Path) -> dict:
     from biotool.staging import genetable
 
-    info = [p for p in fetched if "gene_info" in p.name]
-    gff = [p for p in fetched if ".gff" in p.name or ".gtf" in p.name]
-    if len(info) != 1 or len(gff) != 1:
-        raise StagingError("a gene-table item needs one gene_info and one GFF3 source")
+    gff = [p for p in fetched if ".gff" in p.name]
+    if len(gff) != 1 or len(fetched) != 1:
+        raise StagingError("a gene-table item needs one source, a RefSeq annotation GFF3")
     out = item_dir / "genes.tsv"
-    n = genetable.build(info[0], gff[0], out, reference=entry["reference"],
+    n = genetable.build(gff[0], out, reference=entry["reference"],
                         seqids=entry.get("seqids", "refseq"))
     if n == 0:
         raise StagingError(f"no protein-coding CDS of {entry['reference']} in {gff[0].name}")

@@ -1,4 +1,5 @@
-"""The gene table builder on NCBI-shaped gene_info + GFF3: which CDS model each gene gets."""
+"""The gene table builder on a RefSeq-shaped annotation GFF3: which CDS model each gene gets,
+and the symbols and synonyms its gene lines carry."""
 
 from __future__ import annotations
 
@@ -6,15 +7,13 @@ import csv
 
 
 def _table(tmp_path, genes, chromosomes, seqids):
-    from fake_sources import write_gene_sources
+    from fake_sources import write_gene_gff
 
     from biotool.staging import genetable
 
-    write_gene_sources(tmp_path, "https://h/gene_info.gz", "https://h/x.gff.gz", 10090,
-                       chromosomes, genes)
+    write_gene_gff(tmp_path, "https://h/x.gff.gz", 10090, chromosomes, genes)
     out = tmp_path / "genes.tsv"
-    n = genetable.build(tmp_path / "h/gene_info.gz", tmp_path / "h/x.gff.gz", out, "REF",
-                        seqids=seqids)
+    n = genetable.build(tmp_path / "h/x.gff.gz", out, "REF", seqids=seqids)
     rows = list(csv.DictReader([l for l in out.open() if not l.startswith("#")], delimiter="\t"))
     assert n == len(rows)
     return {r["symbol"]: r for r in rows}

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import tomllib
+from pathlib import Path
+
+import pytest
 
 ITEMS = ["Healthy_COVID19_PBMC", "Immune_All_High", "Human_Lung_Atlas",
          "C2S-Pythia-410m-cell-type-prediction", "GRCh38", "human-gene-annotation",
@@ -78,3 +81,83 @@ def test_the_c2s_model_stages_with_a_tokenizer_that_encodes(prod_home, use_home)
     assert (found["weights"] / "model.safetensors").is_file()
     rec = models.staging.find("model", "c2s-celltype")
     assert rec["tokenizer_probe_ids"] > 20 and rec["pin"]["revision"]
+
+
+def test_the_lock_records_the_md5_ncbi_lists_beside_each_genome_file(pinned, world):
+    import hashlib
+
+    root, _ = world
+    pins = {p["name"]: p for p in tomllib.loads(pinned.read_text())["pin"]}
+    for name in ("GRCh38", "human-gene-annotation"):
+        (f,) = pins[name]["files"]
+        served = root / f["url"].split("://", 1)[1]
+        assert f["md5"] == hashlib.md5(served.read_bytes()).hexdigest(), name
+
+
+def _one_item_refs(tmp_path, source: str):
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    (refs / "annotations.toml").write_text(
+        '[[database]]\nname = "daily-genes"\nset = "production"\nformat = "gene-table"\n'
+        f'reference = "GRCh38"\nprepare = "gene-table"\nsource = "{source}"\n')
+    return refs
+
+
+def test_pinning_refuses_a_file_its_host_rewrites_in_place_naming_the_fixed_copy(server, tmp_path):
+    from biotool.staging import StagingError, build, pins
+
+    daily = "https://ftp.ncbi.nlm.nih.gov/gene/DATA/GENE_INFO/Mammalia/Homo_sapiens.gene_info.gz"
+    refs = _one_item_refs(tmp_path, daily)
+    lock = tmp_path / "pins.lock.toml"
+    try:
+        pins.pin(refs, ["production"], lock)
+        raise AssertionError("pinned a file rewritten daily")
+    except StagingError as exc:
+        msg = str(exc)
+    assert f"database daily-genes: {daily} is rewritten in place" in msg
+    assert "recalculated daily" in msg and "annotation_releases/<assembly>-RS_<release>" in msg
+    assert server.requests == [] and "daily-genes" not in lock.read_text()
+    # Trust on first use takes the same rule: nothing is staged from it.
+    with pytest.raises(StagingError, match="is rewritten in place"):
+        build.stage(refs, tmp_path / "home", ["production"], lock=lock, tofu=True)
+    assert not (tmp_path / "home/databases/daily-genes").exists()
+
+
+def test_no_production_source_is_one_its_host_rewrites_in_place():
+    from biotool.staging import load_manifests, pins
+
+    refs = Path(__file__).resolve().parents[3] / "refs"
+    urls = [u for e in load_manifests(refs) if e.get("set") == "production"
+            for u in pins.sources(e)]
+    assert len(urls) >= 10
+    assert [u for u in urls if pins.rewritten(u)] == []
+    # ...and the rules do catch what the manifests used to name.
+    for old in ("https://ftp.ncbi.nlm.nih.gov/blast/db/ref_viruses_rep_genomes.tar.gz",
+                "https://ftp.ncbi.nlm.nih.gov/genomes/all/GCF/000/001/635/GCF_000001635.27_GRCm39/"
+                "GCF_000001635.27_GRCm39_genomic.gff.gz",
+                "https://ftp.ncbi.nlm.nih.gov/refseq/M_musculus/annotation_releases/current/x.gff.gz",
+                "https://ftp.ensembl.org/pub/current_gtf/homo_sapiens/x.gtf.gz",
+                "https://huggingface.co/org/repo/resolve/main/model.safetensors"):
+        assert pins.rewritten(old), old
+
+
+def test_a_file_missing_from_its_folders_md5_list_is_refused_at_pin_time(server, tmp_path, world):
+    from biotool.staging import StagingError, pins
+
+    root, _ = world
+    gff = ("https://ftp.ncbi.nlm.nih.gov/refseq/H_sapiens/annotation/annotation_releases/"
+           "GCF_000001405.40-RS_2024_08/GCF_000001405.40_GRCh38.p14_genomic.gff.gz")
+    listing = root / gff.split("://", 1)[1].rsplit("/", 1)[0] / "md5checksums.txt"
+    saved = listing.read_text()
+    listing.write_text("".join(l + "\n" for l in saved.splitlines() if "genomic.gff" not in l))
+    try:
+        with pytest.raises(StagingError, match=r"md5checksums.txt does not list "
+                                               r"GCF_000001405.40_GRCh38.p14_genomic.gff.gz"):
+            pins.pin(Path(__file__).resolve().parents[3] / "refs", ["production"],
+                     tmp_path / "lock.toml", only=["human-gene-annotation"])
+        listing.write_text(saved.replace(saved.split()[0], "0" * 32))
+        with pytest.raises(StagingError, match="its publisher lists 0{32}: refused"):
+            pins.pin(Path(__file__).resolve().parents[3] / "refs", ["production"],
+                     tmp_path / "lock.toml", only=["human-gene-annotation"])
+    finally:
+        listing.write_text(saved)
