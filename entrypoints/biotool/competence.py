@@ -15,7 +15,7 @@ HEDGES = frozenset({
     "caveat", "can_see_minority", "detection_floor", "dominant_fraction", "competence",
     "reference_is_conclusive", "blind_spots", "margin",
     "p_minority_seen", "minority_abundance", "host_dominated", "hosts", "note", "notes",
-    "n_below_floor", "other_indels_nearby", "fraction_assessed",
+    "n_below_floor", "other_indels_nearby", "fraction_assessed", "no_hit_caveat",
 })
 
 

@@ -5,7 +5,8 @@ label on a hit to an internal segment is weak evidence, not none (reassortment a
 database holds both bias it). RefSeq titles often name only "segment 4" or "segment 6".
 
 Competence follows the design: confidence = min(1, n_strong / 10) over the reads that typed HA or
-NA; margin 1.0 only when strong subtypes exist and no weak-only subtype sits outside them;
+NA; margin 1.0 only when a strong H x N subtype exists (HA-only reads, "H5N?", give 0.0)
+and no weak-only subtype sits outside them;
 alternatives = ties = candidates beyond the first; and below 20 strong reads, subtypes below
 the read-depth floor are unobserved. A staged panel adds two limits: reads of a subtype it
 does not hold come back as no-hit, and a panel of one subtype cannot name another.
@@ -183,7 +184,8 @@ def _competence(strong_h: dict, strong_n: dict, candidates: list[dict], n_strong
     # There is no ranking axis between candidates: every candidate beyond the first is both
     # an alternative and a tie.
     extra = len(candidates) - 1
-    strong = [c for c in candidates if c["tier"] != "weak"]
+    # The design's margin needs a strong H x N subtype: HA-only reads ("H5N?") leave N open.
+    strong = [c for c in candidates if c["tier"] == "strong"]
     weak_outside = [c for c in candidates if c["tier"] == "weak"]
     blind.insert(0, "only HA (segment 4) and NA (segment 6) establish a subtype; "
                     "internal-segment strain labels are weak evidence (reassortants, what the "

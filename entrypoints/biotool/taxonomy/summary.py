@@ -7,6 +7,12 @@ a minority can be seen only when the dominant organism holds under half the read
 least 200 were searched (`can_see_minority`); otherwise the caveat says how much the
 dominant organism holds and how to get past it. `p_minority_seen` (the chance an organism at
 5% of reads was drawn at all) is extra detail beside that rule, never a substitute for it.
+
+Dominance and the rule are over reads with a named best hit, as the design computes them:
+reads that matched nothing say nothing about who dominates, so they are reported on their
+own (`no_hit`, `no_hit_caveat`), and a sample with no named hit at all establishes nothing.
+A read whose best hit ties between names is counted for each of them (stated in the caveat),
+so reads tied between human and macaque still count as host.
 """
 
 from __future__ import annotations
@@ -32,18 +38,19 @@ def organism_of(hit: dict) -> str:
     return m.group(1) if m else name
 
 
-def assign(hits: dict[str, list], searched: list[str]) -> dict[str, str | None]:
-    """Each searched query's organism: the best hit's, None without hits, "" when tied."""
+def assign(hits: dict[str, list], searched: list[str]) -> dict[str, list[str]]:
+    """Each searched query's organisms: its best hit's name, every name tied at the best
+    score, or [] without hits."""
     out = {}
     for q in searched:
         qh = hits.get(q) or []
-        if not qh:
-            out[q] = None
-            continue
-        best = max(h.get("bit_score") or 0 for h in qh)
-        names = {organism_of(h) for h in qh if (h.get("bit_score") or 0) >= best}
-        out[q] = names.pop() if len(names) == 1 else ""
+        best = max((h.get("bit_score") or 0 for h in qh), default=0)
+        out[q] = sorted({organism_of(h) for h in qh if (h.get("bit_score") or 0) >= best})
     return out
+
+
+def _reads(k: int) -> str:
+    return f"{k} read" if k == 1 else f"{k} reads"
 
 
 def p_seen(abundance: float, n: int) -> float:
@@ -63,52 +70,61 @@ def summarize(hits: dict[str, list], searched: list[str], total_reads: int, loca
     n = len(searched)
     counts: dict[str, int] = {}
     taxids: dict[str, object] = {}
-    for q, org in calls.items():
-        if org:
+    for orgs in calls.values():
+        for org in orgs:  # a tie counts for each name
             counts[org] = counts.get(org, 0) + 1
     for qh in hits.values():
         for h in qh:
             taxids.setdefault(organism_of(h), h.get("taxid"))
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    no_hit = sum(1 for v in calls.values() if v is None)
-    ambiguous = sum(1 for v in calls.values() if v == "")
-    organisms = [{"name": k, "taxid": taxids.get(k), "reads": v, "fraction": round(v / n, 4)}
+    named = sum(1 for v in calls.values() if v)
+    no_hit = n - named
+    ambiguous = sum(1 for v in calls.values() if len(v) > 1)
+    organisms = [{"name": k, "taxid": taxids.get(k), "reads": v, "fraction": round(v / named, 4)}
                  for k, v in ranked]
     dominant = ranked[0][0] if ranked else None
-    dom_frac = round(ranked[0][1] / n, 4) if ranked else 0.0
+    dom_frac = round(ranked[0][1] / named, 4) if ranked else 0.0
     floor = round(1.0 / n, 4) if n else 1.0
-    seen_minority = round(p_seen(minority, n), 4)
-    can_see = can_see_minority(dom_frac, n)
+    seen_minority = round(p_seen(minority, named), 4)
+    can_see = bool(named) and can_see_minority(dom_frac, named)
     host = [o["name"] for o in organisms if o["taxid"] in HOST_TAXIDS]
     host_dominated = bool(dominant and taxids.get(dominant) in HOST_TAXIDS)
-    if can_see:
-        caveat = (f"{n} reads searched and no organism holds half of them: an organism below "
-                  f"about {floor:.2%} of the reads (1/n) is unobserved, not absent. ")
+    of_named = f"the {named} reads with a named hit"
+    if not named:
+        caveat = (f"No named hits among the {n} reads searched; this establishes nothing about "
+                  f"the sample. ")
+    elif can_see:
+        caveat = (f"{named} reads with a named hit and no organism holds half of them: an "
+                  f"organism below about {floor:.2%} of the reads (1/n) is unobserved, not "
+                  f"absent. ")
     else:
-        share = (f"{dominant} is {dom_frac:.0%} of the {n} reads searched" if dominant else
-                 f"no organism was named in the {n} reads searched")
         why = ("it dominates the sample" if dom_frac >= 0.5 else
-               f"fewer than {MIN_READS_FOR_MINORITY} reads were searched")
-        target = dominant or "the dominant organism"
-        caveat = (f"{share}, so a minority organism cannot be seen ({why}): anything below about "
-                  f"{floor:.2%} of the reads (1/n) is unobserved, not absent. To see a minority, "
-                  f"deplete {target} (map the reads to its genome and keep the unmapped reads) "
-                  f"or search far more reads (--sample). ")
+               f"fewer than {MIN_READS_FOR_MINORITY} reads have a named hit")
+        caveat = (f"{dominant} is {dom_frac:.0%} of {of_named}, so a minority organism cannot be "
+                  f"seen ({why}): anything below about {floor:.2%} of the reads (1/n) is "
+                  f"unobserved, not absent. To see a minority, deplete {dominant} (map the "
+                  f"reads to its genome and keep the unmapped reads) or search far more reads "
+                  f"(--sample). ")
+    if ambiguous:
+        caveat += (f"{_reads(ambiguous)} tied between names at their best hit and count for "
+                   f"each name. ")
     if host_dominated:
         caveat += (f"The dominant organism is a host ({dominant}); the organism asked about may "
                    f"be a minority.")
     if local_db:
         caveat += (f" Searched the staged panel {local_db}, not nt: an organism absent from the "
                    f"panel is unobserved, not absent.")
-    if not ranked:
-        caveat = "No query matched anything. " + caveat
     second = ranked[1][1] if len(ranked) > 1 else 0
     ties = sum(1 for _, v in ranked[1:] if ranked and v == ranked[0][1])
     blind = [f"organisms below ~{floor:.2%} of reads (detection floor 1/n, n={n})"]
-    if not can_see:
-        blind.append(f"a minority organism: {dominant or 'no organism'} holds {dom_frac:.0%} of "
-                     f"{n} reads (a minority shows only below 50% dominance and from "
-                     f"{MIN_READS_FOR_MINORITY} reads)")
+    if not named:
+        blind.append(f"every organism: none of the {n} reads searched has a named hit")
+    elif not can_see:
+        blind.append(f"a minority organism: {dominant} holds {dom_frac:.0%} of {of_named} (a "
+                     f"minority shows only below 50% dominance and from "
+                     f"{MIN_READS_FOR_MINORITY} reads with a named hit)")
+    if no_hit:
+        blind.append(f"what the {no_hit} reads that matched nothing come from")
     if local_db:
         blind.append(f"the database is the panel {local_db}, not nt: organisms outside it "
                      f"cannot be named, and their reads show as no-hit or as a wrong relative")
@@ -122,10 +138,13 @@ def summarize(hits: dict[str, list], searched: list[str], total_reads: int, loca
     if local_db:
         remedy += "; search nt remotely (--remote) for organisms outside the panel"
     competence = bounded(
-        confidence=dom_frac, margin=(ranked[0][1] - second) / n if ranked and n else 0.0,
+        confidence=dom_frac, margin=(ranked[0][1] - second) / named if ranked else 0.0,
         alternatives=max(0, len(ranked) - 1), ties=ties, blind_spots=blind, remedy=remedy)
-    out = {"dominant": dominant, "dominant_fraction": dom_frac,
+    out = {"dominant": dominant, "dominant_fraction": dom_frac, "named_reads": named,
            "organisms": organisms[:max_organisms], "no_hit": no_hit, "ambiguous": ambiguous}
+    if no_hit:
+        out["no_hit_caveat"] = (f"{_reads(no_hit)} matched nothing in this database: "
+                                f"unobserved, not absent")
     if len(organisms) > max_organisms:
         rest = organisms[max_organisms:]
         out["other_organisms"] = {"organisms": len(rest), "reads": sum(o["reads"] for o in rest)}

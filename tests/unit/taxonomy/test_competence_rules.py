@@ -56,6 +56,15 @@ def test_one_ha_read_and_one_na_read_is_sparse_evidence_not_confidence():
     assert "--sample" in comp["remedy"]
 
 
+def test_ha_only_reads_leave_n_open_and_the_margin_at_zero():
+    h5 = "Influenza A virus (A/goose/Guangdong/1/1996(H5N1)) segment 4, complete sequence"
+    flu = influenza.tiers({f"h{i}": [hit(h5)] for i in range(12)})
+    assert [c["subtype"] for c in flu["candidates"]] == ["H5N?"]
+    comp = flu["competence"]
+    assert comp["confidence"] == 1.0 and comp["margin"] == 0.0
+    assert any("NA (segment 6)" in b for b in comp["blind_spots"])
+
+
 def test_confidence_saturates_at_ten_strong_reads_and_the_floor_lifts_at_twenty():
     ten = {f"h{i}": [hit(PR8.format(4 if i % 2 else 6))] for i in range(10)}
     assert influenza.tiers(ten)["competence"]["confidence"] == 1.0
@@ -130,7 +139,8 @@ def test_absent_subtype_end_to_end_on_generated_reads(biotool, tmp_path):
     assert "search nt remotely (--remote)" in comp["remedy"]
 
 
-# The detection floor: can_see_minority = dominant_fraction < 0.5 and n >= 200.
+# The detection floor: can_see_minority = dominant_fraction < 0.5 and n >= 200, both over the
+# reads with a named best hit.
 
 def _assigned(counts: dict[str, int]) -> tuple[dict, list]:
     hits, searched = {}, []
@@ -164,7 +174,7 @@ def test_a_dominated_sample_at_n_100_says_the_share_the_floor_and_the_remedy(bio
     s = r.json["summary"]
     assert r.json["n"] == 100 and s["dominant"] == SARS2 and s["dominant_fraction"] == 0.9
     assert s["can_see_minority"] is False
-    assert f"{SARS2} is 90% of the 100 reads searched" in s["caveat"]
+    assert f"{SARS2} is 90% of the 100 reads with a named hit" in s["caveat"]
     assert "below about 1.00% of the reads (1/n) is unobserved, not absent" in s["caveat"]
     assert (f"deplete {SARS2} (map the reads to its genome and keep the unmapped reads) or "
             "search far more reads") in s["caveat"]
@@ -183,3 +193,59 @@ def test_a_balanced_sample_at_n_300_can_see_a_minority(biotool, tmp_path):
     assert {o["reads"] for o in s["organisms"]} == {100}
     assert s["can_see_minority"] is True
     assert "deplete" not in s["caveat"] and "unobserved, not absent" in s["caveat"]
+
+
+def _random_reads(n: int, length: int, seed: int) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    return [(f"nohit{i}", "".join(rng.choice("ACGT") for _ in range(length))) for i in range(n)]
+
+
+def test_no_hit_reads_do_not_dilute_dominance(biotool, tmp_path):
+    # 200 SARS-CoV-2 reads and 300 that match nothing: SARS-CoV-2 holds every named read, so
+    # no minority could be seen; the 300 are reported on their own line.
+    sars = list(sequences.read_fastq(ARTIC))[:200]
+    fq = write_fastq(tmp_path / "diluted.fastq", sars + _random_reads(300, 400, seed=3))
+    r = biotool("taxonomy", "--fastq", str(fq), "--local", "--sample", "500")
+    assert r.code == 0, r.stderr
+    s = r.json["summary"]
+    assert r.json["n"] == 500 and s["named_reads"] == 200 and s["no_hit"] == 300
+    assert s["dominant"] == SARS2 and s["dominant_fraction"] == 1.0
+    assert s["can_see_minority"] is False
+    assert s["no_hit_caveat"] == ("300 reads matched nothing in this database: unobserved, "
+                                  "not absent")
+    assert f"{SARS2} is 100% of the 200 reads with a named hit" in s["caveat"]
+
+
+def test_a_sample_with_no_named_hit_establishes_nothing(biotool, tmp_path):
+    fq = write_fastq(tmp_path / "nothing.fastq", _random_reads(250, 400, seed=4))
+    r = biotool("taxonomy", "--fastq", str(fq), "--local", "--sample", "250")
+    assert r.code == 0, r.stderr
+    s = r.json["summary"]
+    assert s["named_reads"] == 0 and s["no_hit"] == 250 and s["dominant"] is None
+    assert s["can_see_minority"] is False
+    assert s["caveat"].startswith("No named hits among the 250 reads searched; this "
+                                  "establishes nothing about the sample.")
+    assert "250 reads matched nothing" in s["no_hit_caveat"]
+
+
+def test_reads_tied_between_two_hosts_count_as_host_for_each():
+    hits = {f"t{i}": [{"sciname": "Homo sapiens", "taxid": 9606, "bit_score": 400.0},
+                      {"sciname": "Macaca mulatta", "taxid": 9544, "bit_score": 400.0}]
+            for i in range(150)}
+    hits.update({f"v{i}": [{"sciname": SARS2, "taxid": 2697049, "bit_score": 400.0}]
+                 for i in range(60)})
+    s = summary.summarize(hits, list(hits), 210, None)
+    assert s["named_reads"] == 210 and s["ambiguous"] == 150
+    assert {o["name"]: o["reads"] for o in s["organisms"]} == \
+        {"Homo sapiens": 150, "Macaca mulatta": 150, SARS2: 60}
+    assert s["host_dominated"] is True and s["can_see_minority"] is False
+    assert "150 reads tied between names at their best hit and count for each name" in s["caveat"]
+
+
+def test_reads_tied_between_strain_names_are_still_named():
+    strains = ["Severe acute respiratory syndrome coronavirus 2 isolate A",
+               "Severe acute respiratory syndrome coronavirus 2 isolate B"]
+    hits = {f"q{i}": [{"sciname": n, "bit_score": 900.0} for n in strains] for i in range(30)}
+    s = summary.summarize(hits, list(hits), 30, "panel")
+    assert s["named_reads"] == 30 and s["no_hit"] == 0 and s["dominant"] == strains[0]
+    assert "No named hits" not in s["caveat"] and "count for each name" in s["caveat"]

@@ -20,10 +20,10 @@ def test_a_host_dominated_small_sample_says_it_could_not_see_a_virus():
     hits, searched = _hits([("Homo sapiens", 9606, 23), ("Macaca mulatta", 9544, 8)])
     searched += [f"nohit-{i}" for i in range(9)]
     s = summary.summarize(hits, searched, total_reads=1_000_000, local_db=None)
-    assert s["dominant"] == "Homo sapiens" and s["dominant_fraction"] == 0.575
-    assert s["detection_floor"] == 0.025 and s["no_hit"] == 9
+    assert s["dominant"] == "Homo sapiens" and s["dominant_fraction"] == 0.7419  # 23 of 31 named
+    assert s["detection_floor"] == 0.025 and s["no_hit"] == 9 and s["named_reads"] == 31
     assert s["host_dominated"] is True and s["can_see_minority"] is False
-    assert "Homo sapiens is 57% of the 40 reads" in s["caveat"]
+    assert "Homo sapiens is 74% of the 31 reads with a named hit" in s["caveat"]
     assert "deplete Homo sapiens (map the reads to its genome and keep the unmapped reads)" \
         in s["caveat"] and "organism asked about may be a minority" in s["caveat"]
     assert any("999960 of 1000000 input reads were not searched" in b
@@ -35,9 +35,11 @@ def test_ties_and_ambiguous_reads_are_counted_not_hidden():
             "b": [{"sciname": "X", "bit_score": 100.0}],
             "c": [{"sciname": "Y", "bit_score": 90.0}]}
     s = summary.summarize(hits, ["a", "b", "c"], 3, "panel")
-    assert s["ambiguous"] == 1
-    assert [(o["name"], o["reads"]) for o in s["organisms"]] == [("X", 1), ("Y", 1)]
+    # The tied read counts for each name, and the caveat says so.
+    assert s["ambiguous"] == 1 and s["named_reads"] == 3
+    assert [(o["name"], o["reads"]) for o in s["organisms"]] == [("X", 2), ("Y", 2)]
     assert s["competence"]["ties"] == 1 and s["competence"]["margin"] == 0.0
+    assert "1 read tied between names" in s["caveat"]
 
 
 def test_influenza_strains_pool_to_the_species():
