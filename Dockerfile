@@ -61,8 +61,8 @@ RUN python3 -m venv /opt/venv \
       --require-virtualenv -r /tmp/wheelhouse/requirements.lock \
  && rm -rf /tmp/wheelhouse /opt/venv/lib/python3*/site-packages/goatools/test_data
 
-# ---- sandbox: the agent's image
-FROM os AS sandbox
+# ---- tools: the OS, the toolbox, R and the Python environment; no project code
+FROM os AS tools
 
 # Caches point under /tmp (a tmpfs in the enforced stack) so an arbitrary UID with an
 # unwritable HOME and a read-only root filesystem works, as Apptainer runs images.
@@ -139,6 +139,43 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log
 
 COPY --from=wheels /opt/venv /opt/venv
+
+# ---- data: the production items, staged from refs/, the pin lock and the staging code alone
+# (the modules it imports, no other), so a change to the rest of the code stages nothing.
+# They leave as numbered layer folders (biotool.staging.layers): a reference's FASTA and each
+# of its indexes one apiece, databases, models and samples one each, the inventory last.
+FROM tools AS data
+COPY entrypoints/biotool/__init__.py entrypoints/biotool/cache.py entrypoints/biotool/output.py \
+     entrypoints/biotool/procs.py entrypoints/biotool/progress.py /opt/staging/biotool/
+COPY entrypoints/biotool/reads/__init__.py entrypoints/biotool/reads/indexes.py \
+     entrypoints/biotool/reads/shortreads.py /opt/staging/biotool/reads/
+COPY entrypoints/biotool/singlecell/__init__.py entrypoints/biotool/singlecell/c2s.py \
+     /opt/staging/biotool/singlecell/
+COPY entrypoints/biotool/staging/ /opt/staging/biotool/staging/
+COPY refs/ /src/refs/
+ARG BIOTOOL_STAGE=demo
+# BIOTOOL_TOFU=1: stage production items refs/pins.lock.toml does not pin yet (trust on first
+# use; their lock lines are printed and kept in /opt/biotool/pins.tofu.toml).
+# BIOTOOL_SOURCE_MIRROR: TEST ONLY, fetch every source through this base URL (the image
+# tests' local fake source server); the manifests and the lock keep the real URLs.
+ARG BIOTOOL_TOFU=
+ARG BIOTOOL_SOURCE_MIRROR=
+RUN PYTHONPATH=/opt/staging python -m biotool.staging layers --refs /src/refs \
+      --sets "${BIOTOOL_STAGE}" --out /data \
+ && chown -R root:root /data \
+ && chmod -R u+rwX,go+rX,go-w /data
+
+# ---- sandbox: the agent's image
+FROM tools AS sandbox
+# The production data (empty folders in a demo build), below the code; 8 = layers.SLOTS.
+COPY --from=data /data/1/ /opt/biotool/
+COPY --from=data /data/2/ /opt/biotool/
+COPY --from=data /data/3/ /opt/biotool/
+COPY --from=data /data/4/ /opt/biotool/
+COPY --from=data /data/5/ /opt/biotool/
+COPY --from=data /data/6/ /opt/biotool/
+COPY --from=data /data/7/ /opt/biotool/
+COPY --from=data /data/8/ /opt/biotool/
 # The project last: a code change rebuilds only the layers below, not the dependencies.
 COPY wheelhouse/project/ /tmp/project/
 RUN /opt/venv/bin/pip install --no-cache-dir --no-index --no-deps /tmp/project/*.whl \
@@ -152,18 +189,16 @@ ENV BIOTOOL_SITE_DIR=/opt/biotool-site
 # Every RUN after an ARG sees it, and a changed value misses the cache there: each ARG is
 # declared just before the step that needs it, so the dependency layers stay cached.
 ARG BIOTOOL_STAGE=demo
-# BIOTOOL_TOFU=1: stage production items refs/pins.lock.toml does not pin yet (trust on first
-# use; their lock lines are printed and kept in /opt/biotool/pins.tofu.toml).
-# BIOTOOL_SOURCE_MIRROR: TEST ONLY, fetch every source through this base URL (the image
-# tests' local fake source server); the manifests and the lock keep the real URLs.
-ARG BIOTOOL_TOFU=
-ARG BIOTOOL_SOURCE_MIRROR=
-# Stage references, indexes, databases and models from the manifests, every byte checked
-# against its pin, then make /opt/biotool root-owned and read-only to everyone else.
+# Stage the other sets (the demo's, from refs/demo) beside the production layers, merging
+# the inventory, then make what this step wrote root-owned and read-only to everyone else:
+# `find` touches only those files, as a chmod of the production ones would copy them all
+# into this layer.
 RUN python -m biotool.staging --refs /src/refs --dest /opt/biotool --sets "${BIOTOOL_STAGE}" \
+      --skip-sets production \
  && rm -rf /src /tmp/* /tmp/.[!.]* \
- && chown -R root:root /opt/biotool \
- && chmod -R u+rwX,go+rX,go-w /opt/biotool
+ && find /opt/biotool ! -user root -exec chown -h root:root {} + \
+ && find /opt/biotool ! -type l \( ! -perm -u=rw -o ! -perm -go=r -o -perm /go=w \
+      -o \( -type d ! -perm -go=x \) \) -exec chmod u+rwX,go+rX,go-w {} +
 
 ARG TORCH_VARIANT=cpu
 ARG BASE_IMAGE=debian:bookworm-slim

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -68,17 +69,63 @@ def production(docker_client, tmp_path_factory):
     root = tmp_path_factory.mktemp("sources")
     truth = populate(root, REPO / "refs", tmp_path_factory.mktemp("work"), models, c2s)
     with FakeSources(root) as srv:
-        proc = subprocess.run(
-            ["make", "image", f"BIOTOOL_IMAGE={PRODUCTION_IMAGE}",
-             f"BIOTOOL_EGRESS_IMAGE={EGRESS_IMAGE}", "BIOTOOL_STAGE=demo,production",
-             "BIOTOOL_TOFU=1", f"BIOTOOL_SOURCE_MIRROR={srv.url}", "BUILD_NETWORK=host"],
-            cwd=REPO, capture_output=True, text=True, timeout=3600)
+        proc = _build(srv)
         served = list(srv.requests)
     if proc.returncode != 0:
         pytest.fail(f"make image (production) failed:\n{proc.stdout[-3000:]}\n"
                     f"{proc.stderr[-3000:]}", pytrace=False)
     return {"runner": Runner(docker_client, PRODUCTION_IMAGE), "truth": truth,
-            "log": proc.stdout + proc.stderr, "served": served, "root": root}
+            "log": proc.stdout + proc.stderr, "served": served, "root": root, "port": srv.port}
+
+
+def _build(srv) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["make", "image", f"BIOTOOL_IMAGE={PRODUCTION_IMAGE}", f"BIOTOOL_EGRESS_IMAGE={EGRESS_IMAGE}",
+         "BIOTOOL_STAGE=demo,production", "BIOTOOL_TOFU=1", f"BIOTOOL_SOURCE_MIRROR={srv.url}",
+         "BUILD_NETWORK=host"],
+        cwd=REPO, capture_output=True, text=True, timeout=3600)
+
+
+def test_the_production_data_is_in_layers_of_its_own(production, docker_client):
+    sizes = [int(l["Size"]) for l in docker_client.api.history(PRODUCTION_IMAGE)
+             if "/data/" in l.get("CreatedBy", "")]
+    assert len(sizes) == 8  # one COPY per layer folder, used or not
+    log = production["log"]
+    for n, holds in enumerate(["reference GRCh38", "reference GRCh38 bwa index", "reference GRCm39",
+                               "reference GRCm39 bwa index", "databases", "models", "inventory"],
+                              start=1):
+        assert f"staging: layer {n}: {holds}, " in log, holds
+
+
+def test_a_code_change_rebuilds_the_image_without_staging_any_production_data(production):
+    """A one-line change in entrypoints/biotool/, then the same build: the data stage is
+    cached (it sees only refs/, the lock and the staging code), so the fake sources see no
+    request at all, and the image still holds every production item."""
+    from fake_sources import FakeSources
+
+    from biotool.staging import load_manifests
+
+    changed = REPO / "entrypoints" / "biotool" / "system" / "doctor.py"
+    original = changed.read_text()
+    changed.write_text(original + "# a code change that must not stage the production data\n")
+    try:
+        with FakeSources(production["root"], port=production["port"]) as srv:
+            t0 = time.monotonic()
+            proc = _build(srv)
+            took = time.monotonic() - t0
+            served = list(srv.requests)
+    finally:
+        changed.write_text(original)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    log = proc.stdout + proc.stderr
+    print(f"\nproduction rebuild after a code change: {took:.0f} s, {len(served)} requests")
+    production_keys = [f"{e['kind']}/{e['name']}" for e in load_manifests(REPO / "refs")
+                       if e.get("set") == "production"]
+    assert served == [] and "staging: layer" not in log
+    assert [k for k in production_keys if f"staging {k}:" in log] == []
+    r = production["runner"].biotool("list")
+    prod = [i for i in r.json["items"] if i["set"] == "production"]
+    assert len(prod) >= 18 and all(i["usable"] for i in prod)
 
 
 def test_the_build_summary_says_what_was_staged(production):

@@ -2,6 +2,7 @@
 
     python -m biotool.staging --refs refs --dest /opt/biotool --sets demo,production [--tofu]
     python -m biotool.staging pin --sets production [--only NAME ...]
+    python -m biotool.staging layers --refs refs --sets demo,production --out /data  # image data stage
 
 Every production item is fetched from the URLs its pin records and checked byte for byte
 against the pin's sha256 and size. An unpinned item fails the run with one line saying how to
@@ -303,17 +304,28 @@ def _truthy(value: str | None) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from biotool.staging import layers
+
     argv = sys.argv[1:] if argv is None else argv
-    pin_mode = bool(argv) and argv[0] == "pin"
-    ap = argparse.ArgumentParser(prog="python -m biotool.staging" + (" pin" if pin_mode else ""),
+    mode = argv[0] if argv and argv[0] in ("pin", "layers") else None
+    ap = argparse.ArgumentParser(prog="python -m biotool.staging" + (f" {mode}" if mode else ""),
                                  description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--refs", type=Path, default=REPO_REFS, help="manifest directory")
     ap.add_argument("--lock", type=Path, default=None, help=f"pin lock (default: <refs>/{LOCK})")
-    if pin_mode:
+    if mode == "pin":
         ap.add_argument("--sets", default="production", help="comma-separated sets to pin")
         ap.add_argument("--only", action="append", default=[], metavar="NAME",
                         help="pin only this item (repeatable)")
+    elif mode == "layers":
+        ap.add_argument("--sets", default="demo", help="comma-separated sets asked for (only "
+                        f"{', '.join(layers.DATA_SETS)} is staged here; the rest is skipped)")
+        ap.add_argument("--out", type=Path, required=True,
+                        help=f"folder of the {layers.SLOTS} layer folders 1..{layers.SLOTS}")
+        ap.add_argument("--tofu", action="store_true", default=_truthy(os.environ.get("BIOTOOL_TOFU")),
+                        help="trust on first use: stage unpinned items and print their lock lines")
+        ap.add_argument("--only", action="append", default=[], metavar="NAME",
+                        help="stage only this item (repeatable)")
     else:
         ap.add_argument("--dest", type=Path, default=None,
                         help="staging root (BIOTOOL_HOME; a site directory for BIOTOOL_SITE_DIR)")
@@ -324,16 +336,24 @@ def main(argv: list[str] | None = None) -> int:
                         help="stage only this item (repeatable)")
         ap.add_argument("--keep-going", action="store_true",
                         help="record items that fail as not staged instead of failing")
-    args = ap.parse_args(argv[1:] if pin_mode else argv)
+        ap.add_argument("--skip-sets", default="", metavar="SETS",
+                        help="comma-separated sets staged elsewhere (the image's data stage): "
+                             "not staged here, their staged items kept in the inventory")
+    args = ap.parse_args(argv[1:] if mode else argv)
     sets = [s for s in args.sets.split(",") if s]
     try:
-        if pin_mode:
+        if mode == "pin":
             lock = args.lock or args.refs / LOCK
             pinned = pinning.pin(args.refs.resolve(), sets, lock, only=args.only or None)
             print(f"staging: {len(pinned)} pins in {lock}", file=sys.stderr)
+        elif mode == "layers":
+            layers.stage_layers(args.refs.resolve(), args.out, sets, lock=args.lock,
+                                tofu=args.tofu, only=args.only or None)
         else:
-            stage(args.refs.resolve(), args.dest or home(), sets, lock=args.lock,
-                  tofu=args.tofu, keep_going=args.keep_going, only=args.only or None)
+            skip = set(args.skip_sets.split(","))
+            stage(args.refs.resolve(), args.dest or home(), [s for s in sets if s not in skip],
+                  lock=args.lock, tofu=args.tofu, keep_going=args.keep_going,
+                  only=args.only or None)
     except StagingError as exc:
         print(f"staging: error: {exc}", file=sys.stderr)
         return 1

@@ -21,6 +21,11 @@ ITEMS = ["Healthy_COVID19_PBMC", "Immune_All_High", "Human_Lung_Atlas",
 
 
 @pytest.fixture(scope="session")
+def item_names() -> list[str]:
+    return list(ITEMS)
+
+
+@pytest.fixture(scope="session")
 def trained_models(tmp_path_factory) -> dict[str, Path]:
     """Real CellTypist models on scanpy's PBMCs: two fitted to the cells, one whose gene names
     were permuted (an unrelated tissue's programme)."""
