@@ -170,7 +170,7 @@ class MockNCBI:
         self.server: ThreadingHTTPServer | None = None
 
     # ---- protocol
-    def _record(self, method: str, params: dict) -> float:
+    def _record(self, method: str, params: dict, headers: dict | None = None) -> float:
         now = self.clock()
         rid = params.get("RID", "")
         cmd = params.get("CMD", "")
@@ -190,12 +190,14 @@ class MockNCBI:
         n_queries = len(parse_fasta(params.get("QUERY", ""))) if what == "put" else 0
         self.requests.append({"t": now, "method": method, "what": what, "rid": rid,
                               "queries": n_queries,
-                              "params": {k: v for k, v in params.items() if k != "QUERY"}})
+                              "params": {k: v for k, v in params.items() if k != "QUERY"},
+                              "headers": dict(headers or {})})
         return now
 
-    def handle(self, method: str, params: dict) -> tuple[int, str, bytes]:
+    def handle(self, method: str, params: dict,
+               headers: dict | None = None) -> tuple[int, str, bytes]:
         with self.lock:
-            now = self._record(method, params)
+            now = self._record(method, params, headers)
             cmd = params.get("CMD")
             if cmd == "Put":
                 status, ctype, body = self._put(params, now)
@@ -295,7 +297,8 @@ class MockNCBI:
                     return self._send(200, "application/json", body)
                 if path not in ("/blast/Blast.cgi", "/Blast.cgi"):
                     return self._send(404, "text/html", b"<html><title>404</title></html>")
-                self._send(*mock.handle(method, params))
+                self._send(*mock.handle(method, params, {k: self.headers.get(k, "") for k in
+                                                         ("User-Agent", "Accept")}))
 
             def do_GET(self):
                 q = parse_qs(urlsplit(self.path).query, keep_blank_values=True)

@@ -115,6 +115,7 @@ def parse_audit(text: str) -> dict:
     first. tunnels: each relayed CONNECT with its totals; open ones have "open": true.
     unparsed: lines that carry a record prefix but do not parse (cut, or forged)."""
     records, tunnels, order, unparsed = [], {}, [], 0
+    decided, outcomes = {}, set()
     for line in text.splitlines():
         if PREFIX not in line and GATE_PREFIX not in line:
             continue
@@ -143,7 +144,20 @@ def parse_audit(text: str) -> dict:
                 for k in ("requests", "bytes_sent", "bytes_received"):
                     t[k] = doc.get(k) if isinstance(doc.get(k), int) else 0
             continue
+        key = (str(doc.get("tunnel")), doc.get("request"))
+        if event == "decided":  # the gate's record before relaying; its outcome follows
+            decided[key] = doc
+            continue
+        outcomes.add(key)
         records.append(_gate_record(doc))
+    # A decision with no outcome: the egress stopped mid-relay. The request may have reached
+    # NCBI, so it is a record of its own rather than nothing.
+    for key, doc in decided.items():
+        if key not in outcomes:
+            rec = _gate_record(doc)
+            rec.update(event="request", reason=f"{rec['reason']}; no outcome was recorded "
+                                               "(the egress stopped while relaying)")
+            records.append(rec)
     records.sort(key=lambda r: r["time"] or 0)
     listed = [tunnels[t] for t in order]
     return {"records": records, "tunnels": listed,

@@ -7,11 +7,18 @@ from this run's own CA (the sandbox trusts that CA and nothing else), so each HT
 inside the tunnel is one decision and one audit record:
 
   - only the BLAST URL API: POST /Blast.cgi with CMD=Put, GET /Blast.cgi with CMD=Get and a
-    RID; one Host header naming the tunnel's host; no repeated parameters, bounded bodies;
+    RID; one Host header naming the tunnel's host; bounded bodies; each request parsed once
+    into a canonical form (blastapi.py: exact names, '&' only, values decoded once, only
+    the parameters biotool's client sends, QUERY sequence data, never an accession), and the
+    upstream request built from that form alone, with a fixed User-Agent and Accept;
+  - reports cut on the way back to taxonomic and alignment fields (no accession, GI,
+    sequence id or hit sequence), so raw access sees what biotool returns;
+  - the decision recorded before anything is relayed, the outcome after it;
   - a RID may be polled or fetched only by the run that created it (RIDs live in this
     process: each run has its own gate, so no run sees another's RIDs or results);
   - NCBI's rules host-wide: at most one request every 10 s across every run (schedule.py, on
-    a volume only egress containers mount, shared fairly), one poll per RID per minute;
+    a volume only egress containers mount, shared fairly), one poll per RID per minute (a
+    report fetch before the RID was seen READY counts as a poll);
     a request over the rules gets 429 with Retry-After and X-Biotool-Egress: paced.
 
 Records are `BIOTOOL_GATE {json}` lines on stdout, string fields cut before escaping, ASCII
@@ -35,7 +42,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from urllib.parse import parse_qs, quote_from_bytes, urlsplit
+from urllib.parse import quote_from_bytes, urlsplit
 
 try:  # in the egress image these sit beside this file
     import rules as rules_mod
@@ -45,6 +52,7 @@ except ImportError:  # in the repository (unit tests)
 
     sys.path.insert(0, str(Path(__file__).parent))
     import schedule as schedule_mod
+import blastapi  # noqa: E402 - beside this file in both places
 
 PREFIX = "BIOTOOL_GATE"
 GATE_PORT = 3130
@@ -64,6 +72,8 @@ UPSTREAM_S = 300.0
 FIELD_CAP = 200               # characters of any string field, cut before escaping
 URL_CAP = 600
 _RID = re.compile(rb"RID\s*=\s*([A-Za-z0-9_-]{1,64})")
+_READY = re.compile(rb"Status\s*=\s*READY")
+UPSTREAM_HEADERS = {"User-Agent": "biotool-egress", "Accept": "*/*"}  # never the agent's bytes
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
               "trailer", "trailers", "transfer-encoding", "upgrade", "content-length"}
 
@@ -358,7 +368,9 @@ class Requests(http.server.BaseHTTPRequestHandler):
             return
         self.sent = len(self.raw_requestline)
         self.wfile.n = 0
-        self.rec = {**self.base, "event": "request", "host": self.tunnel_host,
+        self.recorded = False
+        self.rec = {**self.base, "event": "request", "request": next(self.gate.ids),
+                    "host": self.tunnel_host,
                     "port": self.tunnel_port, "sni": self.sni}
         if len(self.raw_requestline) > 65536:
             return self.deny(414, "request line too long", close=True)
@@ -368,6 +380,14 @@ class Requests(http.server.BaseHTTPRequestHandler):
         self.sent += len(str(self.headers).encode("latin-1", "replace"))
         try:
             self.gatekeep()
+        except Exception as exc:  # noqa: BLE001 - a request the checks did not foresee is still recorded
+            self.close_connection = True
+            if not self.recorded:
+                why = f"request not understood ({type(exc).__name__})"
+                try:
+                    self.deny(400, why, close=True)
+                except OSError:
+                    self.finish_record("denied", why, None)
         finally:
             try:
                 self.wfile.flush()
@@ -375,6 +395,7 @@ class Requests(http.server.BaseHTTPRequestHandler):
                 self.close_connection = True
 
     def finish_record(self, decision: str, reason: str, status, **extra) -> None:
+        self.recorded = True
         self.stats["requests"] += 1
         self.stats["bytes_sent"] += self.sent
         self.stats["bytes_received"] += self.wfile.n
@@ -424,7 +445,8 @@ class Requests(http.server.BaseHTTPRequestHandler):
             return self.deny(411, "chunked or encoded request bodies are refused; send "
                                   "Content-Length", close=True)
         length_raw = self.headers.get_all("Content-Length") or []
-        if len(length_raw) > 1 or (length_raw and not length_raw[0].strip().isdigit()):
+        if len(length_raw) > 1 or (length_raw and not (length_raw[0].strip().isascii()
+                                                       and length_raw[0].strip().isdigit())):
             return self.deny(400, "bad Content-Length", close=True)
         length = int(length_raw[0]) if length_raw else 0
         if length > MAX_BODY:
@@ -442,38 +464,30 @@ class Requests(http.server.BaseHTTPRequestHandler):
             if ctype != "application/x-www-form-urlencoded":
                 return self.deny(415, f"POST body type {ctype or '(none)'} is not "
                                       f"application/x-www-form-urlencoded")
-            raw_params = body.decode("utf-8", "replace")
+            raw_params = body
         else:
             if body:
                 return self.deny(400, "GET with a body", close=True)
-            raw_params = parts.query
+            raw_params = parts.query.encode("latin-1", "replace")
         try:
-            multi = parse_qs(raw_params, keep_blank_values=True, max_num_fields=64)
-        except ValueError:
-            return self.deny(400, "more than 64 parameters")
-        repeated = sorted(k for k, v in multi.items() if len(v) > 1)
-        if repeated:
-            return self.deny(400, f"repeated parameters {repeated}")
-        params = {k: v[0] for k, v in multi.items()}
-        cmd, rid = params.get("CMD"), params.get("RID")
-        if method == "POST" and cmd == "Put":
-            what = "put"
-        elif method == "GET" and cmd == "Get" and rid:
-            what = "poll" if params.get("FORMAT_OBJECT") == "SearchInfo" else "fetch"
-        else:
-            return self.deny(403, f"CMD={cmd} by {method} is not allowed (the sandbox allows "
-                                  f"CMD=Put by POST, and CMD=Get with a RID by GET)")
+            request = blastapi.parse(method, raw_params)
+        except blastapi.Refused as exc:
+            return self.deny(exc.status, exc.reason)
+        what, rid = request.kind, request.rid
         self.rec.update(what=what, rid=rid)
         if what != "put":
             with gate.rid_lock:
                 known = gate.rids.get(rid)
             if known is None:
                 return self.deny(403, f"RID {rid} was not created by this run")
-            if what == "poll" and known["last_poll"] is not None:
+            # Until a RID is seen READY, fetching its report asks what a poll asks.
+            counts = what == "poll" or not known.get("ready")
+            if counts and known["last_poll"] is not None:
                 wait = known["last_poll"] + gate.poll_interval - time.time()
                 if wait > 0:
-                    return self.deny(429, f"RID {rid} was polled {gate.poll_interval - wait:.1f} s "
-                                          f"ago; NCBI allows one poll per RID per minute",
+                    return self.deny(429, f"RID {rid} was asked about {gate.poll_interval - wait:.1f}"
+                                          f" s ago; NCBI allows one poll per RID per minute "
+                                          f"(a fetch before READY counts as one)",
                                      retry_after=wait)
         if not gate.pending.acquire(blocking=False):
             return self.deny(429, "this run already has a request waiting for its NCBI slot",
@@ -487,26 +501,31 @@ class Requests(http.server.BaseHTTPRequestHandler):
                              retry_after=gate.schedule.min_interval)
         finally:
             gate.pending.release()
-        if what == "poll":
+        if what != "put":
             with gate.rid_lock:
-                if rid in gate.rids:
+                if rid in gate.rids and (what == "poll" or not gate.rids[rid].get("ready")):
                     gate.rids[rid]["last_poll"] = slot
-        self.relay(method, target, body, what)
+        self.relay(method, parts.path, request, what)
 
-    def relay(self, method: str, target: str, body: bytes, what: str) -> None:
+    def relay(self, method: str, path: str, request: "blastapi.Request", what: str) -> None:
         gate = self.gate
-        headers = {"Host": self.tunnel_host, "Connection": "close",
-                   "User-Agent": self.headers.get("User-Agent", "biotool-egress")[:200],
-                   "Accept": self.headers.get("Accept", "*/*")[:200]}
+        form = request.encoded()
+        target, body = (path, form.encode()) if method == "POST" else (f"{path}?{form}", None)
+        headers = {"Host": self.tunnel_host, "Connection": "close", **UPSTREAM_HEADERS}
         if method == "POST":
             headers["Content-Type"] = "application/x-www-form-urlencoded"
+        # Recorded as decided before a byte leaves: a request the agent abandons mid-relay
+        # (a closed socket) still has its record, and the outcome follows as its own.
+        log({**self.rec, "event": "decided", "method": method,
+             "url": cap(f"https://{self.tunnel_host}{target}", URL_CAP),
+             "decision": "allowed", "reason": f"BLAST {what} decided; relaying"})
         conn = http.client.HTTPSConnection(self.tunnel_host, self.tunnel_port, timeout=UPSTREAM_S,
                                            context=gate.upstream_ctx)
         try:
             if gate.upstream_address:
                 raw = socket.create_connection(gate.upstream_address, timeout=UPSTREAM_S)
                 conn.sock = gate.upstream_ctx.wrap_socket(raw, server_hostname=self.tunnel_host)
-            conn.request(method, target, body=body if method == "POST" else None, headers=headers)
+            conn.request(method, target, body=body, headers=headers)
             resp = conn.getresponse()
             data = resp.read(MAX_REPLY + 1)
             upstream = [(k, v) for k, v in resp.getheaders() if k.lower() not in HOP_BY_HOP]
@@ -525,13 +544,29 @@ class Requests(http.server.BaseHTTPRequestHandler):
             if m:
                 rid = m.group(1).decode()
                 gate.remember_rid(rid)
-        self.send_response(status, upstream_reason)
-        for k, v in upstream:
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        elif what == "poll" and _READY.search(data):
+            with gate.rid_lock:
+                if request.rid in gate.rids:
+                    gate.rids[request.rid]["ready"] = True
+        elif what == "fetch":
+            filtered = blastapi.filter_report(data)
+            if filtered is None:
+                return self.deny(502, "the report looks like JSON but does not parse; it is not "
+                                      "passed on unfiltered", close=True, sent_upstream=True)
+            data = filtered
         extra = {"new_rid": rid} if rid else {}
+        try:
+            self.send_response(status, upstream_reason)
+            for k, v in upstream:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except OSError:  # the agent left before its reply: the request still went upstream
+            self.close_connection = True
+            return self.finish_record("allowed", f"BLAST {what} relayed; the client left before "
+                                      "the reply", status, sent_upstream=True, **extra)
         self.finish_record("allowed", f"BLAST {what} relayed", status, sent_upstream=True, **extra)
 
 

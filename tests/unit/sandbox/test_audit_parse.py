@@ -115,3 +115,22 @@ def test_forged_or_foreign_lines_are_not_records():
     assert audit.parse_line(SQUID_CHATTER) is None
     assert audit.parse_line(DENIED_CONNECT + " extra") is None
     assert audit.parse_line("X" + DENIED_CONNECT) is None
+
+
+def _gate(**doc) -> str:
+    base = {"time": 1796113593.2, "tunnel": "e3c4110f-3", "client": "172.18.0.3",
+            "host": "blast.ncbi.nlm.nih.gov", "port": 443, "what": "put", "request": 7}
+    return "BIOTOOL_GATE " + json.dumps({**base, **doc})
+
+
+def test_a_decision_is_one_record_with_its_outcome_and_a_record_without_one():
+    decided = _gate(event="decided", method="POST", decision="allowed",
+                    reason="BLAST put decided; relaying")
+    outcome = _gate(time=1796113594.0, event="request", method="POST", decision="allowed",
+                    reason="BLAST put relayed", http_status=200)
+    both = audit.parse_audit("\n".join([decided, outcome]))["records"]
+    assert [r["reason"] for r in both] == ["BLAST put relayed"]
+    # The egress stopped mid-relay: the request may have reached NCBI, so it is recorded.
+    alone = audit.parse_audit(decided)["records"]
+    assert len(alone) == 1 and alone[0]["decision"] == "allowed" and alone[0]["event"] == "request"
+    assert "no outcome was recorded" in alone[0]["reason"]

@@ -274,7 +274,7 @@ def test_long_fields_are_cut_before_escaping(runs, capsys):
     tls = a.ctx.wrap_socket(a.tunnel(), server_hostname=HOST)
     path = "/blast/Blast.cgi?CMD=Get&RID=" + "\x01" * 3000 + "A" * 20000
     tls.sendall(f"GET {path} HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode("latin-1"))
-    assert b" 403 " in tls.recv(200)
+    assert b" 400 " in tls.recv(200)  # a control byte no form encoder writes
     time.sleep(0.3)
     line = [line for line in capsys.readouterr().out.splitlines() if '"event":"request"' in line][0]
     rec = json.loads(line.split(" ", 1)[1])
@@ -341,3 +341,140 @@ def test_biotool_client_waits_out_the_gates_429s(runs, mock, cas, monkeypatch, t
     assert mock.violations == []
     polls = [r for r in mock.requests if r["what"] == "poll"]
     assert len(polls) >= 2 and polls[1]["t"] - polls[0]["t"] >= POLL - 0.05
+
+
+# ---- the canonical form: what was decided is what is relayed
+
+def _answer(tls) -> str:
+    """One whole answer (head and body) read off a raw TLS socket."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += tls.recv(4096)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+    while len(body) < length:
+        body += tls.recv(4096)
+    return (head + b"\r\n\r\n" + body).decode("latin-1")
+
+
+def _ready_rid(a, seq: str = "ACGT" * 30) -> str:
+    status, _, text = a.put(seq)
+    rid = rid_of(text)
+    assert a.https("GET", f"/blast/Blast.cgi?CMD=Get&FORMAT_OBJECT=SearchInfo&RID={rid}")[0] == 200
+    return rid
+
+
+def test_a_raw_fetch_of_its_own_report_returns_no_accession(runs, mock):
+    # The benchmark forbids identifying the source dataset: raw curl sees what biotool does.
+    a = runs()
+    genome = "".join((REPO / "refs/demo/sarscov2/MN908947.3.reference.fasta").read_text()
+                     .splitlines()[1:])
+    rid = _ready_rid(a, genome[1000:1400])
+    status, _, text = a.https("GET", f"/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid}")
+    assert status == 200
+    hits = json.loads(text)["BlastOutput2"][0]["report"]["results"]["search"]["hits"]
+    assert hits and all(set(d) <= {"title", "taxid", "sciname"}
+                        for h in hits for d in h["description"])
+    assert hits[0]["hsps"][0]["bit_score"] > 0 and "hseq" not in hits[0]["hsps"][0]
+    for leak in ('"accession"', "gi|", '"id"', "hseq", "qseq", "midline", "MN908947"):
+        assert leak not in text, leak
+
+
+@pytest.mark.parametrize("method,target,body,why", [
+    ("POST", "/blast/Blast.cgi", b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=NC_045512.2",
+     "QUERY must be sequence data"),
+    ("POST", "/blast/Blast.cgi", b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3Eq%0A30271926",
+     "not an accession or GI"),
+    ("POST", "/blast/Blast.cgi", b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=ACGT&ENTREZ_QUERY=x",
+     "parameter 'ENTREZ_QUERY' is not one the sandbox relays"),
+    ("GET", "/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=HTML&RID={rid}", b"", "FORMAT_TYPE must be JSON2_S"),
+    ("GET", "/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&FORMAT_OBJECT=Alignment&RID={rid}", b"",
+     "FORMAT_TYPE is not relayed with a BLAST poll"),
+    ("GET", "/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&ALIGNMENTS=5000&RID={rid}", b"",
+     "'ALIGNMENTS' is not one the sandbox relays"),
+    ("GET", "/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid};CMD=DisplayRIDs", b"",
+     "separators are '&' only"),
+    ("GET", "/blast/Blast.cgi?RID={rid}&rid=X&CMD=Get&cmd=DisplayRIDs&FORMAT_TYPE=JSON2_S", b"",
+     "'rid' is not one the sandbox relays"),
+    ("GET", "/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID%20={rid}", b"",
+     "'RID%20' is not one the sandbox relays"),
+    ("GET", "/blast/Blast.cgi?C+MD=Web&CMD%20=Web", b"", "'C+MD' is not one"),
+    ("GET", "/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid}&x=\xff", b"", "'\\xff'"),
+])
+def test_tricks_are_refused_with_a_record_and_never_reach_upstream(runs, mock, capsys, method,
+                                                                   target, body, why):
+    a = runs()
+    rid = _ready_rid(a)
+    before = len(mock.requests)
+    if method == "GET":
+        tls = a.ctx.wrap_socket(a.tunnel(), server_hostname=HOST)
+        tls.sendall(f"GET {target.format(rid=rid)} HTTP/1.1\r\nHost: {HOST}\r\n\r\n"
+                    .encode("latin-1"))
+        head = _answer(tls)
+        tls.close()
+        status = int(head.split()[1])
+    else:
+        status, _, head = a.https(method, target, body)
+    assert status in (400, 403) and why in head, head
+    assert len(mock.requests) == before
+    denied = [r for r in records(capsys) if r["event"] == "request" and r["decision"] == "denied"]
+    assert len(denied) == 1 and why in denied[0]["reason"]
+
+
+def test_upstream_sees_the_canonical_request_with_fixed_headers(runs, mock):
+    from urllib.parse import quote
+
+    a = runs()
+    body = (b"QUERY=" + quote(">q1\nACGTACGTAC\n", safe="").encode() +
+            b"&DATABASE=nt&CMD=Put&PROGRAM=blastn&tool=biotool")
+    status, _, _ = a.https("POST", "/blast/Blast.cgi", body,
+                           {"User-Agent": "curl/8.0 agent-fingerprint", "Accept": "text/html"})
+    assert status == 200
+    got = mock.requests[-1]
+    assert list(got["params"]) == ["CMD", "PROGRAM", "DATABASE", "tool"]  # PARAMS order
+    assert got["headers"]["User-Agent"] == "biotool-egress" and got["headers"]["Accept"] == "*/*"
+
+
+def test_a_fetch_before_ready_counts_as_a_poll(runs, mock):
+    a = runs()
+    status, _, text = a.put()
+    rid = rid_of(text)
+    fetch = f"/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid}"
+    assert a.https("GET", fetch)[0] == 200  # not READY yet as far as the gate saw: a poll
+    status, hdrs, text = a.https("GET", fetch)
+    assert status == 429 and "a fetch before READY counts as one" in text
+    time.sleep(POLL)
+    assert a.https("GET", f"/blast/Blast.cgi?CMD=Get&FORMAT_OBJECT=SearchInfo&RID={rid}")[0] == 200
+    assert a.https("GET", fetch)[0] == 200 and a.https("GET", fetch)[0] == 200  # READY: fetches
+
+
+def test_a_put_abandoned_mid_relay_is_recorded_before_it_leaves(runs, mock, capsys):
+    from urllib.parse import urlencode
+
+    a = runs()
+    a.put()  # takes the schedule's slot, so the next Put waits for its turn
+    body = urlencode({"CMD": "Put", "PROGRAM": "blastn", "DATABASE": "nt",
+                      "QUERY": ">q\nACGTACGTACGT\n"}).encode()
+    tls = a.ctx.wrap_socket(a.tunnel(), server_hostname=HOST)
+    tls.sendall(f"POST /blast/Blast.cgi HTTP/1.1\r\nHost: {HOST}\r\nContent-Type: "
+                f"application/x-www-form-urlencoded\r\nContent-Length: {len(body)}\r\n\r\n"
+                .encode() + body)
+    tls.close()  # the agent leaves while the gate waits for the slot
+    time.sleep(INTERVAL * 3)
+    assert [r["what"] for r in mock.requests] == ["put", "put"]
+    decided = [r for r in records(capsys) if r["event"] == "decided"]
+    assert len(decided) == 2 and all(r["what"] == "put" for r in decided)
+
+
+@pytest.mark.parametrize("head", [
+    "POST /blast/Blast.cgi HTTP/1.1\r\nHost: {host}\r\nContent-Length: \u00b2\r\n\r\n",
+    "GET /blast/Blast.cgi?CMD=Get HTTP/1.1\r\nHost: {host}\r\nX-A: a\x0bb\r\n\r\n",
+])
+def test_odd_heads_are_denied_with_a_record(runs, mock, capsys, head):
+    a = runs()
+    tls = a.ctx.wrap_socket(a.tunnel(), server_hostname=HOST)
+    tls.sendall(head.format(host=HOST).encode("utf-8"))
+    assert b" 40" in tls.recv(200)
+    tls.close()
+    recs = [r for r in records(capsys) if r["event"] == "request"]
+    assert recs and recs[0]["decision"] == "denied" and mock.requests == []

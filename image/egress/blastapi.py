@@ -1,0 +1,209 @@
+"""The BLAST URL API as the gate relays it: each request parsed once into a canonical form,
+and each report cut to what biotool's own client returns.
+
+The gate decides on the canonical form and builds the upstream request from it alone, so
+NCBI receives exactly what was decided, never the agent's bytes: NCBI's documented parameter
+names in their exact case, `&` as the one separator, every value decoded once (strict UTF-8)
+and encoded again by the gate, and only the parameters biotool's client sends, per command,
+each with a value rule. `QUERY` must be sequence data (FASTA or raw letters): an accession or
+a GI names a record rather than searching for one, which the benchmark forbids (it would
+identify the source dataset). For the same reason a report goes back with taxonomic and
+alignment fields only: no accession, GI or sequence id, no hit sequences, titles cut.
+
+Standard library only (it runs in the egress image beside gatekeeper.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from urllib.parse import quote, unquote_to_bytes
+
+PROGRAMS = ("blastn", "blastp", "blastx", "tblastn", "tblastx")
+_DATABASE = re.compile(r"[A-Za-z0-9_.]{1,64}")
+_RID = re.compile(r"[A-Z0-9]{6,32}")
+_TOOL = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+_EMAIL = re.compile(r"[^@\s&=]{1,64}@[^@\s&=]{1,253}")
+_RAW = re.compile(rb"[A-Za-z0-9_.~%+=&*\-]*")  # what a form encoder writes; no ';', no spaces
+_SEQUENCE_LINE = re.compile(r"[A-Za-z*\-]*")
+TITLE_CAP = 200
+
+
+class Refused(Exception):
+    """The request is not one the gate relays: status and a one-line reason."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+def _fixed(expected: str):
+    def check(value: str) -> str | None:
+        return None if value == expected else f"must be {expected}"
+    return check
+
+
+def _matching(pattern: re.Pattern, what: str):
+    def check(value: str) -> str | None:
+        return None if pattern.fullmatch(value) else f"must be {what}"
+    return check
+
+
+def _one_of(values: tuple[str, ...]):
+    def check(value: str) -> str | None:
+        return None if value in values else f"must be one of {', '.join(values)}"
+    return check
+
+
+def _hitlist(value: str) -> str | None:
+    return None if value.isascii() and value.isdigit() and 1 <= int(value) <= 100 else \
+        "must be a whole number from 1 to 100"
+
+
+def _query(value: str) -> str | None:
+    """Sequence data only: FASTA records or raw sequence letters, never an accession or GI."""
+    letters = 0
+    for n, line in enumerate(value.splitlines(), start=1):
+        line = line.strip()
+        if line.startswith(">"):
+            if any(ord(c) < 32 for c in line):
+                return f"line {n} (a FASTA title) holds a control character"
+            continue
+        bare = "".join(line.split())
+        if not _SEQUENCE_LINE.fullmatch(bare):
+            return (f"must be sequence data (FASTA or raw sequence letters), not an accession "
+                    f"or GI: line {n} holds {line[:40]!r}")
+        letters += len(bare)
+    return None if letters else "holds no sequence letters"
+
+
+_COMMON = {"tool": _matching(_TOOL, "a tool name of letters, digits, '.', '_' or '-'"),
+           "email": _matching(_EMAIL, "an e-mail address")}
+# Per request kind: every parameter biotool's client sends, with its value rule, in the order
+# the gate writes them upstream; then the ones a request of that kind must carry.
+PARAMS = {
+    "put": {"CMD": _fixed("Put"), "PROGRAM": _one_of(PROGRAMS),
+            "DATABASE": _matching(_DATABASE, "a BLAST database name"), "QUERY": _query,
+            "HITLIST_SIZE": _hitlist, "FORMAT_TYPE": _fixed("JSON2_S"), **_COMMON},
+    "poll": {"CMD": _fixed("Get"), "FORMAT_OBJECT": _fixed("SearchInfo"),
+             "RID": _matching(_RID, "a RID"), **_COMMON},
+    "fetch": {"CMD": _fixed("Get"), "FORMAT_TYPE": _fixed("JSON2_S"),
+              "RID": _matching(_RID, "a RID"), **_COMMON},
+}
+REQUIRED = {"put": ("CMD", "PROGRAM", "DATABASE", "QUERY"),
+            "poll": ("CMD", "FORMAT_OBJECT", "RID"), "fetch": ("CMD", "FORMAT_TYPE", "RID")}
+NAMES = frozenset(n for p in PARAMS.values() for n in p)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One canonical BLAST URL API request: its kind and its parameters, decoded."""
+    kind: str
+    params: dict[str, str]
+
+    @property
+    def rid(self) -> str | None:
+        return self.params.get("RID")
+
+    def encoded(self) -> str:
+        """The form the gate sends upstream: PARAMS order, `&`-joined, each value encoded."""
+        return "&".join(f"{k}={quote(self.params[k], safe='')}" for k in PARAMS[self.kind]
+                        if k in self.params)
+
+
+def parse(method: str, raw: bytes) -> Request:
+    """The canonical form of a query string (GET) or form body (POST), or Refused."""
+    if not _RAW.fullmatch(raw):
+        bad = next(bytes([b]) for b in raw if not _RAW.fullmatch(bytes([b])))
+        raise Refused(400, f"the parameters hold {bad!r}, which a form encoder never writes "
+                           f"(separators are '&' only; values are percent-encoded)")
+    params: dict[str, str] = {}
+    for pair in raw.split(b"&") if raw else []:
+        name, sep, value = pair.partition(b"=")
+        key = name.decode("ascii")
+        if not sep or key not in NAMES:
+            raise Refused(403, f"parameter {key[:40]!r} is not one the sandbox relays (it relays "
+                               f"{', '.join(sorted(NAMES))})")
+        if key in params:
+            raise Refused(400, f"parameter {key} is repeated")
+        try:
+            params[key] = unquote_to_bytes(value.replace(b"+", b" ")).decode("utf-8")
+        except UnicodeDecodeError:
+            raise Refused(400, f"parameter {key} is not UTF-8 once decoded") from None
+    cmd = params.get("CMD")
+    if method == "POST" and cmd == "Put":
+        kind = "put"
+    elif method == "GET" and cmd == "Get" and "FORMAT_OBJECT" in params:
+        kind = "poll"
+    elif method == "GET" and cmd == "Get":
+        kind = "fetch"
+    else:
+        raise Refused(403, f"CMD={cmd} by {method} is not allowed (the sandbox allows CMD=Put by "
+                           f"POST, and CMD=Get with a RID by GET)")
+    for key, value in params.items():
+        if key not in PARAMS[kind]:
+            raise Refused(403, f"parameter {key} is not relayed with a BLAST {kind}")
+        why = PARAMS[kind][key](value)
+        if why:
+            raise Refused(403, f"{key} {why}")
+    missing = [k for k in REQUIRED[kind] if k not in params]
+    if missing:
+        raise Refused(403, f"a BLAST {kind} needs {', '.join(missing)}")
+    return Request(kind, params)
+
+
+# ---------------------------------------------------------------- on the way back
+
+_DESCRIPTION = ("title", "taxid", "sciname")
+_HSP = ("num", "bit_score", "score", "evalue", "identity", "positive", "gaps", "align_len",
+        "query_from", "query_to", "query_strand", "hit_from", "hit_to", "hit_strand")
+_SEARCH = ("query_title", "query_len")
+
+
+def _cut(value):
+    return value[:TITLE_CAP] if isinstance(value, str) else value
+
+
+def _search(search: dict) -> dict:
+    out = {k: _cut(search[k]) for k in _SEARCH if k in search}
+    hits = []
+    for hit in search.get("hits") or []:
+        if not isinstance(hit, dict):
+            continue
+        hits.append({
+            "num": hit.get("num"),
+            "description": [{k: _cut(d[k]) for k in _DESCRIPTION if k in d}
+                            for d in hit.get("description") or [] if isinstance(d, dict)],
+            "len": hit.get("len"),
+            "hsps": [{k: h[k] for k in _HSP if k in h}
+                     for h in hit.get("hsps") or [] if isinstance(h, dict)]})
+    out["hits"] = hits
+    if isinstance(search.get("message"), str):
+        out["message"] = _cut(search["message"])
+    return out
+
+
+def filter_report(body: bytes) -> bytes | None:
+    """A JSON2_S report with taxonomic and alignment fields only; the body as it is when it
+    is not JSON (an HTML status page); None when it looks like JSON but does not parse (a
+    cut report could carry anything)."""
+    text = body.decode("utf-8", "replace").lstrip("\ufeff").strip()
+    if not text.startswith(("{", "[")):
+        return body
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    reports = doc.get("BlastOutput2") if isinstance(doc, dict) else None
+    if isinstance(reports, dict):
+        reports = [reports]
+    if not isinstance(reports, list):
+        return None
+    out = []
+    for entry in reports:
+        search = (((entry or {}).get("report") or {}).get("results") or {}).get("search") \
+            if isinstance(entry, dict) else None
+        out.append({"report": {"results": {"search": _search(search)}}}
+                   if isinstance(search, dict) else {})
+    return json.dumps({"BlastOutput2": out}, separators=(",", ":")).encode()
