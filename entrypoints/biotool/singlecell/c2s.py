@@ -92,23 +92,46 @@ def clean_answer(text: str) -> str:
     return text[:-1].rstrip() if text.endswith(".") else text
 
 
+CHECK_EVERY_S = 5.0  # the budget is looked at least this often: a batch is sized to fit
+
+
+def _encode(tok, batch: list[str], device: str):
+    enc = tok(batch, return_tensors="pt", padding=True).to(device)
+    lengths = enc["attention_mask"].sum(dim=1).tolist() if "attention_mask" in enc else \
+        [enc["input_ids"].shape[1]] * len(batch)
+    if enc["input_ids"].shape[1] == 0 or min(lengths) == 0:
+        raise InputError("the Cell2Sentence tokenizer encodes a prompt to no ids (a tokenizer "
+                         "folder without its vocabulary?): generation cannot start from it")
+    return enc
+
+
 def generate(loaded: Loaded, prompts: list[str], batch_size: int = 8,
              max_new_tokens: int = MAX_NEW_TOKENS, deadline: float | None = None) -> dict:
-    """Greedy answers for prompts in batches; stops between batches when the next would pass
-    `deadline` (time.monotonic()); at least one batch always runs."""
+    """Greedy answers for prompts, in batches of at most `batch_size`.
+
+    The budget is checked before every batch, as the design checks it before every cell: the
+    first batch is one cell (it measures a cell's cost), and each later one is sized so that
+    it fits in what is left of `deadline` (time.monotonic()) and takes at most about
+    CHECK_EVERY_S. When not even one more cell fits, the answers so far come back flagged
+    `truncated` (a partial composition beats a tool the caller has to abandon); at least one
+    cell is always answered."""
     import torch
 
     tok, model = loaded.tokenizer, loaded.model
     answers: list[str] = []
-    last = 0.0
+    per_cell = None
     truncated = False
-    for start in range(0, len(prompts), max(1, batch_size)):
-        if answers and deadline is not None and time.monotonic() + last > deadline:
-            truncated = True
-            break
+    while len(answers) < len(prompts):
+        size = 1 if per_cell is None else max(1, min(batch_size, int(CHECK_EVERY_S / per_cell)))
+        if answers and deadline is not None:
+            fits = int((deadline - time.monotonic()) / per_cell)
+            if fits < 1:
+                truncated = True
+                break
+            size = min(size, fits)
         t0 = time.monotonic()
-        batch = prompts[start:start + batch_size]
-        enc = tok(batch, return_tensors="pt", padding=True).to(loaded.device)
+        batch = prompts[len(answers):len(answers) + size]
+        enc = _encode(tok, batch, loaded.device)
         with torch.inference_mode():
             out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
                                  num_beams=1, pad_token_id=tok.pad_token_id,
@@ -116,7 +139,7 @@ def generate(loaded: Loaded, prompts: list[str], batch_size: int = 8,
         # The answer is what follows the prompt: slice ids at the (left-padded) prompt length.
         new = out[:, enc["input_ids"].shape[1]:]
         answers += [clean_answer(t) for t in tok.batch_decode(new, skip_special_tokens=True)]
-        last = time.monotonic() - t0
+        per_cell = max(1e-6, (time.monotonic() - t0) / len(batch))
         log(f"cell2sentence: {len(answers)}/{len(prompts)} cells")
     return {"answers": answers, "truncated": truncated, "done": len(answers),
             "requested": len(prompts)}

@@ -203,7 +203,7 @@ def _check_budget(budget_seconds: float, batch_size: int = 1) -> None:
 
     if not (math.isfinite(budget_seconds) and budget_seconds >= 0):
         raise InputError(f"--timeout {budget_seconds}: must be a number of seconds >= 0 "
-                         "(0 answers one batch, then stops)")
+                         "(0 answers one cell, then stops)")
     if batch_size < 1:
         raise InputError(f"--batch-size {batch_size}: must be at least 1")
 
@@ -303,6 +303,12 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
             if model != "all":
                 raise
             errors["c2s-celltype"] = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a model failing mid-generation under `all`
+            if model != "all":
+                raise
+            errors["c2s-celltype"] = (f"Cell2Sentence failed while generating "
+                                      f"({type(exc).__name__}: {str(exc)[:200]}); the CellTypist "
+                                      f"answer stands alone")
         else:
             out["c2s"] = res
             used_items += items

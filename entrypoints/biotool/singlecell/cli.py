@@ -91,13 +91,16 @@ def register(app: typer.Typer) -> None:
         n_cells: int = typer.Option(8, "--sample",
                                     help="Cells sampled for Cell2Sentence (seeded)."),
         budget_seconds: float = typer.Option(90.0, "--timeout",
-                                             help="Time budget; Cell2Sentence stops between "
-                                                  "batches and flags truncated: true."),
+                                             help="Time budget, checked before every "
+                                                  "Cell2Sentence batch (sized to fit what is "
+                                                  "left); past it the answered cells come back "
+                                                  "with truncated: true (one cell at least)."),
         c2s_model: str = typer.Option("c2s-celltype", "--c2s-model",
                                       help="Staged Cell2Sentence model name/alias, or a folder "
                                            "with config.json, weights and tokenizer."),
         batch_size: int = typer.Option(8, "--batch-size",
-                                       help="Cells per Cell2Sentence generation batch."),
+                                       help="Most cells per Cell2Sentence generation "
+                                            "batch (smaller when the budget needs it)."),
         seed: int = typer.Option(0, "--seed", help="Seed for sampling cells."),
         cells_out: Optional[str] = typer.Option(None, "--cells-out",
                                                 help="Write every cell's labels (TSV) here; "

@@ -139,3 +139,12 @@ def test_c2s_needs_a_species_it_can_name(biotool, c2s_env):
     r = biotool("celltype", "--genes", "CD3E,Il7r,LTB,Ccr7,LEF1,Tcf7", "--model", "c2s-celltype",
                 env=c2s_env)
     assert r.code == 2 and "--organism" in r.stderr
+
+
+def test_the_budget_truncates_at_the_default_sample_and_batch(loaded, prompts):
+    # --sample 8 with --batch-size 8: the budget is still checked before every batch, so a
+    # spent budget answers one cell and flags the rest, not 8 of 8.
+    eight = (prompts * 8)[:8]
+    out = c2s.generate(loaded, eight, batch_size=8, deadline=time.monotonic())
+    assert out["done"] == 1 and out["truncated"] is True and out["requested"] == 8
+

@@ -216,3 +216,78 @@ def test_confident_mode_strips_every_hedge_of_both_models_and_their_agreement(
     assert confident.json["celltypist"]["composition"] == plain.json["celltypist"]["composition"]
     assert confident.json["agreement"]["cells_compared"] == 4
     assert confident.json["c2s"]["composition"] == plain.json["c2s"]["composition"]
+
+
+def _c2s_variant(tiny_c2s, dest, tokenizer) -> str:
+    """The tiny C2S folder with another real tokenizer saved over its own."""
+    import shutil
+
+    shutil.copytree(tiny_c2s["both"], dest)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        (dest / name).unlink(missing_ok=True)
+    tokenizer.save_pretrained(str(dest))
+    return str(dest)
+
+
+@pytest.fixture(scope="module")
+def no_vocabulary_c2s(tiny_c2s, tmp_path_factory):
+    # A BPE tokenizer with only its special tokens and no unknown token: every prompt word is
+    # dropped, so a prompt encodes to no ids at all.
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    core = Tokenizer(models.BPE(vocab={"<pad>": 0, "<unk>": 1, "<s>": 2, "</s>": 3}, merges=[]))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", bos_token="<s>",
+                                  eos_token="</s>")
+    return _c2s_variant(tiny_c2s, tmp_path_factory.mktemp("c2s-novocab") / "m", tok)
+
+
+@pytest.fixture(scope="module")
+def mismatched_c2s(tiny_c2s, tmp_path_factory):
+    # A tokenizer for another model: its ids run past this model's embedding table, so
+    # generation raises inside the model (an IndexError), after loading went fine.
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    own = AutoTokenizer.from_pretrained(str(tiny_c2s["both"]))
+    vocab = {w: i + (100_000 if i > 3 else 0) for w, i in own.get_vocab().items()}
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, unk_token="<unk>", pad_token="<pad>",
+                                  bos_token="<s>", eos_token="</s>")
+    return _c2s_variant(tiny_c2s, tmp_path_factory.mktemp("c2s-mismatch") / "m", tok)
+
+
+def test_model_all_keeps_celltypist_when_c2s_fails_while_generating(biotool, staged_home,
+                                                                    mismatched_c2s):
+    sample = str(staged_home / "samples" / PBMC)
+    r = biotool("celltype", "--matrix", sample, "--model", "all", "--c2s-model", mismatched_c2s)
+    assert r.code == 0, r.stderr
+    out = r.json
+    assert out["celltypist"]["composition"] and "c2s" not in out
+    assert out["errors"]["c2s-celltype"].startswith("Cell2Sentence failed while generating (")
+    assert "the CellTypist answer stands alone" in out["errors"]["c2s-celltype"]
+
+
+def test_a_tokenizer_that_encodes_to_no_ids_is_bad_input_before_generation(
+        biotool, staged_home, no_vocabulary_c2s):
+    sample = str(staged_home / "samples" / PBMC)
+    r = biotool("celltype", "--matrix", sample, "--model", "c2s-celltype", "--c2s-model",
+                no_vocabulary_c2s)
+    assert r.code == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "encodes a prompt to no ids" in lines[0], r.stderr
+    both = biotool("celltype", "--matrix", sample, "--model", "all", "--c2s-model",
+                   no_vocabulary_c2s)
+    assert both.code == 0 and "encodes a prompt to no ids" in both.json["errors"]["c2s-celltype"]
+
+
+def test_a_spent_budget_truncates_c2s_at_the_default_sample(biotool, staged_home, tiny_c2s):
+    sample = str(staged_home / "samples" / PBMC)
+    r = biotool("celltype", "--matrix", sample, "--model", "c2s-celltype", "--c2s-model",
+                str(tiny_c2s["both"]), "--timeout", "0")
+    assert r.code == 0, r.stderr
+    c2s = r.json["c2s"]
+    assert c2s["cells_requested"] == 8 and c2s["cells_answered"] == 1
+    assert c2s["truncated"] is True and r.json["truncated"] is True
