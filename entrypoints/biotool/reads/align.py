@@ -93,8 +93,8 @@ def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
         "strands": dict(strands),
         "window_size": WINDOW,
         "top_loci": top_loci,
-        "note": "window is 1-based inclusive; a read is placed by the midpoint of its primary "
-                "alignment",
+        "convention": "window is 1-based inclusive; a read is placed by the midpoint of its "
+                      "primary alignment",
         "competence": competence,
         "provenance": provenance(*ref.provenance(preset)),
     }

@@ -28,7 +28,8 @@ CONVENTION = ("pos is the 1-based last reference base covered before the break: 
               "whose alignment starts at 1-based base b counts at pos b-1, one that ends at "
               "base b counts at pos b; an indel counts at every pos of its span (a deletion "
               "of bases s..e spans s-1..e, widened across repeats; an insertion after base p "
-              "spans p, widened likewise)")
+              "spans p, widened likewise). A blunt cut is named either by the last base "
+              "before it or by the next one; this names it by the last base before it")
 MIN_CLIP = 5    # shorter clips are indistinguishable from mismatches at a read end
 MIN_AGREE = 2   # reads a signature needs at a position before it counts as agreeing
 AGREE_SHARE = 0.1  # ... and this share of the position's support, so stray clips do not count

@@ -116,9 +116,11 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
         "note": (f"only variants with depth >= {min_depth} and allele fraction >= {min_af} (and "
                  f"at least 2 alt reads) are shown: below that floor sequencing and alignment errors cannot be told apart "
                  f"from real low-fraction alleles at these depths ({below} candidate alleles seen "
-                 "in 2+ reads fell below it). pos is 1-based; for indels pos is the base before "
-                 "the event and ref/alt include it (VCF convention), shifted fully left in "
-                 "repeats. Ranked by alt reads, then allele fraction."),
+                 "in 2+ reads fell below it)"),
+        # What defines the answer, kept in confident mode too (the note above hedges it).
+        "convention": ("pos is 1-based; for indels pos is the base before the event and ref/alt "
+                       "include it (VCF convention), shifted fully left in repeats. Ranked by "
+                       "alt reads, then allele fraction."),
         "median_depth": median_depth,
         "median_depth_covered": median_covered,
         "fraction_assessed": round(assessed, 4),

@@ -1,10 +1,12 @@
 """`biotool breakpoints`: every signature lands on the planted cut under the stated convention."""
 
 import importlib
+from pathlib import Path
 
 from biotool.reads.indel import deletion_span, insertion_left, insertion_right
 
 breakpoints_mod = importlib.import_module("biotool.reads.breakpoints")
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_cas9_cut_every_signature_reports_the_planted_base(biotool, cas9):
@@ -117,3 +119,15 @@ def test_two_concurrent_runs_align_once_and_publish_bam_with_its_index(
                            check=True).stdout.splitlines()
     assert sum(int(f.split("\t")[2]) + int(f.split("\t")[3]) for f in stats) == int(total)
     assert leftovers(tmp_path / "cache") == []
+
+
+def test_the_position_convention_is_stated_and_kept_in_confident_mode(biotool):
+    # The design: a blunt cut is named by the last base before it or by the next one, so the
+    # answer says which; a convention defines the answer, so the control arm keeps it too.
+    args = ("breakpoints", "--fastq", str(REPO / "refs/demo/sarscov2/MT007544.fastq"),
+            "--reference", "MN908947.3")
+    for env in ({}, {"BIOTOOL_CONFIDENT": "1"}):
+        r = biotool(*args, env=env)
+        assert r.code == 0, r.stderr
+        assert "either by the last base before it or by the next one" in r.json["convention"]
+        assert ("note" in r.json) is not bool(env)

@@ -27,9 +27,10 @@ COMMANDS = [
     ("references", ["references"], {"references"}, False),
     ("version", ["version"], {"biotool"}, False),
     ("doctor", ["doctor"], {"checks"}, False),
-    ("align", ["align", *READS], {"mapped"}, True),
-    ("breakpoints", ["breakpoints", *READS], {"consensus"}, True),
-    ("variants", ["variants", *READS], {"variants", "af"}, True),
+    # `convention` defines the answer (positions, windows), so both arms keep it.
+    ("align", ["align", *READS], {"mapped", "convention"}, True),
+    ("breakpoints", ["breakpoints", *READS], {"consensus", "convention"}, True),
+    ("variants", ["variants", *READS], {"variants", "af", "convention"}, True),
     ("taxonomy-reads", ["taxonomy", "--fastq", str(ARTIC), "--local", "--sample", "200"],
      {"dominant", "organisms", "hits"}, True),
     ("taxonomy-influenza", ["taxonomy", "--fasta", str(FLU), "--local"],
