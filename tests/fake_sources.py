@@ -4,7 +4,8 @@ It serves a directory laid out as `<root>/<host>/<path>`, so with BIOTOOL_SOURCE
 to its base URL every real source URL maps onto it. The files are shaped like the real ones
 (`write_*` below): CellTypist's `models.json` index and real CellTypist `.pkl` models, a
 Hugging Face model API answer and `resolve/<revision>/` files, plain-gzip `.fna.gz`
-genomes, an NCBI BLAST database tarball carrying a real-format `taxdb` (and taxdb's own
+genomes (with NCBI's prebuilt bwa index tarball where the manifest names one), an NCBI
+BLAST database tarball carrying a real-format `taxdb` (and taxdb's own
 tarball) with their `.md5` files, a RefSeq annotation GFF3, and NCBI's `md5checksums.txt` in
 every genomes/refseq folder. It answers HEAD as GET does, without the body. A test changes
 a file's bytes between pin and stage by rewriting it under `root` (a daily file rewritten).
@@ -172,6 +173,16 @@ def write_plain_gzip(root: Path, url: str, text: str) -> Path:
     path = _place(root, url)
     path.write_bytes(gzip.compress(text.encode(), mtime=0))
     return path
+
+
+def write_bwa_index(root: Path, url: str, fasta: str, work: Path) -> None:
+    """A publisher's prebuilt bwa index of `fasta` as a tarball, its files named by the FASTA
+    file's name as NCBI's are (<name>.fna.amb, .ann, .bwt, .pac, .sa)."""
+    work.mkdir(parents=True, exist_ok=True)
+    stem = url.rsplit("/", 1)[-1].split(".bwa_index")[0]
+    (work / stem).write_text(fasta)
+    subprocess.run(["bwa", "index", str(work / stem)], check=True, capture_output=True)
+    _tar_gz(_place(root, url), work, [stem + s for s in (".amb", ".ann", ".bwt", ".pac", ".sa")])
 
 
 def write_md5_lists(root: Path) -> None:
@@ -357,7 +368,10 @@ def populate(root: Path, manifests: Path, work: Path, celltypist_models: dict[st
             genes[0]["accession"] = genes[1]["accession"] = acc
             truth["genomes"][e["name"]] = {"seqid": name, "sequence": seq}
             truth["genes"][e["name"]] = genes
-            write_plain_gzip(root, src, _fasta({name: seq}, {name: "fake chromosome " + chrom}))
+            fasta = _fasta({name: seq}, {name: "fake chromosome " + chrom})
+            write_plain_gzip(root, src, fasta)
+            for url in (e.get("prebuilt") or {}).values():
+                write_bwa_index(root, url, fasta, work / f"bwa-{e['name']}")
         elif e.get("prepare") == "gene-table":
             ref = e["reference"]
             truth.setdefault("gene_tables", {})[e["name"]] = ref

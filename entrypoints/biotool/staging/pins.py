@@ -199,7 +199,19 @@ def resolve(entry: dict) -> tuple[str | None, list[dict]]:
         if entry.get("md5_list"):
             f["md5"] = _listed_md5(entry, url)
         files.append(f)
+    # An index the publisher built of this very file (NCBI's bwa index of the GRCh38 analysis
+    # set): fetched beside it, checked against the FASTA at staging (prepare.use_prebuilt).
+    for index, url in sorted((entry.get("prebuilt") or {}).items()):
+        f = {"path": prebuilt_name(index), "url": url}
+        if entry.get("md5_list"):
+            f["md5"] = _listed_md5(entry, url)
+        files.append(f)
     return None, files
+
+
+def prebuilt_name(index: str) -> str:
+    """The name a publisher's prebuilt `index` is fetched as, beside the item's source."""
+    return f"prebuilt-{index}.tar.gz"
 
 
 def _listed_md5(entry: dict, url: str) -> str:

@@ -2,7 +2,9 @@
 
   (none)        one file as it is, or several FASTA files concatenated (a demo BLAST panel)
   fasta         a genome: plain gzip (NCBI .fna.gz) decompressed to plain FASTA, which
-                samtools faidx, minimap2 and the annotate tools' reader all take
+                samtools faidx, minimap2 and the annotate tools' reader all take; an index
+                the publisher built of it (`prebuilt`) is used instead of building one when
+                it matches the FASTA (use_prebuilt)
   blastdb-tar   NCBI prebuilt BLAST database tarballs (+ taxdb) unpacked, an alias `db`
                 over the volumes, and each sequence's taxid and scientific name recorded
   gene-table    a versioned RefSeq annotation GFF3 -> the gene table (biotool.staging.genetable)
@@ -23,6 +25,7 @@ from pathlib import Path
 from biotool.output import ToolFailure
 from biotool.reads import indexes
 from biotool.staging import StagingError
+from biotool.staging.pins import prebuilt_name
 
 # A real C2S prompt's cell sentence: highly expressed genes of a human PBMC.
 PROBE_GENES = ("MALAT1 TMSB4X B2M EEF1A1 TPT1 RPS27 RPL13 FTL CD74 HLA-DRA LYZ S100A9 "
@@ -241,5 +244,94 @@ def prepare(entry: dict, fetched: list[Path], item_dir: Path) -> dict[str, Path]
         main = fetched[0]
     files = {"main": main}
     for index in entry.get("indexes", []):
+        tarball = item_dir / prebuilt_name(index)
+        if tarball.exists():
+            out = item_dir / indexes.artifact_name(index)
+            used = use_prebuilt(index, tarball, main, out)
+            entry.setdefault("index_origin", {})[index] = used
+            if used.startswith("prebuilt"):
+                files[index] = out
+                continue
         files[index] = build_index(main, index, item_dir)
     return files
+
+
+PROBE_READS = 20   # reads cut from the FASTA that a prebuilt index must place back
+PROBE_LEN = 150
+PROBE_AGREE = 0.9  # repeats may send a read elsewhere; more than this share must land home
+
+
+def _ann(path: Path) -> list[tuple[str, int]]:
+    """(name, length) of every sequence in a bwa .ann file, in order."""
+    lines = path.read_text().splitlines()
+    return [(lines[i].split()[1], int(lines[i + 1].split()[1])) for i in range(1, len(lines) - 1, 2)]
+
+
+def use_prebuilt(index: str, tarball: Path, fasta: Path, out: Path) -> str:
+    """Unpack a publisher's prebuilt `index` of `fasta` into `out` when it matches: the same
+    sequence names and lengths as the FASTA's .fai, and reads cut from the FASTA placed back
+    where they came from. What was done, in a line (starting "prebuilt" when used); a
+    mismatch leaves nothing behind, so the caller builds the index itself."""
+    import random
+    import tempfile
+
+    if index != indexes.BWA:
+        tarball.unlink()
+        return f"built here: a prebuilt {index} index is not checked by this staging"
+    suffixes = (".amb", ".ann", ".bwt", ".pac", ".sa")
+    scratch = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{index}-prebuilt."))
+    try:
+        _safe_extract(tarball, scratch)
+        found = {p.name[:-len(p.suffix)]: p for p in scratch.rglob("*.bwt")}
+        prefix = next((stem for stem, p in found.items()
+                       if all((p.parent / (stem + s)).is_file() for s in suffixes)), None)
+        if prefix is None:
+            return "built here: the prebuilt tarball holds no complete bwa index (.amb .ann .bwt .pac .sa)"
+        folder = found[prefix].parent
+        fai = Path(str(fasta) + ".fai")
+        if not fai.exists():
+            _run(["samtools", "faidx", str(fasta)])
+        seqs = [(f[0], int(f[1])) for f in (l.split("	") for l in fai.read_text().splitlines())]
+        if _ann(folder / (prefix + ".ann")) != seqs:
+            return "built here: the prebuilt index names other sequences or lengths than the FASTA"
+        rng = random.Random(0)
+        total = sum(n for _, n in seqs)
+        picks = []
+        for _ in range(PROBE_READS * 5):
+            if len(picks) == PROBE_READS:
+                break
+            at = rng.randrange(total)
+            for name, n in seqs:
+                if at < n:
+                    break
+                at -= n
+            if n >= PROBE_LEN + 1:
+                start = min(at, n - PROBE_LEN) + 1
+                picks.append((name, start))
+        regions = _run(["samtools", "faidx", str(fasta)] +
+                       [f"{c}:{b}-{b + PROBE_LEN - 1}" for c, b in picks])
+        reads, name = [], None
+        for line in regions.splitlines():
+            if line.startswith(">"):
+                name = line[1:]
+                reads.append([name, ""])
+            elif name:
+                reads[-1][1] += line.strip()
+        usable = [(c, b, seq) for (c, b), (_, seq) in zip(picks, reads) if seq.upper().count("N") < 5]
+        fq = scratch / "probe.fq"
+        fq.write_text("".join(f"@{c}:{b}\n{seq}\n+\n{'I' * len(seq)}\n" for c, b, seq in usable))
+        sam = _run(["bwa", "mem", "-v", "1", str(folder / prefix), str(fq)])
+        home = sum(1 for l in sam.splitlines() if not l.startswith("@") and
+                   (f := l.split("	")) and not int(f[1]) & 0x900 and
+                   f[0] == f"{f[2]}:{f[3]}")
+        if not usable or home < PROBE_AGREE * len(usable):
+            return (f"built here: the prebuilt index placed {home} of {len(usable)} reads cut "
+                    "from the FASTA back where they came from")
+        out.mkdir()
+        for s in suffixes:
+            os.replace(folder / (prefix + s), out / (indexes.PREFIX + s))
+        return (f"prebuilt: the publisher's index, with the FASTA's {len(seqs)} sequence names "
+                f"and lengths, placed {home} of {len(usable)} reads cut from it back home")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        tarball.unlink(missing_ok=True)

@@ -156,7 +156,7 @@ def test_a_redirect_is_followed_and_the_real_url_recorded(server, pinned, tmp_pa
     server.faults[server.path_of(GENOME)] = "redirect"
     home, inv = _stage(tmp_path, pinned)
     rec = inv["items"]["reference/GRCh38"]
-    assert not rec.get("error") and rec["fetched_from"] == [GENOME]
+    assert not rec.get("error") and rec["fetched_from"][0] == GENOME
     assert any(p.startswith("/moved/") for p, _ in server.requests)
 
 

@@ -69,8 +69,11 @@ def test_the_genome_is_plain_fasta_with_a_faidx(prod_home, use_home, world):
     assert fasta.read_bytes()[:1] == b">"
     fai = staging.path_of(rec, "faidx").read_text().split("\t")
     assert fai[0] == "chr17" and int(fai[1]) == len(truth["genomes"]["GRCh38"]["sequence"])
-    # bwa's index is staged too: a human genome's takes an hour, past any command's --timeout.
+    # bwa's index is staged too: a human genome's takes an hour, past any command's --timeout,
+    # so NCBI's own is used, once it matches the FASTA.
     assert (staging.path_of(rec, "bwa") / "reference.bwt").is_file()
+    assert rec["index_origin"]["bwa"].startswith("prebuilt: the publisher's index, with the "
+                                                 "FASTA's 1 sequence names and lengths")
 
 
 def test_the_c2s_model_stages_with_a_tokenizer_that_encodes(prod_home, use_home):
@@ -89,9 +92,10 @@ def test_the_lock_records_the_md5_ncbi_lists_beside_each_genome_file(pinned, wor
     root, _ = world
     pins = {p["name"]: p for p in tomllib.loads(pinned.read_text())["pin"]}
     for name in ("GRCh38", "human-gene-annotation"):
-        (f,) = pins[name]["files"]
-        served = root / f["url"].split("://", 1)[1]
-        assert f["md5"] == hashlib.md5(served.read_bytes()).hexdigest(), name
+        for f in pins[name]["files"]:
+            served = root / f["url"].split("://", 1)[1]
+            assert f["md5"] == hashlib.md5(served.read_bytes()).hexdigest(), name
+    assert [f["path"] for f in pins["GRCh38"]["files"]] == ["GRCh38.fna.gz", "prebuilt-bwa.tar.gz"]
 
 
 def _one_item_refs(tmp_path, source: str):
@@ -161,3 +165,45 @@ def test_a_file_missing_from_its_folders_md5_list_is_refused_at_pin_time(server,
                      tmp_path / "lock.toml", only=["human-gene-annotation"])
     finally:
         listing.write_text(saved)
+
+
+def _bwa_tarball(tmp_path, name: str, fasta_text: str) -> Path:
+    import subprocess
+    import tarfile
+
+    d = tmp_path / name
+    d.mkdir()
+    (d / "x.fna").write_text(fasta_text)
+    subprocess.run(["bwa", "index", str(d / "x.fna")], check=True, capture_output=True)
+    tarball = tmp_path / f"{name}.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        for s in (".amb", ".ann", ".bwt", ".pac", ".sa"):
+            tar.add(d / f"x.fna{s}", arcname=f"x.fna{s}")
+    return tarball
+
+
+@pytest.mark.parametrize("other,why", [
+    (">chr2 another\n{seq}\n", "names other sequences or lengths than the FASTA"),
+    (">chr1 same name, other bases\n{other}\n", "placed 0 of 20 reads"),
+])
+def test_a_prebuilt_index_of_another_sequence_is_not_used(tmp_path, other, why):
+    import random
+
+    from biotool.staging.prepare import use_prebuilt
+
+    rng = random.Random(5)
+    seq = "".join(rng.choice("ACGT") for _ in range(20000))
+    diff = "".join(rng.choice("ACGT") for _ in range(20000))
+    fasta = tmp_path / "ref.fa"
+    fasta.write_text(f">chr1 test\n{seq}\n")
+    tarball = _bwa_tarball(tmp_path, "other", other.format(seq=seq, other=diff))
+    out = tmp_path / "bwa"
+    said = use_prebuilt("bwa", tarball, fasta, out)
+    assert said.startswith("built here: ") and why in said, said
+    assert not out.exists() and not tarball.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    # ...and the index of this very FASTA is used.
+    same = _bwa_tarball(tmp_path, "same", f">chr1 test\n{seq}\n")
+    assert use_prebuilt("bwa", same, fasta, out).startswith("prebuilt: ")
+    assert sorted(p.name for p in out.iterdir()) == [f"reference{s}" for s in
+                                                     (".amb", ".ann", ".bwt", ".pac", ".sa")]
