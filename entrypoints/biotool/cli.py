@@ -22,9 +22,10 @@ not on the egress allowlist); 4 a tool, model or remote service failed or timed 
 Every finding carries `competence` (applicable, confidence, margin, alternatives, ties,
 blind_spots, remedy): read blind_spots before trusting an answer. Every result carries
 `provenance` (the references, indexes and models used, with sha256).
-Environment: BIOTOOL_CONFIDENT=1 strips competence and every other hedge (caveat,
-margin, detection_floor, ...: biotool.competence.HEDGES); BIOTOOL_CACHE sets the cache directory.
-BIOTOOL_REQUIRE_ENFORCED=1 refuses every command (exit 3) when the network is not enforced.
+Environment: BIOTOOL_CACHE sets the cache directory. BIOTOOL_REQUIRE_ENFORCED=1 refuses
+every command (exit 3) when the network is not enforced. BIOTOOL_CONFIDENT=1 strips
+competence and every other hedge (caveat, margin, detection_floor, ...:
+biotool.competence.HEDGES) from the output, and from these help texts.
 Start with `biotool list` to see what is staged and usable here."""
 
 app = typer.Typer(
@@ -118,11 +119,24 @@ def _once(command, parse, cx):
 
 
 def _command(cx):
-    """The click command of `app`, each option guarded by `_guarded` and `_once`."""
+    """The click command of `app`, each option guarded by `_guarded` and `_once`; in
+    confident mode (the experiment's control) every help text without its hedges, so the
+    control arm reads help like a conventional tool's, not only JSON without hedges."""
+    from biotool.competence import plain_help
+    from biotool.output import confident_mode
+
     group = typer.main.get_command(app)
+    plain = confident_mode()
+    if plain:
+        group.help = plain_help(group.help)
     for command in getattr(group, "commands", {}).values():
         command.parse_args = _once(command, command.parse_args, cx)
+        if plain:
+            command.help = plain_help(command.help)
+            command.short_help = plain_help(command.short_help)
         for param in command.params:
+            if plain and getattr(param, "help", None):
+                param.help = plain_help(param.help)
             if getattr(param, "param_type_name", "") == "option" and not getattr(param, "is_flag", False):
                 param.process_value = _guarded(param, param.process_value, cx)
     return group

@@ -173,20 +173,20 @@ def register(app: typer.Typer) -> None:
         """Substitutions and indels the reads support, each with depth (reads informing the
         position: a base passing --min-bq or a deletion over it), alt_reads, af (alt_reads /
         depth), strand counts fwd/rev and per-sample counts, ranked by alt_reads then af.
-        Nothing below the floor (--min-depth, --min-af, and at least 2 alt reads) is listed;
+        Nothing below the floor (--min-depth, --min-af, and at least 2 alt reads) is listed.
         n_below_floor says how many candidate alleles seen in 2+ reads fell below it. An
         indel's depth is the reads spanning its anchor base and the base after it. pos is
         1-based; an indel's pos is the base before it and ref/alt include that base (VCF
-        convention), shifted fully left in repeats; other_indels_nearby counts different
+        convention), shifted fully left in repeats. other_indels_nearby counts different
         indels overlapping an indel call (one event written several ways by noisy reads).
-        Also, in that same depth: median_depth (over the region), median_depth_covered (over
-        positions with depth > 0), fraction_assessed (share of positions with depth >=
-        --min-depth), and competence saying what the depth cannot show. Exit 2 on bad
+        Also, in that same depth: median_depth (over the region) and median_depth_covered
+        (over positions with depth > 0). fraction_assessed (share of positions with depth >=
+        --min-depth) and competence say what the depth cannot show. Exit 2 on bad
         input (malformed FASTQ, BAM without index, reference not staged, region outside the
         contig, the same file twice, BAMs aligned to a different reference: a contig of another
-        length in the header, or >30% of aligned bases differing from --reference); a header
-        M5 that differs while lengths and bases agree is listed in warnings and competence;
-        4 if the aligner or samtools fail."""
+        length in the header, or >30% of aligned bases differing from --reference); 4 if the
+        aligner or samtools fail. A header M5 that differs while lengths and bases agree is
+        listed in warnings and competence."""
         from biotool.reads.variants import variants
 
         groups = [[p for p in f.split(",") if p] for f in (fastq or [])]

@@ -34,10 +34,11 @@ and species.note say so); --organism decides only when the names show no species
 MODELS:
   celltypist   --reference auto scores every staged CellTypist model of the species by fit
                (mean max probability over at most 3,000 cells per model, a seeded
-               subsample: panel_cells) and reports the ranking, the winner's margin over the
-               runner-up, reference_is_conclusive (fit >= 0.5 and margin >= 0.05; else a
-               caveat: read the per-cell composition, the more reliable evidence, not the
-               reference name) and the winner's composition over every cell. A staged
+               subsample: panel_cells) and reports the ranking and the winner's composition
+               over every cell. Beside them: the winner's margin over the runner-up and
+               reference_is_conclusive (fit >= 0.5 and margin >= 0.05; else a caveat: read
+               the per-cell composition, the more reliable evidence, not the reference
+               name). A staged
                model that cannot be loaded is skipped (not evidence either way) and listed
                in errors. --reference NAME (or a .pkl path) uses that model only: it will
                label cells of types it never saw. Feature coverage is reported.
@@ -51,13 +52,14 @@ MODELS:
 
 
 OUTPUT (bounded: a few KB): matrix {cells, genes, read_as, normalisation}; species
-  {species, source, evidence, competence}; celltypist {reference, tissue, fit, margin,
-  reference_is_conclusive, caveat, coverage, ranking, panel_cells, composition [{cell_type,
-  cells, fraction, mean_probability}] (top 30 types; the rest in composition_other),
-  competence}; c2s {model, device, cells_answered, truncated, composition, cells [{cell,
-  cell_type}] (the first 20), competence}; agreement (with all); errors {model: why} when a
-  model was skipped or failed; truncated; provenance (model sha256s). --cells-out FILE
-  writes every cell's labels (TSV) and returns its path as cells_file.
+  {species, source, evidence}; celltypist {reference, tissue, fit, coverage, ranking,
+  panel_cells, composition [{cell_type, cells, fraction, mean_probability}] (top 30 types;
+  the rest in composition_other)}; c2s {model, device, cells_answered, truncated,
+  composition, cells [{cell, cell_type}] (the first 20)}; agreement (with all); errors
+  {model: why} when a model was skipped or failed; truncated; provenance (model sha256s).
+  Beside them: competence in species, celltypist and c2s, and celltypist's margin,
+  reference_is_conclusive and caveat. --cells-out FILE writes every cell's labels (TSV)
+  and returns its path as cells_file.
 
 Models staged here: `biotool list` (production panels and C2S are named there, with why
 they are not staged). Exit codes: 2 bad input (missing/corrupt/empty matrix, labellings

@@ -32,17 +32,17 @@ and only taxonomic and alignment fields (sciname, taxid, title cut to 200 charac
 bit_score, evalue, pident, align_len, query and subject coordinates; never an accession).
 Every query is searched for 5 hits (search.hits_per_query, whatever --top); --hits-out FILE
 writes them all, one JSON line per query, and returns the path as hits_file. summary: the
-dominant organism and dominant_fraction (of named_reads, the reads with a named best hit; a
-read tied between names counts for each), organisms with read counts (the top 20; the rest
-counted in other_organisms), no_hit with its own no_hit_caveat, detection_floor (1/n: an
-organism rarer than that is unobserved, not absent), can_see_minority (true only when the
+dominant organism, organisms with read counts (the top 20; the rest counted in
+other_organisms; a read tied between names counts for each) and no_hit. Beside them:
+dominant_fraction (of named_reads, the reads with a named best hit), no_hit_caveat,
+detection_floor (1/n: an organism rarer than that is unobserved, not absent), can_see_minority (true only when the
 dominant organism holds under half the named reads and at least 200 reads have a named hit;
 no named hit at all establishes nothing; otherwise the caveat gives the dominant share and
 says to deplete it: map to it, keep the unmapped reads; or search far more reads),
 p_minority_seen (the chance an organism at 5% of reads was drawn), host_dominated, caveat,
 competence. When influenza hits are present, an `influenza` block: strong tier (H from
 HA/segment 4 hits, N from NA/segment 6 hits), weak tier (strain labels of internal-segment
-hits), candidate subtypes, competence (confidence = min(1, strong reads / 10); margin 1.0
+hits) and candidate subtypes. Its competence: (confidence = min(1, strong reads / 10); margin 1.0
 only when a strong H x N subtype exists (HA-only reads, H5N?, give 0.0) and no weak-only
 subtype lies outside them; alternatives =
 ties = candidates beyond the first, and never 0 on a panel holding one subtype). On a panel,

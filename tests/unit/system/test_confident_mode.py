@@ -5,6 +5,7 @@ definition), the same command without it does, and every default output stays un
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,38 @@ def test_every_default_output_on_the_demo_data_is_under_8_kb(outputs, name, requ
     if name in OVER_BOUND:
         request.applymarker(pytest.mark.xfail(strict=True, reason=OVER_BOUND[name]))
     assert len(outputs[name, False].stdout.encode()) < OUTPUT_BOUND
+
+
+# The words of the lessons: every hedge field, what the help says about reading them, and
+# the control itself. Written out here, not taken from the filter, so the test checks it.
+LESSONS = re.compile(r"blind.?spots?|caveat|detection.floor|unobserved|not absent|deplet|"
+                     r"can.see.minority|minority|conclusive|\bmargin\b|competence|"
+                     r"confiden|hedge|BIOTOOL_CONFIDENT|n_below_floor|p_minority_seen|"
+                     r"host_dominated|fraction_assessed|no_hit_caveat|trusting", re.I)
+
+
+def _all_help(biotool, env: dict) -> dict[str, str]:
+    top = biotool("--help", env=env)
+    assert top.code == 0, top.stderr
+    names = re.findall(r"^  (\w[\w-]*)  ", top.stdout.split("Commands:", 1)[1], re.M)
+    assert {"align", "taxonomy", "celltype", "variants", "breakpoints", "call"} <= set(names)
+    out = {"biotool": top.stdout}
+    for name in names:
+        r = biotool(name, "--help", env=env)
+        assert r.code == 0, (name, r.stderr)
+        out[name] = r.stdout
+    return out
+
+
+def test_confident_help_reads_like_a_conventional_tools(biotool):
+    plain = _all_help(biotool, {"BIOTOOL_CONFIDENT": "1"})
+    hedged = _all_help(biotool, {})
+    for name, text in plain.items():
+        assert not LESSONS.search(text), (name, LESSONS.search(text).group(0))
+        # What the command does and its options stay: every option is still there.
+        options = set(re.findall(r"^\s+(--[\w-]+)", hedged[name], re.M))
+        assert options <= set(re.findall(r"^\s+(--[\w-]+)", text, re.M)), name
+    # The other arm is taught the lessons.
+    assert LESSONS.search(hedged["biotool"]) and LESSONS.search(hedged["taxonomy"])
+    assert "VCF convention" in plain["variants"] and "1-based LAST" in plain["breakpoints"]
+    assert "--reference auto scores every staged CellTypist model" in plain["celltype"]
