@@ -42,7 +42,9 @@ smiles_from_graph (any SMILES; scored by InChIKey identity). Reported fields (ri
 ...) may be answered too; they are scored apart, never in the headline. The headline pools the
 headline fields of the eval slice; chemistry-reason abstention is the headline abstention
 number, syntax and scope reasons are reported on their own lines. Rows of the scored slices
-with no prediction count as wrong.
+with no prediction count as wrong. Field selection is scored: a row answered with a
+headline field its request did not ask loses every field it asked (--lenient-fields: only
+counted, as before). `molperceive prompts` writes what a model is shown: id, request, input.
 
 A prediction line or answer that cannot be scored (unknown row id, a second prediction for a
 row, an unknown field, an excluded field such as inchikey/InChIKey, a line that is not JSON)
@@ -144,10 +146,16 @@ def cmd_gate(a):
     return result, (EXIT_INPUT, f"gate failed on {a.rows}: {shown}")
 
 
+def cmd_prompts(a):
+    from molperceive import score
+    return score.prompts(a.rows, a.out)
+
+
 def cmd_score(a):
     from molperceive import score
     report = score.score(a.rows, a.predictions, slices=_fields(a.slices, "--slices"),
-                         recompute=not a.no_recompute, strict=a.strict)
+                         recompute=not a.no_recompute, strict=a.strict,
+                         lenient_fields=a.lenient_fields)
     invalid = report["invalid_predictions"]
     warnings = list(report.get("warnings", []))
     if invalid["count"]:
@@ -222,6 +230,12 @@ def parser() -> argparse.ArgumentParser:
              "stderr names the rows and the exit code is 2. A file with a malformed row (wrong "
              "JSON types, a predictions file) is refused whole: exit 2, one line.")
     sp.add_argument("rows", help="corpus JSONL")
+    sp = add("prompts", cmd_prompts, "Write the model-facing rows: id, request and input only.",
+             "Write what a model is shown of each corpus row: its id, the request prose and the "
+             "input (SMILES or graph). The fields a request asks, its families, arguments, "
+             "labels and status stay with the grader: recovering the fields is part of the task.")
+    sp.add_argument("rows", help="corpus JSONL")
+    sp.add_argument("--out", required=True, help="output JSONL path (written atomically)")
     sp = add("score", cmd_score, "Score predictions (JSONL) against corpus rows.", epilog=EPILOG_SCORE)
     sp.add_argument("rows", help="corpus JSONL")
     sp.add_argument("predictions", help="predictions JSONL")
@@ -231,6 +245,9 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--strict", action="store_true",
                     help="refuse the whole file on the first prediction that cannot be scored "
                          "(exit 2; exit 3 for an excluded field) instead of listing it")
+    sp.add_argument("--lenient-fields", action="store_true",
+                    help="count answers to fields a request did not ask without penalising "
+                         "the row (the old behaviour)")
     return p
 
 

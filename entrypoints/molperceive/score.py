@@ -208,10 +208,27 @@ def _bin(heavy) -> str:
     return f"{lo}-{lo + BIN - 1}"
 
 
+def prompts(rows_path: str | Path, out_path: str | Path) -> dict:
+    """The model-facing projection of a corpus: per row its id, request prose and input
+    (SMILES or graph) only. Which fields a request asks is part of the task, so `fields`,
+    `families`, `args`, labels and status stay with the grader."""
+    from molperceive import jsonl
+
+    out = jsonl.check_output(out_path)
+    rows = read_corpus(rows_path)
+    n = jsonl.write(out, ({"id": r["id"], "request": r["request"], "input": r["input"]}
+                          for r in rows.values()))
+    return {"prompts": str(out), "rows": n, "keys": ["id", "request", "input"]}
+
+
 def score(rows_path: str | Path, predictions_path: str | Path, slices=None,
-          recompute: bool = True, strict: bool = False) -> dict:
+          recompute: bool = True, strict: bool = False, lenient_fields: bool = False) -> dict:
     """The score report: headline, per slice and field, abstention, size curve, drift, and the
-    invalid predictions left out (strict: any of them is an error instead)."""
+    invalid predictions left out (strict: any of them is an error instead).
+
+    Field selection is scored, as the contract says recovering the asked fields is part of
+    the task: a row answered with a headline field it did not ask loses every field it asked
+    (`lenient_fields`: the old count-only behaviour)."""
     from biotool.cache import sha256_file
     rows_by_id = read_corpus(rows_path)
     rows = list(rows_by_id.values())
@@ -226,7 +243,7 @@ def score(rows_path: str | Path, predictions_path: str | Path, slices=None,
     size_hits = defaultdict(lambda: defaultdict(lambda: [0, 0]))       # slice -> bin -> [c, n]
     abst = {c: {"rows": 0, "abstained": 0, "reason_correct": 0} for c in ("chemistry", "syntax", "scope")}
     by_reason = Counter()
-    false_abstentions = missing = unrequested = 0
+    false_abstentions = missing = unrequested = rows_over = 0
     drift: Counter = Counter()
     mols = gate.Molecules()
     scored_rows = 0
@@ -251,15 +268,18 @@ def score(rows_path: str | Path, predictions_path: str | Path, slices=None,
         stored = row.get("labels") or {}
         if recompute:
             drift.update(_drift(row, mols))
+        extra = [f for f in answers if f not in (row.get("fields") or []) and f in contract.HEADLINE]
+        unrequested += len(extra)
+        rows_over += bool(extra)
+        lost = bool(extra) and not lenient_fields
         for f in row.get("fields") or []:
-            ok = correct(f, answers.get(f), stored.get(f))
+            ok = not lost and correct(f, answers.get(f), stored.get(f))
             hit = field_hits[row["slice"]][f]
             hit[0] += ok
             hit[1] += 1
             size = size_hits[row["slice"]][_bin(row.get("heavy_atom_count"))]
             size[0] += ok
             size[1] += 1
-        unrequested += sum(1 for f in answers if f not in (row.get("fields") or []) and f in contract.HEADLINE)
         for f, value in answers.items():
             if f in contract.REPORTED and f in (row.get("reported") or {}):
                 hit = reported_hits[row["slice"]][f]
@@ -297,6 +317,12 @@ def score(rows_path: str | Path, predictions_path: str | Path, slices=None,
         "predictions": {"scored_rows": scored_rows, "given": len(preds),
                         "missing_for_scored_rows": missing,
                         "unrequested_headline_answers": unrequested},
+        "field_selection": {"rows_answering_unrequested_fields": rows_over,
+                            "penalised": not lenient_fields,
+                            "rule": ("a row answered with a headline field it did not ask "
+                                     "loses every field it asked" if not lenient_fields else
+                                     "unrequested answers counted, not penalised "
+                                     "(--lenient-fields)")},
         "invalid_predictions": _summary(invalid),
         "label_drift": dict(drift) if recompute else None,
         "rdkit": label.rdkit_info(),

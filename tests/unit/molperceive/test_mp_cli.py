@@ -113,3 +113,37 @@ def test_score_with_stray_answers_exits_0_listing_them_and_strict_refuses(molper
     assert err.count("\n") == 1 and err.startswith("molperceive: warning: 2 prediction")
     code, out, err = molperceive("score", corpus[0], preds, "--strict")
     assert code == 3 and out == "" and err.count("\n") == 1 and "InChIKey" in err
+
+
+def test_an_unrequested_headline_answer_costs_the_row_unless_lenient(molperceive, corpus, tmp_path):
+    # The same perfect answers twice; in the second an unasked headline field rides along.
+    rows = [json.loads(l) for l in corpus[0].read_text().splitlines()]
+    ok = [r for r in rows if r["status"] == "ok" and r["slice"] == "eval"]
+    row = next(r for r in ok if "heavy_atom_count" not in r["fields"])
+    clean, greedy = tmp_path / "clean.jsonl", tmp_path / "greedy.jsonl"
+    clean.write_text(json.dumps({"id": row["id"], "answers": row["labels"]}) + "\n")
+    greedy.write_text(json.dumps({"id": row["id"], "answers": {**row["labels"],
+                                                                "heavy_atom_count": 1}}) + "\n")
+    scored = {}
+    for name, path, extra in (("clean", clean, ()), ("greedy", greedy, ()),
+                              ("lenient", greedy, ("--lenient-fields",))):
+        code, out, err = molperceive("score", corpus[0], path, "--slices", "eval", *extra)
+        assert code == 0, err
+        scored[name] = json.loads(out)
+    n = len(row["fields"])
+    assert scored["clean"]["headline"]["correct"] == n
+    assert scored["greedy"]["headline"]["correct"] == 0
+    assert scored["greedy"]["field_selection"]["rows_answering_unrequested_fields"] == 1
+    assert scored["lenient"]["headline"]["correct"] == n
+    assert scored["lenient"]["field_selection"]["penalised"] is False
+
+
+def test_prompts_show_the_model_the_request_and_the_input_only(molperceive, corpus, tmp_path):
+    out = tmp_path / "prompts.jsonl"
+    code, text, err = molperceive("prompts", corpus[0], "--out", out)
+    assert code == 0, err
+    lines = [json.loads(l) for l in out.read_text().splitlines()]
+    rows = [json.loads(l) for l in corpus[0].read_text().splitlines()]
+    assert len(lines) == len(rows) == json.loads(text)["rows"]
+    assert all(set(l) == {"id", "request", "input"} for l in lines)
+    assert {r["id"]: r["request"] for r in rows} == {l["id"]: l["request"] for l in lines}
