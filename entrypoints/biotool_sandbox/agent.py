@@ -11,6 +11,8 @@ from . import stack
 from .errors import EngineError, LauncherError
 
 AGENT_UID = 1000
+# The egress gate's bounded audit store (image/egress/auditstore.py), in its own tmpfs.
+AUDIT_STORE = "/run/egress/audit.jsonl"
 
 
 def _sandbox(run: str):
@@ -184,7 +186,7 @@ def _copy_out(run: str, src: str, dest: Path) -> dict:
 
 def audit(run: str) -> dict:
     """Every egress attempt the run's proxy logged, as records, with counts."""
-    from .audit import parse_audit, summarise
+    from .audit import merge, parse_audit, summarise
 
     eg = stack.container_of(run, "egress")
     if eg is None:
@@ -194,9 +196,18 @@ def audit(run: str) -> dict:
                 "note": f"run {run} has no egress proxy ({sb.labels.get(stack.SERVICE_LABEL)}): "
                         "there is no way out to log"}
     text = eg.logs(stdout=True, stderr=False).decode("utf-8", "replace")
-    parsed = parse_audit(text)
-    return {"run": run, "offline": False, "records": parsed["records"],
-            "counts": summarise(parsed["records"]), "tunnels": parsed["tunnels"],
-            "open_tunnels": parsed["open_tunnels"], "unparsed_lines": parsed["unparsed"]}
+    # The gate's own bounded store: what an agent's flood of the container log cannot evict.
+    code, out = eg.exec_run(["cat", "--", AUDIT_STORE], user="proxy", demux=False)
+    store = out.decode("utf-8", "replace") if code == 0 else None
+    parsed = parse_audit(merge(text, store))
+    records = parsed["records"]
+    return {"run": run, "offline": False, "records": records, "counts": summarise(records),
+            "tunnels": parsed["tunnels"], "open_tunnels": parsed["open_tunnels"],
+            "unparsed_lines": parsed["unparsed"],
+            "store": {"read": store is not None, "path": AUDIT_STORE,
+                      "bytes": len(out) if store is not None else None,
+                      "full": any(r.get("event") == "audit_full" for r in records),
+                      "suppressed": sum(r.get("count") or 0 for r in records
+                                        if r.get("event") == "suppressed")}}
 
 

@@ -19,7 +19,7 @@ FIELDS = ("time", "client", "method", "url", "host", "port", "status", "http_sta
 ESCAPED = {"method", "url", "host"}
 RECORD_KEYS = ("time", "source", "event", "client", "method", "url", "host", "port", "sni",
                "status", "http_status", "error", "decision", "reason", "bytes_sent",
-               "bytes_received", "tunnel", "what", "rid")
+               "bytes_received", "tunnel", "what", "rid", "count")
 CAP = 600  # characters of any text field in a record, whatever the line held
 
 
@@ -170,8 +170,20 @@ def parse_log(text: str) -> list[dict]:
 
 
 def summarise(records: list[dict]) -> dict:
+    """Attempts by decision; a `suppressed` record (a flood the gate counted rather than kept)
+    stands for its count."""
     counts = {"allowed": 0, "denied": 0, "error": 0, "paced": 0}
     for rec in records:
-        counts[rec["decision"]] += 1
+        n = rec.get("count") if rec.get("event") == "suppressed" and isinstance(rec.get("count"), int) else 1
+        counts[rec["decision"]] += n
         counts["paced"] += bool(rec.get("paced"))
     return counts
+
+
+def merge(log_text: str, store_text: str | None) -> str:
+    """The text to parse: the gate's records from its bounded store when it was read (the
+    container log can be flooded and rotated), Squid's from the log; else the log alone."""
+    if store_text is None:
+        return log_text
+    squid = [l for l in log_text.splitlines() if not l.startswith(GATE_PREFIX + " ")]
+    return "\n".join(squid + store_text.splitlines())

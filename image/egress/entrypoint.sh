@@ -44,7 +44,7 @@ pids=()
 if [ -n "$san" ]; then
     python3 "$lib/gatekeeper.py" --rules "$rules" --cert host.pem --key host.key \
         --state-dir "$state_dir" --extra-ca "${BIOTOOL_EGRESS_EXTRA_CA:-}" \
-        --ready-file "$run_dir/gate-ready" &
+        --ready-file "$run_dir/gate-ready" --audit "$run_dir/audit.jsonl" &
     pids+=($!)
     for _ in $(seq 100); do [ -e "$run_dir/gate-ready" ] && break; sleep 0.1; done
     [ -e "$run_dir/gate-ready" ] || { echo "egress: the gate did not start" >&2; exit 2; }

@@ -22,7 +22,8 @@ inside the tunnel is one decision and one audit record:
     a request over the rules gets 429 with Retry-After and X-Biotool-Egress: paced.
 
 Records are `BIOTOOL_GATE {json}` lines on stdout, string fields cut before escaping, ASCII
-only. Standard library only.
+only, and the same lines in the run's bounded audit store (auditstore.py: floods counted,
+never rotated away; when full, the run's requests are refused). Standard library only.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ except ImportError:  # in the repository (unit tests)
 
     sys.path.insert(0, str(Path(__file__).parent))
     import schedule as schedule_mod
-import blastapi  # noqa: E402 - beside this file in both places
+import auditstore  # noqa: E402 - beside this file in both places
+import blastapi  # noqa: E402
 
 PREFIX = "BIOTOOL_GATE"
 GATE_PORT = 3130
@@ -78,6 +80,7 @@ HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authoriza
               "trailer", "trailers", "transfer-encoding", "upgrade", "content-length"}
 
 _log_lock = threading.Lock()
+STORE: "auditstore.Store | None" = None  # this run's bounded audit (main: --audit FILE)
 
 
 def cap(value, limit: int = FIELD_CAP):
@@ -88,13 +91,16 @@ def cap(value, limit: int = FIELD_CAP):
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def log(rec: dict) -> None:
+def log(rec: dict) -> bool:
+    """Write a record to stdout (the container log) and to the run's audit store; False when
+    the store is full and did not keep it."""
     rec = {"time": round(time.time(), 3), **{k: cap(v, URL_CAP if k == "url" else FIELD_CAP)
                                               for k, v in rec.items()}}
     line = f"{PREFIX} {json.dumps(rec, ensure_ascii=True, separators=(',', ':'))}\n"
     with _log_lock:
         sys.stdout.write(line)
         sys.stdout.flush()
+    return STORE.write(rec) if STORE is not None else True
 
 
 def escape_sni(raw: bytes | None) -> str | None:
@@ -469,6 +475,9 @@ class Requests(http.server.BaseHTTPRequestHandler):
             if body:
                 return self.deny(400, "GET with a body", close=True)
             raw_params = parts.query.encode("latin-1", "replace")
+        if STORE is not None and STORE.full:  # checked once the body is read: a clean answer
+            return self.deny(503, "this run's audit store is full: no further request of the "
+                                  "run is relayed", close=True)
         try:
             request = blastapi.parse(method, raw_params)
         except blastapi.Refused as exc:
@@ -516,9 +525,11 @@ class Requests(http.server.BaseHTTPRequestHandler):
             headers["Content-Type"] = "application/x-www-form-urlencoded"
         # Recorded as decided before a byte leaves: a request the agent abandons mid-relay
         # (a closed socket) still has its record, and the outcome follows as its own.
-        log({**self.rec, "event": "decided", "method": method,
-             "url": cap(f"https://{self.tunnel_host}{target}", URL_CAP),
-             "decision": "allowed", "reason": f"BLAST {what} decided; relaying"})
+        if not log({**self.rec, "event": "decided", "method": method,
+                    "url": cap(f"https://{self.tunnel_host}{target}", URL_CAP),
+                    "decision": "allowed", "reason": f"BLAST {what} decided; relaying"}):
+            return self.deny(503, "this run's audit store is full: no further request of the "
+                                  "run is relayed", close=True)
         conn = http.client.HTTPSConnection(self.tunnel_host, self.tunnel_port, timeout=UPSTREAM_S,
                                            context=gate.upstream_ctx)
         try:
@@ -593,6 +604,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--state-dir", required=True)
     ap.add_argument("--extra-ca", help="an extra CA the gate trusts upstream (tests only)")
     ap.add_argument("--ready-file")
+    ap.add_argument("--audit", help="this run's bounded audit store (auditstore.py)")
     args = ap.parse_args(argv)
     try:
         allow = rules_mod.load(args.rules).egress_allow
@@ -607,6 +619,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"egress gate: state dir {args.state_dir} is not writable ({exc})", file=sys.stderr)
         return 2
+    global STORE
+    if args.audit:
+        STORE = auditstore.Store(args.audit)
     gate = Gate(allow, args.cert, args.key, args.state_dir, extra)
     host, _, port = args.listen.rpartition(":")
     server = GateServer((host, int(port)), gate)

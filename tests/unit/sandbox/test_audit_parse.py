@@ -134,3 +134,19 @@ def test_a_decision_is_one_record_with_its_outcome_and_a_record_without_one():
     alone = audit.parse_audit(decided)["records"]
     assert len(alone) == 1 and alone[0]["decision"] == "allowed" and alone[0]["event"] == "request"
     assert "no outcome was recorded" in alone[0]["reason"]
+
+
+def test_the_gates_store_replaces_its_log_lines_and_a_counted_flood_counts():
+    flooded_log = "\n".join([DENIED_CONNECT, GATE_OPEN])  # the gate's lines rotated away but one
+    store = "\n".join([
+        GATE_OPEN,
+        _gate(event="request", method="POST", decision="allowed", reason="BLAST put relayed"),
+        _gate(event="suppressed", decision="denied", reason="CMD=DisplayRIDs by GET is not allowed",
+              count=4000, first=1796113593.3)])
+    parsed = audit.parse_audit(audit.merge(flooded_log, store))
+    events = [r["event"] for r in parsed["records"]]
+    assert events.count("request") == 1 and "suppressed" in events
+    assert audit.summarise(parsed["records"]) == {"allowed": 1, "denied": 4001, "error": 0,
+                                                  "paced": 0}  # Squid's denial + the counted flood
+    # Without a readable store, the log is all there is.
+    assert audit.merge(flooded_log, None) == flooded_log

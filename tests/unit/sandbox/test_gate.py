@@ -478,3 +478,63 @@ def test_odd_heads_are_denied_with_a_record(runs, mock, capsys, head):
     tls.close()
     recs = [r for r in records(capsys) if r["event"] == "request"]
     assert recs and recs[0]["decision"] == "denied" and mock.requests == []
+
+
+# ---- the run's own audit store: floods counted, never rotated away, bounded
+
+@pytest.fixture()
+def store(tmp_path):
+    auditstore = _load("auditstore", REPO / "image" / "egress" / "auditstore.py")
+    made = []
+
+    def make(**kw):
+        s = auditstore.Store(str(tmp_path / f"audit-{len(made)}.jsonl"), **kw)
+        made.append(s)
+        gatekeeper.STORE = s
+        return s
+
+    yield make
+    gatekeeper.STORE = None
+
+
+def _stored(s) -> list[dict]:
+    s.flush()
+    return [json.loads(l.split(" ", 1)[1]) for l in Path(s.path).read_text().splitlines()]
+
+
+def test_a_denied_flood_is_counted_and_cannot_push_out_earlier_records(runs, mock, store):
+    s = store(burst=5, window=600)
+    a = runs()
+    rid = _ready_rid(a)
+    tls = a.ctx.wrap_socket(a.tunnel(), server_hostname=HOST)
+    flood = "GET /blast/Blast.cgi?CMD=DisplayRIDs&x=" + "A" * 500 + f" HTTP/1.1\r\nHost: {HOST}\r\n\r\n"
+    for _ in range(200):  # one keep-alive tunnel of pipelined denied requests
+        tls.sendall(flood.encode())
+    time.sleep(1.0)
+    tls.close()
+    recs = _stored(s)
+    allowed = [r for r in recs if r["event"] == "request" and r["decision"] == "allowed"]
+    assert [r["what"] for r in allowed] == ["put", "poll"] and allowed[0]["new_rid"] == rid
+    denied = [r for r in recs if r["event"] == "request" and r["decision"] == "denied"]
+    suppressed = [r for r in recs if r["event"] == "suppressed"]
+    assert len(denied) == 5 and sum(r["count"] for r in suppressed) == 195
+    assert Path(s.path).stat().st_size < 40_000  # 200 records of ~1 KB each, kept as 5 and a count
+
+
+def test_a_full_store_refuses_the_runs_requests_with_a_final_record(runs, mock, store):
+    s = store(max_bytes=12_000, burst=1000)
+    a = runs()
+    a.put()
+    refused = None
+    for _ in range(60):  # denied requests until the store has no room left
+        status, _, text = a.https("GET", "/blast/Blast.cgi?CMD=DisplayRIDs&x=" + "B" * 300)
+        if status == 503:
+            refused = text
+            break
+    assert refused and "audit store is full" in refused
+    before = len(mock.requests)
+    status, _, text = a.put()
+    assert status == 503 and "audit store is full" in text and len(mock.requests) == before
+    recs = _stored(s)
+    assert recs[-1]["event"] == "audit_full" and Path(s.path).stat().st_size <= 12_000
+    assert any(r.get("new_rid") for r in recs)  # the first Put is still on record
