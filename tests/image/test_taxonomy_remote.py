@@ -63,3 +63,47 @@ def test_taxonomy_remote_through_the_proxy_obeys_ncbi_rules(run):
     assert [r["what"] for r in records] == [r["what"] if r["what"] != "get" else "fetch"
                                             for r in seen["requests"]]
     assert all(r["bytes_sent"] > 0 and r["bytes_received"] > 0 for r in records)
+
+
+FLOOD = r'''
+import os, socket, ssl, threading, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
+sock = socket.create_connection((proxy.hostname, proxy.port), timeout=60)
+sock.sendall(b"CONNECT {host}:443 HTTP/1.1\r\nHost: {host}:443\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    head += sock.recv(4096)
+ctx = ssl.create_default_context(cafile=os.environ["REQUESTS_CA_BUNDLE"])
+tls = ctx.wrap_socket(sock, server_hostname="{host}")
+got = [0]
+def drain():
+    try:
+        while (chunk := tls.recv(65536)):
+            got[0] += len(chunk)
+    except OSError:
+        pass
+threading.Thread(target=drain, daemon=True).start()
+line = ("GET /blast/Blast.cgi?CMD=DisplayRIDs&x=" + "%C3%A9" * 100 +
+        " HTTP/1.1\r\nHost: {host}\r\n\r\n").encode()
+for _ in range({n}):
+    tls.sendall(line)
+tls.sendall(b"GET /blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID=NONE HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+import time; time.sleep(5)
+print(got[0])
+'''
+
+
+def test_a_flood_of_denied_requests_cannot_empty_the_audit(run):
+    # After the remote search above, the agent floods its egress with pipelined denied
+    # requests: the gate's own store keeps the earlier allowed records and counts the flood.
+    before = [r for r in stack.audit(run) if r["decision"] == "allowed" and r["event"] == "request"]
+    assert before, "the remote taxonomy test above left no allowed record"
+    n = 20000
+    res = stack.launcher("exec", run["run"], "--timeout", "300", "--", "python3", "-c",
+                         FLOOD.replace("{host}", HOST).replace("{n}", str(n)))
+    assert res["exit_code"] == 0, res
+    out = stack.launcher("audit", run["run"])
+    after = [r for r in out["records"] if r["decision"] == "allowed" and r["event"] == "request"]
+    assert [(r["what"], r["rid"]) for r in after] == [(r["what"], r["rid"]) for r in before]
+    assert out["store"]["read"] is True and out["store"]["suppressed"] > n * 0.9
+    assert out["counts"]["denied"] >= n
