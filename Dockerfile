@@ -152,7 +152,8 @@ COPY entrypoints/biotool/reads/__init__.py entrypoints/biotool/reads/indexes.py 
 COPY entrypoints/biotool/singlecell/__init__.py entrypoints/biotool/singlecell/c2s.py \
      /opt/staging/biotool/singlecell/
 COPY entrypoints/biotool/staging/ /opt/staging/biotool/staging/
-COPY refs/ /src/refs/
+# The manifests and the lock only: the demo's files (refs/demo) are staged after the code.
+COPY refs/*.toml /src/refs/
 ARG BIOTOOL_STAGE=demo
 # BIOTOOL_TOFU=1: stage production items refs/pins.lock.toml does not pin yet (trust on first
 # use; their lock lines are printed and kept in /opt/biotool/pins.tofu.toml).

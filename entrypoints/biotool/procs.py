@@ -52,6 +52,7 @@ def run_each_bounded(cmds: list[list[str]], seconds: float, width: int = 8) -> l
 
     All are started and waited on from this thread, not from a pool: a fork that runs
     Python code before exec (the parent-death request) can deadlock beside other threads."""
+    width = max(1, width)
     results: list[tuple[int, str] | str] = [""] * len(cmds)
     pending, running = list(range(len(cmds)))[::-1], {}
     try:
@@ -61,9 +62,10 @@ def run_each_bounded(cmds: list[list[str]], seconds: float, width: int = 8) -> l
                 err = tempfile.TemporaryFile()
                 try:
                     running[i] = (_start(cmds[i], err), err, time.monotonic() + seconds)
-                except (ToolFailure, OSError) as exc:
+                except (ToolFailure, OSError, subprocess.SubprocessError) as exc:
                     err.close()
-                    results[i] = str(exc) if isinstance(exc, ToolFailure) else f"{cmds[i][0]}: {exc.strerror or exc}"
+                    results[i] = (str(exc) if isinstance(exc, ToolFailure) else
+                                  f"{cmds[i][0]}: {getattr(exc, 'strerror', None) or exc}")
             for i, (proc, err, deadline) in list(running.items()):
                 rc = proc.poll()
                 if rc is None and time.monotonic() < deadline:

@@ -62,20 +62,26 @@ def _hitlist(value: str) -> str | None:
 
 
 def _query(value: str) -> str | None:
-    """Sequence data only: FASTA records or raw sequence letters, never an accession or GI."""
-    letters = 0
+    """Sequence data only: FASTA records (or raw sequence letters), each record with letters
+    of its own, never an accession or GI (NCBI would search the record it names)."""
+    records = [0]  # letters per record; the first is any text before a '>' title
     for n, line in enumerate(value.splitlines(), start=1):
         line = line.strip()
         if line.startswith(">"):
             if any(ord(c) < 32 for c in line):
                 return f"line {n} (a FASTA title) holds a control character"
+            if len(records) > 1 and not records[-1]:
+                return f"must be sequence data: the FASTA record before line {n} holds none"
+            records.append(0)
             continue
         bare = "".join(line.split())
         if not _SEQUENCE_LINE.fullmatch(bare):
             return (f"must be sequence data (FASTA or raw sequence letters), not an accession "
                     f"or GI: line {n} holds {line[:40]!r}")
-        letters += len(bare)
-    return None if letters else "holds no sequence letters"
+        records[-1] += len(bare)
+    if len(records) > 1 and not records[-1]:
+        return "must be sequence data: the last FASTA record holds none"
+    return None if sum(records) else "holds no sequence letters"
 
 
 _COMMON = {"tool": _matching(_TOOL, "a tool name of letters, digits, '.', '_' or '-'"),
@@ -184,26 +190,45 @@ def _search(search: dict) -> dict:
     return out
 
 
-def filter_report(body: bytes) -> bytes | None:
-    """A JSON2_S report with taxonomic and alignment fields only; the body as it is when it
-    is not JSON (an HTML status page); None when it looks like JSON but does not parse (a
-    cut report could carry anything)."""
+# What a report that does not parse is passed on as: it reads as a cut-off report (biotool's
+# client then halves the batch and asks again), and carries none of the original's bytes.
+CUT_OFF = b'{"BlastOutput2":['
+_TITLE = re.compile(rb"<title>(.{0,200}?)</title>", re.I | re.S)
+_QBLAST = re.compile(rb"QBlastInfoBegin(.{0,2000}?)QBlastInfoEnd", re.S)
+_WORDS = re.compile(rb"<[^>]*>|[A-Za-z]{1,6}_?\d{4,}(?:\.\d+)?|gi\|[^ ]*")
+
+
+def _status_page(body: bytes) -> bytes:
+    """A page that is not a report (a status or error page), kept to what a client reads of
+    it: its title, its QBlastInfo blocks and some words, without anything shaped like an
+    accession or a GI."""
+    title = _TITLE.search(body)
+    info = b"".join(b"<!--QBlastInfoBegin" + m.group(1) + b"QBlastInfoEnd-->"
+                    for m in _QBLAST.finditer(body))
+    words = b" ".join(_WORDS.sub(b" ", body).split())[:400]
+    return (b"<html><head><title>" + (title.group(1) if title else b"") + b"</title></head><body>"
+            + info + b"<p>" + words + b"</p></body></html>")
+
+
+def filter_report(body: bytes) -> bytes:
+    """A JSON2_S report with taxonomic and alignment fields only; a status page reduced to
+    what a client reads of it; CUT_OFF for JSON that does not parse or is not a report."""
     text = body.decode("utf-8", "replace").lstrip("\ufeff").strip()
     if not text.startswith(("{", "[")):
-        return body
+        return _status_page(body)
     try:
         doc = json.loads(text)
-    except ValueError:
-        return None
-    reports = doc.get("BlastOutput2") if isinstance(doc, dict) else None
-    if isinstance(reports, dict):
-        reports = [reports]
-    if not isinstance(reports, list):
-        return None
-    out = []
-    for entry in reports:
-        search = (((entry or {}).get("report") or {}).get("results") or {}).get("search") \
-            if isinstance(entry, dict) else None
-        out.append({"report": {"results": {"search": _search(search)}}}
-                   if isinstance(search, dict) else {})
+        reports = doc.get("BlastOutput2") if isinstance(doc, dict) else None
+        if isinstance(reports, dict):
+            reports = [reports]
+        if not isinstance(reports, list):
+            return CUT_OFF
+        out = []
+        for entry in reports:
+            search = (((entry or {}).get("report") or {}).get("results") or {}).get("search") \
+                if isinstance(entry, dict) else None
+            out.append({"report": {"results": {"search": _search(search)}}}
+                       if isinstance(search, dict) else {})
+    except (ValueError, TypeError, AttributeError, RecursionError):
+        return CUT_OFF
     return json.dumps({"BlastOutput2": out}, separators=(",", ":")).encode()

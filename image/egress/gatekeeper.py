@@ -374,7 +374,7 @@ class Requests(http.server.BaseHTTPRequestHandler):
             return
         self.sent = len(self.raw_requestline)
         self.wfile.n = 0
-        self.recorded = False
+        self.recorded = self.relayed = False
         self.rec = {**self.base, "event": "request", "request": next(self.gate.ids),
                     "host": self.tunnel_host,
                     "port": self.tunnel_port, "sni": self.sni}
@@ -388,7 +388,10 @@ class Requests(http.server.BaseHTTPRequestHandler):
             self.gatekeep()
         except Exception as exc:  # noqa: BLE001 - a request the checks did not foresee is still recorded
             self.close_connection = True
-            if not self.recorded:
+            if not self.recorded and self.relayed:  # it went upstream: never call it denied
+                self.finish_record("allowed", f"relayed, then the gate failed "
+                                   f"({type(exc).__name__})", 502, sent_upstream=True)
+            elif not self.recorded:
                 why = f"request not understood ({type(exc).__name__})"
                 try:
                     self.deny(400, why, close=True)
@@ -530,6 +533,7 @@ class Requests(http.server.BaseHTTPRequestHandler):
                     "decision": "allowed", "reason": f"BLAST {what} decided; relaying"}):
             return self.deny(503, "this run's audit store is full: no further request of the "
                                   "run is relayed", close=True)
+        self.relayed = True
         conn = http.client.HTTPSConnection(self.tunnel_host, self.tunnel_port, timeout=UPSTREAM_S,
                                            context=gate.upstream_ctx)
         try:
@@ -560,11 +564,8 @@ class Requests(http.server.BaseHTTPRequestHandler):
                 if request.rid in gate.rids:
                     gate.rids[request.rid]["ready"] = True
         elif what == "fetch":
-            filtered = blastapi.filter_report(data)
-            if filtered is None:
-                return self.deny(502, "the report looks like JSON but does not parse; it is not "
-                                      "passed on unfiltered", close=True, sent_upstream=True)
-            data = filtered
+            data = blastapi.filter_report(data)
+            upstream = [(k, v) for k, v in upstream if k.lower() != "content-encoding"]
         extra = {"new_rid": rid} if rid else {}
         try:
             self.send_response(status, upstream_reason)

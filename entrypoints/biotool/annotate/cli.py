@@ -104,10 +104,10 @@ def register(app: typer.Typer) -> None:
         max_chars: int = typer.Option(DEFAULT_MAX_CHARS, "--max-chars", min=0,
                                       help="Bound the JSON output to about this many "
                                       "characters by cutting the longest strings and lists "
-                                      "(marked truncated, truncated_fields); competence and "
+                                      "(marked truncated, truncated_fields); 0 = no bound "
+                                      "(narrow --list with --filter instead). Competence and "
                                       "provenance are never cut, so a tiny bound is exceeded, "
-                                      "but the output is always one JSON object; 0 = no bound "
-                                      "(narrow --list with --filter instead)."),
+                                      "but the output is always one JSON object."),
     ) -> None:
         from biotool.annotate import calls
 

@@ -253,6 +253,8 @@ def prepare(entry: dict, fetched: list[Path], item_dir: Path) -> dict[str, Path]
                 files[index] = out
                 continue
         files[index] = build_index(main, index, item_dir)
+    for unused in item_dir.glob(prebuilt_name("*")):  # a prebuilt index not asked for
+        unused.unlink()
     return files
 
 
@@ -268,6 +270,15 @@ def _ann(path: Path) -> list[tuple[str, int]]:
 
 
 def use_prebuilt(index: str, tarball: Path, fasta: Path, out: Path) -> str:
+    """See _use_prebuilt; a tarball that cannot be read is a reason to build, not a failure."""
+    try:
+        return _use_prebuilt(index, tarball, fasta, out)
+    except (StagingError, ValueError, IndexError, OSError) as exc:
+        shutil.rmtree(out, ignore_errors=True)
+        return f"built here: the prebuilt {index} index could not be used ({' '.join(str(exc).split())[:200]})"
+
+
+def _use_prebuilt(index: str, tarball: Path, fasta: Path, out: Path) -> str:
     """Unpack a publisher's prebuilt `index` of `fasta` into `out` when it matches: the same
     sequence names and lengths as the FASTA's .fai, and reads cut from the FASTA placed back
     where they came from. What was done, in a line (starting "prebuilt" when used); a

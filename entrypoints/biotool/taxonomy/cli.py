@@ -77,7 +77,7 @@ def register(app: typer.Typer) -> None:
                                                  "each query is searched for 5 hits whatever "
                                                  "this is."),
         sample: int = typer.Option(100, "--sample", help="Reads searched, drawn with a fixed "
-                                                         "seed; detection floor is ~1/sample."),
+                                                         "seed. The detection floor is ~1/sample."),
         timeout: float = typer.Option(600.0, "--timeout", help="Seconds for the whole run "
                                       "(at most 604800); when it runs out, a partial result "
                                       "with truncated=true."),

@@ -78,4 +78,6 @@ def load_queries(fasta: str | None, fastq: str | None, n: int, seed: int = 0) ->
 
 
 def to_fasta(queries: list[tuple[str, str]]) -> str:
-    return "".join(f">{ident}\n{seq}\n" for ident, seq in queries)
+    # A '.' no-call (old Illumina, gapped FASTA) is N to BLAST, and the egress gate relays
+    # sequence letters only.
+    return "".join(f">{ident}\n{seq.replace('.', 'N')}\n" for ident, seq in queries)

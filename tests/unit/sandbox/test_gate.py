@@ -538,3 +538,36 @@ def test_a_full_store_refuses_the_runs_requests_with_a_final_record(runs, mock, 
     recs = _stored(s)
     assert recs[-1]["event"] == "audit_full" and Path(s.path).stat().st_size <= 12_000
     assert any(r.get("new_rid") for r in recs)  # the first Put is still on record
+
+
+def test_a_cut_off_report_reaches_the_client_as_cut_off_and_the_batch_is_halved(
+        runs, mock, cas, monkeypatch, tmp_path):
+    # NCBI cuts large JSON reports; the gate cannot filter what does not parse, so it passes
+    # on a body that reads as cut off, and biotool's client halves the batch as it does.
+    from biotool.taxonomy.ncbi import BlastClient, Settings
+    from biotool.taxonomy.pacing import Pacer
+
+    a = runs()
+    mock.mode, mock.truncate_above = "truncate", 2
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{a.port}")
+    monkeypatch.setenv("SSL_CERT_FILE", cas["run"]["ca"])
+    client = BlastClient(Settings(min_interval=0.05, poll_interval=0.05),
+                         Pacer(tmp_path / "pacing", 0.05, 0.05))
+    genome = "".join((REPO / "refs/demo/sarscov2/MN908947.3.reference.fasta").read_text()
+                     .splitlines()[1:])
+    queries = [(f"q{i}", genome[i * 2000:i * 2000 + 300]) for i in range(4)]
+    out = client.search(queries, top=3, timeout=120)
+    assert sorted(out["searched"]) == ["q0", "q1", "q2", "q3"], out
+    puts = [r["queries"] for r in mock.requests if r["what"] == "put"]
+    assert puts[0] == 4 and 2 in puts[1:], puts  # the cut-off report made the client halve
+
+
+def test_a_header_only_fasta_record_is_refused():
+    blastapi = _load("blastapi", REPO / "image" / "egress" / "blastapi.py")
+    with pytest.raises(blastapi.Refused, match="holds none"):
+        blastapi.parse("POST", b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3ENM_000546.6%0A%3Ex%0AACGT")
+    assert blastapi.parse("POST", b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3Ex%0AACGTN%0A").kind == "put"
+    # A page that is not a report keeps its status words, never an accession or a GI.
+    page = blastapi.filter_report(b"<html><title>Error</title><!--QBlastInfoBegin Status=UNKNOWN "
+                                  b"QBlastInfoEnd--><p>NC_045512.2 gi|1798174254|ref| not found</p>")
+    assert b"Status=UNKNOWN" in page and b"NC_045512" not in page and b"gi|" not in page

@@ -137,3 +137,17 @@ def test_confident_help_reads_like_a_conventional_tools(biotool):
     assert LESSONS.search(hedged["biotool"]) and LESSONS.search(hedged["taxonomy"])
     assert "VCF convention" in plain["variants"] and "1-based LAST" in plain["breakpoints"]
     assert "--reference auto scores every staged CellTypist model" in plain["celltype"]
+
+
+def test_no_help_text_is_emptied_in_confident_mode():
+    import typer
+
+    from biotool.cli import app
+    from biotool.competence import plain_help
+
+    group = typer.main.get_command(app)
+    for name, command in group.commands.items():
+        assert plain_help(command.help).strip(), name
+        for param in command.params:
+            if getattr(param, "help", None):
+                assert plain_help(param.help).strip(), (name, param.name, param.help)
