@@ -89,9 +89,9 @@ def register(app: typer.Typer) -> None:
         reads, minimap2 via mappy for long ones) and reports aligner, n_reads (sampled),
         n_reads_in_file, mapped, mapped_fraction, mean_mapq, strands and top_loci [{contig, window [start, end]
         1-based, reads, share}], each read placed by its primary alignment's midpoint in
-        1 kb windows. competence: confidence = mapped fraction, margin = top locus share, a
-        blind spot when fewer than 100 reads map; truncated: true when --timeout stopped it
-        early (n_reads then counts the reads aligned). Use breakpoints/variants for the whole
+        1 kb windows. truncated: true when --timeout stopped it early (n_reads then counts
+        the reads aligned). competence: confidence = mapped fraction, margin = top locus
+        share, a blind spot when fewer than 100 reads map. Use breakpoints/variants for the whole
         library. Exit 2 on bad input (malformed/empty FASTQ, FASTA given as FASTQ,
         reference not staged)."""
         from biotool.reads.align import align_sample
