@@ -176,7 +176,7 @@ def summarise(records: list[dict]) -> dict:
     for rec in records:
         n = rec.get("count") if rec.get("event") == "suppressed" and isinstance(rec.get("count"), int) else 1
         counts[rec["decision"]] += n
-        counts["paced"] += bool(rec.get("paced"))
+        counts["paced"] += n if rec.get("paced") else 0
     return counts
 
 

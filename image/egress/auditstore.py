@@ -39,8 +39,8 @@ class Store:
         self.size = 0
         self.full = False
         self.window_start = clock()
-        self.denied: dict[str, int] = {}      # reason -> denied records seen in this window
-        self.suppressed: dict[str, list] = {}  # reason -> [count, first time, last time]
+        self.denied: dict[tuple, int] = {}      # (decision, reason) -> records in this window
+        self.suppressed: dict[tuple, list] = {}  # (decision, reason) -> [count, first, last, status]
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self.fh = os.fdopen(fd, "a", encoding="ascii")
 
@@ -57,9 +57,9 @@ class Store:
         return True
 
     def _flush_suppressed(self) -> bool:
-        for reason, (n, first, last) in sorted(self.suppressed.items()):
-            rec = {"time": round(last, 3), "event": "suppressed", "decision": "denied",
-                   "reason": reason, "count": n, "first": round(first, 3)}
+        for (decision, reason), (n, first, last, status) in sorted(self.suppressed.items()):
+            rec = {"time": round(last, 3), "event": "suppressed", "decision": decision,
+                   "reason": reason, "count": n, "first": round(first, 3), "http_status": status}
             if not self._append(self._line(rec)):
                 return False
         self.suppressed.clear()
@@ -74,11 +74,11 @@ class Store:
             if now - self.window_start >= self.window:
                 self.window_start, self.denied = now, {}
             if rec.get("decision") in ("denied", "paced") and rec.get("event") == "request":
-                reason = str(rec.get("reason"))[:200]
-                self.denied[reason] = self.denied.get(reason, 0) + 1
-                if self.denied[reason] > self.burst:
-                    n, first, _ = self.suppressed.get(reason, [0, now, now])
-                    self.suppressed[reason] = [n + 1, first, now]
+                key = (rec["decision"], str(rec.get("reason"))[:200])
+                self.denied[key] = self.denied.get(key, 0) + 1
+                if self.denied[key] > self.burst:
+                    n, first, _, _ = self.suppressed.get(key, [0, now, now, None])
+                    self.suppressed[key] = [n + 1, first, now, rec.get("http_status")]
                     return True
             if (self.suppressed and not self._flush_suppressed()) or \
                     not self._append(self._line(rec)):

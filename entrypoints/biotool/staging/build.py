@@ -263,17 +263,18 @@ def stage(refs_dir: Path, dest_home: Path, sets: list[str], lock: Path | None = 
         for item in fetched:
             shutil.rmtree(item.work, ignore_errors=True)
         raise
-    for n, item in enumerate(fetched):
-        print(f"staging {item.key}: preparing", file=sys.stderr)
-        try:
-            items[item.key] = finish_item(item, refs_dir, dest_home)
-            if items[item.key].get("tofu"):
-                tofu_pins.append(items[item.key]["pin"])
-        except (StagingError, OSError) as exc:
-            if item.entry.get("set") == "demo":
-                for rest in fetched[n + 1:]:
-                    shutil.rmtree(rest.work, ignore_errors=True)
-            fail(item.entry, str(exc))
+    try:
+        for n, item in enumerate(fetched):
+            print(f"staging {item.key}: preparing", file=sys.stderr)
+            try:
+                items[item.key] = finish_item(item, refs_dir, dest_home)
+                if items[item.key].get("tofu"):
+                    tofu_pins.append(items[item.key]["pin"])
+            except (StagingError, OSError) as exc:
+                fail(item.entry, str(exc))
+    finally:  # a failure that stops the run leaves no later item's work folder behind
+        for item in fetched:
+            shutil.rmtree(item.work, ignore_errors=True)
     shutil.copytree(refs_dir, dest_home / "manifests", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("demo", "__pycache__"))
     # Items staged by an earlier run into the same directory (a site staged item by item with

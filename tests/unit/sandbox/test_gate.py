@@ -571,3 +571,14 @@ def test_a_header_only_fasta_record_is_refused():
     page = blastapi.filter_report(b"<html><title>Error</title><!--QBlastInfoBegin Status=UNKNOWN "
                                   b"QBlastInfoEnd--><p>NC_045512.2 gi|1798174254|ref| not found</p>")
     assert b"Status=UNKNOWN" in page and b"NC_045512" not in page and b"gi|" not in page
+
+
+def test_counted_paced_records_stay_paced_with_their_status(store):
+    s = store(burst=2, window=600)
+    for i in range(7):
+        s.write({"time": 1000.0 + i, "event": "request", "decision": "paced",
+                 "reason": "this run already has a request waiting", "http_status": 429})
+    s.write({"time": 1010.0, "event": "request", "decision": "allowed", "reason": "BLAST put"})
+    recs = _stored(s)
+    assert [r["event"] for r in recs] == ["request", "request", "suppressed", "request"]
+    assert recs[2]["decision"] == "paced" and recs[2]["count"] == 5 and recs[2]["http_status"] == 429
