@@ -53,6 +53,18 @@ def test_compose_file_for_inspects_docker_provider():
     assert default["cap_drop"] == ["ALL"] and default["read_only"] is True
 
 
+def test_inspects_compose_file_carries_every_limit_of_the_enforced_stack():
+    # One declaration in effect: each service of compose.inspect.yaml has the limits and the
+    # hardening its counterpart in compose.yaml has, with the same values.
+    ours = yaml.safe_load((REPO / "compose.yaml").read_text())["services"]
+    inspect = yaml.safe_load((REPO / "compose.inspect.yaml").read_text())["services"]
+    keys = ("cpus", "mem_limit", "pids_limit", "logging", "cap_drop", "security_opt",
+            "read_only", "user", "tmpfs")
+    for mine, theirs in (("sandbox", "default"), ("egress", "egress")):
+        for key in keys:
+            assert inspect[theirs].get(key) == ours[mine].get(key), (theirs, key)
+
+
 def test_gpu_profile_runs_the_cuda_tag():
     doc = yaml.safe_load((REPO / "compose.yaml").read_text())
     assert doc["services"]["sandbox-gpu"]["image"] == "${BIOTOOL_CUDA_IMAGE:-biotool-sandbox:cuda}"
