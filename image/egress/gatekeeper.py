@@ -501,6 +501,15 @@ class Requests(http.server.BaseHTTPRequestHandler):
                                           f" s ago; NCBI allows one poll per RID per minute "
                                           f"(a fetch before READY counts as one)",
                                      retry_after=wait)
+        # Decided, and recorded so, before the wait for NCBI's slot: once the slot is granted
+        # the request leaves at once, so the host-wide interval holds at NCBI's end too.
+        form = request.encoded()
+        target = parts.path if method == "POST" else f"{parts.path}?{form}"
+        if not log({**self.rec, "event": "decided", "method": method,
+                    "url": cap(f"https://{self.tunnel_host}{target}", URL_CAP),
+                    "decision": "allowed", "reason": f"BLAST {what} decided; relaying"}):
+            return self.deny(503, "this run's audit store is full: no further request of the "
+                                  "run is relayed", close=True)
         if not gate.pending.acquire(blocking=False):
             return self.deny(429, "this run already has a request waiting for its NCBI slot",
                              retry_after=gate.schedule.min_interval)
@@ -517,22 +526,16 @@ class Requests(http.server.BaseHTTPRequestHandler):
             with gate.rid_lock:
                 if rid in gate.rids and (what == "poll" or not gate.rids[rid].get("ready")):
                     gate.rids[rid]["last_poll"] = slot
-        self.relay(method, parts.path, request, what)
+        self.relay(method, target, form.encode() if method == "POST" else None, request, what)
 
-    def relay(self, method: str, path: str, request: "blastapi.Request", what: str) -> None:
+    def relay(self, method: str, target: str, body: bytes | None, request: "blastapi.Request",
+              what: str) -> None:
+        """Send the decided request upstream (its `decided` record is already written, so one
+        the agent abandons mid-relay still has its record) and the reply back."""
         gate = self.gate
-        form = request.encoded()
-        target, body = (path, form.encode()) if method == "POST" else (f"{path}?{form}", None)
         headers = {"Host": self.tunnel_host, "Connection": "close", **UPSTREAM_HEADERS}
         if method == "POST":
             headers["Content-Type"] = "application/x-www-form-urlencoded"
-        # Recorded as decided before a byte leaves: a request the agent abandons mid-relay
-        # (a closed socket) still has its record, and the outcome follows as its own.
-        if not log({**self.rec, "event": "decided", "method": method,
-                    "url": cap(f"https://{self.tunnel_host}{target}", URL_CAP),
-                    "decision": "allowed", "reason": f"BLAST {what} decided; relaying"}):
-            return self.deny(503, "this run's audit store is full: no further request of the "
-                                  "run is relayed", close=True)
         self.relayed = True
         conn = http.client.HTTPSConnection(self.tunnel_host, self.tunnel_port, timeout=UPSTREAM_S,
                                            context=gate.upstream_ctx)
