@@ -171,12 +171,6 @@ def finish_item(item: Fetched, refs_dir: Path, dest_home: Path) -> dict:
     return record
 
 
-def stage_item(entry: dict, refs_dir: Path, dest_home: Path, pins: dict | None = None,
-               tofu: bool = False) -> dict:
-    """Stage one manifest item into dest_home/<kind>s/<name>; its staged.json record."""
-    return finish_item(fetch_item(entry, refs_dir, dest_home, pins, tofu), refs_dir, dest_home)
-
-
 def preflight(entries: list[dict], pins: dict, tofu: bool) -> dict[str, str]:
     """Before any download: {key: why} for items that cannot stage as pinned: unpinned (with
     no trust on first use), or a source whose size is no longer the pinned one (a HEAD
