@@ -11,7 +11,8 @@ ARG BASE_IMAGE=debian:bookworm-slim
 # Squid with squid.conf rendered at start from the rules file by the same rules.py biotool
 # uses, and the gate (gatekeeper.py: ends TLS for the allowlisted hosts with a per-run CA,
 # paces NCBI host-wide); runs unprivileged. State: /run/egress (tmpfs), /run/egress-ca (the
-# run's CA certificate for the sandbox), /var/lib/biotool-egress (host-wide schedule volume).
+# run's CA certificate for the sandbox), /var/lib/biotool-egress-run (the run's certificate,
+# RIDs and audit, kept across a restart), /var/lib/biotool-egress (host-wide schedule volume).
 FROM ${BASE_IMAGE} AS egress
 ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
 RUN apt-get update \
@@ -20,7 +21,7 @@ RUN apt-get update \
 COPY image/egress/ /usr/local/lib/egress/
 COPY entrypoints/biotool/rules.py /usr/local/lib/egress/rules.py
 COPY image/rules.toml /etc/biotool/rules.toml
-RUN install -d -o proxy -g proxy -m 0700 /run/egress /var/lib/biotool-egress \
+RUN install -d -o proxy -g proxy -m 0700 /run/egress /var/lib/biotool-egress /var/lib/biotool-egress-run \
  && install -d -o proxy -g proxy -m 0755 /run/egress-ca \
  && chmod 0755 /usr/local/lib/egress/entrypoint.sh
 USER proxy

@@ -12,7 +12,7 @@ from .errors import EngineError, LauncherError
 
 AGENT_UID = 1000
 # The egress gate's bounded audit store (image/egress/auditstore.py), in its own tmpfs.
-AUDIT_STORE = "/run/egress/audit.jsonl"
+AUDIT_STORE = "/var/lib/biotool-egress-run/audit.jsonl"
 
 
 def _sandbox(run: str):
@@ -201,7 +201,13 @@ def audit(run: str) -> dict:
     store = out.decode("utf-8", "replace") if code == 0 else None
     parsed = parse_audit(merge(text, store))
     records = parsed["records"]
-    return {"run": run, "offline": False, "records": records, "counts": summarise(records),
+    state = eg.attrs.get("State") or {}
+    # A restarted proxy kept the run's state (compose.yaml); one that stayed down ended the run.
+    egress = {"running": bool(state.get("Running")), "restarts": eg.attrs.get("RestartCount", 0),
+              "oom_killed": bool(state.get("OOMKilled")),
+              "gate_restarts": sum(r.get("event") == "gate_restart" for r in records)}
+    return {"run": run, "offline": False, "egress": egress, "records": records,
+            "counts": summarise(records),
             "tunnels": parsed["tunnels"], "open_tunnels": parsed["open_tunnels"],
             "unparsed_lines": parsed["unparsed"],
             "store": {"read": store is not None, "path": AUDIT_STORE,

@@ -144,6 +144,10 @@ def parse_audit(text: str) -> dict:
                 for k in ("requests", "bytes_sent", "bytes_received"):
                     t[k] = doc.get(k) if isinstance(doc.get(k), int) else 0
             continue
+        if event == "gate_restart":  # tunnels open before it ended with the process
+            for t in tunnels.values():
+                if t["open"]:
+                    t.update(closed=doc.get("time"), open=False, reason="the egress restarted")
         key = (str(doc.get("tunnel")), doc.get("request"))
         if event == "decided":  # the gate's record before relaying; its outcome follows
             decided[key] = doc
@@ -174,6 +178,8 @@ def summarise(records: list[dict]) -> dict:
     stands for its count."""
     counts = {"allowed": 0, "denied": 0, "error": 0, "paced": 0}
     for rec in records:
+        if rec.get("event") == "gate_restart":  # an event of the proxy, not an attempt
+            continue
         n = rec.get("count") if rec.get("event") == "suppressed" and isinstance(rec.get("count"), int) else 1
         counts[rec["decision"]] += n
         counts["paced"] += n if rec.get("paced") else 0

@@ -30,19 +30,28 @@ RESERVE = 4096      # bytes kept for the final audit_full record
 MAX_BYTES = 16 << 20
 
 
+def _ends_full(path: str) -> bool:
+    with open(path, "rb") as fh:
+        fh.seek(max(0, os.fstat(fh.fileno()).st_size - 1024))
+        return b'"event":"audit_full"' in fh.read()
+
+
 class Store:
     def __init__(self, path: str, max_bytes: int = MAX_BYTES, burst: int = BURST,
                  window: float = WINDOW, clock=time.time):
         self.path, self.max_bytes, self.burst, self.window = path, max_bytes, burst, window
         self.clock = clock
         self.lock = threading.Lock()
-        self.size = 0
-        self.full = False
         self.window_start = clock()
         self.denied: dict[tuple, int] = {}      # (decision, reason) -> records in this window
         self.suppressed: dict[tuple, list] = {}  # (decision, reason) -> [count, first, last, status]
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self.fh = os.fdopen(fd, "a", encoding="ascii")
+        # A restarted gate appends to what its run already recorded, and a full store stays full.
+        self.size = os.fstat(fd).st_size
+        self.full = _ends_full(path)
+        if not self.full and self.size > self.max_bytes - RESERVE:
+            self._close(clock())
 
     def _line(self, rec: dict) -> str:
         return "BIOTOOL_GATE " + json.dumps(rec, ensure_ascii=True, separators=(",", ":")) + "\n"

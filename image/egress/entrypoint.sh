@@ -3,12 +3,15 @@
 # sandbox trusts that CA only, read from the shared ca volume), start the gate
 # (gatekeeper.py, which ends TLS for those hosts and paces every request host-wide), render
 # squid.conf from the rules file and run Squid; both log to this container's stdout. If
-# either process ends, the container ends: a proxy without its gate must not linger.
+# either process ends, the container ends: a proxy without its gate must not linger, and
+# compose restarts it. The run's state (certificate, RIDs, audit) lives on its own volume,
+# so a restart keeps the CA the sandbox trusts, the searches in flight and the audit.
 set -euo pipefail
 
 run_dir="${EGRESS_RUN_DIR:-/run/egress}"
 ca_dir="${EGRESS_CA_DIR:-/run/egress-ca}"
 state_dir="${EGRESS_STATE_DIR:-/var/lib/biotool-egress}"
+run_state="${EGRESS_RUN_STATE:-/var/lib/biotool-egress-run}"
 rules="${BIOTOOL_RULES:-/etc/biotool/rules.toml}"
 lib=/usr/local/lib/egress
 mkdir -p "$run_dir"
@@ -17,19 +20,26 @@ umask 077
 mapfile -t hosts < <(python3 "$lib/render.py" --rules "$rules" --hosts)
 san=""
 for h in "${hosts[@]}"; do san="${san:+$san,}DNS:$h"; done
-cd "$run_dir"
-openssl req -x509 -newkey rsa:2048 -nodes -days 7 -subj "/CN=biotool egress run CA $(hostname)" \
-    -addext "basicConstraints=critical,CA:TRUE,pathlen:0" -addext "keyUsage=critical,keyCertSign" \
-    -keyout ca.key -out ca.pem 2>/dev/null
-if [ -n "$san" ]; then
-    openssl req -newkey rsa:2048 -nodes -subj "/CN=${hosts[0]}" -keyout host.key -out host.csr 2>/dev/null
-    printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' "$san" > host.ext
-    openssl x509 -req -in host.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 7 \
-        -extfile host.ext -out host.pem 2>/dev/null
+mkdir -p "$run_state"
+cd "$run_state"
+# A restart of this run reuses its certificate: a new CA would break every TLS session the
+# sandbox starts against the CA it already trusts.
+if [ ! -s ca.pem ] || { [ -n "$san" ] && { [ ! -s host.pem ] || [ ! -s host.key ]; }; }; then
+    rm -f ca.pem host.pem host.key rids.json
+    openssl req -x509 -newkey rsa:2048 -nodes -days 7 -subj "/CN=biotool egress run CA $(hostname)" \
+        -addext "basicConstraints=critical,CA:TRUE,pathlen:0" -addext "keyUsage=critical,keyCertSign" \
+        -keyout ca.key -out ca.pem 2>/dev/null
+    if [ -n "$san" ]; then
+        openssl req -newkey rsa:2048 -nodes -subj "/CN=${hosts[0]}" -keyout host.key -out host.csr 2>/dev/null
+        printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' "$san" > host.ext
+        openssl x509 -req -in host.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 7 \
+            -extfile host.ext -out host.pem 2>/dev/null
+    fi
+    rm -f ca.key ca.srl host.csr host.ext
 fi
-rm -f ca.key host.csr
+cd "$run_dir"
 if [ -d "$ca_dir" ] && [ -w "$ca_dir" ]; then
-    install -m 0644 ca.pem "$ca_dir/ca.pem.tmp" && mv -f "$ca_dir/ca.pem.tmp" "$ca_dir/ca.pem"
+    install -m 0644 "$run_state/ca.pem" "$ca_dir/ca.pem.tmp" && mv -f "$ca_dir/ca.pem.tmp" "$ca_dir/ca.pem"
 fi
 
 python3 "$lib/render.py" --rules "$rules" --out "$run_dir/squid.conf"
@@ -42,9 +52,10 @@ squid -k parse -f "$run_dir/squid.conf" 2>"$run_dir/parse.log" || {
 rm -f "$run_dir/ready" "$run_dir/gate-ready"
 pids=()
 if [ -n "$san" ]; then
-    python3 "$lib/gatekeeper.py" --rules "$rules" --cert host.pem --key host.key \
-        --state-dir "$state_dir" --extra-ca "${BIOTOOL_EGRESS_EXTRA_CA:-}" \
-        --ready-file "$run_dir/gate-ready" --audit "$run_dir/audit.jsonl" &
+    python3 "$lib/gatekeeper.py" --rules "$rules" --cert "$run_state/host.pem" \
+        --key "$run_state/host.key" --state-dir "$state_dir" \
+        --extra-ca "${BIOTOOL_EGRESS_EXTRA_CA:-}" --ready-file "$run_dir/gate-ready" \
+        --audit "$run_state/audit.jsonl" --run-state "$run_state" &
     pids+=($!)
     for _ in $(seq 100); do [ -e "$run_dir/gate-ready" ] && break; sleep 0.1; done
     [ -e "$run_dir/gate-ready" ] || { echo "egress: the gate did not start" >&2; exit 2; }

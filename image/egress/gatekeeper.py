@@ -31,11 +31,13 @@ from __future__ import annotations
 import argparse
 import http.client
 import http.server
+import io
 import itertools
 import json
 import os
 import re
 import secrets
+import select
 import socket
 import socketserver
 import ssl
@@ -63,13 +65,14 @@ MIN_INTERVAL_S = 10.0 + 0.5   # NCBI: one request every 10 s; half a second for 
 POLL_INTERVAL_S = 60.0 + 0.5  # NCBI: one poll per RID per minute
 HOLD_S = 30.0                 # the longest a request waits for its fair turn before a 429
 MAX_BODY = 8 << 20            # 40 queries of long reads fit easily
+BODY_BUDGET = 2 * MAX_BODY    # request bodies held at once per run: the gate's memory is 512m
 MAX_REPLY = 256 << 20         # biotool's own client refuses more than this too
 MAX_TUNNELS = 32              # open tunnels per run; more are answered 503
 MAX_RIDS = 1000               # RIDs remembered per run (oldest first out)
 HEAD_MAX = 16 << 10           # a CONNECT head from Squid is far smaller
 PEEK_MAX = 5 + (16 << 10)     # one whole TLS record: the largest ClientHello in one record
-HANDSHAKE_S = 15.0
-IDLE_S = 60.0
+HANDSHAKE_S = 15.0            # the whole TLS handshake, however slowly its bytes come
+IDLE_S = 60.0                 # a whole request (line, head, body) from the moment the gate waits
 UPSTREAM_S = 300.0
 FIELD_CAP = 200               # characters of any string field, cut before escaping
 URL_CAP = 600
@@ -78,6 +81,8 @@ _READY = re.compile(rb"Status\s*=\s*READY")
 UPSTREAM_HEADERS = {"User-Agent": "biotool-egress", "Accept": "*/*"}  # never the agent's bytes
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
               "trailer", "trailers", "transfer-encoding", "upgrade", "content-length"}
+
+RIDS_FILE = "rids.json"       # in the run's state dir: a restarted gate keeps the run's RIDs
 
 _log_lock = threading.Lock()
 STORE: "auditstore.Store | None" = None  # this run's bounded audit (main: --audit FILE)
@@ -208,20 +213,83 @@ class Counting:
         return self.raw.closed
 
 
+class DeadlineReader(io.RawIOBase):
+    """The tunnel's bytes, each read bounded by what is left of one deadline: a client that
+    sends a byte just before every timeout cannot hold a request open past it."""
+
+    def __init__(self, sock):
+        self.sock, self.deadline, self.got = sock, None, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        left = IDLE_S if self.deadline is None else self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("request not read in time")
+        self.sock.settimeout(left)
+        n = self.sock.recv_into(buf)
+        self.got += n
+        return n
+
+
+class ByteBudget:
+    """Bytes of request bodies a run's gate holds at once; a request over it is refused
+    rather than read, so 32 tunnels of 8 MB Puts cannot exhaust the gate's memory."""
+
+    def __init__(self, limit: int):
+        self.limit, self.used, self.lock = limit, 0, threading.Lock()
+
+    def take(self, n: int) -> bool:
+        with self.lock:
+            if n and self.used + n > self.limit:
+                return False
+            self.used += n
+            return True
+
+    def give(self, n: int) -> None:
+        with self.lock:
+            self.used -= n
+
+
+def handshake(sock, ctx: ssl.SSLContext, seconds: float) -> ssl.SSLSocket:
+    """The server side of TLS, done within `seconds` in all (a per-read timeout alone lets a
+    slow client stretch it for ever)."""
+    tls = ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+    tls.setblocking(False)
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            tls.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            wait = ([tls], [])
+        except ssl.SSLWantWriteError:
+            wait = ([], [tls])
+        left = deadline - time.monotonic()
+        if left <= 0 or not any(select.select(*wait, [], left)[:2]):
+            tls.close()
+            raise TimeoutError("TLS handshake not done in time")
+    tls.setblocking(True)
+    return tls
+
+
 class Gate:
     """One run's gate: its identity, its RIDs, its place in the host-wide schedule."""
 
     def __init__(self, allow, cert: str, key: str, state_dir: str, extra_ca: str | None = None,
                  run: str | None = None, min_interval: float = MIN_INTERVAL_S,
                  poll_interval: float = POLL_INTERVAL_S, hold_s: float = HOLD_S,
-                 upstream_address: tuple[str, int] | None = None):
+                 upstream_address: tuple[str, int] | None = None, run_state: str | None = None):
         # upstream_address: connect there instead of resolving the host (unit tests only;
         # the certificate is still checked against the host name).
         self.upstream_address = upstream_address
         self.allow = {(h, p) for h, p in allow}
         self.run = run or secrets.token_hex(8)
-        self.rids: dict[str, dict] = {}
+        self.rids_path = Path(run_state) / RIDS_FILE if run_state else None
+        self.rids: dict[str, dict] = load_rids(self.rids_path)
         self.rid_lock = threading.Lock()
+        self.bodies = ByteBudget(BODY_BUDGET)
         self.pending = threading.Lock()   # one request of this run waits for a slot at a time
         self.tunnels = threading.BoundedSemaphore(MAX_TUNNELS)
         self.ids = itertools.count(1)
@@ -240,6 +308,45 @@ class Gate:
             self.rids[rid] = {"created": time.time(), "last_poll": None}
             while len(self.rids) > MAX_RIDS:
                 self.rids.pop(next(iter(self.rids)))
+            self.save_rids()
+
+    def mark_rid(self, rid: str, **fields) -> None:
+        with self.rid_lock:
+            if rid in self.rids:
+                self.rids[rid].update(fields)
+                self.save_rids()
+
+    def save_rids(self) -> None:
+        """The run's RIDs on its state volume (caller holds rid_lock), replaced atomically."""
+        if self.rids_path is None:
+            return
+        tmp = self.rids_path.with_suffix(".tmp")
+        try:
+            tmp.write_text(json.dumps(self.rids, separators=(",", ":")))
+            os.replace(tmp, self.rids_path)
+        except OSError as exc:  # the RIDs still work in memory; a restart would lose them
+            print(f"egress gate: cannot save RIDs ({exc})", file=sys.stderr, flush=True)
+
+
+def load_rids(path: Path | None) -> dict[str, dict]:
+    """RIDs a previous start of this run's gate saved; what does not parse is dropped, since
+    the file is the gate's own and anything odd in it means damage."""
+    if path is None or not path.is_file():
+        return {}
+    try:
+        raw = json.loads(path.read_text()[:(MAX_RIDS * 200)])
+    except (OSError, ValueError):
+        return {}
+    ok = re.compile(r"[A-Za-z0-9_-]{1,64}")
+    out = {}
+    for rid, info in (raw.items() if isinstance(raw, dict) else ()):
+        if ok.fullmatch(str(rid)) and isinstance(info, dict) \
+                and isinstance(info.get("created"), (int, float)):
+            last = info.get("last_poll")
+            out[rid] = {"created": float(info["created"]),
+                        "last_poll": float(last) if isinstance(last, (int, float)) else None,
+                        **({"ready": True} if info.get("ready") is True else {})}
+    return dict(list(out.items())[-MAX_RIDS:])
 
 
 class Tunnel(socketserver.BaseRequestHandler):
@@ -319,7 +426,7 @@ class Tunnel(socketserver.BaseRequestHandler):
                 reason = why
                 return
             try:
-                tls = gate.server_ctx.wrap_socket(sock, server_side=True)
+                tls = handshake(sock, gate.server_ctx, HANDSHAKE_S)
             except (OSError, ssl.SSLError) as exc:
                 reason = f"TLS handshake failed ({type(exc).__name__})"
                 log({**base, "event": "tls", "host": host, "port": port, "sni": escape_sni(sni),
@@ -357,6 +464,8 @@ class Requests(http.server.BaseHTTPRequestHandler):
 
     def setup(self):
         super().setup()
+        self.reader = DeadlineReader(self.connection)
+        self.rfile = io.BufferedReader(self.reader, 65536)
         self.wfile = Counting(self.wfile)
 
     def log_message(self, *args):  # the audit records are the log
@@ -364,28 +473,40 @@ class Requests(http.server.BaseHTTPRequestHandler):
 
     def handle_one_request(self):
         self.command, self.path, self.request_version = None, "", "HTTP/1.1"
+        self.reader.deadline = time.monotonic() + IDLE_S  # line, head and body, all of it
+        self.reader.got = 0
         try:
             self.raw_requestline = self.rfile.readline(65537)
-        except (TimeoutError, socket.timeout, OSError):
+        except (TimeoutError, socket.timeout, OSError) as exc:
             self.close_connection = True
+            if self.reader.got and isinstance(exc, (TimeoutError, socket.timeout)):
+                # Part of a request line came, the rest never did: a denial, not an idle close.
+                self.new_record(self.reader.got)
+                self.finish_record("denied", f"request line not read within {IDLE_S:.0f} s", None)
             return
         if not self.raw_requestline:
             self.close_connection = True
             return
-        self.sent = len(self.raw_requestline)
-        self.wfile.n = 0
-        self.recorded = self.relayed = False
-        self.rec = {**self.base, "event": "request", "request": next(self.gate.ids),
-                    "host": self.tunnel_host,
-                    "port": self.tunnel_port, "sni": self.sni}
+        self.new_record(len(self.raw_requestline))
         if len(self.raw_requestline) > 65536:
             return self.deny(414, "request line too long", close=True)
-        if not self.parse_request():   # it has answered 400/505 itself
+        try:
+            parsed = self.parse_request()
+        except (TimeoutError, socket.timeout):
+            self.close_connection = True
+            return self.finish_record("denied", f"request head not read within {IDLE_S:.0f} s",
+                                      None)
+        if not parsed:   # it has answered 400/505 itself
             self.close_connection = True
             return self.finish_record("denied", "malformed HTTP request", self.wfile.n and 400)
         self.sent += len(str(self.headers).encode("latin-1", "replace"))
         try:
             self.gatekeep()
+        except (TimeoutError, socket.timeout) as exc:
+            self.close_connection = True
+            if not self.recorded:
+                self.finish_record("denied", f"request not read within {IDLE_S:.0f} s "
+                                   f"({type(exc).__name__})", None)
         except Exception as exc:  # noqa: BLE001 - a request the checks did not foresee is still recorded
             self.close_connection = True
             if not self.recorded and self.relayed:  # it went upstream: never call it denied
@@ -398,10 +519,18 @@ class Requests(http.server.BaseHTTPRequestHandler):
                 except OSError:
                     self.finish_record("denied", why, None)
         finally:
+            self.gate.bodies.give(self.held)
+            self.held = 0
             try:
                 self.wfile.flush()
             except OSError:
                 self.close_connection = True
+
+    def new_record(self, sent: int) -> None:
+        self.sent, self.wfile.n, self.held = sent, 0, 0
+        self.recorded = self.relayed = False
+        self.rec = {**self.base, "event": "request", "request": next(self.gate.ids),
+                    "host": self.tunnel_host, "port": self.tunnel_port, "sni": self.sni}
 
     def finish_record(self, decision: str, reason: str, status, **extra) -> None:
         self.recorded = True
@@ -461,11 +590,18 @@ class Requests(http.server.BaseHTTPRequestHandler):
         if length > MAX_BODY:
             return self.deny(413, f"request body of {length} bytes is over {MAX_BODY} bytes",
                              close=True)
+        if not gate.bodies.take(length):
+            return self.deny(503, f"this run's gate already holds {gate.bodies.used} bytes of "
+                                  f"request bodies (at most {BODY_BUDGET}); send one at a time",
+                             retry_after=gate.schedule.min_interval, close=True)
+        self.held = length
         body = self.rfile.read(length) if length else b""
         self.sent += len(body)
         if len(body) < length:
             self.close_connection = True
             return self.finish_record("denied", "request body cut short", None)
+        self.reader.deadline = None  # read in time: from here on the socket's own timeouts
+        self.connection.settimeout(IDLE_S)
         if method == "POST":
             if parts.query:
                 return self.deny(403, "POST with a query string: parameters go in the body only")
@@ -524,8 +660,9 @@ class Requests(http.server.BaseHTTPRequestHandler):
             gate.pending.release()
         if what != "put":
             with gate.rid_lock:
-                if rid in gate.rids and (what == "poll" or not gate.rids[rid].get("ready")):
-                    gate.rids[rid]["last_poll"] = slot
+                counts = rid in gate.rids and (what == "poll" or not gate.rids[rid].get("ready"))
+            if counts:
+                gate.mark_rid(rid, last_poll=slot)
         self.relay(method, target, form.encode() if method == "POST" else None, request, what)
 
     def relay(self, method: str, target: str, body: bytes | None, request: "blastapi.Request",
@@ -563,9 +700,7 @@ class Requests(http.server.BaseHTTPRequestHandler):
                 rid = m.group(1).decode()
                 gate.remember_rid(rid)
         elif what == "poll" and _READY.search(data):
-            with gate.rid_lock:
-                if request.rid in gate.rids:
-                    gate.rids[request.rid]["ready"] = True
+            gate.mark_rid(request.rid, ready=True)
         elif what == "fetch":
             data = blastapi.filter_report(data)
             upstream = [(k, v) for k, v in upstream if k.lower() != "content-encoding"]
@@ -609,6 +744,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--extra-ca", help="an extra CA the gate trusts upstream (tests only)")
     ap.add_argument("--ready-file")
     ap.add_argument("--audit", help="this run's bounded audit store (auditstore.py)")
+    ap.add_argument("--run-state", help="this run's own state dir (its RIDs), kept across restarts")
     args = ap.parse_args(argv)
     try:
         allow = rules_mod.load(args.rules).egress_allow
@@ -626,7 +762,10 @@ def main(argv: list[str] | None = None) -> int:
     global STORE
     if args.audit:
         STORE = auditstore.Store(args.audit)
-    gate = Gate(allow, args.cert, args.key, args.state_dir, extra)
+    gate = Gate(allow, args.cert, args.key, args.state_dir, extra, run_state=args.run_state)
+    if STORE is not None and STORE.size:  # a restart: the audit says so, and what survived
+        log({"event": "gate_restart", "decision": "allowed", "rids_kept": len(gate.rids),
+             "reason": "the gate started again in this run; its RIDs, CA and audit were kept"})
     host, _, port = args.listen.rpartition(":")
     server = GateServer((host, int(port)), gate)
     if args.ready_file:

@@ -10,6 +10,7 @@ polls of one RID), so this test takes under a minute.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -114,3 +115,99 @@ def test_a_flood_of_denied_requests_cannot_empty_the_audit(run):
     assert answered == n + 1  # every request of the flood was answered, so decided
     assert out["store"]["read"] is True and out["store"]["suppressed"] > n * 0.9
     assert out["counts"]["denied"] >= n
+
+
+TUNNEL = r'''
+import os, socket, ssl, sys, threading, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
+ctx = ssl.create_default_context(cafile=os.environ["REQUESTS_CA_BUNDLE"])
+def tunnel():
+    sock = socket.create_connection((proxy.hostname, proxy.port), timeout=120)
+    sock.sendall(b"CONNECT {host}:443 HTTP/1.1\r\nHost: {host}:443\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += sock.recv(4096)
+    return ctx.wrap_socket(sock, server_hostname="{host}")
+def ask(head, body=b""):
+    tls = tunnel()
+    tls.sendall(head + body)
+    data = b""
+    while True:
+        chunk = tls.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode("latin-1")
+def put(seq):
+    body = ("CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3Eq%0A" + seq).encode()
+    return ask(("POST /blast/Blast.cgi HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n"
+                "Content-Type: application/x-www-form-urlencoded\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode(), body)
+'''
+
+
+def _in_sandbox(run, code: str, timeout: int = 300) -> str:
+    res = stack.launcher("exec", run["run"], "--timeout", str(timeout), "--", "python3", "-c",
+                         (TUNNEL + code).replace("{host}", HOST))
+    assert res["exit_code"] == 0, (res["stdout"][-2000:], res["stderr"][-2000:])
+    return res["stdout"]
+
+
+def test_32_concurrent_8mb_puts_are_refused_before_they_can_oom_the_egress(run):
+    out = _in_sandbox(run, r'''
+seq = "ACGT" * ((8 << 20) // 4 - 64)
+answers = []
+def one():
+    try:
+        answers.append(put(seq).split(" ", 2)[1])
+    except OSError as exc:
+        answers.append(type(exc).__name__)
+threads = [threading.Thread(target=one) for _ in range(32)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(" ".join(sorted(answers)))
+''').split()
+    assert len(out) == 32 and out.count("503") >= 28, out  # the body budget holds two at once
+    egress = stack.container(run["containers"]["egress"])
+    egress.reload()
+    assert egress.attrs["State"]["OOMKilled"] is False and egress.attrs["RestartCount"] == 0
+    refused = [r for r in stack.audit(run) if r["http_status"] == 503
+               and "request bodies" in (r["reason"] or "")]
+    assert len(refused) == out.count("503")
+
+
+def test_an_egress_restart_keeps_the_runs_rids_its_ca_and_its_audit(run):
+    sandbox = stack.container(run["containers"]["sandbox"])
+    ca_before = sandbox.exec_run(["cat", "/run/biotool-egress-ca/ca.pem"]).output
+    answer = _in_sandbox(run, 'print(put("ACGT" * 40))')
+    rid = answer.split("RID = ")[1].split()[0]
+    before = [r for r in stack.audit(run) if r["event"] == "request" and r["decision"] == "allowed"]
+    egress = stack.container(run["containers"]["egress"])
+    kill = ("import os, signal\nfor p in filter(str.isdigit, os.listdir('/proc')):\n"
+            "    if b'gatekeeper.py' in open(f'/proc/{p}/cmdline', 'rb').read():\n"
+            "        os.kill(int(p), signal.SIGKILL)")
+    egress.exec_run(["python3", "-c", kill], user="proxy")  # as an OOM kill would
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        egress.reload()
+        health = egress.attrs["State"].get("Health", {}).get("Status")
+        if egress.attrs["RestartCount"] >= 1 and health == "healthy":
+            break
+        time.sleep(1)
+    assert egress.attrs["RestartCount"] == 1 and health == "healthy", egress.attrs["State"]
+    assert sandbox.exec_run(["cat", "/run/biotool-egress-ca/ca.pem"]).output == ca_before
+    # The search that was running is still the run's: polled through the restarted gate over
+    # TLS the sandbox verifies with the CA it already had.
+    polled = _in_sandbox(run, r'''
+print(ask(b"GET /blast/Blast.cgi?CMD=Get&FORMAT_OBJECT=SearchInfo&RID=%s HTTP/1.1\r\n"
+          b"Host: {host}\r\nConnection: close\r\n\r\n" % sys.argv[1].encode()))
+'''.replace("sys.argv[1]", repr(rid)))
+    assert polled.startswith("HTTP/1.1 200") and "Status=" in polled, polled[:500]
+    out = stack.launcher("audit", run["run"])
+    after = [r for r in out["records"] if r["event"] == "request" and r["decision"] == "allowed"]
+    assert [(r["what"], r["rid"]) for r in after[:len(before)]] == \
+        [(r["what"], r["rid"]) for r in before]
+    assert after[-1]["what"] == "poll" and after[-1]["rid"] == rid
+    assert out["egress"] == {"running": True, "restarts": 1, "oom_killed": False,
+                             "gate_restarts": 1}
+    assert out["open_tunnels"] == []

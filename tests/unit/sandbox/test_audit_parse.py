@@ -150,3 +150,16 @@ def test_the_gates_store_replaces_its_log_lines_and_a_counted_flood_counts():
                                                   "paced": 0}  # Squid's denial + the counted flood
     # Without a readable store, the log is all there is.
     assert audit.merge(flooded_log, None) == flooded_log
+
+
+def test_a_gate_restart_closes_the_tunnels_it_cut_and_is_no_attempt():
+    restarted = _gate(time=1796113599.0, event="gate_restart", decision="allowed", rids_kept=2,
+                      reason="the gate started again in this run; its RIDs, CA and audit were kept")
+    parsed = audit.parse_audit("\n".join([GATE_OPEN, restarted]))
+    assert parsed["open_tunnels"] == [] and parsed["tunnels"][0]["reason"] == "the egress restarted"
+    assert [r["event"] for r in parsed["records"]] == ["gate_restart"]
+    assert audit.summarise(parsed["records"]) == {"allowed": 0, "denied": 0, "error": 0, "paced": 0}
+    # A tunnel opened after the restart is open until its own close.
+    later = GATE_OPEN.replace("1796113593.101", "1796113600.0").replace("e3c4110f-2", "e3c4110f-9")
+    assert [t["tunnel"] for t in audit.parse_audit("\n".join([GATE_OPEN, restarted, later]))
+            ["open_tunnels"]] == ["e3c4110f-9"]

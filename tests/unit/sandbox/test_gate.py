@@ -75,10 +75,11 @@ def mock(cas):
 class Run:
     """One run's gate on loopback, sharing `state` (the schedule directory) with other runs."""
 
-    def __init__(self, cas, mock, state: Path, hold_s: float = 5.0):
+    def __init__(self, cas, mock, state: Path, hold_s: float = 5.0, run_state: Path | None = None):
         self.gate = gatekeeper.Gate([(HOST, 443)], cas["run"]["cert"], cas["run"]["key"], str(state),
                                     cas["up"]["ca"], min_interval=INTERVAL, poll_interval=POLL,
-                                    hold_s=hold_s, upstream_address=("127.0.0.1", mock.port))
+                                    hold_s=hold_s, upstream_address=("127.0.0.1", mock.port),
+                                    run_state=str(run_state) if run_state else None)
         self.server = gatekeeper.GateServer(("127.0.0.1", 0), self.gate)
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
         self.port = self.server.server_address[1]
@@ -582,3 +583,120 @@ def test_counted_paced_records_stay_paced_with_their_status(store):
     recs = _stored(s)
     assert [r["event"] for r in recs] == ["request", "request", "suppressed", "request"]
     assert recs[2]["decision"] == "paced" and recs[2]["count"] == 5 and recs[2]["http_status"] == 429
+
+
+# ---- bounded per run: bodies held at once, how long a request may take to arrive, restarts
+
+def _raw_put_head(length: int) -> bytes:
+    return (f"POST /blast/Blast.cgi HTTP/1.1\r\nHost: {HOST}\r\nContent-Type: "
+            f"application/x-www-form-urlencoded\r\nContent-Length: {length}\r\n\r\n").encode()
+
+
+def test_bodies_past_the_runs_budget_are_refused_unread_with_a_record(runs, mock, capsys):
+    from urllib.parse import urlencode
+
+    a = runs()
+    body = urlencode({"CMD": "Put", "PROGRAM": "blastn", "DATABASE": "nt",
+                      "QUERY": ">q\n" + "ACGT" * 200 + "\n"}).encode()
+    a.gate.bodies = gatekeeper.ByteBudget(len(body) + 10)  # room for one such body at a time
+    slow = a.ctx.wrap_socket(a.tunnel(), server_hostname=HOST)
+    slow.sendall(_raw_put_head(len(body)) + body[:100])  # holds its body's share, still sending
+    time.sleep(0.3)
+    other = a.ctx.wrap_socket(a.tunnel(), server_hostname=HOST)
+    other.sendall(_raw_put_head(len(body)) + body)
+    answer = _answer(other)
+    assert answer.startswith("HTTP/1.1 503") and "request bodies" in answer
+    slow.sendall(body[100:])
+    assert _answer(slow).startswith("HTTP/1.1 200")  # the budget came back after each request
+    assert a.put()[0] == 200
+    assert [r["what"] for r in mock.requests] == ["put", "put"]
+    refused = [r for r in records(capsys) if r["event"] == "request" and r["http_status"] == 503]
+    assert len(refused) == 1 and refused[0]["decision"] == "denied"
+    assert a.gate.bodies.used == 0
+
+
+@pytest.mark.parametrize("part", ["head", "body"])
+def test_a_request_dribbled_past_the_deadline_is_cut_with_a_record(runs, mock, capsys,
+                                                                    monkeypatch, part):
+    # One byte just before each read's timeout used to hold a request (and a tunnel) for ever.
+    monkeypatch.setattr(gatekeeper, "IDLE_S", 1.0)
+    a = runs()
+    tls = a.ctx.wrap_socket(a.tunnel(), server_hostname=HOST)
+    head = _raw_put_head(500)
+    tls.sendall(head[:30] if part == "head" else head)
+    start, cut = time.monotonic(), False
+    while time.monotonic() - start < 5:
+        time.sleep(0.3)
+        try:
+            tls.sendall(b"X")
+        except OSError:
+            cut = True
+            break
+    assert cut and time.monotonic() - start < 3
+    recs = [r for r in records(capsys) if r["event"] == "request"]
+    assert len(recs) == 1 and recs[0]["decision"] == "denied" and "within 1 s" in recs[0]["reason"]
+    assert mock.requests == []
+
+
+def test_a_handshake_dribbled_past_its_deadline_is_cut(runs, monkeypatch):
+    monkeypatch.setattr(gatekeeper, "HANDSHAKE_S", 1.0)
+    a = runs()
+    sock = a.tunnel()
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    client = a.ctx.wrap_bio(inc, out, server_hostname=HOST)
+    try:
+        client.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    sock.sendall(out.read())  # the whole ClientHello: the gate's SNI check passes
+    sock.settimeout(2)
+    reply = sock.recv(65536)
+    inc.write(reply)
+    try:
+        client.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    flight = out.read()  # the client's Finished: sent a byte at a time, too slowly
+    assert flight
+    start = time.monotonic()
+    with pytest.raises(OSError):
+        for byte in flight:
+            time.sleep(0.3)
+            sock.sendall(bytes([byte]))
+            if time.monotonic() - start > 4:
+                break
+        sock.recv(1)  # closed by the gate: EOF reads as b"", so make it an error
+        raise OSError("EOF")
+    assert time.monotonic() - start < 3
+
+
+def test_a_restarted_gate_keeps_the_runs_rids_and_their_poll_times(runs, mock, tmp_path):
+    state = tmp_path / "run-state"
+    state.mkdir()
+    first = runs(run_state=state)
+    rid = _ready_rid(first)
+    polled = first.gate.rids[rid]["last_poll"]
+    first.close()
+    again = runs(run_state=state)  # the same run's gate, started again on its state volume
+    # READY and the last poll's time survive, so the poll-a-minute rule counts across it.
+    assert again.gate.rids[rid] == {"created": pytest.approx(time.time(), abs=60),
+                                    "last_poll": polled, "ready": True}
+    status, _, text = again.https("GET", f"/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid}")
+    assert status == 200 and json.loads(text)["BlastOutput2"]
+    (state / "rids.json").write_text('{"x y": {}, "AB12": {"created": "no"}, "OK1": {"created": 5}}')
+    assert list(gatekeeper.load_rids(state / "rids.json")) == ["OK1"]  # damage is dropped
+
+
+def test_a_reopened_store_appends_and_a_full_one_stays_full(store, tmp_path):
+    s = store(max_bytes=9000)
+    s.write({"time": 1.0, "event": "request", "decision": "allowed", "reason": "BLAST put"})
+    again = store(max_bytes=9000)
+    assert again.path != s.path
+    reopened = type(s)(s.path, max_bytes=9000)
+    assert reopened.size == Path(s.path).stat().st_size and not reopened.full
+    while reopened.write({"time": 2.0, "event": "request", "decision": "allowed",
+                          "reason": "x" * 500}):
+        pass
+    assert type(s)(s.path, max_bytes=9000).full
+    recs = _stored(reopened)
+    assert recs[0]["reason"] == "BLAST put" and [r["event"] for r in recs].count("audit_full") == 1

@@ -59,10 +59,16 @@ def test_inspects_compose_file_carries_every_limit_of_the_enforced_stack():
     ours = yaml.safe_load((REPO / "compose.yaml").read_text())["services"]
     inspect = yaml.safe_load((REPO / "compose.inspect.yaml").read_text())["services"]
     keys = ("cpus", "mem_limit", "pids_limit", "logging", "cap_drop", "security_opt",
-            "read_only", "user", "tmpfs")
+            "read_only", "user", "tmpfs", "restart")
     for mine, theirs in (("sandbox", "default"), ("egress", "egress")):
         for key in keys:
             assert inspect[theirs].get(key) == ours[mine].get(key), (theirs, key)
+    # The run's egress state (certificate, RIDs, audit) survives a restart, in both files.
+    assert ours["egress"]["restart"].startswith("on-failure")
+    for doc in (ours, inspect):
+        assert "egress-state:/var/lib/biotool-egress-run" in doc["egress"]["volumes"]
+        assert not any("egress-state" in v for svc, d in doc.items() if svc != "egress"
+                       for v in d.get("volumes", []))
 
 
 def test_gpu_profile_runs_the_cuda_tag():
