@@ -6,8 +6,11 @@ to its base URL every real source URL maps onto it. The files are shaped like th
 Hugging Face model API answer and `resolve/<revision>/` files, plain-gzip `.fna.gz`
 genomes (with NCBI's prebuilt bwa index tarball where the manifest names one), an NCBI
 BLAST database tarball carrying a real-format `taxdb` (and taxdb's own
-tarball) with their `.md5` files, a RefSeq annotation GFF3, and NCBI's `md5checksums.txt` in
-every genomes/refseq folder. It answers HEAD as GET does, without the body. A test changes
+tarball) with their `.md5` files, a protein one (Swiss-Prot's place) of real SARS-CoV-2
+proteins, a RefSeq annotation GFF3, gene annotation GTFs in GENCODE's and NCBI's layouts on the
+fake genomes' designed genes, a Kraken 2 database tarball built by the real kraken2-build
+from real viral genomes (refs/demo), NCBI's `md5checksums.txt` in every genomes/refseq folder
+and GENCODE's MD5SUMS in its release folder. It answers HEAD as GET does, without the body. A test changes
 a file's bytes between pin and stage by rewriting it under `root` (a daily file rewritten).
 
 It misbehaves on request, per path (`server.faults[path] = ...`):
@@ -187,13 +190,17 @@ def write_bwa_index(root: Path, url: str, fasta: str, work: Path) -> None:
 
 def write_md5_lists(root: Path) -> None:
     """NCBI's md5checksums.txt (`<md5>  ./<name>` per file) in every folder of genomes/ and
-    refseq/ that holds files, as the real folders have."""
-    for top in ("genomes", "refseq"):
-        for folder in sorted({f.parent for f in (Path(root) / "ftp.ncbi.nlm.nih.gov" / top).rglob("*")
-                              if f.is_file() and f.name != "md5checksums.txt"}):
-            lines = [f"{hashlib.md5(f.read_bytes()).hexdigest()}  ./{f.name}"
-                     for f in sorted(folder.iterdir()) if f.is_file() and f.name != "md5checksums.txt"]
-            (folder / "md5checksums.txt").write_text("\n".join(lines) + "\n")
+    refseq/ that holds files, and GENCODE's MD5SUMS (`<md5>  <name>`) in each of its release
+    folders, as the real folders have."""
+    lists = [("ftp.ncbi.nlm.nih.gov/genomes", "md5checksums.txt", "./"),
+             ("ftp.ncbi.nlm.nih.gov/refseq", "md5checksums.txt", "./"),
+             ("ftp.ebi.ac.uk/pub/databases/gencode", "MD5SUMS", "")]
+    for top, listing, prefix in lists:
+        for folder in sorted({f.parent for f in (Path(root) / top).rglob("*")
+                              if f.is_file() and f.name != listing}):
+            lines = [f"{hashlib.md5(f.read_bytes()).hexdigest()}  {prefix}{f.name}"
+                     for f in sorted(folder.iterdir()) if f.is_file() and f.name != listing]
+            (folder / listing).write_text("\n".join(lines) + "\n")
 
 
 def _taxdb(folder: Path, names: dict[int, str]) -> None:
@@ -215,20 +222,22 @@ def _tar_gz(archive: Path, folder: Path, names: list[str]) -> None:
 
 
 def write_blastdb(root: Path, db_url: str, taxdb_url: str, work: Path,
-                  records: list[tuple[str, str, int, str, str]]) -> None:
-    """An NCBI prebuilt BLAST database (v5, taxids) as <db>.tar.gz, carrying taxdb.btd/.bti
-    as NCBI's tarballs do, and taxdb.tar.gz, each with its .md5. records: (accession, title,
-    taxid, scientific name, sequence)."""
+                  records: list[tuple[str, str, int, str, str]], molecule: str = "nucl",
+                  names: dict[int, str] | None = None) -> None:
+    """An NCBI prebuilt BLAST database (v5, taxids; `molecule` "nucl" or "prot") as
+    <db>.tar.gz, carrying taxdb.btd/.bti as NCBI's tarballs do, and taxdb.tar.gz, each with
+    its .md5. records: (accession, title, taxid, scientific name, sequence); names: every
+    taxon taxdb names (NCBI's one taxdb serves all its databases), default the records'."""
     name = db_url.rsplit("/", 1)[-1].split(".tar")[0]
     work.mkdir(parents=True, exist_ok=True)
     fasta = work / "in.fa"
     fasta.write_text("".join(f">{a} {t}\n{s}\n" for a, t, _, _, s in records))
     (work / "taxid.map").write_text("".join(f"{a} {tx}\n" for a, _, tx, _, _ in records))
-    subprocess.run(["makeblastdb", "-in", str(fasta), "-dbtype", "nucl", "-parse_seqids",
+    subprocess.run(["makeblastdb", "-in", str(fasta), "-dbtype", molecule, "-parse_seqids",
                     "-taxid_map", str(work / "taxid.map"), "-blastdb_version", "5",
                     "-title", name, "-out", str(work / name)], check=True, capture_output=True)
-    _taxdb(work, {tx: sci for _, _, tx, sci, _ in records})
-    for url, members in ((db_url, sorted(p.name for p in work.glob(f"{name}.n*"))
+    _taxdb(work, names or {tx: sci for _, _, tx, sci, _ in records})
+    for url, members in ((db_url, sorted(p.name for p in work.glob(f"{name}.{molecule[0]}*"))
                           + ["taxdb.btd", "taxdb.bti"]),
                          (taxdb_url, ["taxdb.btd", "taxdb.bti"])):
         archive = _place(root, url)
@@ -269,6 +278,135 @@ def write_gene_gff(root: Path, gff_url: str, taxid: int, chromosomes: dict[str, 
                 lines.append(f"{g['accession']}\tBestRefSeq\tCDS\t{a}\t{b}\t.\t{g['strand']}\t0\t"
                              + attrs)
     write_plain_gzip(root, gff_url, "\n".join(lines) + "\n")
+
+
+def write_gtf(root: Path, url: str, seqid: str, genes: list[dict], style: str) -> None:
+    """A gene annotation GTF.gz of `genes` (as _design makes them, with "extra_cds" models) on
+    sequence `seqid`, in GENCODE's layout (`style` "gencode": Ensembl ids, gene_type,
+    gene_name) or NCBI's (`style` "refseq": the symbol as gene_id, db_xref GeneID)."""
+    if style == "gencode":
+        lines = ["##description: evidence-based annotation of the human genome (GRCh38), "
+                 "version 46 (Ensembl 112) - fake for tests", "##provider: GENCODE",
+                 "##format: gtf", "##date: 2024-02-26"]
+    else:
+        lines = ["#gtf-version 2.2", "#!genome-build GRCm39",
+                 "#!annotation-source NCBI RefSeq GCF_000001635.27-RS_2024_02 (fake for tests)"]
+    src = "HAVANA" if style == "gencode" else "BestRefSeq"
+    for n, g in enumerate(genes, start=1):
+        models = [(g["protein_id"], g["exons"])] + list(g.get("extra_cds", []))
+        lo = min(a for _, ex in models for a, _ in ex)
+        hi = max(b for _, ex in models for _, b in ex)
+        if style == "gencode":
+            gid = f'gene_id "ENSG{n:011d}.1"'
+            gene = f'{gid}; gene_type "protein_coding"; gene_name "{g["symbol"]}"; level 2;'
+        else:
+            gid = f'gene_id "{g["symbol"]}"'
+            gene = (f'{gid}; transcript_id ""; db_xref "GeneID:{g["gene_id"]}"; '
+                    f'description "{g["description"]}"; gbkey "Gene"; gene "{g["symbol"]}"; '
+                    f'gene_biotype "protein_coding";')
+        lines.append(f"{seqid}\t{src}\tgene\t{lo}\t{hi}\t.\t{g['strand']}\t.\t{gene}")
+        for t, (pid, exons) in enumerate(models, start=1):
+            tx = (f'ENST{n:09d}{t:02d}.1' if style == "gencode" else
+                  ("NM_" if pid.startswith("NP_") else "XM_") + pid[3:])
+            tattr = f'{gid}; transcript_id "{tx}";'
+            tattr += (f' gene_type "protein_coding"; gene_name "{g["symbol"]}";'
+                      if style == "gencode" else f' gene "{g["symbol"]}";')
+            t_lo, t_hi = min(a for a, _ in exons), max(b for _, b in exons)
+            lines.append(f"{seqid}\t{src}\ttranscript\t{t_lo}\t{t_hi}\t.\t{g['strand']}\t.\t"
+                         f"{tattr}")
+            order = exons if g["strand"] == "+" else exons[::-1]
+            for k, (a, b) in enumerate(order, start=1):
+                for feature in ("exon", "CDS"):
+                    extra = f' exon_number "{k}";' + (f' protein_id "{pid}";'
+                                                       if feature == "CDS" else "")
+                    lines.append(f"{seqid}\t{src}\t{feature}\t{a}\t{b}\t.\t{g['strand']}\t"
+                                 f"{'0' if feature == 'CDS' else '.'}\t{tattr}{extra}")
+    write_plain_gzip(root, url, "\n".join(lines) + "\n")
+
+
+def write_kraken2_db(root: Path, url: str, work: Path, genomes: list[tuple[str, str, int, str]],
+                     taxonomy: list[tuple[int, int, str, str]]) -> None:
+    """A Kraken 2 database tarball as the genome-idx collection publishes one (the database's
+    files at the top level: hash.k2d, opts.k2d, taxo.k2d, seqid2taxid.map, inspect.txt), built
+    by the real kraken2-build. genomes: (accession, title, taxid, sequence); taxonomy: (taxid,
+    parent, rank, scientific name), written as NCBI's nodes.dmp and names.dmp."""
+    db = work / "k2"
+    shutil.rmtree(db, ignore_errors=True)
+    (db / "taxonomy").mkdir(parents=True)
+    (db / "taxonomy" / "nodes.dmp").write_text("".join(
+        "\t|\t".join([str(t), str(p), rank, "", "0", "0", "1", "0", "0", "0", "0", "0", ""]) + "\t|\n"
+        for t, p, rank, _ in taxonomy))
+    (db / "taxonomy" / "names.dmp").write_text("".join(
+        f"{t}\t|\t{name}\t|\t\t|\tscientific name\t|\n" for t, _, _, name in taxonomy))
+    library = work / "library.fa"
+    # kraken2-build reads each sequence's taxon from its header (kraken:taxid|N).
+    library.write_text("".join(f">{acc}|kraken:taxid|{tx} {title}\n{seq}\n"
+                               for acc, title, tx, seq in genomes))
+    for cmd in (["kraken2-build", "--add-to-library", str(library), "--db", str(db)],
+                ["kraken2-build", "--build", "--db", str(db), "--threads", "1"]):
+        subprocess.run(cmd, check=True, capture_output=True)
+    inspect = subprocess.run(["kraken2-inspect", "--db", str(db)], check=True,
+                             capture_output=True, text=True).stdout
+    (db / "inspect.txt").write_text(inspect)
+    _tar_gz(_place(root, url), db, ["hash.k2d", "opts.k2d", "taxo.k2d", "seqid2taxid.map",
+                                     "inspect.txt"])
+
+
+def read_fasta(path: Path) -> dict[str, tuple[str, str]]:
+    """{accession: (title, sequence)} of a FASTA file (the accession: the id's last
+    `ref|ACC|` part where NCBI's old gi headers have one)."""
+    out, key = {}, None
+    for line in Path(path).read_text().splitlines():
+        if line.startswith(">"):
+            ident, _, title = line[1:].partition(" ")
+            parts = [p for p in ident.split("|") if p]
+            key = parts[parts.index("ref") + 1] if "ref" in parts else parts[0]
+            out[key] = (title.strip(), "")
+        elif key:
+            out[key] = (out[key][0], out[key][1] + line.strip())
+    return out
+
+
+def demo_proteins(demo: Path) -> list[tuple[str, str, str]]:
+    """(protein_id, product, protein) of every SARS-CoV-2 CDS with a protein id in the demo gene
+    table, translated from the real genome at its annotated coordinates."""
+    from Bio.Seq import Seq
+
+    (_, genome), = read_fasta(demo / "sarscov2" / "MN908947.3.reference.fasta").values()
+    rows = [l.split("\t") for l in (demo / "annotation" / "genes.tsv").read_text().splitlines()
+            if l and not l.startswith("#")]
+    head = rows[0]
+    out = []
+    for r in (dict(zip(head, r)) for r in rows[1:]):
+        if r["reference"] != "MN908947.3" or not r["protein_id"]:
+            continue
+        nt = "".join(genome[int(a) - 1:int(b)] for a, b in
+                     (seg.split("..") for seg in r["cds"].split(",")))
+        protein = str(Seq(nt).translate()).rstrip("*")
+        assert "*" not in protein, r["protein_id"]
+        out.append((r["protein_id"], r["product"], protein))
+    return out
+
+
+# Real NCBI taxids of the demo genomes' organisms, the intermediate ranks left out.
+K2_TAXONOMY = [(1, 1, "no rank", "root"), (10239, 1, "superkingdom", "Viruses"),
+               (694009, 10239, "species", "Severe acute respiratory syndrome-related coronavirus"),
+               (2697049, 694009, "no rank", "Severe acute respiratory syndrome coronavirus 2"),
+               (11676, 10239, "species", "Human immunodeficiency virus 1"),
+               (10847, 10239, "species", "Escherichia phage phiX174"),
+               (11320, 10239, "species", "Influenza A virus"),
+               (211044, 11320, "no rank", "Influenza A virus (A/Puerto Rico/8/1934(H1N1))"),
+               (641809, 11320, "no rank", "Influenza A virus (A/California/07/2009(H1N1))")]
+K2_GENOMES = [("sarscov2/MN908947.3.reference.fasta", 2697049), ("genomes/hiv1.fasta", 11676),
+              ("genomes/phiX174.fasta", 10847)]
+
+
+def _k2_genomes(demo: Path) -> list[tuple[str, str, int, str]]:
+    out = [(acc, title, tx, seq) for path, tx in K2_GENOMES
+           for acc, (title, seq) in read_fasta(demo / path).items()]
+    for acc, (title, seq) in read_fasta(demo / "influenza" / "influenza_a_h1n1.fasta").items():
+        out.append((acc, title, 641809 if "California/07/2009" in title else 211044, seq))
+    return out
 
 
 # ---------------------------------------------------------------- every production item
@@ -344,11 +482,23 @@ def populate(root: Path, manifests: Path, work: Path, celltypist_models: dict[st
                 index[filename] = (celltypist_models[e["name"]], url)
         elif e.get("prepare") == "hf-model":
             truth["hf_revision"] = write_hf_repo(root, e["repo"], c2s_folder)
+        elif e.get("prepare") == "blastdb-tar" and e.get("molecule") == "protein":
+            proteins = demo_proteins(Path(manifests) / "demo")
+            truth["proteins"] = {pid: seq for pid, _, seq in proteins}
+            sars = VIRUSES[0]
+            write_blastdb(root, src[0], src[1], work / "protein-blastdb",
+                          [(pid, f"RecName: Full={product}", sars[2], sars[3], seq)
+                           for pid, product, seq in proteins], molecule="prot",
+                          names={tx: sci for _, _, tx, sci in VIRUSES})
         elif e.get("prepare") == "blastdb-tar":
             seqs = {a: "".join(rng.choice("ACGT") for _ in range(1500)) for a, *_ in VIRUSES}
             truth["viruses"] = seqs
             write_blastdb(root, src[0], src[1], work / "blastdb",
                           [(a, t, tx, sci, seqs[a]) for a, t, tx, sci in VIRUSES])
+        elif e.get("prepare") == "kraken2-tar":
+            genomes = _k2_genomes(Path(manifests) / "demo")
+            truth["kraken2"] = {acc: {"taxid": tx, "sequence": seq} for acc, _, tx, seq in genomes}
+            write_kraken2_db(root, src, work / "kraken2", genomes, K2_TAXONOMY)
         elif e.get("prepare") == "fasta" and e["kind"] == "reference":
             human = e["name"] == "GRCh38"
             acc = "NC_000017.11" if human else "NC_000077.7"
@@ -381,6 +531,11 @@ def populate(root: Path, manifests: Path, work: Path, celltypist_models: dict[st
             chrom = "17" if e["reference"] == "GRCh38" else "11"
             write_gene_gff(root, e["source"], 9606 if chrom == "17" else 10090,
                            {genes[0]["accession"]: chrom}, genes)
+        elif e.get("set") == "production" and e.get("prepare") == "gtf":
+            truth.setdefault("gtf", {})[e["reference"]] = e["source"]
+            write_gtf(root, e["source"], truth["genomes"][e["reference"]]["seqid"],
+                      truth["genes"][e["reference"]],
+                      "gencode" if "gencode" in e["source"] else "refseq")
     if index:
         write_celltypist(root, CELLTYPIST_INDEX, index)
     write_md5_lists(root)

@@ -173,11 +173,18 @@ def status(entry: dict) -> dict:
     out.update(staged=True, usable=not missing, sha256=staged["sha256"],
                path=str(path_of(staged)), source=staged.get("fetched_from") or
                entry.get("source") or entry.get("builder"))
+    if staged.get("use") and not missing:
+        out["use"] = use_line(staged)
     if staged.get("tofu"):
         out["tofu"] = True
     if missing:
         out["reason"] = f"staged files missing: {', '.join(missing)}"
     return out
+
+
+def use_line(item: dict) -> str:
+    """How a tool is pointed at a staged item (`use`, recorded at staging), with its paths."""
+    return item["use"].format(**{k: path_of(item, k) for k in item["files"]})
 
 
 def _unstaged_reason(entry: dict) -> str:

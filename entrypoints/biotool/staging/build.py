@@ -35,7 +35,7 @@ from biotool.cache import atomic_path, sha256_tree
 from biotool.staging import (INVENTORY, LOCK, REPO_REFS, StagingError, home, load_manifests)
 from biotool.staging import pins as pinning
 from biotool.staging.fetch import PinMismatch, download, head_size
-from biotool.staging.prepare import prepare
+from biotool.staging.prepare import Beside, prepare
 
 
 def _call_builder(spec: str, dest: Path, refs_dir: Path) -> Path:
@@ -148,15 +148,17 @@ def fetch_item(entry: dict, refs_dir: Path, dest_home: Path, pins: dict | None =
         raise
 
 
-def finish_item(item: Fetched, refs_dir: Path, dest_home: Path) -> dict:
-    """Prepare a fetched item (unpack, index, check), rename it into place; its record."""
+def finish_item(item: Fetched, refs_dir: Path, dest_home: Path,
+                staged: dict | None = None) -> dict:
+    """Prepare a fetched item (unpack, index, check), rename it into place; its record.
+    `staged`: the records already staged in dest_home, for an item checked against another."""
     entry, work = item.entry, item.work
     kind, name = entry["kind"], entry["name"]
     try:
         if item.files is None:
             files = {"main": _call_builder(entry["builder"], work, refs_dir)}
         else:
-            files = prepare(entry, item.files, work)
+            files = prepare(entry, item.files, work, Beside(dest_home, dict(staged or {})))
         record = {k: v for k, v in entry.items() if k != "kind"}
         record.update(item.extra, kind=kind, files={
             k: {"path": str(Path(f"{kind}s") / name / p.relative_to(work)),
@@ -257,11 +259,19 @@ def stage(refs_dir: Path, dest_home: Path, sets: list[str], lock: Path | None = 
         for item in fetched:
             shutil.rmtree(item.work, ignore_errors=True)
         raise
+    # Items staged by an earlier run into the same directory (a site staged item by item with
+    # --only) stay listed when their files are still there.
     try:
-        for n, item in enumerate(fetched):
+        earlier = json.loads((dest_home / INVENTORY).read_text()).get("items", {})
+    except (OSError, ValueError):
+        earlier = {}
+    # References first: an annotation is checked against its genome's staged sequence names.
+    fetched.sort(key=lambda f: f.entry["kind"] != "reference")
+    try:
+        for item in fetched:
             print(f"staging {item.key}: preparing", file=sys.stderr)
             try:
-                items[item.key] = finish_item(item, refs_dir, dest_home)
+                items[item.key] = finish_item(item, refs_dir, dest_home, {**earlier, **items})
                 if items[item.key].get("tofu"):
                     tofu_pins.append(items[item.key]["pin"])
             except (StagingError, OSError) as exc:
@@ -271,12 +281,6 @@ def stage(refs_dir: Path, dest_home: Path, sets: list[str], lock: Path | None = 
             shutil.rmtree(item.work, ignore_errors=True)
     shutil.copytree(refs_dir, dest_home / "manifests", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("demo", "__pycache__"))
-    # Items staged by an earlier run into the same directory (a site staged item by item with
-    # --only) stay listed when their files are still there.
-    try:
-        earlier = json.loads((dest_home / INVENTORY).read_text()).get("items", {})
-    except (OSError, ValueError):
-        earlier = {}
     kept = {k: v for k, v in earlier.items() if k not in items and v.get("files") and
             all((dest_home / f["path"]).exists() for f in v["files"].values())}
     inv = {"sets": sets + sorted({v["set"] for v in kept.values() if v.get("set")} - set(sets)),

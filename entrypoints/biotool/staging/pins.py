@@ -52,6 +52,10 @@ REWRITTEN = (
               "BLAST databases under blast/db/ are updated in place and not archived",
               "a dated copy in NCBI's cloud bucket (https://ncbi-blast-databases.s3.amazonaws.com/"
               "<date>/, the newest named in its latest-dir file)"),
+    Rewritten("ncbi-blast-databases.s3.amazonaws.com", r"^/latest(/|-dir$)",
+              "the cloud bucket's latest folder (and its latest-dir file) moves to each day's copy",
+              "the dated folder latest-dir names today (https://ncbi-blast-databases.s3."
+              "amazonaws.com/<date>/)"),
     Rewritten("ftp.ncbi.nlm.nih.gov", r"/(current|latest|[A-Za-z0-9.]+_latest)/",
               "a current/latest folder moves to each new release",
               "the numbered or dated folder it points to today"),
@@ -215,9 +219,12 @@ def prebuilt_name(index: str) -> str:
 
 
 def _listed_md5(entry: dict, url: str) -> str:
-    """The md5 NCBI lists for `url` in md5checksums.txt beside it (`<md5>  ./<name>` lines)."""
+    """The md5 the publisher lists for `url` in the checksum file beside it: NCBI's
+    md5checksums.txt (`md5_list = true`; `<md5>  ./<name>` lines) or the file md5_list names
+    (GENCODE's MD5SUMS: `<md5>  <name>` lines)."""
     folder, name = url.rsplit("/", 1)
-    listing = f"{folder}/md5checksums.txt"
+    listed = entry["md5_list"] if isinstance(entry["md5_list"], str) else "md5checksums.txt"
+    listing = f"{folder}/{listed}"
     text = read_bytes(listing, label(entry), limit=4 << 20).decode(errors="replace")
     for line in text.splitlines():
         parts = line.split()

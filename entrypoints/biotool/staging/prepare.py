@@ -6,8 +6,13 @@
                 the publisher built of it (`prebuilt`) is used instead of building one when
                 it matches the FASTA (use_prebuilt)
   blastdb-tar   NCBI prebuilt BLAST database tarballs (+ taxdb) unpacked, an alias `db`
-                over the volumes, and each sequence's taxid and scientific name recorded
+                over the volumes, and each sequence's taxid and scientific name recorded; a
+                protein one (`molecule = "protein"`) records its sequence count instead, and
+                with indexes = ["diamond"] gets a DIAMOND database built from its sequences
   gene-table    a versioned RefSeq annotation GFF3 -> the gene table (biotool.staging.genetable)
+  gtf           a release's gene annotation GTF on its genome's own sequence names, checked
+                against the staged genome's .fai (biotool.staging.gtf)
+  kraken2-tar   a prebuilt Kraken 2 database tarball unpacked, and loaded once by kraken2
   hf-model      a Hugging Face model folder: config, weights in a format transformers loads and
                 a tokenizer, which must encode a real C2S prompt the model then continues
 """
@@ -20,6 +25,7 @@ import os
 import shutil
 import subprocess
 import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from biotool.output import ToolFailure
@@ -32,11 +38,30 @@ PROBE_GENES = ("MALAT1 TMSB4X B2M EEF1A1 TPT1 RPS27 RPL13 FTL CD74 HLA-DRA LYZ S
                "CD3E IL7R NKG7 GNLY MS4A1 CD79A").split()
 
 
-def _run(cmd: list[str], env: dict | None = None) -> str:
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+@dataclass(frozen=True)
+class Beside:
+    """The home an item is staged into and what is staged there so far, for an item checked
+    against another one (a GTF against its genome's sequence names)."""
+    home: Path
+    items: dict  # "kind/name" -> staged record, its file paths relative to home
+
+    def record(self, kind: str, name: str) -> dict | None:
+        rec = self.items.get(f"{kind}/{name}")
+        return rec if rec and rec.get("files") and not rec.get("error") else None
+
+    def file(self, kind: str, name: str, key: str) -> Path | None:
+        rec = self.record(kind, name)
+        path = self.home / rec["files"][key]["path"] if rec and key in rec["files"] else None
+        return path if path is not None and path.exists() else None
+
+
+def _run(cmd: list[str], env: dict | None = None, stdout=None) -> str:
+    """A tool's stdout (or into the open file `stdout`); StagingError with its stderr's tail."""
+    proc = subprocess.run(cmd, stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, env=env)
     if proc.returncode != 0:
         raise StagingError(f"{' '.join(cmd)} failed: {proc.stderr.strip()[-500:]}")
-    return proc.stdout
+    return proc.stdout or ""
 
 
 def build_index(fasta: Path, index: str, item_dir: Path) -> Path:
@@ -103,6 +128,7 @@ def _safe_extract(archive: Path, into: Path) -> list[str]:
 def _blastdb(entry: dict, fetched: list[Path], item_dir: Path) -> dict:
     db_dir = item_dir / "blastdb"
     db_dir.mkdir()
+    protein = entry.get("molecule") == "protein"
     volumes = []
     for archive in fetched:
         _safe_extract(archive, db_dir)
@@ -112,9 +138,20 @@ def _blastdb(entry: dict, fetched: list[Path], item_dir: Path) -> dict:
     if not volumes:
         raise StagingError("no BLAST database among the fetched archives (only taxdb)")
     # An alias named `db`: the path the local search opens, over the volumes as NCBI names them.
-    (db_dir / "db.nal").write_text(f"TITLE {entry.get('title') or volumes[0]}\n"
-                                   f"DBLIST {' '.join(volumes)}\n")
+    (db_dir / ("db.pal" if protein else "db.nal")).write_text(
+        f"TITLE {entry.get('title') or volumes[0]}\nDBLIST {' '.join(volumes)}\n")
     env = {**os.environ, "BLASTDB": str(db_dir)}
+    files = {"main": db_dir, "blastdb": db_dir}
+    if protein:
+        # Swiss-Prot's half a million taxa would bloat the inventory every command reads; the
+        # database carries its taxids, and taxdb beside it names them for blastp's sscinames.
+        entry["sequences"] = _blastdb_count(db_dir / "db", env)
+        entry["use"] = "blastp -db {blastdb}/db -query proteins.faa -outfmt 6"
+        if "diamond" in entry.get("indexes", []):
+            files["diamond"] = item_dir / f"{entry['name']}.dmnd"
+            _diamond(db_dir / "db", files["diamond"], entry["sequences"], env)
+            entry["use"] += "; diamond blastp -d {diamond} -q proteins.faa --outfmt 6"
+        return files
     out = _run(["blastdbcmd", "-db", str(db_dir / "db"), "-entry", "all", "-outfmt",
                 "%a\t%T\t%S\t%t"], env=env)
     taxa = {}
@@ -127,7 +164,75 @@ def _blastdb(entry: dict, fetched: list[Path], item_dir: Path) -> dict:
     if not taxa:
         raise StagingError("the BLAST database holds no sequences")
     entry["taxa"] = taxa
-    return {"main": db_dir, "blastdb": db_dir}
+    entry["use"] = "blastn -db {blastdb}/db -query sequences.fa -outfmt 6"
+    return files
+
+
+def _blastdb_count(db: Path, env: dict) -> int:
+    """The number of sequences in a BLAST database, as blastdbcmd -info reports it."""
+    info = _run(["blastdbcmd", "-db", str(db), "-info"], env=env)
+    for line in info.splitlines():
+        words = line.split()
+        if len(words) > 1 and words[1] == "sequences;":
+            n = int(words[0].replace(",", ""))
+            if n:
+                return n
+    raise StagingError("the BLAST database holds no sequences")
+
+
+def _diamond(db: Path, out: Path, expected: int, env: dict) -> None:
+    """A DIAMOND database of every sequence of the BLAST database `db`; refused unless it
+    holds as many sequences as the BLAST database does."""
+    fasta = out.with_name(out.name + ".faa")
+    with open(fasta, "w") as fh:
+        _run(["blastdbcmd", "-db", str(db), "-entry", "all"], env=env, stdout=fh)
+    try:
+        _run(["diamond", "makedb", "--in", str(fasta), "-d", str(out), "--threads",
+              str(os.cpu_count() or 1)])
+    finally:
+        fasta.unlink()
+    info = _run(["diamond", "dbinfo", "-d", str(out)])
+    got = next((int(l.split()[-1]) for l in info.splitlines() if l.split()[:1] == ["Sequences"]),
+               None)
+    if got != expected:
+        raise StagingError(f"diamond makedb wrote {got} sequences of the BLAST database's "
+                           f"{expected}")
+
+
+KRAKEN2_FILES = ("hash.k2d", "opts.k2d", "taxo.k2d")
+
+
+def _kraken2(entry: dict, fetched: list[Path], item_dir: Path) -> dict:
+    """A prebuilt Kraken 2 database tarball unpacked, and loaded and run once by this
+    kraken2 (a database another version cannot read fails the build, not a first use)."""
+    if len(fetched) != 1:
+        raise StagingError("a kraken2-tar item needs one source, the database tarball")
+    into = item_dir / "kraken2"
+    into.mkdir()
+    archive = fetched[0].name
+    _safe_extract(fetched[0], into)
+    found = [p.parent for p in into.rglob("hash.k2d")
+             if all((p.parent / f).is_file() for f in KRAKEN2_FILES)]
+    if len(found) != 1:
+        raise StagingError(f"{archive}: holds no Kraken 2 database ({', '.join(KRAKEN2_FILES)} "
+                           "in one folder)")
+    db = found[0]
+    header = _run(["kraken2-inspect", "--db", str(db), "--skip-counts"])
+    facts = dict(line[2:].split(": ", 1) for line in header.splitlines()
+                 if line.startswith("# ") and ": " in line)
+    probe = item_dir / "probe.fa"
+    probe.write_text(">probe\n" + "ACGT" * 50 + "\n")
+    try:
+        said = subprocess.run(["kraken2", "--db", str(db), "--threads", "1", str(probe)],
+                              capture_output=True, text=True)
+    finally:
+        probe.unlink()
+    if said.returncode != 0 or "1 sequences" not in said.stderr:
+        raise StagingError(f"kraken2 does not run on {archive}: {said.stderr.strip()[-300:]}")
+    entry["kraken2"] = {"options": facts.get("Database options", ""),
+                        "taxonomy_nodes": int(facts.get("Total taxonomy nodes", "0") or 0)}
+    entry["use"] = "kraken2 --db {main} --report report.txt reads.fq > classified.tsv"
+    return {"main": db}
 
 
 def _gene_table(entry: dict, fetched: list[Path], item_dir: Path) -> dict:
@@ -218,13 +323,40 @@ def check_model(folder: Path) -> dict:
     return {"weights": weights, "answer": said["answers"][0][:80]}
 
 
-def prepare(entry: dict, fetched: list[Path], item_dir: Path) -> dict[str, Path]:
-    """The item's files {"main": path, index name: path} from what was fetched into item_dir."""
+def _gtf(entry: dict, fetched: list[Path], item_dir: Path, beside: Beside | None) -> dict:
+    from biotool.staging import gtf
+
+    ref = entry.get("reference")
+    if not ref or len(fetched) != 1:
+        raise StagingError("a gtf item needs one source, a GTF, and its genome (reference)")
+    fai = beside.file("reference", ref, "faidx") if beside else None
+    if fai is None:
+        raise StagingError(f"its genome {ref} is not staged here, and a GTF is staged only on "
+                           f"its genome's sequence names: stage the two together (--only {ref} "
+                           f"--only {entry['name']})")
+    out = item_dir / f"{entry['name']}.gtf"
+    check = gtf.stage_gtf(fetched[0], out, gtf.genome_names(fai))
+    fetched[0].unlink()
+    entry["genes"] = len(check.genes)
+    entry["contigs"] = {**check.record(), "genome": ref,
+                        "genome_sha256": beside.record("reference", ref)["sha256"]}
+    entry["use"] = "featureCounts -a {main} -o counts.txt sample.bam"
+    return {"main": out}
+
+
+def prepare(entry: dict, fetched: list[Path], item_dir: Path,
+            beside: Beside | None = None) -> dict[str, Path]:
+    """The item's files {"main": path, index name: path} from what was fetched into item_dir
+    (`beside`: what is staged with it, for an item checked against another)."""
     how = entry.get("prepare")
     if how == "blastdb-tar":
         return _blastdb(entry, fetched, item_dir)
     if how == "gene-table":
         return _gene_table(entry, fetched, item_dir)
+    if how == "gtf":
+        return _gtf(entry, fetched, item_dir, beside)
+    if how == "kraken2-tar":
+        return _kraken2(entry, fetched, item_dir)
     if how == "hf-model":
         weights = item_dir / "weights"
         entry["tokenizer_probe_ids"] = check_tokenizer(weights)

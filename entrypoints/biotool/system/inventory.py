@@ -85,8 +85,16 @@ def list_everything() -> dict:
     }
 
 
+def _annotations(reference: str) -> dict[str, str]:
+    """{database name: GTF path} of the gene annotations staged on this reference's names."""
+    return {i["name"]: str(staging.path_of(i)) for i in staging.staged_items("database")
+            if i.get("format") == "gtf" and i.get("reference") == reference and i.get("files")
+            and not i.get("error")}
+
+
 def references() -> dict:
-    """Staged references with every index and its sha256, and whether each is usable. An
+    """Staged references with every index and its sha256, the GTFs staged on their sequence
+    names (`annotation`), and whether each is usable. An
     index's path is relative to the folder of the reference's `path` (kept short: the output
     is read into an agent's context) and is what its tool is given (bwa's, bowtie2's and
     hisat2's prefix); `biotool index` gives it whole."""
@@ -113,6 +121,9 @@ def references() -> dict:
                                   k, staging.path_of(rec, k)), main.parent),
                                   "sha256": v["sha256"]}
                               for k, v in rec["files"].items() if k != "main"}
+            gtfs = _annotations(rec["name"])
+            if gtfs:
+                row["annotation"] = gtfs
             if st["usable"]:
                 usable_used.append(used("reference", rec["name"], rec["sha256"]))
         if "reason" in st:

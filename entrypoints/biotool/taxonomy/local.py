@@ -41,6 +41,10 @@ def staged_database(name: str | None) -> dict:
                          "`biotool list`")
     if "blastdb" not in rec.get("files", {}):
         raise InputError(f"--database: {rec['name']} is not a BLAST database (no blastdb index)")
+    if rec.get("molecule") == "protein":
+        raise InputError(f"--database: {rec['name']} is a protein database and taxonomy "
+                         f"searches nucleotides (blastn); search proteins with blastp or "
+                         f"diamond: {staging.use_line(rec)}")
     return rec
 
 

@@ -17,7 +17,7 @@ from fake_sources import FakeSources, populate  # noqa: E402
 # The production items these tests stage (a subset of refs/, so a run takes seconds).
 ITEMS = ["Healthy_COVID19_PBMC", "Immune_All_High", "Human_Lung_Atlas",
          "C2S-Pythia-410m-cell-type-prediction", "GRCh38", "human-gene-annotation",
-         "ref_viruses_rep_genomes"]
+         "ref_viruses_rep_genomes", "human-gtf", "swissprot", "k2_viral"]
 
 
 @pytest.fixture(scope="session")

@@ -88,7 +88,7 @@ def test_each_large_part_gets_a_layer_and_the_demo_merges_over_them(prod_home, t
         ["GRCh38.fa", "GRCh38.fa.fai"]
     assert [p.name for p in (out / "2/references/GRCh38").iterdir()] == ["bwa"]
     assert {p.name for p in (out / "3/databases").iterdir()} == \
-        {"human-gene-annotation", "ref_viruses_rep_genomes"}
+        {"human-gene-annotation", "ref_viruses_rep_genomes", "human-gtf", "swissprot", "k2_viral"}
     assert (out / "5/staged.json").is_file() and not any((out / "6").iterdir())
     # The sandbox stage: every layer copied into one home, then the demo staged beside it.
     image = tmp_path / "image"

@@ -10,7 +10,7 @@ import pytest
 
 ITEMS = ["Healthy_COVID19_PBMC", "Immune_All_High", "Human_Lung_Atlas",
          "C2S-Pythia-410m-cell-type-prediction", "GRCh38", "human-gene-annotation",
-         "ref_viruses_rep_genomes"]  # as conftest.ITEMS
+         "ref_viruses_rep_genomes", "human-gtf", "swissprot", "k2_viral"]  # as conftest.ITEMS
 
 
 def test_the_lock_records_resolved_urls_digests_and_the_hf_revision(pinned, world):
