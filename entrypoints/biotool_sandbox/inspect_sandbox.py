@@ -14,7 +14,9 @@ shared pacing volume. Images: BIOTOOL_IMAGE, BIOTOOL_EGRESS_IMAGE, BIOTOOL_CUDA_
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
+import re
 import shlex
 import time
 from typing import Literal, Union, overload
@@ -135,6 +137,12 @@ class BiotoolSandboxEnvironment(SandboxEnvironment):
             workdir=_resolve(cwd) if cwd else WORKDIR, env=env, user=user,
             deadline=(timeout + HOST_GRACE) if timeout else None)
         elapsed = time.monotonic() - start
+        if code == 126 and not (out or err) and user:
+            # Docker 20.10 at times drops its own message for an unknown user: it is said here.
+            out = await asyncio.to_thread(_unknown_user, self.container, user) or out
+        refusal = _exec_refusal(code, out, err, cmd, wrapped=bool(timeout))
+        if refusal:
+            raise PermissionError(errno.EACCES, f"cannot execute ({refusal})", cmd[0])
         # timeout(1) exits 124 after TERM, 137 when KILL was needed.
         if timeout and (code == 124 or (code == 137 and elapsed >= timeout)):
             raise TimeoutError(f"command timed out after {timeout}s (killed in the sandbox)")
@@ -181,13 +189,39 @@ class BiotoolSandboxEnvironment(SandboxEnvironment):
         return await asyncio.to_thread(agent.audit, self.run)
 
 
+def _exec_refusal(code: int, out: bytes, err: bytes, cmd: list[str], wrapped: bool) -> str | None:
+    """The engine's or our timeout wrapper's one-line refusal to start cmd, else None."""
+    # Exit 126 is also a shell's own answer for a script it cannot run: only these two count.
+    if code != 126 or (out and err) or not cmd:
+        return None
+    line = (out or err).decode("utf-8", "replace").strip()
+    if "\n" in line or "permission denied" not in line.lower():
+        return None
+    if not wrapped:
+        return line if line.lower().startswith("oci runtime exec failed") else None
+    # GNU timeout quotes the argv it was handed: a nested `timeout ./x` of the caller's is no match.
+    quoted = re.fullmatch(f"{re.escape(TIMEOUT_BIN)}: failed to run command [‘'](.*)[’']: "
+                          "permission denied", line, re.IGNORECASE)
+    return line if quoted and quoted.group(1) == cmd[0] else None
+
+
+def _unknown_user(container, user: str) -> bytes | None:
+    """The engine's message for a USER[:GROUP] name missing from the image's files, else None."""
+    name, _, group = user.partition(":")
+    for kind, db, key in (("user", "passwd", name), ("group", "group", group)):
+        if key and not key.isdigit() and agent.exec_bytes(container, ["getent", db, key])[0] != 0:
+            return f"unable to find {kind} {key}: no matching entries in {db} file\r\n".encode()
+    return None
+
+
 def _raise_file_error(path: str, stderr: str) -> None:
     if "No such file" in stderr:
         raise FileNotFoundError(path)
     if "Permission denied" in stderr or "Read-only file system" in stderr:
         raise PermissionError(f"{path}: {stderr.strip()}")
     if "Is a directory" in stderr:
-        raise IsADirectoryError(path)
+        # Inspect's callers read "directory" in the message, not only the type.
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
     raise RuntimeError(f"{shlex.quote(path)}: {stderr.strip() or 'failed'}")
 
 

@@ -260,3 +260,77 @@ def test_inspect_provider_names_a_missing_image_and_its_make_target(images, monk
         asyncio.run(Box.task_init("t", "gpu"))
     with pytest.raises(ValueError, match="enforced, offline, gpu"):
         asyncio.run(Box.task_init("t", "compose.yaml"))
+
+
+# ---------------------------------------------------------------- Inspect's conformance suite
+
+# Inspect's portable checks (inspect_ai.util._sandbox.self_check) collected here as its own
+# runner collects them, on one sample's `sandbox="biotool"` stack shared by the module.
+try:  # the host extra; without it the provider tests above fail on their own imports
+    from inspect_ai.util._sandbox import self_check
+except ImportError:
+    self_check = None
+
+# The provider's documented limitation (README, Inspect AI): Inspect's xfail, strict, so the
+# entry and the README go together if the check ever passes.
+KNOWN_FAILURES = {
+    "test_exec_as_user": "adduser cannot write /etc or /run on the sandbox's read-only root (by "
+                         "design); exec as root, the image's users or any numeric UID works",
+}
+for _name in getattr(self_check, "__all__", []):
+    globals()[_name] = pytest.mark.anyio(getattr(self_check, _name))
+
+
+@pytest.fixture(scope="module")
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def biotool_sample(images):
+    from biotool_sandbox.inspect_sandbox import BiotoolSandboxEnvironment as Box
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BIOTOOL_IMAGE", images["sandbox"])
+        mp.setenv("BIOTOOL_EGRESS_IMAGE", images["egress"])
+        await Box.task_init("self_check", None)
+        envs = await Box.sample_init("self_check", None, {})
+    try:
+        yield envs["default"]
+    finally:
+        await Box.sample_cleanup("self_check", None, envs, False)
+        await Box.task_cleanup("self_check", None, True)
+
+
+@pytest.fixture
+def sandbox_env(request, biotool_sample):
+    reason = KNOWN_FAILURES.get(request.node.originalname)
+    if reason:
+        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
+    return biotool_sample
+
+
+def test_inspect_self_check_is_collected_with_its_known_failure():
+    assert self_check is not None, "Inspect's conformance suite needs inspect-ai (the host extra)"
+    assert len(self_check.__all__) >= 40 and set(KNOWN_FAILURES) <= set(self_check.__all__)
+
+
+@pytest.mark.anyio
+async def test_inspect_exec_as_root_an_image_user_or_a_uid(sandbox_env):
+    # What works instead of adding a user: the users in the image's /etc/passwd and any UID.
+    for user, whoami, uid in (("root", "root", "0"), ("nobody", "nobody", "65534"),
+                              ("agent", "agent", "1000"), ("54321:54321", None, "54321")):
+        ran = await sandbox_env.exec(["sh", "-c", "id -u; whoami"], user=user)
+        assert ran.stdout.split("\n")[0] == uid, (user, ran)
+        if whoami:
+            assert ran.success and ran.stdout.split()[1] == whoami, (user, ran)
+
+
+@pytest.mark.anyio
+async def test_inspect_exec_as_an_unknown_user_names_it_every_time(sandbox_env):
+    # The engine drops its own message now and then (a quarter of the time on 20.10), so once
+    # would pass by chance; every one of 20 names the user or the group.
+    for user, named in [("nonexistent", "user nonexistent")] * 16 + [
+            ("agent:no-such-group", "group no-such-group"), ("no-such:1000", "user no-such")] * 2:
+        ran = await sandbox_env.exec(["whoami"], user=user)
+        assert ran.returncode == 126 and f"unable to find {named}" in ran.stdout, (user, ran)

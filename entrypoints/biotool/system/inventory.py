@@ -58,10 +58,11 @@ def list_everything() -> dict:
         # A whole set left out of the build is one reason, said once (the output stays small).
         if i.get("reason", "").startswith(NOT_STAGED + ": set "):
             how[i["set"]] = HOW_TO_STAGE.format(set=i["set"])
-            # staged: false and its set say it; how_to_stage says what to do; its title is
-            # the manifest's (refs/*.toml), of no use until the set is staged.
+            # staged: false and its set say it; how_to_stage says what to do; its title and
+            # kind are the manifest's (refs/*.toml), of no use until the set is staged.
             del i["reason"]
             i.pop("title", None)
+            i.pop("kind", None)
             by_set.setdefault(i["set"], []).append(i["name"])
         else:
             spots.append(f"{i['kind']} {i['name']}: {i['reason']}")

@@ -242,7 +242,10 @@ def markdown(deb: dict[str, str], box: Toolbox | None = None) -> str:
         "`biotool doctor` checks that each starts.",
         "",
         "Data the tools need: `biotool references` lists the staged references with every "
-        "index (faidx, bwa, bowtie2, hisat2, minimap2) and its path; `biotool index --reference "
+        "index (faidx, bwa, bowtie2, hisat2, minimap2) and its path, and the gene annotation GTF "
+        "staged on each genome's sequence names (`annotation`); `biotool list` gives every "
+        "staged database's path and a `use` line (in production images: Swiss-Prot for blastp "
+        "and diamond, a Kraken 2 database); `biotool index --reference "
         "NAME --kind KIND` gives the path of one index, building it into the cache first when it "
         "is not staged (bounded by `--timeout`). Example inputs are under `/opt/biotool/samples`.",
         "",
