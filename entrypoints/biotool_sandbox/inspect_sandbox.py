@@ -31,7 +31,8 @@ from inspect_ai.util import (
     sandboxenv,
 )
 
-from . import agent, stack
+from . import agent, budget, stack
+from .errors import EngineError, LauncherError
 
 # Inspect's config string -> the launcher's mode.
 MODES = {"enforced": "default", "offline": "offline", "gpu": "gpu"}
@@ -72,8 +73,14 @@ class BiotoolSandboxEnvironment(SandboxEnvironment):
 
     @classmethod
     def default_concurrency(cls) -> int | None:
-        # Each sample is a whole stack (sandbox + Squid): a few per core at most.
-        return 2 * (os.cpu_count() or 1)
+        # Each sample is a whole stack (sandbox + Squid): a few per core at most, and no more
+        # than the host's memory budget holds (the launcher refuses a run past it).
+        by_cpu = 2 * (os.cpu_count() or 1)
+        try:
+            return min(by_cpu, budget.concurrency(stack.client(), stack.compose_file(None),
+                                                  dict(os.environ)))
+        except (EngineError, LauncherError):
+            return by_cpu
 
     @classmethod
     async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from . import budget
 from .errors import EngineError, LauncherError
 
 SCHEDULE_VOLUME = "biotool-ncbi-schedule"
@@ -184,18 +185,20 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
     site_dir = check_site(site) if site else None
     limit_env = check_limits(limits or {})
     base = compose_file(compose)
+    env = {**os.environ, **limit_env}
+    sizes = budget.run_memory(base, env)  # its tmpfs leave room for processes, or refused
     dc = client()
     ensure_schedule_volume(dc)
     service = MODES[mode]
     run = new_run_id()
     run_dir = state_root() / run
-    run_dir.mkdir(parents=True, exist_ok=True)
+    need = sizes["sandbox"] + (0 if mode == "offline" else sizes["egress"])
+    memory = budget.reserve(dc, run_dir, need, env, PROJECT_LABEL)
     files = [base]
     if extra_ca and mode != "offline":
         files.append(_override(run_dir, Path(extra_ca)))
     if site_dir:
         files.append(_site_override(run_dir, service, site_dir))
-    env = {**os.environ, **limit_env}
     if image:  # gpu mode runs the CUDA image's own variable (compose.yaml sandbox-gpu)
         env["BIOTOOL_CUDA_IMAGE" if mode == "gpu" else "BIOTOOL_IMAGE"] = image
     if egress_image:
@@ -212,7 +215,7 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
     return {"run": run, "project": run, "mode": mode, "service": service,
             "containers": {c.labels[SERVICE_LABEL]: c.name for c in containers(run, dc)},
             "networks": sorted(n.name for n in dc.networks.list(filters={"label": f"{PROJECT_LABEL}={run}"})),
-            "compose_files": [str(f) for f in files], "limits": limit_env}
+            "compose_files": [str(f) for f in files], "limits": limit_env, "memory": memory}
 
 
 def containers(run: str, docker_client=None) -> list:

@@ -591,6 +591,14 @@ class Requests(http.server.BaseHTTPRequestHandler):
             return self.deny(413, f"request body of {length} bytes is over {MAX_BODY} bytes",
                              close=True)
         if not gate.bodies.take(length):
+            # Read past, never kept, so the client is not cut off mid-send before the answer.
+            left = length
+            while left > 0:
+                chunk = self.rfile.read(min(left, 65536))
+                if not chunk:
+                    break
+                left -= len(chunk)
+            self.sent += length - left
             return self.deny(503, f"this run's gate already holds {gate.bodies.used} bytes of "
                                   f"request bodies (at most {BODY_BUDGET}); send one at a time",
                              retry_after=gate.schedule.min_interval, close=True)

@@ -21,9 +21,10 @@ PROBE = (Path(__file__).parent / "probe.py").read_text(encoding="utf-8")
 ALLOWED_HOST = "blast.ncbi.nlm.nih.gov"
 
 
-def launcher(*args: str, check: bool = True, timeout: float = 240) -> dict:
+def launcher(*args: str, check: bool = True, timeout: float = 240, env: dict | None = None) -> dict:
     """Run `biotool-sandbox ARGS` as a harness would (a subprocess) and parse its JSON."""
-    env = {**os.environ, "BIOTOOL_IMAGE": SANDBOX_IMAGE, "BIOTOOL_EGRESS_IMAGE": EGRESS_IMAGE}
+    env = {**os.environ, "BIOTOOL_IMAGE": SANDBOX_IMAGE, "BIOTOOL_EGRESS_IMAGE": EGRESS_IMAGE,
+           **(env or {})}
     proc = subprocess.run([sys.executable, "-m", "biotool_sandbox", *args], capture_output=True,
                           text=True, timeout=timeout, env=env, cwd=REPO)
     if check and proc.returncode != 0:

@@ -89,3 +89,32 @@ def test_offline_mode_has_no_network_and_no_proxy(images):
         assert stack.launcher("audit", up["run"])["offline"] is True
     finally:
         stack.launcher("down", up["run"])
+
+
+def test_the_host_memory_budget_refuses_a_run_with_the_figures_and_leaves_nothing(images):
+    import docker
+
+    from biotool_sandbox import budget
+    from biotool_sandbox import stack as launcher_stack
+
+    dc = docker.from_env()
+    host = dc.info()["MemTotal"]
+    need = (8 << 30) + (512 << 20)  # compose.yaml's sandbox and egress limits
+    used = budget.in_use(dc, launcher_stack.state_root(), launcher_stack.PROJECT_LABEL)
+    env = {budget.SHARE_ENV: f"{(used + need * 1.5) / host:.6f}"}  # one more run fits, not two
+    first = stack.launcher("up", env=env)
+    try:
+        assert first["memory"]["run"] == need and first["memory"]["in_use"] >= used
+        runs_before = launcher_stack.runs(dc)
+        states_before = sorted(p.name for p in launcher_stack.state_root().iterdir())
+        refused = stack.launcher("up", env=env, check=False)
+        assert refused["_code"] == 2 and len(refused["_stderr"].strip().splitlines()) == 1
+        err = refused["_stderr"]
+        assert budget.SHARE_ENV in err and budget.shown(host) in err and "8.5g" in err, err
+        assert launcher_stack.runs(dc) == runs_before
+        assert sorted(p.name for p in launcher_stack.state_root().iterdir()) == states_before
+    finally:
+        stack.launcher("down", first["run"])
+    # With the first run down, the same budget holds a run again.
+    again = stack.launcher("up", env=env)
+    stack.launcher("down", again["run"])

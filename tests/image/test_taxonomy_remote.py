@@ -167,7 +167,10 @@ threads = [threading.Thread(target=one) for _ in range(32)]
 [t.join() for t in threads]
 print(" ".join(sorted(answers)))
 ''').split()
-    assert len(out) == 32 and out.count("503") >= 28, out  # the body budget holds two at once
+    # The gate reads two such bodies at a time: the rest wait their turn in vain (503), or are
+    # read once a slot frees and then paced (429); none is lost without an answer.
+    assert len(out) == 32 and set(out) <= {"200", "429", "503"} and out.count("503") >= 8, out
+    assert out.count("200") <= 3, out
     egress = stack.container(run["containers"]["egress"])
     egress.reload()
     assert egress.attrs["State"]["OOMKilled"] is False and egress.attrs["RestartCount"] == 0

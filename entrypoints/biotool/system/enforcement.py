@@ -1,12 +1,17 @@
-"""Whether this container's network is enforced, read from /proc and /sys.
+"""Whether this container's network is enforced, read from /proc and the kernel's netlink.
 
 Enforced means the only ways out are none at all (`--network none`: only `lo`) or the egress
-proxy on a network with no way beyond it (the compose stack's internal network, whose default
-route points at a gateway no one holds). A default route with no proxy, a default gateway that
-answers, or an interface other than `lo` with no proxy means the container can reach more than
-the proxy: plain `docker run` on the default bridge, `--network host`, or an Apptainer run that
-shares the host's network. Nothing is sent off the host: at most one empty datagram to the
-first hop when a proxy is configured and the ARP cache does not already know the gateway.
+proxy on a network with no way beyond it, and only on evidence of that: every interface
+but `lo` is a veth (the end of a container's own namespace pair, never a host's NIC or
+bridge), no route leads anywhere but the container's own subnets (a default route only to a
+gateway no one holds, as on the compose stack's internal network), and the proxy's address
+lies on one of those subnets. Anything else reads as unenforced: plain `docker run` on the
+default bridge, `--network host` or an Apptainer run that shares the host's network (even with
+no default route and a site proxy set: the host's other subnets and its loopback services are
+then reachable). Interfaces come from /proc/net/dev and netlink, which belong to this network
+namespace, never from /sys, which may be the host's. Nothing is sent off the host: at most one
+empty datagram to the first hop when a proxy is configured and the ARP cache does not already
+know the gateway. Policy-routing tables other than main are not read.
 """
 
 from __future__ import annotations
@@ -18,13 +23,16 @@ import sys
 import time
 from pathlib import Path
 
-# Kernel route flags (linux/route.h): usable, and a reject ("unreachable") route.
+# Kernel route flags (linux/route.h): usable, via a gateway, and a reject ("unreachable") route.
 RTF_UP = 0x0001
+RTF_GATEWAY = 0x0002
 RTF_REJECT = 0x0200
 # ARP entry flag (linux/if_arp.h): the neighbour answered.
 ATF_COM = 0x02
 # rtnetlink (linux/rtnetlink.h, linux/neighbour.h): the neighbour table, its FAILED state.
 RTM_NEWNEIGH, RTM_GETNEIGH, NLMSG_DONE, NDA_DST, NUD_FAILED = 28, 30, 3, 1, 0x20
+# Links (linux/if_link.h): the dump request and reply, the name and the nested kind ("veth").
+RTM_NEWLINK, RTM_GETLINK, IFLA_IFNAME, IFLA_LINKINFO, IFLA_INFO_KIND = 16, 18, 3, 18, 1
 
 HOW = ("run it enforced: `biotool-sandbox up` (the compose stack with the egress proxy), or "
        "`docker run --network none IMAGE ...` for no network at all")
@@ -77,38 +85,71 @@ def arp_state(ip: str, proc_net: Path = Path("/proc/net")) -> bool | None:
     return None
 
 
+def _netlink_dump(kind: int, body: bytes) -> list[bytes]:
+    """The payloads (after the netlink header) of one rtnetlink dump, unprivileged."""
+    import struct
+
+    out = []
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as nl:
+        nl.settimeout(1.0)
+        nl.send(struct.pack("=LHHLL", 16 + len(body), kind, 0x301, 1, 0) + body)  # REQUEST|DUMP
+        while True:
+            data = nl.recv(65536)
+            off = 0
+            while off + 16 <= len(data):
+                length, mtype = struct.unpack_from("=LH", data, off)
+                if mtype == NLMSG_DONE or length < 16:
+                    return out
+                out.append(data[off + 16:off + length])
+                off += (length + 3) & ~3
+
+
+def _attrs(data: bytes, start: int) -> dict[int, bytes]:
+    import struct
+
+    found, off = {}, start
+    while off + 4 <= len(data):
+        alen, atype = struct.unpack_from("=HH", data, off)
+        if alen < 4:
+            break
+        found.setdefault(atype & 0x3FFF, data[off + 4:off + alen])  # without the NESTED flag
+        off += (alen + 3) & ~3
+    return found
+
+
 def _netlink_failed(ip: str) -> bool:
     """Whether the kernel's neighbour table marks ip FAILED (asked, never answered), read over
     rtnetlink (unprivileged); /proc/net/arp cannot tell FAILED from a probe still in flight."""
     import struct
 
     want = socket.inet_aton(ip)
-    try:
-        with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as nl:
-            nl.settimeout(1.0)
-            # nlmsghdr + ndmsg: RTM_GETNEIGH, NLM_F_REQUEST | NLM_F_DUMP, family AF_INET
-            nl.send(struct.pack("=LHHLL", 28, RTM_GETNEIGH, 0x301, 1, 0)
-                    + struct.pack("=BBHiHBB", socket.AF_INET, 0, 0, 0, 0, 0, 0))
-            while True:
-                data = nl.recv(65536)
-                off = 0
-                while off + 16 <= len(data):
-                    length, kind = struct.unpack_from("=LH", data, off)
-                    if kind == NLMSG_DONE or length < 16:
-                        return False
-                    if kind == RTM_NEWNEIGH:
-                        state = struct.unpack_from("=H", data, off + 24)[0]
-                        attr = off + 28
-                        while attr + 4 <= off + length:
-                            alen, atype = struct.unpack_from("=HH", data, attr)
-                            if alen < 4:
-                                break
-                            if atype == NDA_DST and data[attr + 4:attr + alen] == want:
-                                return bool(state & NUD_FAILED)
-                            attr += (alen + 3) & ~3
-                    off += (length + 3) & ~3
+    try:  # ndmsg: family AF_INET
+        for msg in _netlink_dump(RTM_GETNEIGH, struct.pack("=BBHiHBB", socket.AF_INET, 0, 0, 0, 0, 0, 0)):
+            if len(msg) >= 12 and _attrs(msg, 12).get(NDA_DST) == want:
+                return bool(struct.unpack_from("=H", msg, 8)[0] & NUD_FAILED)
     except OSError:
         return False
+    return False
+
+
+def link_kinds() -> dict[str, str] | None:
+    """{interface: kind} of this network namespace ("veth", "bridge", "" for a plain device
+    such as a NIC), from rtnetlink; None when netlink cannot be read."""
+    import struct
+
+    kinds = {}
+    try:  # ifinfomsg: family AF_UNSPEC
+        msgs = _netlink_dump(RTM_GETLINK, struct.pack("=BBHiII", 0, 0, 0, 0, 0, 0))
+    except OSError:
+        return None
+    for msg in msgs:
+        if len(msg) < 16:
+            continue
+        attrs = _attrs(msg, 16)
+        name = attrs.get(IFLA_IFNAME, b"").split(b"\0")[0].decode("utf-8", "replace")
+        info = _attrs(attrs[IFLA_LINKINFO], 0) if IFLA_LINKINFO in attrs else {}
+        kinds[name] = info.get(IFLA_INFO_KIND, b"").split(b"\0")[0].decode("ascii", "replace")
+    return kinds
 
 
 def _solicit(ip: str) -> None:
@@ -139,12 +180,68 @@ def gateway_answers(ip: str, proc_net: Path = Path("/proc/net"), solicit=_solici
     return False
 
 
-def interfaces(sys_net: Path = Path("/sys/class/net")) -> list[str]:
-    """Network interfaces other than lo."""
+def interfaces(proc_net: Path = Path("/proc/net")) -> list[str]:
+    """Network interfaces other than lo, of this namespace (/proc/net/dev; /sys may be the host's)."""
     try:
-        return sorted(p.name for p in sys_net.iterdir() if p.name != "lo")
+        lines = (proc_net / "dev").read_text().splitlines()[2:]
     except OSError:
         return []
+    return sorted({n for n in (line.split(":", 1)[0].strip() for line in lines if ":" in line)
+                   if n and n != "lo"})
+
+
+def routes4(proc_net: Path = Path("/proc/net")) -> tuple[list[ipaddress.IPv4Network], list[str]]:
+    """(connected subnets, routes via a gateway other than the default) of the main table."""
+    connected, routed = [], []
+    try:
+        lines = (proc_net / "route").read_text().splitlines()[1:]
+    except OSError:
+        return [], []
+    for line in lines:
+        f = line.split()
+        if len(f) < 8 or f[0] == "lo" or not int(f[3], 16) & RTF_UP or int(f[3], 16) & RTF_REJECT:
+            continue
+        net = ipaddress.IPv4Network(f"{_hex_ipv4(f[1])}/{_hex_ipv4(f[7])}", strict=False)
+        if net.prefixlen == 0:
+            continue  # the default route: judged by whether its gateway answers
+        if int(f[3], 16) & RTF_GATEWAY:
+            routed.append(f"{net} via {_hex_ipv4(f[2])} dev {f[0]}")
+        else:
+            connected.append(net)
+    return connected, routed
+
+
+def routes6(proc_net: Path = Path("/proc/net")) -> list[str]:
+    """IPv6 routes off lo beyond link-local and multicast, other than a default (judged apart)."""
+    found = []
+    try:
+        lines = (proc_net / "ipv6_route").read_text().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        f = line.split()
+        if len(f) < 10 or f[9] == "lo" or int(f[8], 16) & RTF_REJECT or not int(f[8], 16) & RTF_UP:
+            continue
+        net = ipaddress.IPv6Network(f"{ipaddress.IPv6Address(bytes.fromhex(f[0]))}/{int(f[1], 16)}",
+                                    strict=False)
+        if net.prefixlen == 0 or net.is_link_local or net.is_multicast:
+            continue
+        found.append(f"{net} dev {f[9]}")
+    return found
+
+
+def _resolve(host: str, seconds: float = 3.0) -> list[str]:
+    """The proxy host's addresses, bounded in time (a hung resolver is no evidence)."""
+    import concurrent.futures
+
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        infos = pool.submit(socket.getaddrinfo, host, None, type=socket.SOCK_STREAM).result(seconds)
+        return sorted({i[4][0] for i in infos})
+    except (OSError, concurrent.futures.TimeoutError, UnicodeError):
+        return []
+    finally:
+        pool.shutdown(wait=False)
 
 
 def proxy_setting(env: dict | None = None) -> str | None:
@@ -152,10 +249,10 @@ def proxy_setting(env: dict | None = None) -> str | None:
     return env.get("HTTPS_PROXY") or env.get("https_proxy") or None
 
 
-def status(proc_net: Path = Path("/proc/net"), sys_net: Path = Path("/sys/class/net"),
-           env: dict | None = None, solicit=_solicit, gave_up=_netlink_failed) -> dict:
+def status(proc_net: Path = Path("/proc/net"), env: dict | None = None, solicit=_solicit,
+           gave_up=_netlink_failed, links=link_kinds, resolve=_resolve) -> dict:
     """enforced, mode (offline, egress-proxy, unenforced), and the reason in one sentence."""
-    routes, ifaces, proxy = default_routes(proc_net), interfaces(sys_net), proxy_setting(env)
+    routes, ifaces, proxy = default_routes(proc_net), interfaces(proc_net), proxy_setting(env)
     shown = [f"{fam} via {gw} dev {dev}" for fam, gw, dev in routes]
     out = {"interfaces": ifaces, "default_routes": shown, "proxy": proxy}
 
@@ -176,9 +273,46 @@ def status(proc_net: Path = Path("/proc/net"), sys_net: Path = Path("/sys/class/
     if not proxy:
         return unenforced(f"interfaces {', '.join(ifaces)} exist and no egress proxy is configured "
                           f"(HTTPS_PROXY unset), so nothing mediates what they reach")
+    # From here on "enforced" needs evidence: this namespace's own links, routes, the proxy.
+    kinds = links()
+    if kinds is None:
+        return unenforced("this namespace's interfaces could not be read from netlink, so nothing "
+                          "shows they are a container's own")
+    out["links"] = {name: kinds.get(name, "") for name in ifaces}
+    foreign = [f"{n} ({kinds.get(n) or 'a device'})" for n in ifaces if kinds.get(n) != "veth"]
+    if foreign:
+        return unenforced(f"interface {', '.join(foreign)} is not a container's own veth: this is "
+                          f"likely the host's network (--network host, or Apptainer without --net), "
+                          f"where the host's other subnets and loopback services are reachable "
+                          f"beside the proxy {proxy}")
+    connected, routed = routes4(proc_net)
+    routed += routes6(proc_net)
+    if routed:
+        return unenforced(f"the route {routed[0]} leads beyond this container's subnet, beside "
+                          f"the egress proxy {proxy}")
+    host = urlsplit_host(proxy)
+    addrs = resolve(host) if host else []
+    on_link = [a for a in addrs if any(ipaddress.ip_address(a) in net for net in connected)]
+    out["proxy_addresses"] = addrs
+    if not on_link:
+        where = ", ".join(addrs) if addrs else "does not resolve"
+        return unenforced(f"the egress proxy {proxy} ({where}) is not on this container's own "
+                          f"subnet ({', '.join(map(str, connected)) or 'none'}), so nothing shows "
+                          f"it is the only way out")
     dead = f" (the default route's gateway {routes[0][1]} does not answer)" if routes else ""
     return {"enforced": True, "mode": "egress-proxy", **out,
-            "reason": f"no way out{dead}; the only way out is the egress proxy {proxy}"}
+            "reason": f"no way out{dead}: {', '.join(ifaces)} are veths on "
+                      f"{', '.join(map(str, connected))} alone, where the egress proxy {proxy} "
+                      f"({on_link[0]}) is the only way out"}
+
+
+def urlsplit_host(proxy: str) -> str | None:
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(proxy if "://" in proxy else f"http://{proxy}").hostname
+    except ValueError:
+        return None
 
 
 def required(env: dict | None = None) -> bool:

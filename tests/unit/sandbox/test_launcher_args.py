@@ -148,3 +148,43 @@ def test_bad_limit_on_the_command_line_exits_2_before_docker():
                                "DOCKER_HOST": "unix:///nonexistent.sock"})
     assert proc.returncode == 2 and "--work-size" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_tmpfs_sizes_are_checked_against_the_memory_limit_from_compose_yamls_defaults():
+    from biotool_sandbox import budget
+
+    compose = stack.compose_file(None)
+    sizes = budget.run_memory(compose, {})
+    # compose.yaml's own defaults: 8g memory, /work 4g + /tmp 2g + /var/tmp 512m + /dev/shm.
+    assert sizes == {"sandbox": 8 << 30, "egress": 512 << 20,
+                     "tmpfs": (4 << 30) + (2 << 30) + (512 << 20) + (64 << 20)}
+    with pytest.raises(LauncherError, match=r"--work-size 4\.0g is too large for --memory 6\.0g"
+                                            r".* leave 0m for processes"):
+        budget.run_memory(compose, {"BIOTOOL_MEM_LIMIT": "6g", "BIOTOOL_TMP_SIZE": "2g"} |
+                          {"BIOTOOL_VARTMP_SIZE": "2g"})
+    with pytest.raises(LauncherError, match="/work 8.0g, /tmp 2.0g, /var/tmp 512m, /dev/shm 64m"):
+        budget.run_memory(compose, {"BIOTOOL_WORK_SIZE": "8g"})
+    assert budget.run_memory(compose, {"BIOTOOL_MEM_LIMIT": "2g", "BIOTOOL_WORK_SIZE": "256m",
+                                       "BIOTOOL_TMP_SIZE": "256m",
+                                       "BIOTOOL_VARTMP_SIZE": "128m"})["sandbox"] == 2 << 30
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "lots", "5"])
+def test_a_bad_host_share_is_refused_naming_the_variable(raw):
+    from biotool_sandbox import budget
+
+    with pytest.raises(LauncherError, match=budget.SHARE_ENV):
+        budget.host_share({budget.SHARE_ENV: raw})
+    assert budget.host_share({}) == budget.DEFAULT_SHARE
+
+
+def test_work_larger_than_memory_exits_2_before_docker_in_one_line():
+    from pathlib import Path
+
+    here = str(Path(stack.__file__).resolve().parents[1])
+    proc = subprocess.run([sys.executable, "-m", "biotool_sandbox", "up", "--memory", "2g",
+                           "--work-size", "4g"], capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": here,
+                               "DOCKER_HOST": "unix:///nonexistent.sock"})
+    assert proc.returncode == 2 and "--work-size 4.0g is too large for --memory 2.0g" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

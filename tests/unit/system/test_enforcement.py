@@ -1,5 +1,6 @@
-"""Enforcement read from /proc and /sys, on route tables in the kernel's own format as docker
-sets them up (default bridge, compose's internal network, --network none), and the GPU report."""
+"""Enforcement read from /proc and netlink, on route tables in the kernel's own format as docker
+sets them up (default bridge, compose's internal network, --network none), in real network
+namespaces made here (a host-like device with a site proxy, a veth pair), and the GPU report."""
 
 from pathlib import Path
 
@@ -31,16 +32,23 @@ ARP_HEADER = "IP address       HW type     Flags       HW address            Mas
 PROXY = {"HTTPS_PROXY": "http://egress:3128"}
 
 
-def fake(tmp_path: Path, route: str, route6: str, ifaces: list[str], arp: str = "") -> tuple[Path, Path]:
-    proc, sysnet = tmp_path / "proc", tmp_path / "net"
-    proc.mkdir()
-    sysnet.mkdir()
+def fake(tmp_path: Path, route: str, route6: str, ifaces: list[str], arp: str = "") -> Path:
+    proc = tmp_path / "proc"
+    proc.mkdir(parents=True)
     (proc / "route").write_text(route)
     (proc / "ipv6_route").write_text(route6)
     (proc / "arp").write_text(ARP_HEADER + arp)
-    for name in ["lo", *ifaces]:
-        (sysnet / name).mkdir()
-    return proc, sysnet
+    # /proc/net/dev as the kernel writes it: two header lines, then one line per interface.
+    (proc / "dev").write_text("Inter-|   Receive\n face |bytes    packets\n" + "".join(
+        f"{name:>6}: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n" for name in ["lo", *ifaces]))
+    return proc
+
+
+def status(proc: Path, env: dict, proxy_at: str = "172.20.0.3", kinds: dict | None = None, **kw):
+    """status() with this namespace's links and the proxy's address given, as netlink and DNS
+    would answer inside a compose stack (eth0 a veth, egress on the subnet)."""
+    return enforcement.status(proc, env, links=lambda: {"eth0": "veth"} if kinds is None else kinds,
+                              resolve=lambda host: [proxy_at], **kw)
 
 
 class Neighbour:
@@ -58,9 +66,9 @@ class Neighbour:
 
 
 def test_default_bridge_without_a_proxy_is_unenforced_without_asking(tmp_path):
-    proc, sysnet = fake(tmp_path, BRIDGE4, LINK_LOCAL6, ["eth0"])
+    proc = fake(tmp_path, BRIDGE4, LINK_LOCAL6, ["eth0"])
     link = Neighbour(proc, answers=True)
-    st = enforcement.status(proc, sysnet, {}, solicit=link)
+    st = status(proc, {}, solicit=link)
     assert st["enforced"] is False and st["mode"] == "unenforced" and link.asked == []
     assert st["default_routes"] == ["ipv4 via 172.17.0.1 dev eth0"]
     assert "default route" in st["reason"] and "no egress proxy" in st["reason"]
@@ -68,17 +76,17 @@ def test_default_bridge_without_a_proxy_is_unenforced_without_asking(tmp_path):
 
 def test_a_gateway_already_in_the_arp_cache_is_not_asked_again(tmp_path):
     arp = "172.17.0.1       0x1         0x2         02:42:ac:11:00:01     *        eth0\n"
-    proc, sysnet = fake(tmp_path, BRIDGE4, "", ["eth0"], arp=arp)
+    proc = fake(tmp_path, BRIDGE4, "", ["eth0"], arp=arp)
     link = Neighbour(proc, answers=True)
-    st = enforcement.status(proc, sysnet, PROXY, solicit=link)
+    st = status(proc, PROXY, solicit=link)
     assert st["enforced"] is False and "172.17.0.1" in st["reason"] and link.asked == []
 
 
 @pytest.mark.parametrize("answers", [True, False])
 def test_a_proxy_with_a_default_route_hinges_on_the_gateway(tmp_path, answers):
-    proc, sysnet = fake(tmp_path, DEAD_GW4, LINK_LOCAL6 + REJECT6, ["eth0"])
+    proc = fake(tmp_path, DEAD_GW4, LINK_LOCAL6 + REJECT6, ["eth0"])
     link = Neighbour(proc, answers=answers)
-    st = enforcement.status(proc, sysnet, PROXY, solicit=link, gave_up=lambda ip: False)
+    st = status(proc, PROXY, proxy_at="172.26.0.3", solicit=link, gave_up=lambda ip: False)
     assert link.asked == ["172.26.0.1"]
     assert st["enforced"] is (not answers)
     assert st["mode"] == ("unenforced" if answers else "egress-proxy")
@@ -88,46 +96,85 @@ def test_a_proxy_with_a_default_route_hinges_on_the_gateway(tmp_path, answers):
 def test_a_gateway_the_kernel_gave_up_on_is_not_asked_again(tmp_path):
     # The stack's second command: an incomplete ARP entry the kernel marked FAILED; no wait.
     arp = "172.26.0.1       0x1         0x0         00:00:00:00:00:00     *        eth0\n"
-    proc, sysnet = fake(tmp_path, DEAD_GW4, "", ["eth0"], arp=arp)
+    proc = fake(tmp_path, DEAD_GW4, "", ["eth0"], arp=arp)
     link, asked = Neighbour(proc, answers=True), []
-    st = enforcement.status(proc, sysnet, PROXY, solicit=link,
+    st = status(proc, PROXY, proxy_at="172.26.0.3", solicit=link,
                             gave_up=lambda ip: asked.append(ip) or True)
     assert st["enforced"] is True and link.asked == [] and asked == ["172.26.0.1"]
     # A probe still in flight (not FAILED) is asked again and waited for.
-    st = enforcement.status(proc, sysnet, PROXY, solicit=link, gave_up=lambda ip: False)
+    st = status(proc, PROXY, proxy_at="172.26.0.3", solicit=link, gave_up=lambda ip: False)
     assert st["enforced"] is False and link.asked == ["172.26.0.1"]
 
 
 def test_ipv6_default_route_is_unenforced(tmp_path):
-    proc, sysnet = fake(tmp_path, INTERNAL4, LINK_LOCAL6 + DEFAULT6, ["eth0"])
-    st = enforcement.status(proc, sysnet, PROXY, solicit=Neighbour(proc, answers=False))
+    proc = fake(tmp_path, INTERNAL4, LINK_LOCAL6 + DEFAULT6, ["eth0"])
+    st = status(proc, PROXY, solicit=Neighbour(proc, answers=False))
     assert st["enforced"] is False
     assert st["default_routes"] == ["ipv6 via fd00::1 dev eth0"]
 
 
 def test_internal_network_with_the_proxy_is_enforced(tmp_path):
-    proc, sysnet = fake(tmp_path, INTERNAL4, LINK_LOCAL6 + REJECT6, ["eth0"])
-    st = enforcement.status(proc, sysnet, {"https_proxy": "http://egress:3128"})
+    proc = fake(tmp_path, INTERNAL4, LINK_LOCAL6 + REJECT6, ["eth0"])
+    st = status(proc, {"https_proxy": "http://egress:3128"})
     assert st["enforced"] is True and st["mode"] == "egress-proxy"
     assert st["default_routes"] == []
 
 
 def test_an_interface_without_a_proxy_is_unenforced(tmp_path):
-    proc, sysnet = fake(tmp_path, INTERNAL4, LINK_LOCAL6, ["eth0"])
-    st = enforcement.status(proc, sysnet, {})
+    proc = fake(tmp_path, INTERNAL4, LINK_LOCAL6, ["eth0"])
+    st = status(proc, {})
     assert st["enforced"] is False and "HTTPS_PROXY unset" in st["reason"]
 
 
 def test_network_none_is_offline_and_enforced(tmp_path):
-    proc, sysnet = fake(tmp_path, HEADER4, "", [])
-    st = enforcement.status(proc, sysnet, {})
+    proc = fake(tmp_path, HEADER4, "", [])
+    st = status(proc, {})
     assert st == {"enforced": True, "mode": "offline", "interfaces": [], "default_routes": [],
                   "proxy": None, "reason": st["reason"]}
 
 
+def test_a_host_like_device_with_a_site_proxy_and_no_default_route_is_unenforced(tmp_path):
+    # --network host (or Apptainer without --net) on an HPC node: no default route, a proxy.
+    proc = fake(tmp_path, INTERNAL4, LINK_LOCAL6, ["eth0", "ib0"])
+    st = status(proc, PROXY, kinds={"eth0": "", "ib0": ""})
+    assert st["enforced"] is False and "eth0 (a device), ib0 (a device)" in st["reason"]
+    assert "not a container's own veth" in st["reason"]
+    st = status(proc, PROXY, kinds={"eth0": "veth", "ib0": "bridge"})
+    assert st["enforced"] is False and "ib0 (bridge)" in st["reason"]
+
+
+def test_a_route_beyond_the_subnet_or_a_proxy_off_it_is_unenforced(tmp_path):
+    routed = INTERNAL4 + "eth0\t0000140A\t010014AC\t0003\t0\t0\t0\t0000FFFF\t0\t0\t0\n"
+    st = status(fake(tmp_path / "a", routed, LINK_LOCAL6, ["eth0"]), PROXY)
+    assert st["enforced"] is False and "10.20.0.0/16 via 172.20.0.1 dev eth0" in st["reason"]
+    global6 = ("fd000000000000000000000000000000 40 00000000000000000000000000000000 00 "
+               "00000000000000000000000000000000 00000100 00000001 00000000 00000001     eth0\n")
+    st = status(fake(tmp_path / "b", INTERNAL4, LINK_LOCAL6 + global6, ["eth0"]), PROXY)
+    assert st["enforced"] is False and "fd00::/64 dev eth0" in st["reason"]
+    for where in ("127.0.0.1", "10.1.2.3"):  # a proxy on loopback, or reached through a route
+        st = status(fake(tmp_path / where, INTERNAL4, LINK_LOCAL6, ["eth0"]), PROXY, proxy_at=where)
+        assert st["enforced"] is False and f"({where}) is not on this container's own subnet" \
+            in st["reason"] and "172.20.0.0/16" in st["reason"]
+    proc = fake(tmp_path / "c", INTERNAL4, LINK_LOCAL6, ["eth0"])
+    st = enforcement.status(proc, PROXY, links=lambda: {"eth0": "veth"}, resolve=lambda h: [])
+    assert st["enforced"] is False and "does not resolve" in st["reason"]
+    st = enforcement.status(proc, PROXY, links=lambda: None, resolve=lambda h: ["172.20.0.3"])
+    assert st["enforced"] is False and "netlink" in st["reason"]
+
+
+def test_link_kinds_come_from_this_namespaces_netlink():
+    kinds = enforcement.link_kinds()
+    assert kinds is not None and kinds["lo"] == "" and set(kinds) >= set(enforcement.interfaces())
+    for name in enforcement.interfaces():
+        if name.startswith("veth"):
+            assert kinds[name] == "veth"
+        if name.startswith("docker") or name.startswith("br-"):
+            assert kinds[name] == "bridge"
+
+
 def test_warning_is_one_line_and_says_how(tmp_path):
-    proc, sysnet = fake(tmp_path, BRIDGE4, "", ["eth0"])
-    line = enforcement.warning_line(enforcement.status(proc, sysnet, {}))
+    proc = fake(tmp_path, BRIDGE4, "", ["eth0"])
+    line = enforcement.warning_line(status(proc, {}))
     assert "\n" not in line and "--network none" in line and "biotool-sandbox up" in line
 
 
@@ -182,3 +229,73 @@ def test_torch_cuda_read_from_torch_version_file_matches_torch():
     import torch
 
     assert value == torch.version.cuda
+
+
+# ---- real network namespaces (root and iproute2): what status() sees in each
+
+def _ip(*args: str) -> None:
+    import subprocess
+
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
+
+
+@pytest.fixture()
+def netns():
+    import os
+    import secrets
+    import shutil
+
+    if os.geteuid() != 0 or not shutil.which("ip"):
+        pytest.skip("network namespaces need root and iproute2")
+    made = []
+
+    def make() -> str:
+        name = f"bt-enf-{secrets.token_hex(3)}"
+        _ip("netns", "add", name)
+        made.append(name)
+        _ip("-n", name, "link", "set", "lo", "up")
+        return name
+
+    yield make
+    for name in made:
+        _ip("netns", "del", name)
+
+
+def _status_in(ns: str, proxy: str) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    src = str(Path(enforcement.__file__).resolve().parents[2])
+    proc = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-m",
+                           "biotool.system.enforcement"], capture_output=True, text=True,
+                          timeout=60, env={"PYTHONPATH": src, "HTTPS_PROXY": proxy, "PATH": "/usr/bin:/bin"})
+    return json.loads(proc.stdout)
+
+
+def test_in_a_real_namespace_a_host_like_device_and_a_site_proxy_is_unenforced(netns):
+    # What --network host shows on a node with no default route and a site proxy: the host's
+    # own devices (a bridge here; a NIC reads as "a device").
+    ns = netns()
+    _ip("-n", ns, "link", "add", "br0", "type", "bridge")
+    _ip("-n", ns, "addr", "add", "10.77.0.2/24", "dev", "br0")
+    _ip("-n", ns, "link", "set", "br0", "up")
+    st = _status_in(ns, "http://10.77.0.1:3128")
+    assert st["enforced"] is False and st["default_routes"] == [] and st["interfaces"] == ["br0"]
+    assert "br0 (bridge) is not a container's own veth" in st["reason"]
+
+
+def test_in_a_real_namespace_a_veth_to_the_proxy_alone_is_enforced_and_a_route_is_not(netns):
+    inner, outer = netns(), netns()
+    _ip("-n", inner, "link", "add", "eth0", "type", "veth", "peer", "name", "proxy0", "netns", outer)
+    _ip("-n", inner, "addr", "add", "10.78.0.2/24", "dev", "eth0")
+    _ip("-n", outer, "addr", "add", "10.78.0.1/24", "dev", "proxy0")
+    _ip("-n", inner, "link", "set", "eth0", "up")
+    _ip("-n", outer, "link", "set", "proxy0", "up")
+    st = _status_in(inner, "http://10.78.0.1:3128")
+    assert st["enforced"] is True and st["mode"] == "egress-proxy", st
+    assert st["links"] == {"eth0": "veth"} and "10.78.0.0/24" in st["reason"]
+    assert _status_in(inner, "http://127.0.0.1:3128")["enforced"] is False  # not the veth's peer
+    _ip("-n", inner, "route", "add", "192.168.50.0/24", "via", "10.78.0.1")
+    st = _status_in(inner, "http://10.78.0.1:3128")
+    assert st["enforced"] is False and "192.168.50.0/24 via 10.78.0.1 dev eth0" in st["reason"]
