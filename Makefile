@@ -38,7 +38,9 @@ BASE_TAG ?= biotool-base:bookworm
 # Empty: the recipe picks biotool-base:bookworm if present, else debian:bookworm-slim if it
 # can be pulled, else builds the base with debootstrap (make base).
 BASE_IMAGE ?=
-PYPI_INDEX ?= https://pypi.org/simple
+# Empty: pip's own index (its configuration, or its built-in default under --isolated).
+PYPI_INDEX ?=
+INDEX_OPT := $(if $(PYPI_INDEX),--index-url $(PYPI_INDEX))
 WHEELHOUSE := wheelhouse
 OUT := out
 LOCK := image/requirements-$(TORCH_VARIANT).lock
@@ -57,7 +59,7 @@ PIP_FOR_VARIANT := $(PYTHON) -m pip
 else ifeq ($(TORCH_VARIANT),cuda)
 # Ignore host pip config so PyPI's CUDA torch, not a local +cpu wheel, is fetched.
 PIP_FOR_VARIANT := $(PYTHON) -m pip --isolated
-PIP_VARIANT_OPTS := --index-url $(PYPI_INDEX) $(shell test -f /etc/ssl/certs/ca-certificates.crt && echo --cert /etc/ssl/certs/ca-certificates.crt)
+PIP_VARIANT_OPTS := $(INDEX_OPT) $(shell test -f /etc/ssl/certs/ca-certificates.crt && echo --cert /etc/ssl/certs/ca-certificates.crt)
 else
 $(error TORCH_VARIANT must be cpu or cuda, not $(TORCH_VARIANT))
 endif
@@ -109,7 +111,7 @@ lock:
 cuda-lock-check:
 	mkdir -p $(OUT)
 	$(PYTHON) -m pip --isolated install --dry-run --ignore-installed --quiet \
-	    --index-url $(PYPI_INDEX) \
+	    $(INDEX_OPT) \
 	    $$(test -f /etc/ssl/certs/ca-certificates.crt && echo --cert /etc/ssl/certs/ca-certificates.crt) \
 	    --report $(OUT)/cuda-lock-report.json -r image/requirements-cuda.lock
 	$(PYTHON) image/lockfile.py check $(OUT)/cuda-lock-report.json image/requirements-cuda.lock

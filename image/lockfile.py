@@ -24,7 +24,6 @@ from pathlib import Path
 
 IMAGE = Path(__file__).resolve().parent
 PYPROJECT = IMAGE.parent / "pyproject.toml"
-PYPI = "https://pypi.org/simple"
 SYSTEM_CA = "/etc/ssl/certs/ca-certificates.crt"
 TORCH = "2.13.0"
 HEADER = """\
@@ -79,7 +78,8 @@ def resolve(requirements: list[str], constraints: dict[str, str], isolated: bool
         cmd += ["install", "--dry-run", "--ignore-installed", "--quiet", "--report", str(out),
                 "-c", str(cons)]
         if isolated:
-            cmd += ["--index-url", index_url or PYPI]
+            if index_url:  # else pip's own default index, which --isolated leaves in force
+                cmd += ["--index-url", index_url]
             if Path(SYSTEM_CA).exists():
                 cmd += ["--cert", SYSTEM_CA]
         cmd += requirements

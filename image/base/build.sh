@@ -6,8 +6,25 @@ set -euo pipefail
 
 tag="${1:-biotool-base:bookworm}"
 suite="${DEBIAN_SUITE:-bookworm}"
-mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-security_mirror="${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
+# The mirrors this host's apt already uses (deb822 or one-line sources), unless overridden.
+apt_uri() {  # apt_uri SUITE: the first URI serving SUITE in this host's apt sources
+    local suite="$1" f
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -f "$f" ] && awk -v s="$suite" '
+            /^URIs:/ {u=$2} /^Suites:/ {for (i = 2; i <= NF; i++) if ($i == s) {print u; exit}}
+            /^$/ {u=""}' "$f"
+    done
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+        [ -f "$f" ] && awk -v s="$suite" '$1 == "deb" {
+            for (i = 2; i <= NF; i++) if ($i !~ /^\[/) {if ($(i+1) == s) print $i; break}}' "$f"
+    done
+}
+mirror="${DEBIAN_MIRROR:-$(apt_uri "$suite" | head -n1)}"
+security_mirror="${DEBIAN_SECURITY_MIRROR:-$(apt_uri "$suite-security" | head -n1)}"
+if [ -z "$mirror" ]; then
+    echo "base: no apt source for $suite on this host: set DEBIAN_MIRROR" >&2
+    exit 2
+fi
 workdir="${BASE_WORKDIR:-$(cd "$(dirname "$0")/../.." && pwd)/.base}"
 
 if [[ "${FORCE:-0}" != 1 ]] && docker image inspect "$tag" >/dev/null 2>&1; then
@@ -37,6 +54,9 @@ URIs: $mirror
 Suites: $suite $suite-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
+if [ -n "$security_mirror" ]; then
+    cat >> "$rootfs/etc/apt/sources.list.d/debian.sources" <<SOURCES
 
 Types: deb
 URIs: $security_mirror
@@ -44,6 +64,7 @@ Suites: $suite-security
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SOURCES
+fi
 
 # The slim image's trims: no docs, man pages or translations, and apt keeps no caches.
 cat > "$rootfs/etc/dpkg/dpkg.cfg.d/docker-slim" <<'DPKG'
