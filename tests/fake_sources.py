@@ -409,6 +409,60 @@ def _k2_genomes(demo: Path) -> list[tuple[str, str, int, str]]:
     return out
 
 
+# ---------------------------------------------------------------- inputs cut from the truth
+
+def mutate(seq: str, every: int, alphabet: str, rng) -> str:
+    """`seq` with one substitution every `every` letters: a real read or homologue, not a copy."""
+    out = list(seq)
+    for i in range(every // 2, len(out), every):
+        out[i] = rng.choice([c for c in alphabet if c != out[i]])
+    return "".join(out)
+
+
+def reads_within(genome: str, spans: list[tuple[int, int]], n: int, length: int,
+                 rng) -> list[str]:
+    """`n` reads of `length` lying wholly inside one of the 1-based `spans` of `genome`."""
+    out = []
+    for _ in range(n):
+        a, b = rng.choice([s for s in spans if s[1] - s[0] + 1 >= length])
+        start = rng.randint(a, b - length + 1)
+        out.append(genome[start - 1:start - 1 + length])
+    return out
+
+
+def gene_reads(truth: dict, reference: str, rng, per_gene: tuple[int, ...] = (30, 12),
+               between: int = 7) -> tuple[list[str], dict[str, int]]:
+    """Reads from the designed genes' exons (every model's) and from between the genes, and
+    how many of them each gene should be given: (reads, {symbol: count})."""
+    genome = truth["genomes"][reference]["sequence"]
+    reads, want = [], {}
+    for n, g in zip(per_gene, truth["genes"][reference]):
+        exons = list(g["exons"]) + [e for _, ex in g.get("extra_cds", []) for e in ex]
+        reads += reads_within(genome, exons, n, 100, rng)
+        want[g["symbol"]] = n
+    reads += reads_within(genome, [(1, 900), (4000, len(genome))], between, 100, rng)
+    return reads, want
+
+
+def virus_reads(truth: dict, accessions: tuple[str, ...], rng, per: int = 5) -> list[tuple[str, str]]:
+    """(name "ACC/offset", read) from the Kraken 2 database's real genomes, one substitution in
+    50, plus one random read ("random") that no database should classify."""
+    reads = []
+    for acc in accessions:
+        seq = truth["kraken2"][acc]["sequence"]
+        for _ in range(per):
+            at = rng.randrange(len(seq) - 150)
+            reads.append((f"{acc}/{at}", mutate(seq[at:at + 150], 50, "ACGT", rng)))
+    reads.append(("random", "".join(rng.choice("ACGT") for _ in range(150))))
+    return reads
+
+
+def protein_queries(truth: dict, rng) -> dict[str, str]:
+    """{protein id: a homologue of 200 residues of it, one substitution in 15}."""
+    return {pid: mutate(seq[10:210], 15, "ACDEFGHIKLMNPQRSTVWY", rng)
+            for pid, seq in truth["proteins"].items() if len(seq) >= 220}
+
+
 # ---------------------------------------------------------------- every production item
 
 CELLTYPIST_INDEX = "https://celltypist.cog.sanger.ac.uk/models/models.json"

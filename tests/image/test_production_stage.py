@@ -1,10 +1,12 @@
 """An image built with BIOTOOL_STAGE=demo,production against a local fake of the production
 sources (tests/fake_sources.py on 127.0.0.1, `docker build --network host`): every production
-item stages, `biotool list` shows them, and `celltype --reference auto` scores a real panel.
+item stages, `biotool list` shows them, `celltype --reference auto` scores a real panel, and
+featureCounts, kraken2, blastp and diamond give real answers on the toolbox's staged data.
 
 The CellTypist models served are real CellTypist models trained here on scanpy's PBMCs; the
 C2S model is a tiny real transformers model; genome, BLAST db and gene sources are KB-sized
-but shaped like NCBI's. The build uses BIOTOOL_TOFU=1 (the committed lock cannot pin sources
+but shaped like NCBI's; the Kraken 2 and protein BLAST databases are built by the real tools
+from real viral genomes and proteins. The build uses BIOTOOL_TOFU=1 (the committed lock cannot pin sources
 this host cannot reach); the unit tests in tests/unit/staging cover staging from a lock.
 """
 
@@ -208,3 +210,57 @@ def test_a_site_directory_staged_on_the_host_overlays_the_demo_image(production,
     r = sandbox.biotool("call", "gene_lookup", json.dumps({"query": "TP53"}), **mount)
     assert r.code == 0, r
     assert r.json["matches"][0]["seqid"] == "chr17"
+
+
+def test_the_toolbox_runs_on_the_production_data_offline(production, tmp_path):
+    """In the production image, with no network: featureCounts with the staged GTF on a BAM
+    aligned with the staged bwa index, kraken2 on the staged k2_viral, blastp and diamond
+    blastp on the staged Swiss-Prot, each pointed where `biotool list` says (`use`), and each
+    giving the answer the fake sources' truth predicts."""
+    import random
+
+    from fake_sources import gene_reads, protein_queries, virus_reads
+
+    truth, run = production["truth"], production["runner"]
+    listed = {i["name"]: i for i in run.biotool("list").json["items"]}
+    uses = {n: listed[n]["use"] for n in ("human-gtf", "k2_viral", "swissprot")}
+    gtf, kraken = listed["human-gtf"]["path"], listed["k2_viral"]["path"]
+    # "blastp -db DB -query proteins.faa; diamond blastp -d DB -q proteins.faa": each without
+    # its query, which this test gives.
+    blastp, diamond = (u.rsplit(" ", 2)[0] for u in uses["swissprot"].split("; "))
+    assert uses["human-gtf"].startswith(f"featureCounts -a {gtf} ")
+    assert uses["k2_viral"].startswith(f"kraken2 --db {kraken} ")
+    bwa = next(r for r in run.biotool("references").json["references"] if r["name"] == "GRCh38")
+    assert bwa["annotation"] == {"human-gtf": gtf}
+    reads, want = gene_reads(truth, "GRCh38", random.Random(3))
+    viral = virus_reads(truth, ("MN908947.3", "NC_001802.1", "NC_002017.1"), random.Random(11))
+    proteins = protein_queries(truth, random.Random(7))
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "rna.fq").write_text("".join(f"@r{i}\n{s}\n+\n{'I' * len(s)}\n" for i, s in enumerate(reads)))
+    (d / "viral.fa").write_text("".join(f">{n}\n{s}\n" for n, s in viral))
+    (d / "q.faa").write_text("".join(f">{p}\n{s}\n" for p, s in proteins.items()))
+    subprocess.run(["chmod", "-R", "go+rX", str(d)], check=True)
+    index = Path(bwa["path"]).parent / bwa["indexes"]["bwa"]["path"]
+    script = (f"set -e; cd /tmp; bwa mem -v 1 {index} /in/rna.fq | samtools sort -o rna.bam - "
+              f"2>/dev/null; featureCounts -a {gtf} -g gene_name -o counts.txt rna.bam "
+              f">/dev/null 2>&1; echo '## counts'; tail -n +3 counts.txt | cut -f1,7; "
+              f"echo '## kraken2'; kraken2 --db {kraken} /in/viral.fa 2>/dev/null | cut -f1-3; "
+              f"echo '## blastp'; {blastp} -query /in/q.faa -outfmt 6 -evalue 1e-10 | cut -f1,2; "
+              f"echo '## diamond'; {diamond} -q /in/q.faa --outfmt 6 --evalue 1e-10 --threads 1 "
+              f"2>/dev/null | cut -f1,2")
+    r = run.run(script, volumes={str(d): {"bind": "/in", "mode": "ro"}})
+    assert r.code == 0, r
+    parts = {}
+    for block in r.stdout.split("## ")[1:]:
+        name, _, body = block.partition("\n")
+        parts[name] = [l.split("\t") for l in body.splitlines() if l]
+    assert {g: int(n) for g, n in parts["counts"]} == want
+    called = {name: (c, int(tx)) for c, name, tx in parts["kraken2"]}
+    assert called == {**{n: ("C", truth["kraken2"][n.split("/")[0]]["taxid"])
+                         for n, _ in viral[:-1]}, "random": ("U", 0)}
+    for tool in ("blastp", "diamond"):
+        top = {}
+        for q, hit in parts[tool]:
+            top.setdefault(q, hit)
+        assert top == {p: p for p in proteins}, tool

@@ -146,11 +146,11 @@ def _blastdb(entry: dict, fetched: list[Path], item_dir: Path) -> dict:
         # Swiss-Prot's half a million taxa would bloat the inventory every command reads; the
         # database carries its taxids, and taxdb beside it names them for blastp's sscinames.
         entry["sequences"] = _blastdb_count(db_dir / "db", env)
-        entry["use"] = "blastp -db {blastdb}/db -query proteins.faa -outfmt 6"
+        entry["use"] = "blastp -db {blastdb}/db -query proteins.faa"
         if "diamond" in entry.get("indexes", []):
             files["diamond"] = item_dir / f"{entry['name']}.dmnd"
             _diamond(db_dir / "db", files["diamond"], entry["sequences"], env)
-            entry["use"] += "; diamond blastp -d {diamond} -q proteins.faa --outfmt 6"
+            entry["use"] += "; diamond blastp -d {diamond} -q proteins.faa"
         return files
     out = _run(["blastdbcmd", "-db", str(db_dir / "db"), "-entry", "all", "-outfmt",
                 "%a\t%T\t%S\t%t"], env=env)
@@ -164,7 +164,7 @@ def _blastdb(entry: dict, fetched: list[Path], item_dir: Path) -> dict:
     if not taxa:
         raise StagingError("the BLAST database holds no sequences")
     entry["taxa"] = taxa
-    entry["use"] = "blastn -db {blastdb}/db -query sequences.fa -outfmt 6"
+    entry["use"] = "blastn -db {blastdb}/db -query sequences.fa"
     return files
 
 
@@ -231,7 +231,7 @@ def _kraken2(entry: dict, fetched: list[Path], item_dir: Path) -> dict:
         raise StagingError(f"kraken2 does not run on {archive}: {said.stderr.strip()[-300:]}")
     entry["kraken2"] = {"options": facts.get("Database options", ""),
                         "taxonomy_nodes": int(facts.get("Total taxonomy nodes", "0") or 0)}
-    entry["use"] = "kraken2 --db {main} --report report.txt reads.fq > classified.tsv"
+    entry["use"] = "kraken2 --db {main} reads.fq"
     return {"main": db}
 
 

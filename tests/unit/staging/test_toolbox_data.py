@@ -14,19 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from fake_sources import gene_reads, protein_queries, virus_reads
+
 REPO = Path(__file__).resolve().parents[3]
 
 
 def _record(home: Path, key: str) -> dict:
     return json.loads((home / "staged.json").read_text())["items"][key]
-
-
-def _mutate(seq: str, every: int, alphabet: str, rng: random.Random) -> str:
-    """`seq` with one substitution every `every` letters: a real read or homologue, not a copy."""
-    out = list(seq)
-    for i in range(every // 2, len(out), every):
-        out[i] = rng.choice([c for c in alphabet if c != out[i]])
-    return "".join(out)
 
 
 # ---------------------------------------------------------------- pins
@@ -87,17 +81,6 @@ def test_a_gtf_missing_from_gencodes_md5sums_is_refused_at_pin_time(server, tmp_
 
 # ---------------------------------------------------------------- the GTF
 
-def _reads_in(genome: str, spans: list[tuple[int, int]], n: int, length: int,
-              rng: random.Random) -> list[str]:
-    """`n` reads of `length` lying wholly inside one of the 1-based `spans` of `genome`."""
-    out = []
-    for _ in range(n):
-        a, b = rng.choice([s for s in spans if s[1] - s[0] + 1 >= length])
-        start = rng.randint(a, b - length + 1)
-        out.append(genome[start - 1:start - 1 + length])
-    return out
-
-
 def _bam(reads: list[str], bwa_prefix: Path, work: Path) -> Path:
     fq = work / "reads.fq"
     fq.write_text("".join(f"@r{i}\n{s}\n+\n{'I' * len(s)}\n" for i, s in enumerate(reads)))
@@ -124,15 +107,7 @@ def test_featurecounts_counts_reads_per_gene_with_the_staged_gtf(prod_home, use_
     gtf = staging.path_of(rec)
     assert {l.split("\t")[0] for l in gtf.read_text().splitlines() if not l.startswith("#")} \
         == {truth["genomes"]["GRCh38"]["seqid"]}
-    genome = truth["genomes"]["GRCh38"]["sequence"]
-    rng = random.Random(3)
-    want = {}
-    reads = []
-    for n, g in zip((30, 12), truth["genes"]["GRCh38"]):
-        exons = list(g["exons"]) + [e for _, ex in g.get("extra_cds", []) for e in ex]
-        reads += _reads_in(genome, exons, n, 100, rng)
-        want[g["symbol"]] = n
-    reads += _reads_in(genome, [(1, 900), (4000, 5000)], 7, 100, rng)  # between genes
+    reads, want = gene_reads(truth, "GRCh38", random.Random(3))
     ref = staging.find("reference", "GRCh38")
     bam = _bam(reads, staging.path_of(ref, "bwa") / "reference", tmp_path)
     subprocess.run(["featureCounts", "-a", str(gtf), "-g", "gene_name", "-o",
@@ -250,11 +225,9 @@ def test_blastp_and_diamond_find_a_protein_offline(prod_home, use_home, world, t
     assert rec["sequences"] == len(truth["proteins"]) and "taxa" not in rec
     db = staging.path_of(rec, "blastdb") / "db"
     dmnd = staging.path_of(rec, "diamond")
-    assert staging.status(rec)["use"] == (f"blastp -db {db} -query proteins.faa -outfmt 6; "
-                                          f"diamond blastp -d {dmnd} -q proteins.faa --outfmt 6")
-    rng = random.Random(7)
-    queries = {pid: _mutate(seq[10:210], 15, "ACDEFGHIKLMNPQRSTVWY", rng)
-               for pid, seq in truth["proteins"].items() if len(seq) >= 220}
+    assert staging.status(rec)["use"] == (f"blastp -db {db} -query proteins.faa; "
+                                          f"diamond blastp -d {dmnd} -q proteins.faa")
+    queries = protein_queries(truth, random.Random(7))
     assert len(queries) >= 4
     q = tmp_path / "q.faa"
     q.write_text("".join(f">{pid}\n{s}\n" for pid, s in queries.items()))
@@ -289,14 +262,8 @@ def test_kraken2_classifies_reads_of_real_viruses_with_the_staged_database(
     use_home(prod_home)
     rec = staging.find("database", "kraken2-viral")
     assert rec["kraken2"]["options"].startswith("nucleotide db, k = 35, l = 31")
-    rng = random.Random(11)
-    reads = []
-    for acc in ("MN908947.3", "NC_001802.1", "NC_001422.1", "NC_002017.1"):
-        seq = truth["kraken2"][acc]["sequence"]
-        for _ in range(5):
-            at = rng.randrange(len(seq) - 150)
-            reads.append((f"{acc}/{at}", _mutate(seq[at:at + 150], 50, "ACGT", rng)))
-    reads.append(("random", "".join(rng.choice("ACGT") for _ in range(150))))
+    reads = virus_reads(truth, ("MN908947.3", "NC_001802.1", "NC_001422.1", "NC_002017.1"),
+                        random.Random(11))
     fa = tmp_path / "reads.fa"
     fa.write_text("".join(f">{n}\n{s}\n" for n, s in reads))
     out = subprocess.run(["kraken2", "--db", str(staging.path_of(rec)), "--report",
@@ -338,5 +305,5 @@ def test_references_and_list_say_where_each_lives(prod_home, use_home):
     items = {i["name"]: i for i in inventory.list_everything()["items"]}
     assert items["human-gtf"]["use"] == f"featureCounts -a {gtf} -o counts.txt sample.bam"
     kraken = staging.path_of(staging.find("database", "k2_viral"))
-    assert items["k2_viral"]["use"].startswith(f"kraken2 --db {kraken} ")
+    assert items["k2_viral"]["use"] == f"kraken2 --db {kraken} reads.fq"
     assert (kraken / "hash.k2d").is_file()
