@@ -334,7 +334,7 @@ def write_kraken2_db(root: Path, url: str, work: Path, genomes: list[tuple[str, 
     shutil.rmtree(db, ignore_errors=True)
     (db / "taxonomy").mkdir(parents=True)
     (db / "taxonomy" / "nodes.dmp").write_text("".join(
-        "\t|\t".join([str(t), str(p), rank, "", "0", "0", "1", "0", "0", "0", "0", "0", ""]) + "\t|\n"
+        "\t|\t".join([str(t), str(p), rank, "", *"00100000", ""]) + "\t|\n"
         for t, p, rank, _ in taxonomy))
     (db / "taxonomy" / "names.dmp").write_text("".join(
         f"{t}\t|\t{name}\t|\t\t|\tscientific name\t|\n" for t, _, _, name in taxonomy))
@@ -444,7 +444,8 @@ def gene_reads(truth: dict, reference: str, rng, per_gene: tuple[int, ...] = (30
     return reads, want
 
 
-def virus_reads(truth: dict, accessions: tuple[str, ...], rng, per: int = 5) -> list[tuple[str, str]]:
+def virus_reads(truth: dict, accessions: tuple[str, ...], rng,
+                per: int = 5) -> list[tuple[str, str]]:
     """(name "ACC/offset", read) from the Kraken 2 database's real genomes, one substitution in
     50, plus one random read ("random") that no database should classify."""
     reads = []

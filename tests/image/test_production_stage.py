@@ -237,7 +237,8 @@ def test_the_toolbox_runs_on_the_production_data_offline(production, tmp_path):
     proteins = protein_queries(truth, random.Random(7))
     d = tmp_path / "in"
     d.mkdir()
-    (d / "rna.fq").write_text("".join(f"@r{i}\n{s}\n+\n{'I' * len(s)}\n" for i, s in enumerate(reads)))
+    (d / "rna.fq").write_text("".join(f"@r{i}\n{s}\n+\n{'I' * len(s)}\n"
+                                      for i, s in enumerate(reads)))
     (d / "viral.fa").write_text("".join(f">{n}\n{s}\n" for n, s in viral))
     (d / "q.faa").write_text("".join(f">{p}\n{s}\n" for p, s in proteins.items()))
     subprocess.run(["chmod", "-R", "go+rX", str(d)], check=True)

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from biotool.staging import StagingError
 
-MIN_ON_GENOME = 0.99  # alt haplotypes or patches may fall off a primary assembly; more is a mismatch
+# Alt haplotypes or patches may fall off a primary assembly; more than 1% is a mismatch.
+MIN_ON_GENOME = 0.99
 # A UCSC name of a GenBank scaffold: chr1_KI270706v1_random, chrUn_GL000195v1, chr6_GL000251v2_alt.
 _UCSC_SCAFFOLD = re.compile(r"^chr[^_]+_([A-Z]{2}\d+)v(\d+)(?:_random|_alt|_fix)?$")
 
