@@ -10,6 +10,7 @@ container this module starts; nothing is sent to any outside address.
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 
@@ -292,3 +293,11 @@ def test_an_open_tunnel_is_visible_while_open(run):
 def test_audit_holds_only_the_agents_attempts(run):
     # The proxy's own loopback traffic (its relay check, the start-up warm-up) is no attempt.
     assert all(r["client"] == sandbox_ip(run) for r in stack.audit(run))
+
+
+def test_doctor_calls_the_stack_enforced_on_its_evidence(run):
+    res = stack.launcher("exec", run["run"], "--", "python3", "-m", "biotool.system.enforcement")
+    st = json.loads(res["stdout"])
+    assert res["exit_code"] == 0 and st["enforced"] is True and st["mode"] == "egress-proxy", st
+    assert st["links"] == {"eth0": "veth"} and st["proxy_addresses"], st
+    assert "veths on" in st["reason"] and "is the only way out" in st["reason"]

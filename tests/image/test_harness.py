@@ -105,6 +105,17 @@ def test_doctor_passes_with_network_none(sandbox):
     assert egress["ok"] and egress["detail"].startswith("offline mode: only lo")
 
 
+def test_doctor_reads_its_own_namespace_even_with_the_hosts_sys_mounted(sandbox):
+    # /sys bind-mounted from the host lists the host's interfaces; /proc/net and netlink are
+    # this container's, so doctor neither fails nor shows the agent the host's names.
+    ran = sandbox.biotool("doctor", "--no-sha", network_mode="none",
+                          volumes={"/sys": {"bind": "/sys", "mode": "ro"}})
+    assert ran.code == 0, ran
+    egress = next(c for c in ran.json["checks"] if c["check"] == "egress")
+    assert egress["ok"] and egress["detail"].startswith("offline mode: only lo")
+    assert "docker0" not in ran.stdout + ran.stderr and "veth" not in ran.stdout + ran.stderr
+
+
 @pytest.mark.parametrize("args", [["list"], ["version"], ["doctor", "--no-sha"]])
 def test_require_enforced_refuses_every_command_on_the_bridge(sandbox, args):
     env = {"BIOTOOL_REQUIRE_ENFORCED": "1"}

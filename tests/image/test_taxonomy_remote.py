@@ -174,9 +174,11 @@ print(" ".join(sorted(answers)))
     egress = stack.container(run["containers"]["egress"])
     egress.reload()
     assert egress.attrs["State"]["OOMKilled"] is False and egress.attrs["RestartCount"] == 0
-    refused = [r for r in stack.audit(run) if r["http_status"] == 503
-               and "request bodies" in (r["reason"] or "")]
-    assert len(refused) == out.count("503")
+    # Every refusal is on record (a flood's records counted), most for the body budget; a
+    # few may meet the 32-tunnel bound first while earlier tests' tunnels are still open.
+    refused = [r for r in stack.audit(run) if r["http_status"] == 503]
+    assert sum(r["count"] or 1 for r in refused) == out.count("503"), refused
+    assert any("request bodies" in (r["reason"] or "") for r in refused)
 
 
 def test_an_egress_restart_keeps_the_runs_rids_its_ca_and_its_audit(run):
