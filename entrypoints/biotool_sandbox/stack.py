@@ -11,6 +11,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from . import budget
@@ -203,12 +204,14 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
         env["BIOTOOL_CUDA_IMAGE" if mode == "gpu" else "BIOTOOL_IMAGE"] = image
     if egress_image:
         env["BIOTOOL_EGRESS_IMAGE"] = egress_image
-    (run_dir / "files").write_text("\n".join(str(f) for f in files), encoding="utf-8")
-    args = ["up", "-d", "--wait", "--no-build", "--pull", "never", service]
+    args = ["up", "-d", "--no-build", "--pull", "never", service]
     if mode != "default":
         args = ["--profile", mode, *args]
+    deadline = time.monotonic() + timeout
     try:
         _run_compose(compose_cmd(run, files, *args), env, timeout)
+        if mode != "offline":
+            wait_ready(run, dc, deadline)
     except LauncherError:
         down(run, quiet=True)
         raise
@@ -216,6 +219,26 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
             "containers": {c.labels[SERVICE_LABEL]: c.name for c in containers(run, dc)},
             "networks": sorted(n.name for n in dc.networks.list(filters={"label": f"{PROJECT_LABEL}={run}"})),
             "compose_files": [str(f) for f in files], "limits": limit_env, "memory": memory}
+
+
+def wait_ready(run: str, dc, deadline: float) -> None:
+    """Until the run's egress logs `egress: ready` (its relay to the gate answers and the
+    sandbox's CA is written), polling its log rather than a 1 s health check."""
+    eg = container_of(run, "egress", dc)
+    if eg is None:
+        raise EngineError(f"run {run} has no egress container")
+    while True:
+        if b"egress: ready" in dc.api.logs(eg.id, stdout=False, stderr=True):
+            return
+        eg.reload()
+        if eg.status not in ("created", "running", "restarting"):
+            tail = dc.api.logs(eg.id, stdout=False, stderr=True, tail=3).decode("utf-8", "replace")
+            said = " | ".join(line.strip() for line in tail.splitlines() if line.strip())
+            raise EngineError(f"the egress of run {run} stopped before it was ready "
+                              f"({eg.status}): {said[:300] or 'no output'}")
+        if time.monotonic() > deadline:
+            raise EngineError(f"the egress of run {run} was not ready in time")
+        time.sleep(0.05)
 
 
 def containers(run: str, docker_client=None) -> list:
@@ -241,33 +264,39 @@ def runs(docker_client=None) -> list[str]:
     return sorted(n for n in names if n.startswith(RUN_PREFIX))
 
 
-def down(run: str, *, quiet: bool = False, timeout: float = 120) -> dict:
-    """Remove the run's containers, networks and volumes (never the host-wide schedule volume)."""
+def down(run: str, *, quiet: bool = False) -> dict:
+    """Remove the run's containers, networks and volumes (never the host-wide schedule volume).
+
+    By label through the engine, containers killed and removed at once and in parallel: a run
+    that is over has nothing to stop gracefully, and compose's stop would wait on Squid."""
+    from concurrent.futures import ThreadPoolExecutor
+    from functools import partial
+
+    import docker.errors
+
     check_run_name(run)
     dc = client()
     run_dir = state_root() / run
-    files_list = run_dir / "files"
-    files = ([Path(p) for p in files_list.read_text().split("\n") if Path(p).is_file()]
-             if files_list.is_file() else [])
-    files = files or [compose_file(None)]
-    existed = bool(containers(run, dc))
     label = {"label": f"{PROJECT_LABEL}={run}"}
+    found = dc.containers.list(all=True, filters=label)
+    existed = bool(found)
     if not existed and not dc.networks.list(filters=label) and not quiet:
         raise LauncherError(f"no run {run} on this engine (it was never started or is down)")
-    try:
-        _run_compose(compose_cmd(run, files, "--profile", "*", "down", "--volumes",
-                                 "--remove-orphans", "--timeout", "2"), dict(os.environ), timeout)
-    except EngineError:
-        if not quiet:
-            raise
-    # Whatever compose missed (a crashed up, a profile it did not know) goes by label.
-    for c in dc.containers.list(all=True, filters=label):
-        c.remove(force=True, v=True)
-    for n in dc.networks.list(filters=label):
-        n.remove()
-    for v in dc.volumes.list(filters=label):
-        if v.name != SCHEDULE_VOLUME:
-            v.remove(force=True)
+
+    def quietly(remove) -> None:
+        try:
+            remove()
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if not quiet:
+                raise EngineError(f"could not remove part of run {run}: {exc}") from None
+
+    with ThreadPoolExecutor(8) as pool:  # each step done before the next: networks need no endpoints
+        list(pool.map(quietly, [partial(c.remove, force=True, v=True) for c in found]))
+        list(pool.map(quietly, [n.remove for n in dc.networks.list(filters=label)]))
+        list(pool.map(quietly, [partial(v.remove, force=True) for v in dc.volumes.list(filters=label)
+                                if v.name != SCHEDULE_VOLUME]))
     shutil.rmtree(run_dir, ignore_errors=True)
     left = {"containers": len(dc.containers.list(all=True, filters=label)),
             "networks": len(dc.networks.list(filters=label)),

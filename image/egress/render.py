@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rules", default="/etc/biotool/rules.toml")
     parser.add_argument("--out")
     parser.add_argument("--hosts", action="store_true",
-                        help="instead of rendering, print the allowlisted host names (one a line)")
+                        help="print the allowlisted host names (one a line), after rendering --out")
     parser.add_argument("--access-log", default="stdio:/dev/stdout")
     parser.add_argument("--warm-up", action="store_true",
                         help="instead of rendering, bring the relay to the gate up (see warm_up)")
@@ -191,24 +191,23 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         if args.ready_file:
             Path(args.ready_file).write_text("relay up\n", encoding="utf-8")
+        # The launcher waits for this line (in the container's log) rather than a health poll.
+        print("egress: ready", file=sys.stderr, flush=True)
         return 0
-    if args.hosts:
-        try:
-            pairs = checked_allowlist(rules_mod.load(args.rules).egress_allow)
-        except (rules_mod.RulesError, RenderError) as exc:
-            print(f"egress: {exc}", file=sys.stderr)
-            return 2
-        print("\n".join(sorted({h for h, _ in pairs})))
-        return 0
-    if not args.out:
-        parser.error("--out is required to render")
-    try:
+    if not args.out and not args.hosts:
+        parser.error("--out or --hosts is required")
+    try:  # one start of Python for both: the egress's start-up is an episode's wait
         rules = rules_mod.load(args.rules)
-        text = render(rules.egress_allow, rules_path=args.rules, access_log=args.access_log)
+        pairs = checked_allowlist(rules.egress_allow)
+        text = render(rules.egress_allow, rules_path=args.rules, access_log=args.access_log) \
+            if args.out else None
     except (rules_mod.RulesError, RenderError) as exc:
         print(f"egress: {exc}", file=sys.stderr)
         return 2
-    Path(args.out).write_text(text, encoding="utf-8")
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    if args.hosts:
+        print("\n".join(sorted({h for h, _ in pairs})))
     return 0
 
 

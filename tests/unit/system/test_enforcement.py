@@ -299,3 +299,23 @@ def test_in_a_real_namespace_a_veth_to_the_proxy_alone_is_enforced_and_a_route_i
     _ip("-n", inner, "route", "add", "192.168.50.0/24", "via", "10.78.0.1")
     st = _status_in(inner, "http://10.78.0.1:3128")
     assert st["enforced"] is False and "192.168.50.0/24 via 10.78.0.1 dev eth0" in st["reason"]
+
+
+def test_unshare_rn_without_a_sysfs_remount_is_offline_and_enforced():
+    # Apptainer's --net --network none may do just this: a new namespace, the host's /sys.
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    if not shutil.which("unshare"):
+        pytest.skip("unshare (util-linux) is not installed")
+    src = str(Path(enforcement.__file__).resolve().parents[2])
+    proc = subprocess.run(["unshare", "-rn", sys.executable, "-m", "biotool.system.enforcement"],
+                          capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"})
+    if proc.returncode not in (0, 4) or not proc.stdout.strip():
+        pytest.skip(f"unprivileged namespaces are not available here: {proc.stderr.strip()[:200]}")
+    st = json.loads(proc.stdout)
+    assert st["enforced"] is True and st["mode"] == "offline" and st["interfaces"] == [], st
+    assert Path("/sys/class/net").exists() and len(list(Path("/sys/class/net").iterdir())) > 1
