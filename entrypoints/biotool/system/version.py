@@ -12,9 +12,11 @@ from biotool.provenance import build_identity
 from biotool.system import toolbox
 from biotool.system.gpu import report as gpu_report
 
-PACKAGES = ("numpy", "scipy", "pandas", "anndata", "h5py", "scanpy", "scikit-learn",
-            "celltypist", "torch", "transformers", "tokenizers", "safetensors", "pysam",
-            "mappy", "biopython", "rdkit", "typer", "filelock", "tooluniverse")
+# What the project declares (pyproject: its dependencies and the extras the image installs),
+# read from the installed metadata rather than kept by hand, plus the model runtime's own.
+DIST = "biotool-sandbox"
+IMAGE_EXTRAS = ("science", "tooluniverse")
+RUNTIME = ("tokenizers", "safetensors", "huggingface-hub", "numba")
 BINARIES = {"minimap2": ["--version"], "samtools": ["--version"], "bcftools": ["--version"],
             "blastn": ["-version"]}
 
@@ -32,13 +34,31 @@ def _binary_version(name: str, args: list[str]) -> str | None:
     return first[0] if first else None
 
 
+def declared() -> list[str]:
+    """The project's declared packages (base and IMAGE_EXTRAS), from its installed metadata."""
+    import re
+
+    try:
+        reqs = metadata.requires(DIST) or []
+    except metadata.PackageNotFoundError:
+        return []
+    names = []
+    for req in reqs:
+        extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)", req)
+        if extra is None or extra.group(1) in IMAGE_EXTRAS:
+            name = re.split(r"[\s;<>=!~\[(]", req, maxsplit=1)[0].lower()
+            if name not in names:
+                names.append(name)
+    return names
+
+
 def versions() -> dict:
     pkgs = {}
-    for name in PACKAGES:
+    for name in (*declared(), *RUNTIME):
         try:
             pkgs[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
-            pkgs[name] = None
+            pkgs[name] = None  # named as absent: an extra this environment does not have
     bins = {name: _binary_version(name, args) for name, args in BINARIES.items()}
     return {
         "biotool": __version__,

@@ -1,6 +1,7 @@
 """The agent-facing contract (docs/contract.md), on the foundation commands."""
 
 import json
+from pathlib import Path
 
 from biotool.competence import bounded, not_applicable, strip_hedges
 from biotool.output import render
@@ -110,3 +111,19 @@ def test_quiet_is_taken_before_or_after_the_command(biotool):
     for args in (("--quiet", *cmd), (*cmd, "--quiet")):
         r = biotool(*args)
         assert r.code == 0 and r.stderr == "" and r.json["n"] == noisy.json["n"] == 20
+
+
+def test_version_names_every_package_the_project_declares():
+    import tomllib
+
+    from biotool.system import version
+
+    project = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml").read_text())["project"]
+    wanted = list(project["dependencies"])
+    for extra in version.IMAGE_EXTRAS:
+        wanted += project["optional-dependencies"].get(extra, [])
+    import re
+
+    names = {re.split(r"[\s;<>=!~\[(]", w, maxsplit=1)[0].lower() for w in wanted}
+    pkgs = version.versions()["packages"]
+    assert names <= set(pkgs) and {"pydantic", "jsonschema", "tokenizers"} <= set(pkgs)
