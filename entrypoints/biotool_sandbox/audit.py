@@ -19,7 +19,8 @@ FIELDS = ("time", "client", "method", "url", "host", "port", "status", "http_sta
 ESCAPED = {"method", "url", "host"}
 RECORD_KEYS = ("time", "source", "event", "client", "method", "url", "host", "port", "sni",
                "status", "http_status", "error", "decision", "reason", "bytes_sent",
-               "bytes_received", "tunnel", "what", "rid", "count")
+               "bytes_received", "tunnel", "what", "rid", "count",
+               "relay")  # relay: the site's NCBI relay the gate sent the request to, if any
 CAP = 600  # characters of any text field in a record, whatever the line held
 
 

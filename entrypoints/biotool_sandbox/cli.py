@@ -54,6 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--site", metavar="DIR",
                     help="a site directory staged with `python -m biotool.staging --dest DIR`, "
                          "mounted read-only at /opt/biotool-site and merged into the inventory")
+    up.add_argument("--relay", metavar="URL", default=os.environ.get("BIOTOOL_NCBI_RELAY") or None,
+                    help="https://HOST:PORT of the site's NCBI relay: the run's gate sends BLAST "
+                         "there, never to NCBI itself (default BIOTOOL_NCBI_RELAY)")
+    up.add_argument("--relay-tls", metavar="DIR",
+                    default=os.environ.get("BIOTOOL_NCBI_RELAY_TLS") or None,
+                    help="the gate's relay certificates: site-ca.pem, client.pem, client.key "
+                         "(default BIOTOOL_NCBI_RELAY_TLS)")
 
     ex = sub.add_parser("exec", help="run a command as the agent in a run's sandbox",
                         description="Run CMD as the agent (uid 1000) in /work; prints exit_code, "
@@ -103,7 +110,8 @@ def dispatch(args: argparse.Namespace) -> dict:
     if args.command == "up":
         return stack.up(args.mode, image=args.image, egress_image=args.egress_image,
                         extra_ca=args.extra_ca, compose=args.compose_file, site=args.site,
-                        limits={"cpus": args.cpus, "memory": args.memory, "work_size": args.work_size})
+                        limits={"cpus": args.cpus, "memory": args.memory, "work_size": args.work_size},
+                        relay=args.relay, relay_tls=args.relay_tls)
     if args.command == "exec":
         stack.check_run_name(args.run)
         return agent.exec_(args.run, args.cmd, workdir=args.workdir, env=_env_pairs(args.env),

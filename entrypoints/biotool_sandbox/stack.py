@@ -24,6 +24,8 @@ RUN_PREFIX = "bts-"
 MODES = {"default": "sandbox", "gpu": "sandbox-gpu", "offline": "sandbox-offline"}
 SANDBOX_SERVICES = tuple(MODES.values())
 EXTRA_CA_IN_EGRESS = "/etc/biotool/extra-ca.pem"
+RELAY_TLS_IN_EGRESS = "/etc/biotool/relay"  # the gate's client certificate for the site relay
+RELAY_TLS_FILES = ("site-ca.pem", "client.pem", "client.key")  # image/egress/relay.py's
 # Per-run limits passed to compose.yaml (see there and the README for the defaults).
 LIMIT_ENV = {"cpus": "BIOTOOL_CPUS", "memory": "BIOTOOL_MEM_LIMIT", "work_size": "BIOTOOL_WORK_SIZE"}
 PROJECT_LABEL = "com.docker.compose.project"
@@ -125,6 +127,36 @@ def _override(run_dir: Path, extra_ca: Path) -> Path:
     return path
 
 
+def _relay_override(run_dir: Path, url: str, tls_dir: str | None) -> Path:
+    """A compose override sending the run's NCBI traffic through the site's relay: the URL and
+    a copy of the gate's client certificate, readable by the egress's proxy user only through
+    the run's own 0700 directory."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme != "https" or not parts.hostname or parts.path not in ("", "/") \
+            or parts.query or parts.username:
+        raise LauncherError(f"--relay {url!r} is not https://HOST[:PORT]")
+    missing = [f for f in RELAY_TLS_FILES if not tls_dir or not (Path(tls_dir) / f).is_file()]
+    if missing:
+        raise LauncherError(f"--relay needs --relay-tls DIR holding {', '.join(RELAY_TLS_FILES)}"
+                            f" (missing: {', '.join(missing)})")
+    holder = run_dir / "relay"
+    holder.mkdir(mode=0o700, exist_ok=True)
+    tls = holder / "tls"
+    tls.mkdir(mode=0o755, exist_ok=True)
+    for name in RELAY_TLS_FILES:
+        shutil.copyfile(Path(tls_dir) / name, tls / name)
+        (tls / name).chmod(0o644)  # the egress runs as uid 13; the 0700 holder keeps others out
+    path = run_dir / "relay.yaml"
+    path.write_text(f"services:\n  egress:\n    volumes:\n"
+                    f"      - type: bind\n        source: {json.dumps(str(tls))}\n"
+                    f"        target: {RELAY_TLS_IN_EGRESS}\n        read_only: true\n"
+                    f"    environment:\n      BIOTOOL_NCBI_RELAY: {json.dumps(url)}\n"
+                    f"      BIOTOOL_NCBI_RELAY_TLS: {RELAY_TLS_IN_EGRESS}\n", encoding="utf-8")
+    return path
+
+
 SITE_IN_SANDBOX = "/opt/biotool-site"  # the image's BIOTOOL_SITE_DIR
 
 
@@ -175,10 +207,12 @@ def check_limits(limits: dict) -> dict:
 
 def up(mode: str = "default", *, image: str | None = None, egress_image: str | None = None,
        extra_ca: str | None = None, compose: str | None = None, timeout: float = 180,
-       site: str | None = None, limits: dict | None = None) -> dict:
+       site: str | None = None, limits: dict | None = None, relay: str | None = None,
+       relay_tls: str | None = None) -> dict:
     """Start a fresh compose project (a new run id) and wait until its sandbox is running.
 
-    limits: {"cpus", "memory", "work_size"} (None: compose.yaml's defaults)."""
+    limits: {"cpus", "memory", "work_size"} (None: compose.yaml's defaults).
+    relay: https://HOST:PORT of the site's NCBI relay (relay_tls: the gate's certificates)."""
     if mode not in MODES:
         raise LauncherError(f"--mode {mode!r} is not one of {', '.join(MODES)}")
     if extra_ca and not Path(extra_ca).is_file():
@@ -200,6 +234,8 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
         files.append(_override(run_dir, Path(extra_ca)))
     if site_dir:
         files.append(_site_override(run_dir, service, site_dir))
+    if relay and mode != "offline":
+        files.append(_relay_override(run_dir, relay, relay_tls))
     if image:  # gpu mode runs the CUDA image's own variable (compose.yaml sandbox-gpu)
         env["BIOTOOL_CUDA_IMAGE" if mode == "gpu" else "BIOTOOL_IMAGE"] = image
     if egress_image:

@@ -14,6 +14,14 @@ state_dir="${EGRESS_STATE_DIR:-/var/lib/biotool-egress}"
 run_state="${EGRESS_RUN_STATE:-/var/lib/biotool-egress-run}"
 rules="${BIOTOOL_RULES:-/etc/biotool/rules.toml}"
 lib=/usr/local/lib/egress
+# Relay mode (`relay` or EGRESS_MODE=relay): the site's one NCBI relay (relay.py), no Squid.
+if [ "${1:-}" = relay ] || [ "${EGRESS_MODE:-}" = relay ]; then
+    [ "${1:-}" = relay ] && shift
+    exec python3 "$lib/relay.py" --tls "${EGRESS_RELAY_TLS:-/etc/biotool/relay}" \
+        --state-dir "$state_dir" --listen "0.0.0.0:${EGRESS_RELAY_PORT:-8443}" \
+        --upstream "${EGRESS_RELAY_UPSTREAM:-https://blast.ncbi.nlm.nih.gov/Blast.cgi}" \
+        --extra-ca "${BIOTOOL_EGRESS_EXTRA_CA:-}" "$@"
+fi
 mkdir -p "$run_dir"
 umask 077
 

@@ -19,7 +19,10 @@ inside the tunnel is one decision and one audit record:
   - NCBI's rules host-wide: at most one request every 10 s across every run (schedule.py, on
     a volume only egress containers mount, shared fairly), one poll per RID per minute (a
     report fetch before the RID was seen READY counts as a poll);
-    a request over the rules gets 429 with Retry-After and X-Biotool-Egress: paced.
+    a request over the rules gets 429 with Retry-After and X-Biotool-Egress: paced;
+  - or, with a site relay configured (BIOTOOL_NCBI_RELAY), every decided request goes to that
+    relay only (relay.py, mutual TLS), which holds NCBI's interval for the whole site; the
+    host-wide schedule is skipped then, and a relay that fails means 502, never NCBI directly.
 
 Records are `BIOTOOL_GATE {json}` lines on stdout, string fields cut before escaping, ASCII
 only, and the same lines in the run's bounded audit store (auditstore.py: floods counted,
@@ -280,10 +283,18 @@ class Gate:
     def __init__(self, allow, cert: str, key: str, state_dir: str, extra_ca: str | None = None,
                  run: str | None = None, min_interval: float = MIN_INTERVAL_S,
                  poll_interval: float = POLL_INTERVAL_S, hold_s: float = HOLD_S,
-                 upstream_address: tuple[str, int] | None = None, run_state: str | None = None):
+                 upstream_address: tuple[str, int] | None = None, run_state: str | None = None,
+                 relay: str | None = None, relay_tls: str | None = None):
         # upstream_address: connect there instead of resolving the host (unit tests only;
         # the certificate is still checked against the host name).
         self.upstream_address = upstream_address
+        # relay: the site's NCBI relay (relay.py), then the one authority on NCBI's interval.
+        self.relay, self.relay_ctx = None, None
+        if relay:
+            import relay as relay_mod  # here, not at the top: relay.py imports this module
+
+            self.relay = relay_mod.parse_url(relay)
+            self.relay_ctx = relay_mod.client_context(relay_tls or "")
         self.allow = {(h, p) for h, p in allow}
         self.run = run or secrets.token_hex(8)
         self.rids_path = Path(run_state) / RIDS_FILE if run_state else None
@@ -657,6 +668,11 @@ class Requests(http.server.BaseHTTPRequestHandler):
         if not gate.pending.acquire(blocking=False):
             return self.deny(429, "this run already has a request waiting for its NCBI slot",
                              retry_after=gate.schedule.min_interval)
+        if gate.relay is not None:  # the site's relay holds NCBI's interval, not this host
+            try:
+                return self.via_relay(method, target, form, request, what)
+            finally:
+                gate.pending.release()
         try:
             slot = gate.schedule.acquire(gate.run, gate.hold_s)
         except schedule_mod.Busy as exc:
@@ -673,19 +689,41 @@ class Requests(http.server.BaseHTTPRequestHandler):
                 gate.mark_rid(rid, last_poll=slot)
         self.relay(method, target, form.encode() if method == "POST" else None, request, what)
 
+    def via_relay(self, method: str, target: str, form: str, request: "blastapi.Request",
+                  what: str) -> None:
+        """The decided request through the site's relay, the run's poll rule still kept here:
+        a poll the relay paced did not reach NCBI, so its poll time is given back."""
+        gate, rid = self.gate, request.rid
+        self.rec["relay"] = "%s:%d" % gate.relay
+        with gate.rid_lock:
+            known = gate.rids.get(rid) if what != "put" else None
+            counts = known is not None and (what == "poll" or not known.get("ready"))
+            before = known["last_poll"] if known else None
+        if counts:
+            gate.mark_rid(rid, last_poll=time.time())
+        paced = self.relay(method, target, form.encode() if method == "POST" else None, request,
+                           what)
+        if paced and counts:
+            gate.mark_rid(rid, last_poll=before)
+
     def relay(self, method: str, target: str, body: bytes | None, request: "blastapi.Request",
-              what: str) -> None:
+              what: str) -> bool:
         """Send the decided request upstream (its `decided` record is already written, so one
-        the agent abandons mid-relay still has its record) and the reply back."""
+        the agent abandons mid-relay still has its record) and the reply back; True when the
+        site's relay paced it (429)."""
         gate = self.gate
-        headers = {"Host": self.tunnel_host, "Connection": "close", **UPSTREAM_HEADERS}
+        via = gate.relay  # (host, port) of the site's relay, or None: straight to the host
+        host, port = via or (self.tunnel_host, self.tunnel_port)
+        headers = {"Host": host, "Connection": "close", **UPSTREAM_HEADERS}
+        if via:
+            headers["X-Biotool-Run"] = gate.run[:32]  # the relay is fair between runs
         if method == "POST":
             headers["Content-Type"] = "application/x-www-form-urlencoded"
         self.relayed = True
-        conn = http.client.HTTPSConnection(self.tunnel_host, self.tunnel_port, timeout=UPSTREAM_S,
-                                           context=gate.upstream_ctx)
+        conn = http.client.HTTPSConnection(host, port, timeout=UPSTREAM_S,
+                                           context=gate.relay_ctx if via else gate.upstream_ctx)
         try:
-            if gate.upstream_address:
+            if gate.upstream_address and not via:
                 raw = socket.create_connection(gate.upstream_address, timeout=UPSTREAM_S)
                 conn.sock = gate.upstream_ctx.wrap_socket(raw, server_hostname=self.tunnel_host)
             conn.request(method, target, body=body, headers=headers)
@@ -694,13 +732,22 @@ class Requests(http.server.BaseHTTPRequestHandler):
             upstream = [(k, v) for k, v in resp.getheaders() if k.lower() not in HOP_BY_HOP]
             status, upstream_reason = resp.status, resp.reason
         except (OSError, ssl.SSLError, http.client.HTTPException) as exc:
+            if via:  # fail closed: no way to NCBI but the relay
+                self.deny(502, f"the site's NCBI relay {host}:{port} failed or is unreachable "
+                               f"({type(exc).__name__}: {exc}); nothing else is tried",
+                          close=True, sent_upstream=False)
+                return False
             return self.deny(502, f"upstream {self.tunnel_host} failed: {type(exc).__name__}: {exc}",
                              close=True, sent_upstream=True)
         finally:
             conn.close()
+        paced = bool(via) and status == 429 and \
+            any(k.lower() == "x-biotool-egress" and v == "paced" for k, v in upstream)
         if len(data) > MAX_REPLY:
             return self.deny(502, f"upstream reply over {MAX_REPLY >> 20} MB", close=True,
                              sent_upstream=True)
+        if paced:  # the relay's own answer: not a report, and no RID in it
+            return self.relay_paced(status, upstream_reason, upstream, data)
         rid = None
         if what == "put":
             m = _RID.search(data)
@@ -726,6 +773,23 @@ class Requests(http.server.BaseHTTPRequestHandler):
             return self.finish_record("allowed", f"BLAST {what} relayed; the client left before "
                                       "the reply", status, sent_upstream=True, **extra)
         self.finish_record("allowed", f"BLAST {what} relayed", status, sent_upstream=True, **extra)
+        return False
+
+    def relay_paced(self, status: int, reason: str, headers: list, data: bytes) -> bool:
+        """The relay's 429 passed on as it came (Retry-After included), recorded as paced."""
+        try:
+            self.send_response(status, reason)
+            for k, v in headers:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+        self.finish_record("paced", "the site's NCBI relay paced it (NCBI allows one request "
+                                    "every 10 s per site address)", status, sent_upstream=False)
+        return True
 
 
 class GateServer(socketserver.ThreadingTCPServer):
@@ -753,6 +817,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ready-file")
     ap.add_argument("--audit", help="this run's bounded audit store (auditstore.py)")
     ap.add_argument("--run-state", help="this run's own state dir (its RIDs), kept across restarts")
+    ap.add_argument("--relay", default=os.environ.get("BIOTOOL_NCBI_RELAY") or None,
+                    help="https://HOST:PORT of the site's NCBI relay (default BIOTOOL_NCBI_RELAY)")
+    ap.add_argument("--relay-tls", default=os.environ.get("BIOTOOL_NCBI_RELAY_TLS") or None,
+                    help="directory with site-ca.pem, client.pem, client.key "
+                         "(default BIOTOOL_NCBI_RELAY_TLS)")
     args = ap.parse_args(argv)
     try:
         allow = rules_mod.load(args.rules).egress_allow
@@ -770,7 +839,12 @@ def main(argv: list[str] | None = None) -> int:
     global STORE
     if args.audit:
         STORE = auditstore.Store(args.audit)
-    gate = Gate(allow, args.cert, args.key, args.state_dir, extra, run_state=args.run_state)
+    try:
+        gate = Gate(allow, args.cert, args.key, args.state_dir, extra, run_state=args.run_state,
+                    relay=args.relay, relay_tls=args.relay_tls)
+    except (OSError, ValueError, ssl.SSLError) as exc:  # a relay set but unusable: no egress
+        print(f"egress gate: the NCBI relay is not usable ({exc})", file=sys.stderr)
+        return 2
     if STORE is not None and STORE.size:  # a restart: the audit says so, and what survived
         log({"event": "gate_restart", "decision": "allowed", "rids_kept": len(gate.rids),
              "reason": "the gate started again in this run; its RIDs, CA and audit were kept"})
@@ -778,8 +852,9 @@ def main(argv: list[str] | None = None) -> int:
     server = GateServer((host, int(port)), gate)
     if args.ready_file:
         Path(args.ready_file).write_text("gate up\n")
-    print(f"egress gate: listening on {args.listen} for {sorted(gate.allow)}", file=sys.stderr,
-          flush=True)
+    via = f", through the site's NCBI relay {args.relay}" if gate.relay else ""
+    print(f"egress gate: listening on {args.listen} for {sorted(gate.allow)}{via}",
+          file=sys.stderr, flush=True)
     server.serve_forever(poll_interval=0.5)
     return 0
 

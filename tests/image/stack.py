@@ -182,13 +182,15 @@ def outside_gateway(run: dict) -> str:
     return net.attrs["IPAM"]["Config"][0]["Gateway"]
 
 
-def start_mock_ncbi(runs: list[dict], certs: dict, name: str, *args: str):
+def start_mock_ncbi(runs: list[dict], certs: dict, name: str, *args: str,
+                    nets: list[str] | None = None):
     """The mock NCBI (tests/mock_ncbi.py, TLS as blast.ncbi.nlm.nih.gov) on every run's
-    outside network, so each run's egress reaches the same server as NCBI itself."""
+    outside network (or only on `nets`), so each run's egress reaches the same server as NCBI
+    itself."""
     import docker
 
     dc = docker.from_env()
-    nets = [f"{r['run']}_outside" for r in runs]
+    nets = nets or [f"{r['run']}_outside" for r in runs]
     host_config = dc.api.create_host_config(binds={
         str(Path(certs["cert"]).parent): {"bind": "/certs", "mode": "ro"},
         str(REPO): {"bind": "/repo", "mode": "ro"}})

@@ -1,0 +1,185 @@
+"""One NCBI authority for a site: two runs' gates, one relay, the mock NCBI behind it (issue 24).
+
+Each run is its own compose stack on its own networks (standing for two hosts), started with
+`--relay https://ncbi-relay:8443` and its own client certificate from a throw-away site CA. The
+relay (the egress image in relay mode) joins both runs' outside networks as `ncbi-relay` and a
+third network that only it and the mock NCBI (tests/mock_ncbi.py, TLS as
+blast.ncbi.nlm.nih.gov) share, so the runs' egress cannot reach the mock but through the relay.
+The mock serves NCBI's name, so NCBI's real intervals apply (10 s between requests): two small
+remote taxonomies take about a minute together.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import threading
+import time
+
+import pytest
+
+import stack  # tests/image/stack.py; conftest puts this folder on sys.path
+from conftest import EGRESS_IMAGE
+
+HOST = stack.ALLOWED_HOST
+URL = f"https://{HOST}/blast/Blast.cgi"
+READS = stack.REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq"
+RELAY_NAME, RELAY_PORT = "ncbi-relay", 8443
+TAXONOMY_TIMEOUT = 180
+PUT = (f"curl -s -w ' HTTP=%{{http_code}}\\n' --max-time 90 -X POST --data "
+       f"'CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3Eq%0AACGTACGTACGTACGTACGTACGT' {URL}")
+
+
+def _relay_certs():
+    spec = importlib.util.spec_from_file_location("relay_certs",
+                                                  stack.REPO / "tests" / "relay_certs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def start_relay(dc, name: str, tls, extra_ca, nets: list[str]):
+    """The egress image in relay mode, hardened as compose runs an egress, on `nets`."""
+    host_config = dc.api.create_host_config(
+        binds={str(tls): {"bind": "/etc/biotool/relay", "mode": "ro"},
+               str(extra_ca): {"bind": "/etc/biotool/extra-ca.pem", "mode": "ro"}},
+        read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges:true"],
+        tmpfs={"/var/lib/biotool-egress": "uid=13,gid=13,mode=0700,size=16m"},
+        mem_limit="256m", pids_limit=256)
+    netcfg = dc.api.create_networking_config(
+        {nets[0]: dc.api.create_endpoint_config(aliases=[RELAY_NAME])})
+    created = dc.api.create_container(
+        EGRESS_IMAGE, command=["relay"], user="proxy", name=name, host_config=host_config,
+        networking_config=netcfg,
+        environment={"BIOTOOL_EGRESS_EXTRA_CA": "/etc/biotool/extra-ca.pem"},
+        labels={"org.biotool.test": "ncbi-relay"})
+    relay = dc.containers.get(created["Id"])
+    for net in nets[1:]:
+        dc.networks.get(net).connect(relay, aliases=[RELAY_NAME])
+    relay.start()
+    deadline = time.monotonic() + 30
+    while b"egress relay: ready" not in relay.logs() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if b"egress relay: ready" not in relay.logs():
+        raise AssertionError(f"the relay did not start: {relay.logs().decode()[-2000:]}")
+    return relay
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, images):
+    import docker
+
+    dc = docker.from_env()
+    certs = stack.make_test_ca(tmp_path_factory.mktemp("test-ca"))
+    tls = _relay_certs().make(tmp_path_factory.mktemp("site-ca"), RELAY_NAME,
+                              gates=("gate-a", "gate-b"))
+    runs, made = [], []
+    net = None
+    try:
+        for gate in ("gate-a", "gate-b"):
+            runs.append(stack.launcher("up", "--extra-ca", str(certs["ca"]), "--relay",
+                                       f"https://{RELAY_NAME}:{RELAY_PORT}", "--relay-tls",
+                                       str(tls[gate])))
+        # NCBI's side: a network only the relay and the mock join.
+        net = dc.networks.create(f"{runs[0]['run']}-ncbi", driver="bridge", internal=True,
+                                 labels={"org.biotool.test": "ncbi-relay"})
+        mock = stack.start_mock_ncbi([], certs, f"{runs[0]['run']}-ncbi", "--rtoe", "1",
+                                     nets=[net.name])
+        made.append(mock)
+        relay = start_relay(dc, f"{runs[0]['run']}-relay", tls["relay"], certs["ca"],
+                            [net.name, *(f"{r['run']}_outside" for r in runs)])
+        made.append(relay)
+        yield {"a": runs[0], "b": runs[1], "mock": mock, "relay": relay}
+    finally:
+        for c in made:
+            c.remove(force=True)
+        for r in runs:
+            stack.launcher("down", r["run"])
+        if net is not None:
+            net.remove()
+
+
+def sh(run: dict, script: str, timeout: float = 120) -> dict:
+    return stack.launcher("exec", run["run"], "--timeout", str(timeout), "--", "bash", "-c",
+                          script, timeout=timeout + 60)
+
+
+def test_the_runs_egress_reaches_ncbi_only_through_the_relay(site):
+    code = ("import socket\ntry:\n    socket.create_connection(('%s', 443), timeout=5)\n"
+            "    print('reached')\nexcept OSError as exc:\n    print('refused', exc)\n" % HOST)
+    for key in ("a", "b"):
+        egress = stack.container(site[key]["containers"]["egress"])
+        out = egress.exec_run(["python3", "-c", code], user="proxy").output.decode()
+        assert out.startswith("refused"), (key, out)
+        env = egress.attrs["Config"]["Env"]
+        assert f"BIOTOOL_NCBI_RELAY=https://{RELAY_NAME}:{RELAY_PORT}" in env, env
+
+
+def test_two_runs_taxonomy_through_one_relay_keeps_ncbi_s_interval(site):
+    results: dict = {}
+
+    def taxonomy(key: str) -> None:
+        run = site[key]
+        stack.launcher("cp", str(READS), f"{run['run']}:/work/reads.fastq")
+        t0 = time.monotonic()
+        results[key] = stack.launcher(
+            "exec", run["run"], "--timeout", str(TAXONOMY_TIMEOUT + 60), "--", "biotool",
+            "taxonomy", "--fastq", "/work/reads.fastq", "--sample", "3", "--remote",
+            "--timeout", str(TAXONOMY_TIMEOUT), "--email", "ci@example.org",
+            timeout=TAXONOMY_TIMEOUT + 120)
+        results[key]["elapsed"] = time.monotonic() - t0
+
+    threads = [threading.Thread(target=taxonomy, args=(k,)) for k in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(TAXONOMY_TIMEOUT + 180)
+    for key in ("a", "b"):
+        res = results[key]
+        assert res["exit_code"] == 0, res
+        assert res["elapsed"] < TAXONOMY_TIMEOUT + 30, res["elapsed"]  # within its --timeout
+        out = json.loads(res["stdout"])
+        assert "coronavirus 2" in (out["summary"]["dominant"] or "").lower(), out["summary"]
+    seen = stack.mock_requests(site["mock"])
+    assert seen["violations"] == [], seen["violations"]  # 10 s apart, both runs together
+    # Every request the mock saw is one a run's gate allowed and sent through the relay.
+    allowed = [r for key in ("a", "b") for r in stack.audit(site[key])
+               if r["event"] == "request" and r["decision"] == "allowed"]
+    assert len(allowed) == len(seen["requests"]) >= 6, (allowed, seen["requests"])
+    assert {r["relay"] for r in allowed} == {f"{RELAY_NAME}:{RELAY_PORT}"}
+    assert {r["what"] for r in allowed} >= {"put", "poll", "fetch"}
+    relayed = [json.loads(line.split(" ", 1)[1]) for line in
+               site["relay"].logs(stderr=False).decode().splitlines()
+               if line.startswith("BIOTOOL_RELAY ")]
+    sent = [r for r in relayed if r["decision"] == "allowed"]
+    assert len(sent) == len(seen["requests"]) and {r["client"] for r in sent} == \
+        {"gate-a", "gate-b"}
+
+
+def test_run_b_cannot_poll_run_a_s_rid(site):
+    a, b, mock = site["a"], site["b"], site["mock"]
+    put = sh(a, PUT)
+    m = re.search(r"RID = (\w+)", put["stdout"])
+    assert m, put
+    rid = m.group(1)
+    before = len(stack.mock_requests(mock)["requests"])
+    steal = sh(b, "; ".join(
+        f"curl -s -w ' HTTP=%{{http_code}}\\n' --max-time 30 '{URL}?{q}'" for q in (
+            f"CMD=Get&FORMAT_OBJECT=SearchInfo&RID={rid}",
+            f"CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid}")))
+    assert re.findall(r"HTTP=(\d+)", steal["stdout"]) == ["403", "403"], steal
+    assert "not created by this run" in steal["stdout"]  # B's own gate said so
+    assert len(stack.mock_requests(mock)["requests"]) == before
+
+
+def test_a_relay_outage_fails_closed_with_a_record(site):
+    a, mock, relay = site["a"], site["mock"], site["relay"]
+    before = len(stack.mock_requests(mock)["requests"])
+    relay.stop(timeout=2)
+    res = sh(a, PUT)
+    assert re.findall(r"HTTP=(\d+)", res["stdout"]) in (["502"], ["503"]), res
+    rec = stack.wait_for_record(a, lambda r: r["event"] == "request" and
+                                r["http_status"] in (502, 503) and "relay" in (r["reason"] or ""))
+    assert rec["decision"] == "denied" and rec["relay"] == f"{RELAY_NAME}:{RELAY_PORT}", rec
+    assert len(stack.mock_requests(mock)["requests"]) == before  # nothing reached NCBI

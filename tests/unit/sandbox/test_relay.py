@@ -1,0 +1,328 @@
+"""The site's NCBI relay (image/egress/relay.py) and a gate that uses it, without docker.
+
+A real relay on loopback (mutual TLS with a throw-away site CA) in front of the real mock NCBI
+(tests/mock_ncbi.py, TLS with its own CA), and a real gate (gatekeeper.py) configured with the
+relay. Intervals are shortened; the mock counts breaches of the same shortened rules.
+"""
+
+from __future__ import annotations
+
+import http.client
+import importlib.util
+import json
+import re
+import socket
+import ssl
+import sys
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+EGRESS = REPO / "image" / "egress"
+HOST = "blast.ncbi.nlm.nih.gov"
+INTERVAL, POLL = 0.6, 2.0
+
+
+def _module(name: str, path: Path):
+    """The module loaded from path (the one test_gate.py loaded, if it did)."""
+    mod = sys.modules.get(name)
+    if mod is not None and Path(getattr(mod, "__file__", "") or "").resolve() == path.resolve():
+        return mod
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+sys.path.insert(0, str(EGRESS))
+schedule = _module("schedule", EGRESS / "schedule.py")
+gatekeeper = _module("gatekeeper", EGRESS / "gatekeeper.py")
+relay_mod = _module("relay", EGRESS / "relay.py")
+mock_ncbi = _module("mock_ncbi", REPO / "tests" / "mock_ncbi.py")
+relay_certs = _module("relay_certs", REPO / "tests" / "relay_certs.py")
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("relay-certs")
+    site = relay_certs.make(base / "site", "localhost", gates=("gate-a", "gate-b"))
+    rogue = relay_certs.make(base / "rogue", "localhost", gates=("gate-x",), ca_name="other CA")
+    # The run's CA (what a sandbox trusts) and the mock's, each with a certificate for NCBI's name.
+    run = relay_certs.make(base / "run", HOST, gates=(), ca_name="run CA")["relay"]
+    up = relay_certs.make(base / "up", HOST, gates=(), ca_name="upstream CA")["relay"]
+    return {**site, "rogue": rogue["gate-x"],
+            "run": {"ca": str(run / "site-ca.pem"), "cert": str(run / "server.pem"),
+                    "key": str(run / "server.key")},
+            "up": {"ca": str(up / "site-ca.pem"), "cert": str(up / "server.pem"),
+                   "key": str(up / "server.key")}}
+
+
+@pytest.fixture()
+def mock(certs):
+    m = mock_ncbi.MockNCBI("ok", rtoe=0, min_interval=INTERVAL - 0.05, poll_interval=POLL - 0.05)
+    m.port = m.serve(0, "127.0.0.1", certs["up"]["cert"], certs["up"]["key"])
+    yield m
+    m.close()
+
+
+@pytest.fixture()
+def relay(certs, mock, tmp_path, capsys):
+    state = tmp_path / "relay-state"
+    state.mkdir()
+    r = relay_mod.Relay(str(certs["relay"]), str(state), extra_ca=certs["up"]["ca"],
+                        min_interval=INTERVAL, hold_s=3.0,
+                        upstream_address=("127.0.0.1", mock.port))
+    server = relay_mod.RelayServer(("127.0.0.1", 0), r)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    r.port, r.state = server.server_address[1], state
+    yield r
+    server.shutdown()
+    server.server_close()
+
+
+def relay_records(capsys) -> list[dict]:
+    time.sleep(0.3)  # the relay records a request just after answering it
+    return [json.loads(line.split(" ", 1)[1]) for line in capsys.readouterr().out.splitlines()
+            if line.startswith("BIOTOOL_RELAY ")]
+
+
+def ask(relay, method: str, target: str, body: bytes = b"", *, tls_dir, run="run-a"):
+    """One request to the relay as a gate (tls_dir: the gate's client certificates)."""
+    ctx = relay_mod.client_context(str(tls_dir))
+    conn = http.client.HTTPSConnection("localhost", relay.port, context=ctx, timeout=20)
+    headers = {"X-Biotool-Run": run, "Connection": "close"}
+    if method == "POST":
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+    conn.request(method, target, body=body or None, headers=headers)
+    resp = conn.getresponse()
+    data = resp.read().decode("utf-8", "replace")
+    conn.close()
+    return resp.status, dict(resp.getheaders()), data
+
+
+def put_body(seq: str = "ACGT" * 30) -> bytes:
+    return urlencode({"CMD": "Put", "PROGRAM": "blastn", "DATABASE": "nt",
+                      "QUERY": f">q1\n{seq}\n"}).encode()
+
+
+def _no_cert_context(certs) -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(cafile=str(certs["relay"] / "site-ca.pem"))
+    return ctx
+
+
+@pytest.mark.parametrize("who", ["no certificate", "another CA's certificate"])
+def test_a_client_that_is_not_a_gate_of_the_site_is_refused(relay, mock, certs, capsys, who):
+    ctx = _no_cert_context(certs)
+    if who != "no certificate":
+        ctx.load_cert_chain(str(certs["rogue"] / "client.pem"), str(certs["rogue"] / "client.key"))
+    conn = http.client.HTTPSConnection("localhost", relay.port, context=ctx, timeout=10)
+    with pytest.raises((ssl.SSLError, ConnectionError, http.client.RemoteDisconnected)):
+        conn.request("POST", "/Blast.cgi", body=put_body(),
+                     headers={"Content-Type": "application/x-www-form-urlencoded"})
+        conn.getresponse().read()
+    conn.close()
+    assert mock.requests == []
+    recs = relay_records(capsys)
+    assert [r["event"] for r in recs] == ["tls"] and recs[0]["decision"] == "denied"
+    assert "not a gate of this site" in recs[0]["reason"]
+
+
+def test_an_authenticated_gate_is_relayed_in_the_canonical_form(relay, mock, certs, capsys):
+    body = b"QUERY=%3Eq1%0AACGTACGTACGTAC%0A&DATABASE=nt&CMD=Put&PROGRAM=blastn&tool=biotool"
+    status, _, text = ask(relay, "POST", "/blast/Blast.cgi", body, tls_dir=certs["gate-a"])
+    assert status == 200 and "RID = " in text
+    got = mock.requests[-1]
+    assert list(got["params"]) == ["CMD", "PROGRAM", "DATABASE", "tool"]  # blastapi's order
+    assert got["headers"]["User-Agent"] == "biotool-egress"
+    rec = [r for r in relay_records(capsys) if r["event"] == "request"][-1]
+    assert (rec["client"], rec["run"], rec["what"], rec["decision"]) == \
+        ("gate-a", "run-a", "put", "allowed")
+
+
+@pytest.mark.parametrize("method,target,body,status,why", [
+    ("POST", "/Blast.cgi", b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=NC_045512.2", 403,
+     "QUERY must be sequence data"),
+    ("POST", "/Blast.cgi", b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=ACGT&ENTREZ_QUERY=x", 403,
+     "'ENTREZ_QUERY' is not one the sandbox relays"),
+    ("GET", "/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID=ABCDEF123;CMD=DisplayRIDs", b"", 400,
+     "separators are '&' only"),
+    ("GET", "/Blast.cgi?CMD=DisplayRIDs", b"", 403, "is not allowed"),
+    ("GET", "/_mock/requests", b"", 403, "is not the BLAST URL API"),
+])
+def test_the_relay_checks_the_request_again_and_refuses_what_a_gate_would(
+        relay, mock, certs, capsys, method, target, body, status, why):
+    got, headers, text = ask(relay, method, target, body, tls_dir=certs["gate-a"])
+    assert got == status and why in text and headers["X-Biotool-Egress"] == "denied", text
+    assert mock.requests == []
+    rec = relay_records(capsys)[-1]
+    assert rec["decision"] == "denied" and why in rec["reason"]
+
+
+def test_the_relay_paces_every_gate_together_with_a_429(relay, mock, certs, capsys):
+    relay.hold_s = 0.2
+    assert ask(relay, "POST", "/Blast.cgi", put_body(), tls_dir=certs["gate-a"])[0] == 200
+    status, headers, text = ask(relay, "POST", "/Blast.cgi", put_body(), tls_dir=certs["gate-b"],
+                                run="run-b")
+    assert status == 429 and headers["X-Biotool-Egress"] == "paced"
+    assert int(headers["Retry-After"]) >= 1 and "NCBI" in text
+    time.sleep(INTERVAL)
+    assert ask(relay, "POST", "/Blast.cgi", put_body(), tls_dir=certs["gate-b"], run="run-b")[0] \
+        == 200
+    assert len(mock.requests) == 2 and mock.violations == []
+    assert (relay.state / schedule.STATE).is_file()  # the relay's own schedule, on its own state
+
+
+# ---- a gate configured with the relay
+
+class RelayedRun:
+    """One run's gate on loopback (as in test_gate.py), sending upstream through the relay."""
+
+    def __init__(self, certs, relay_url: str, state: Path, tls_dir: Path):
+        self.gate = gatekeeper.Gate([(HOST, 443)], certs["run"]["cert"], certs["run"]["key"],
+                                    str(state), min_interval=INTERVAL, poll_interval=POLL,
+                                    hold_s=3.0, relay=relay_url, relay_tls=str(tls_dir))
+        self.server = gatekeeper.GateServer(("127.0.0.1", 0), self.gate)
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+        self.port = self.server.server_address[1]
+        self.ctx = ssl.create_default_context(cafile=certs["run"]["ca"])
+
+    def https(self, method: str, path: str, body: bytes = b""):
+        """One request as the sandbox makes it: CONNECT to the gate, then TLS to NCBI's name."""
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=20)
+        sock.sendall(f"CONNECT {HOST}:443 HTTP/1.1\r\nHost: {HOST}:443\r\n"
+                     f"X-Forwarded-For: 10.0.0.5\r\n\r\n".encode())
+        assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+        conn = http.client.HTTPSConnection(HOST, 443, context=self.ctx, timeout=30)
+        conn.sock = self.ctx.wrap_socket(sock, server_hostname=HOST)
+        headers = {"Content-Type": "application/x-www-form-urlencoded"} if method == "POST" else {}
+        conn.request(method, path, body=body or None, headers=headers)
+        resp = conn.getresponse()
+        data = resp.read().decode("utf-8", "replace")
+        conn.close()
+        return resp.status, dict(resp.getheaders()), data
+
+    def put(self):
+        return self.https("POST", "/blast/Blast.cgi", put_body())
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def rid_of(text: str) -> str:
+    return text.split("RID = ")[1].split()[0]
+
+
+@pytest.fixture()
+def relayed(certs, tmp_path):
+    made = []
+
+    def make(relay_port: int, gate: str = "gate-a"):
+        state = tmp_path / f"gate-state-{len(made)}"
+        state.mkdir()
+        r = RelayedRun(certs, f"https://localhost:{relay_port}", state, certs[gate])
+        r.state = state
+        made.append(r)
+        return r
+
+    yield make
+    for r in made:
+        r.close()
+
+
+def gate_records(capsys) -> list[dict]:
+    time.sleep(0.3)
+    return [json.loads(line.split(" ", 1)[1]) for line in capsys.readouterr().out.splitlines()
+            if line.startswith("BIOTOOL_GATE ")]
+
+
+def test_a_gate_with_a_relay_sends_through_it_and_keeps_its_rids(relay, mock, relayed, capsys):
+    a, b = relayed(relay.port, "gate-a"), relayed(relay.port, "gate-b")
+    status, _, text = a.put()
+    assert status == 200
+    rid = rid_of(text)
+    assert a.https("GET", f"/blast/Blast.cgi?CMD=Get&FORMAT_OBJECT=SearchInfo&RID={rid}")[0] == 200
+    status, _, text = a.https("GET", f"/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid}")
+    assert status == 200 and '"accession"' not in text  # the gate still cuts the report
+    status, _, text = b.https("GET", f"/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid}")
+    assert status == 403 and "not created by this run" in text  # RIDs stay per run
+    assert [r["what"] for r in mock.requests] == ["put", "poll", "get"]
+    assert mock.violations == []
+    assert not (a.state / schedule.STATE).exists()  # the relay, not the host, held the interval
+    recs = [r for r in gate_records(capsys) if r.get("event") == "request"]
+    allowed = [r for r in recs if r["decision"] == "allowed"]
+    assert [r["what"] for r in allowed] == ["put", "poll", "fetch"]
+    assert all(r["relay"] == f"localhost:{relay.port}" for r in allowed)
+
+
+def test_a_relay_429_reaches_the_agent_as_paced_and_gives_the_poll_back(relay, mock, relayed,
+                                                                      capsys):
+    a = relayed(relay.port)
+    rid = rid_of(a.put()[2])
+    relay.hold_s = 0.1  # the poll below comes before the interval: the relay paces it
+    poll = f"/blast/Blast.cgi?CMD=Get&FORMAT_OBJECT=SearchInfo&RID={rid}"
+    status, headers, _ = a.https("GET", poll)
+    assert status == 429 and headers["X-Biotool-Egress"] == "paced" and headers["Retry-After"]
+    time.sleep(INTERVAL)
+    assert a.https("GET", poll)[0] == 200  # within POLL of the paced one: it did not count
+    assert [r["what"] for r in mock.requests] == ["put", "poll"] and mock.violations == []
+    paced = [r for r in gate_records(capsys) if r.get("decision") == "paced"]
+    assert len(paced) == 1 and paced[0]["http_status"] == 429 and "relay" in paced[0]["reason"]
+
+
+def test_a_gate_whose_relay_is_down_fails_closed_with_a_record(mock, relayed, certs, capsys):
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there: the relay is down
+    a = relayed(port)
+    status, headers, text = a.put()
+    assert status == 502 and headers["X-Biotool-Egress"] == "denied"
+    assert "relay" in text and mock.requests == []
+    rec = [r for r in gate_records(capsys) if r.get("event") == "request"][-1]
+    assert rec["decision"] == "denied" and rec["http_status"] == 502
+    assert rec["sent_upstream"] is False and "relay" in rec["reason"]
+
+
+def test_a_gate_refuses_to_start_with_a_relay_but_no_client_certificate(certs, tmp_path):
+    with pytest.raises((OSError, ssl.SSLError)):
+        gatekeeper.Gate([(HOST, 443)], certs["run"]["cert"], certs["run"]["key"], str(tmp_path),
+                        relay="https://localhost:8443", relay_tls=str(tmp_path / "none"))
+    with pytest.raises(ValueError):
+        relay_mod.parse_url("http://relay:8443")
+
+
+# ---- the launcher's side: `biotool-sandbox up --relay URL --relay-tls DIR`
+
+def test_the_launcher_mounts_the_gates_certificates_and_names_the_relay(certs, tmp_path):
+    from biotool_sandbox import stack
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    path = stack._relay_override(run_dir, "https://ncbi-relay:8443", str(certs["gate-a"]))
+    text = path.read_text()
+    assert 'BIOTOOL_NCBI_RELAY: "https://ncbi-relay:8443"' in text
+    assert f"target: {stack.RELAY_TLS_IN_EGRESS}" in text and "read_only: true" in text
+    copied = run_dir / "relay" / "tls"
+    assert sorted(p.name for p in copied.iterdir()) == sorted(stack.RELAY_TLS_FILES)
+    assert (run_dir / "relay").stat().st_mode & 0o777 == 0o700  # the host's other users: out
+    assert "sandbox" not in text  # the certificates go to the egress only
+
+
+@pytest.mark.parametrize("url,tls,why", [
+    ("http://ncbi-relay:8443", "gate-a", "is not https://HOST[:PORT]"),
+    ("https://ncbi-relay:8443/Blast.cgi", "gate-a", "is not https://HOST[:PORT]"),
+    ("https://ncbi-relay:8443", None, "missing: site-ca.pem, client.pem, client.key"),
+])
+def test_the_launcher_refuses_a_bad_relay_before_docker(certs, tmp_path, url, tls, why):
+    from biotool_sandbox import stack
+    from biotool_sandbox.errors import LauncherError
+
+    with pytest.raises(LauncherError, match=re.escape(why)):
+        stack._relay_override(tmp_path, url, str(certs[tls]) if tls else None)
