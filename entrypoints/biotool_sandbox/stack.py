@@ -127,6 +127,13 @@ def _override(run_dir: Path, extra_ca: Path) -> Path:
     return path
 
 
+def relay_settings(relay: str | None, relay_tls: str | None) -> tuple[str | None, str | None]:
+    """The site relay to use: as given, else BIOTOOL_NCBI_RELAY(_TLS), so one setting on a host
+    covers every way a run starts (the CLI, Inspect's provider, the demo)."""
+    return (relay or os.environ.get("BIOTOOL_NCBI_RELAY") or None,
+            relay_tls or os.environ.get("BIOTOOL_NCBI_RELAY_TLS") or None)
+
+
 def _relay_override(run_dir: Path, url: str, tls_dir: str | None) -> Path:
     """A compose override sending the run's NCBI traffic through the site's relay: the URL and
     a copy of the gate's client certificate, readable by the egress's proxy user only through
@@ -234,6 +241,7 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
         files.append(_override(run_dir, Path(extra_ca)))
     if site_dir:
         files.append(_site_override(run_dir, service, site_dir))
+    relay, relay_tls = relay_settings(relay, relay_tls)
     if relay and mode != "offline":
         files.append(_relay_override(run_dir, relay, relay_tls))
     if image:  # gpu mode runs the CUDA image's own variable (compose.yaml sandbox-gpu)

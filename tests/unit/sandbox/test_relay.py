@@ -326,3 +326,15 @@ def test_the_launcher_refuses_a_bad_relay_before_docker(certs, tmp_path, url, tl
 
     with pytest.raises(LauncherError, match=re.escape(why)):
         stack._relay_override(tmp_path, url, str(certs[tls]) if tls else None)
+
+
+def test_the_sites_relay_setting_reaches_every_way_a_run_starts(monkeypatch):
+    from biotool_sandbox import stack
+
+    monkeypatch.delenv("BIOTOOL_NCBI_RELAY", raising=False)
+    monkeypatch.delenv("BIOTOOL_NCBI_RELAY_TLS", raising=False)
+    assert stack.relay_settings(None, None) == (None, None)  # one host: nothing changes
+    monkeypatch.setenv("BIOTOOL_NCBI_RELAY", "https://relay.site:8443")
+    monkeypatch.setenv("BIOTOOL_NCBI_RELAY_TLS", "/etc/biotool-gate")
+    assert stack.relay_settings(None, None) == ("https://relay.site:8443", "/etc/biotool-gate")
+    assert stack.relay_settings("https://other:1", "/d") == ("https://other:1", "/d")
