@@ -86,6 +86,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("ps", help="list the runs on this engine")
 
+    kv = sub.add_parser("k8s-values",
+                        help="print the values file for Inspect's k8s sandbox (agent-env chart), "
+                             "rendered from the rules file and compose.yaml's limits",
+                        description="Print k8s/values.yaml's content: the sandbox and egress "
+                                    "services with compose.yaml's hardening and limits, and the "
+                                    "Cilium policies from the rules file's allowlist.")
+    kv.add_argument("--rules", default=None, help="the rules file (default: the checkout's image/rules.toml)")
+    kv.add_argument("--compose-file", help="compose.yaml whose defaults give the limits")
+    kv.add_argument("--image", help="sandbox image as the cluster pulls it (default compose's BIOTOOL_IMAGE default)")
+    kv.add_argument("--egress-image", help="egress image as the cluster pulls it")
+    kv.add_argument("--relay", metavar="SERVICE.NAMESPACE[:PORT]",
+                    help="the site's NCBI relay; the egress pod may then reach it only "
+                         "(default: none, the egress pod goes to the allowlisted hosts itself)")
+    kv.add_argument("--out", help="write the file here instead of printing it")
+
     de = sub.add_parser("demo", help="up, a short agent session with every landed tool, a blocked egress attempt, audit, down")
     de.add_argument("--image")
     de.add_argument("--egress-image")
@@ -104,7 +119,23 @@ def _env_pairs(pairs: list[str]) -> dict:
     return env
 
 
-def dispatch(args: argparse.Namespace) -> dict:
+def _k8s_values(args: argparse.Namespace) -> dict | str:
+    from pathlib import Path
+
+    from biotool.rules import REPO_RULES
+
+    from . import k8s, stack
+
+    text = k8s.render(k8s.values(Path(args.rules) if args.rules else REPO_RULES,
+                                 stack.compose_file(args.compose_file), image=args.image,
+                                 egress_image=args.egress_image, relay=args.relay))
+    if not args.out:
+        return text
+    Path(args.out).write_text(text, encoding="utf-8")
+    return {"written": args.out}
+
+
+def dispatch(args: argparse.Namespace) -> dict | str:
     from . import agent, stack
 
     if args.command == "up":
@@ -125,6 +156,8 @@ def dispatch(args: argparse.Namespace) -> dict:
         return stack.down(args.run)
     if args.command == "ps":
         return {"runs": stack.runs()}
+    if args.command == "k8s-values":
+        return _k8s_values(args)
     if args.command == "demo":
         from .demo import demo
         return demo(image=args.image, egress_image=args.egress_image,
@@ -155,7 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("BIOTOOL_DEBUG"):
             raise
         fail_line(PROG, f"{type(exc).__name__}: {exc}", EXIT_FAILED)
-    sys.stdout.write(json.dumps(result, indent=None, sort_keys=False) + "\n")
+    # k8s-values prints the values file itself (YAML), the one command whose output is not JSON.
+    sys.stdout.write(result if isinstance(result, str)
+                     else json.dumps(result, indent=None, sort_keys=False) + "\n")
     # The demo is what `make demo` runs: a step that failed must fail the target.
     if args.command == "demo" and not result.get("ok"):
         fail_line(PROG, f"demo failed: steps {result.get('failed_steps')}, forbidden egress "

@@ -34,6 +34,14 @@ san=""
 for h in "${hosts[@]}"; do san="${san:+$san,}DNS:$h"; done
 mkdir -p "$run_state"
 cd "$run_state"
+# A certificate given to the egress (Kubernetes: the namespace's Secret from k8s/tls.sh,
+# since pods cannot share the volume compose hands ca.pem over on) replaces the minted one.
+if [ -n "${EGRESS_TLS_DIR:-}" ]; then
+    for f in ca.pem host.pem host.key; do
+        [ -s "$EGRESS_TLS_DIR/$f" ] || { echo "egress: EGRESS_TLS_DIR has no $f" >&2; exit 2; }
+        install -m 0600 "$EGRESS_TLS_DIR/$f" "$run_state/$f"
+    done
+fi
 # A restart of this run reuses its certificate: a new CA would break every TLS session the
 # sandbox starts against the CA it already trusts.
 if [ ! -s ca.pem ] || { [ -n "$san" ] && { [ ! -s host.pem ] || [ ! -s host.key ]; }; }; then
