@@ -263,7 +263,10 @@ def test_cilium_policies_match_ciliums_crd_schema(rendered):
     cnps = list(by_kind(rendered, "CiliumNetworkPolicy").values())
     ours = {p["metadata"]["name"] for p in cnps if "-biotool-" in p["metadata"]["name"]}
     assert ours == {f"{RELEASE}-biotool-sandbox-no-world", f"{RELEASE}-biotool-egress-out"}
-    for p in cnps:
+    relay = [d for d in yaml.safe_load_all((REPO / "k8s" / "relay.yaml").read_text())
+             if d["kind"] == "CiliumNetworkPolicy"]
+    assert len(relay) == 1
+    for p in cnps + relay:
         jsonschema.validate(p, schema)
     broken = copy.deepcopy(next(p for p in cnps if p["metadata"]["name"].endswith("egress-out")))
     broken["spec"]["egress"][1]["toPorts"][0]["ports"][0]["port"] = 443   # must be a string
@@ -391,3 +394,36 @@ def test_tls_sh_makes_the_namespaces_egress_certificate_and_keeps_no_ca_key(tmp_
     assert ssl("pkey", "-in", "host.key", "-pubout").stdout == \
         ssl("x509", "-in", "host.pem", "-noout", "-pubkey").stdout
     assert "CA:TRUE" in ssl("x509", "-in", "ca.pem", "-noout", "-ext", "basicConstraints").stdout
+
+
+def test_the_relays_manifests_one_replica_reached_by_egress_pods_reaching_ncbi_only(tmp_path):
+    text = (REPO / "k8s" / "relay.yaml").read_text(encoding="utf-8")
+    docs = {d["kind"]: d for d in yaml.safe_load_all(text)}
+    core = tmp_path / "relay-core.yaml"
+    core.write_text(yaml.safe_dump_all([docs["Deployment"], docs["Service"]]))
+    out = subprocess.run([sys.executable, "-m", "kubernetes_validate", "--strict", "--quiet",
+                          str(core)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    dep = docs["Deployment"]["spec"]
+    assert dep["replicas"] == 1 and dep["strategy"] == {"type": "Recreate"}  # one NCBI schedule
+    pod_spec = dep["template"]["spec"]
+    (relay,) = pod_spec["containers"]
+    assert relay["args"] == ["relay"] and relay["securityContext"] == k8s._hardened(k8s.EGRESS_UID)
+    assert pod_spec["automountServiceAccountToken"] is False
+    # The name --relay SERVICE.NAMESPACE selects by, and the port it connects to.
+    relay_values = k8s.values(REPO_RULES, COMPOSE, relay="ncbi-relay.biotool-relay")
+    egress_out = relay_values["additionalResources"][1]["spec"]["egress"][1]
+    selector = egress_out["toEndpoints"][0]["matchLabels"]
+    assert dep["template"]["metadata"]["labels"]["app.kubernetes.io/name"] == \
+        selector["app.kubernetes.io/name"] == docs["Service"]["metadata"]["name"]
+    assert docs["Service"]["spec"]["ports"][0]["port"] == k8s.RELAY_PORT == \
+        int(egress_out["toPorts"][0]["ports"][0]["port"])
+    cnp = docs["CiliumNetworkPolicy"]["spec"]
+    assert [p["matchLabels"] for r in cnp["ingress"] for p in r["fromEndpoints"]] == \
+        [{"inspect/service": "egress"}]
+    hosts = sorted({h for h, _ in k8s.allowlist(REPO_RULES)})
+    rules = cnp["egress"]
+    assert [r["matchName"] for r in rules[0]["toPorts"][0]["rules"]["dns"]] == hosts
+    assert [(f["matchName"], tp["ports"][0]["port"], tp["serverNames"])
+            for r in rules[1:] for f in r["toFQDNs"] for tp in r["toPorts"]] == \
+        [(h, str(p), [h]) for h, p in k8s.allowlist(REPO_RULES)]
