@@ -83,7 +83,12 @@ def molecules(path: str | Path, seed: int, eval_fraction: float,
             continue
         seen.add(key)
         graph = molecule.graph
-        split_key = molecule.graph_inchikey
+        try:
+            split_key = molecule.graph_inchikey
+        except InputError:
+            # Its Kekulé graph does not sanitise ("c#1ccccc1"): no smiles_from_graph label exists.
+            skipped["graph_not_rebuildable"] += 1
+            continue
         band = contract.size_band(mol.GetNumHeavyAtoms())
         if band == "diagnostic":
             split = "diag"

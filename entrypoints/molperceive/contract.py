@@ -153,11 +153,15 @@ PINNED_WHY = (
 KNOWN_BEHAVIOUR = (
     "GetShortestPath(mol, i, i) raises; path_len of an atom to itself is 0 by definition and "
     "never asked.",
-    "Labels are computed by molperceive/label.py with each shared intermediate made once (one "
-    "sanitised molecule, one pass over atoms and bonds, one InChI; the smiles_from_graph "
-    "reference is rebuilt only when the molecule carries stereo, isotopes or unusual bonds); "
-    "molperceive/reference.py evaluates the expressions above literally, and a unit test "
-    "compares the two on every field of the shipped NCI molecules.",
+    "Labels are computed by molperceive/label.py from one parsed molecule with each shared "
+    "intermediate made once (one sanitised molecule, one pass over atoms and bonds, one InChI; "
+    "the unsanitised parse and DetectChemistryProblems only when the sanitised parse fails or "
+    "holds an element out of scope or a bracket hydrogen atom; the smiles_from_graph key of a "
+    "stereo or isotope molecule from its InChI cut before those layers, and the graph rebuilt "
+    "only when a bond type is unusual or an atom's valence in the Kekulé graph differs from "
+    "the molecule's); molperceive/reference.py evaluates the expressions above literally, and "
+    "unit tests compare the two on every field of the shipped NCI molecules, their stereo and "
+    "isotope forms and their corrupted forms.",
 )
 FINDINGS = (
     ("The pinned formula call and the Hill rule disagree on carbon-free molecules",

@@ -179,9 +179,50 @@ def _lex(smiles: str) -> list[tuple[str, int, str, str]] | None:
 _CLEAN = re.compile(r"(?:Cl|Br|[BCNOPSFIbcnops*0-9=#$:/\\().-]|%[0-9]{2}|%\([0-9]{1,5}\)|\[[^\]]*\])*")
 
 
+# Token kinds as one character each, for the common case decided by string operations in C:
+# A atom, R ring-bond digit, b bond, o "(", c ")", d "."; the second letters of Cl and Br go.
+_KINDS = str.maketrans({**{ch: "A" for ch in "BCNOPSFIbcnops*"}, **{ch: "R" for ch in "0123456789"},
+                        **{ch: "b" for ch in "-=#$:/\\"}, "(": "o", ")": "c", ".": "d",
+                        "l": None, "r": None})
+_PARENS = str.maketrans({ch: None for ch in "ARbd"})
+_BRACKETS = re.compile(r"\[([^\]]*)\]")
+# A kind after one it may not follow (the rules of _well_formed_tokens), or a bad start or end.
+_MISPLACED = re.compile(r"^[^A]|[ocd]R|[bd]b|[bod]o|[ob]c|[bod]d|[bo]$")
+
+
 def _well_formed(smiles: str) -> bool:
     """True only for a lexically clean, well-formed SMILES: the common case, decided without
-    positions; anything else goes through check()'s token walk for the exact first problem."""
+    positions; anything else goes through check()'s token walk for the exact first problem.
+
+    The same judgement as _well_formed_tokens, with the token walk done by translate and a
+    regex over one character per token (a Python loop per token was most of its cost).
+    """
+    if not smiles or not _CLEAN.fullmatch(smiles):
+        return False
+    if "%" in smiles:
+        return _well_formed_tokens(smiles)   # two-digit ring labels: rare, walked
+    body = smiles
+    if "[" in smiles:
+        for inner in _BRACKETS.findall(smiles):
+            try:
+                _bracket_symbol(inner, 0)
+            except SyntaxProblem:
+                return False
+        body = _BRACKETS.sub("A", smiles)
+    kinds = body.translate(_KINDS)
+    if _MISPLACED.search(kinds):
+        return False
+    parens = kinds.translate(_PARENS)
+    while "oc" in parens:
+        parens = parens.replace("oc", "")
+    if parens:
+        return False
+    # Every ring-bond label opened is closed: each digit left outside brackets comes in pairs.
+    return all(body.count(d) % 2 == 0 for d in "0123456789" if d in body)
+
+
+def _well_formed_tokens(smiles: str) -> bool:
+    """_well_formed by walking the tokens (any SMILES, two-digit ring labels included)."""
     if not smiles or not _CLEAN.fullmatch(smiles):
         return False
     depth = 0

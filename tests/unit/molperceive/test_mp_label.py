@@ -108,3 +108,17 @@ def test_formula_conflict_cases():
     from rdkit import Chem
     assert label.formula_conflict(Chem.MolFromSmiles("OP(O)(F)=O")) == "Hill FH2O3P != CalcMolFormula H2FO3P"
     assert label.formula_conflict(Chem.MolFromSmiles("OP(O)(O)=O")) is None   # H3O4P both ways
+
+
+def test_label_json_writes_the_bytes_json_dumps_writes():
+    import json
+
+    from molperceive import label_json
+    smiles = [line.split()[0] for line in NCI.read_text().splitlines() if line.strip()]
+    smiles += ["C[C@H](N)C(=O)O", "CC(C", "[Na+].[Cl-]", "Cé", "c1ccccc1\u00b7"]
+    for kw in ({}, {"k": 0, "i": 0, "j": 1}, {"fields": ["formula", "hba"]}):
+        result = {"molecules": label.label_many(smiles, **kw), "rdkit": label.rdkit_info()}
+        same = label_json.dumps(result) == json.dumps(result, ensure_ascii=False)
+        assert same, f"label_json differs from json.dumps with {kw}"   # no diff of MBs
+    assert sum("graph" in m for m in label.label_many(smiles)) > 350
+    assert label_json.dumps({"molecules": [], "rdkit": {}}) == '{"molecules": [], "rdkit": {}}'

@@ -45,3 +45,27 @@ def test_agrees_with_rdkit_on_a_real_list_and_its_breakages():
         for broken in (s + ")", s.replace("(", "", 1) if "(" in s else s + "(", "Q" + s):
             assert first_problem(broken) is not None
             assert Chem.MolFromSmiles(broken, sanitize=False) is None
+
+
+def test_the_string_fast_path_judges_as_the_token_walk():
+    # _well_formed (translate and a regex) must say what _well_formed_tokens says: on the
+    # shipped molecules, each with random one-character edits, and short random strings.
+    import random
+
+    from molperceive import smiles_syntax as sx
+    rng = random.Random(25)
+    alphabet = list("CNOcnosBrClFIPS()[]=#$:/\\.-+@H123456789%*") + \
+        ["[nH]", "[C@@H]", "[2H]", "%12", "%(123)", "[Xx]", "[O-]", "Cl", "Br"]
+    base = [line.split()[0] for line in NCI.read_text().splitlines() if line.strip()]
+    cases = set(base)
+    for s in base:
+        for _ in range(10):
+            pos = rng.randrange(len(s) + 1)
+            edit = rng.choice((s[:pos] + rng.choice(alphabet) + s[pos:], s[:pos] + s[pos + 1:],
+                               s[:pos] + rng.choice(alphabet) + s[pos + 1:]))
+            cases.add(edit)
+    cases.update("".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 10)))
+                 for _ in range(20000))
+    verdicts = {s: sx._well_formed_tokens(s) for s in cases}
+    assert sum(verdicts.values()) > 2000 and len(verdicts) - sum(verdicts.values()) > 2000
+    assert [s for s, ok in verdicts.items() if sx._well_formed(s) != ok] == []
