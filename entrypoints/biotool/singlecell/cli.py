@@ -122,6 +122,11 @@ def register(app: typer.Typer) -> None:
             from biotool.cache import cache_root
 
             os.environ.setdefault("CELLTYPIST_FOLDER", str(cache_root() / "celltypist"))
+            # numba's compiled normalisation and matplotlib's font list, built with the image,
+            # put where the libraries look before scanpy imports them (biotool.buildcache).
+            from biotool import buildcache
+
+            buildcache.seed()
             from biotool.singlecell.celltype import celltype_genes, celltype_matrix
 
             if (matrix is None) == (genes is None):
