@@ -46,12 +46,16 @@ def run_bounded(cmd: list[str], deadline: float | None) -> tuple[int, str]:
         return rc, _tail(err)
 
 
-def run_each_bounded(cmds: list[list[str]], seconds: float, width: int = 8) -> list[tuple[int, str] | str]:
+def run_each_bounded(cmds: list[list[str]], seconds: float, width: int = 8,
+                     meanwhile=None) -> list[tuple[int, str] | str]:
     """Run every command, `width` at a time, each for at most `seconds`: per command its
     (exit code, last line of stderr), or why it did not finish (one line).
 
     All are started and waited on from this thread, not from a pool: a fork that runs
-    Python code before exec (the parent-death request) can deadlock beside other threads."""
+    Python code before exec (the parent-death request) can deadlock beside other threads.
+    `meanwhile`, if given, is other work for this thread while the commands run: called
+    between polls instead of sleeping, one step at a time, it returns False when none is
+    left (a step only delays noticing a command's end; a command's bound is still checked)."""
     width = max(1, width)
     results: list[tuple[int, str] | str] = [""] * len(cmds)
     pending, running = list(range(len(cmds)))[::-1], {}
@@ -77,6 +81,9 @@ def run_each_bounded(cmds: list[list[str]], seconds: float, width: int = 8) -> l
                     results[i] = (rc, _tail(err))
                 err.close()
                 del running[i]
+            if meanwhile is not None and meanwhile():
+                continue
+            meanwhile = None
             time.sleep(0.01)
     finally:  # an interruption leaves no tool running
         for proc, err, _ in running.values():

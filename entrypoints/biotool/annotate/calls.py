@@ -10,7 +10,7 @@ import difflib
 import importlib
 import json
 
-from biotool.annotate import arguments, policy, tooluniverse_bridge
+from biotool.annotate import policy, tooluniverse_bridge
 from biotool.annotate.registry import BUILTIN, Tool
 from biotool.annotate.schema import parse_args, validate
 from biotool.output import InputError, RefusedError
@@ -159,6 +159,8 @@ def call(requested: str, args_text: str | None, max_chars: int = 0) -> dict:
     permitted(tool, requested)
     args = parse_args(args_text)
     if tool.model is not None:
+        from biotool.annotate import arguments
+
         module, _, func = tool.target.partition(":")
         out = getattr(importlib.import_module(module), func)(arguments.parse(tool.model, args))
     else:

@@ -1,13 +1,30 @@
 """The tool registry: every tool `biotool call` knows, with its JSON schemas, category and the
 network hosts it needs. Built-in tools are local (no hosts), their arguments are pydantic
 models (annotate/arguments.py) from which their argument schemas are derived; ToolUniverse
-tools join the same list when the optional package is installed (see tooluniverse_bridge)."""
+tools join the same list when the optional package is installed (see tooluniverse_bridge).
+
+A built-in names its model (`arguments.<name>`), which is built, with its schema, on first
+use: pydantic models take a tenth of a second to build, and `biotool list` (names, categories
+and the policy's verdicts) or a call of one tool needs none or one of them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 
-from biotool.annotate import arguments
+
+@cache
+def _model(name: str) -> type:
+    from biotool.annotate import arguments
+
+    return getattr(arguments, name)
+
+
+@cache
+def _schema(name: str) -> dict:
+    from biotool.annotate import arguments
+
+    return arguments.json_schema(_model(name))
 
 
 @dataclass(frozen=True)
@@ -15,7 +32,8 @@ class Tool:
     name: str
     description: str
     category: str
-    args_schema: dict
+    # The arguments' JSON Schema, or (a built-in) the name of its model in annotate/arguments.py
+    arguments: dict | str
     result_schema: dict
     hosts: tuple[str, ...] = ()  # host:port pairs it must reach; () for local tools
     source: str = "builtin"
@@ -24,7 +42,15 @@ class Tool:
     aliases: tuple[str, ...] = ()
     endpoints: tuple[str, ...] = ()  # host/path of each URL it calls, matched by the policy too
     extra: dict = field(default_factory=dict, compare=False, repr=False)
-    model: type | None = None  # a built-in's arguments model; None: validated by args_schema
+
+    @property
+    def model(self) -> type | None:
+        """A built-in's arguments model; None: validated by args_schema."""
+        return _model(self.arguments) if isinstance(self.arguments, str) else None
+
+    @property
+    def args_schema(self) -> dict:
+        return _schema(self.arguments) if isinstance(self.arguments, str) else self.arguments
 
     def names(self) -> list[str]:
         return [self.name, *self.aliases]
@@ -47,37 +73,36 @@ def _result(props: dict) -> dict:
                                              "provenance": PROVENANCE}}
 
 
-def _builtin(name: str, description: str, category: str, model: type, result: dict,
+def _builtin(name: str, description: str, category: str, model: str, result: dict,
              target: str, aliases: tuple[str, ...] = ()) -> Tool:
-    return Tool(name, description, category, arguments.json_schema(model), result,
-                target=target, aliases=aliases, model=model)
+    return Tool(name, description, category, model, result, target=target, aliases=aliases)
 
 
 BUILTIN = (
     _builtin("seq_stats",
              "Sequence statistics: length, composition, GC fraction, ambiguous bases and molecular "
              "weight (DNA/RNA); mass, pI, GRAVY, aromaticity, instability (protein).",
-             "sequence_analysis", arguments.SeqStats,
+             "sequence_analysis", "SeqStats",
              _result({"length": {"type": "integer"}, "composition": {"type": "object"},
                       "gc_fraction": {"type": ["number", "null"]},
                       "molecular_weight_da": {"type": "number"}}),
              target="biotool.annotate.sequence_tools:seq_stats"),
     _builtin("reverse_complement", "Reverse complement of a DNA/RNA sequence (IUPAC-aware).",
-             "sequence_analysis", arguments.ReverseComplement,
+             "sequence_analysis", "ReverseComplement",
              _result({"reverse_complement": {"type": "string"}, "length": {"type": "integer"}}),
              target="biotool.annotate.sequence_tools:reverse_complement_tool",
              aliases=("revcomp",)),
     _builtin("translate",
              "Translate DNA/RNA in one or more frames (1,2,3 forward; -1,-2,-3 on the reverse "
              "complement) with any NCBI genetic code. Stops are '*', ambiguous codons 'X'.",
-             "sequence_analysis", arguments.Translate,
+             "sequence_analysis", "Translate",
              _result({"frames": {"type": "array", "items": {"type": "object"}},
                       "table": {"type": "object"}}),
              target="biotool.annotate.sequence_tools:translate"),
     _builtin("find_orfs",
              "Open reading frames on both strands: start/end (1-based on the input), frame, "
              "length and protein, longest first.",
-             "sequence_analysis", arguments.FindOrfs,
+             "sequence_analysis", "FindOrfs",
              _result({"orfs": {"type": "array", "items": {"type": "object"}},
                       "count": {"type": "integer"}}),
              target="biotool.annotate.sequence_tools:find_orfs"),
@@ -85,21 +110,21 @@ BUILTIN = (
              "Pairwise alignment (Biopython PairwiseAligner): global or local, DNA (match 2, "
              "mismatch -3, gap -5/-2 by default) or protein (BLOSUM62, gap -11/-1). Reports score, "
              "identity, gaps, coordinates and how many alignments tie.",
-             "sequence_analysis", arguments.AlignPairwise,
+             "sequence_analysis", "AlignPairwise",
              _result({"score": {"type": "number"}, "identity": {"type": "number"},
                       "alignment": {"type": "string"}, "coordinates": {"type": "array"}}),
              target="biotool.annotate.sequence_tools:align_pairwise", aliases=("align",)),
     _builtin("primer_tm",
              "Primer melting temperature: nearest-neighbour (SantaLucia) with salt, Mg2+, dNTP and "
              "primer concentrations, plus GC-formula and Wallace values for comparison.",
-             "sequence_analysis", arguments.PrimerTm,
+             "sequence_analysis", "PrimerTm",
              _result({"tm_nearest_neighbor_c": {"type": "number"},
                       "gc_fraction": {"type": "number"}}),
              target="biotool.annotate.sequence_tools:primer_tm", aliases=("tm",)),
     _builtin("restriction_sites",
              "Restriction enzyme sites (Biopython Restriction, REBASE): cut positions per enzyme "
              "for a list of enzymes, 'common' (default), 'commercial' or 'all'.",
-             "sequence_analysis", arguments.RestrictionSites,
+             "sequence_analysis", "RestrictionSites",
              _result({"cutters": {"type": "array", "items": {"type": "object"}},
                       "non_cutters": {"type": "array"}}),
              target="biotool.annotate.sequence_tools:restriction_sites",
@@ -108,7 +133,7 @@ BUILTIN = (
              "Look a gene up by symbol, synonym, NCBI GeneID, locus tag, protein ID or sequence id "
              "in the staged gene annotation table: coordinates, CDS segments, product. Lists every "
              "match when a symbol is ambiguous.",
-             "gene_annotation", arguments.GeneLookup,
+             "gene_annotation", "GeneLookup",
              _result({"matches": {"type": "array", "items": {"type": "object"}},
                       "count": {"type": "integer"}, "matched_on": {"type": "string"}}),
              target="biotool.annotate.genes:gene_lookup", aliases=("gene_info",)),
@@ -121,7 +146,7 @@ BUILTIN = (
              "the CDS under a genomic position (reference + position), or given (cds_sequence). "
              "The change is hgvs ('c.1841A>G', 'c.10del', 'c.10_11insT', 'c.10dup', "
              "'c.10_12delinsAT') or ref/alt at cds_position or position ('-' or '' for none).",
-             "variant_annotation", arguments.VariantAnnotate,
+             "variant_annotation", "VariantAnnotate",
              _result({"annotations": {"type": "array", "items": {"type": "object", "properties": {
                  "hgvs_c": {"type": "string"}, "hgvs_p": {"type": "string"},
                  "effect": {"type": "string"}, "codon_change": {"type": "string"}}}}}),

@@ -148,7 +148,7 @@ def tools() -> tuple[Tool, ...]:
             hosts, endpoints = _network_use(cfg)
             out.append(Tool(
                 name=cfg["name"], description=str(cfg.get("description", ""))[:2000],
-                category=category_of(collection), args_schema=params,
+                category=category_of(collection), arguments=params,
                 result_schema=cfg.get("return_schema") or {}, hosts=hosts,
                 endpoints=endpoints,
                 source="tooluniverse", labels=(collection, str(cfg.get("type", ""))),

@@ -44,21 +44,41 @@ def check_rules() -> dict:
                   f"{len(r.deny_categories)} denied tool categories")
 
 
+def _check_item(key: str, item: dict, verify_sha: bool) -> dict:
+    if item.get("error"):
+        # A production item the build host could not reach is reported, not a failure.
+        return _check(f"staged:{key}", False, item["error"], required=False)
+    problems = staging.verify(item) if verify_sha else []
+    return _check(f"staged:{key}", not problems,
+                  "; ".join(problems) or f"{len(item['files'])} files, sha256 match")
+
+
+class StagedChecks:
+    """The staged items checked one at a time (`step`), so that their re-hashing, which
+    keeps one core busy, runs while the toolbox's tools start on the others."""
+
+    def __init__(self, verify_sha: bool = True):
+        self._items = sorted(staging.inventory().get("items", {}).items())
+        self._verify = verify_sha
+        self.checks = [] if self._items else [
+            _check("staged", False, f"no staged inventory at {staging.home()}/staged.json")]
+
+    def step(self) -> bool:
+        """Check the next item; False once every item is checked."""
+        if not self._items:
+            return False
+        key, item = self._items.pop(0)
+        self.checks.append(_check_item(key, item, self._verify))
+        return bool(self._items)
+
+    def finish(self) -> list[dict]:
+        while self.step():
+            pass
+        return self.checks
+
+
 def check_staged(verify_sha: bool = True) -> list[dict]:
-    inv = staging.inventory()
-    items = inv.get("items", {})
-    if not items:
-        return [_check("staged", False, f"no staged inventory at {staging.home()}/staged.json")]
-    out = []
-    for key, item in sorted(items.items()):
-        if item.get("error"):
-            # A production item the build host could not reach is reported, not a failure.
-            out.append(_check(f"staged:{key}", False, item["error"], required=False))
-            continue
-        problems = staging.verify(item) if verify_sha else []
-        out.append(_check(f"staged:{key}", not problems,
-                          "; ".join(problems) or f"{len(item['files'])} files, sha256 match"))
-    return out
+    return StagedChecks(verify_sha).finish()
 
 
 def check_caches() -> list[dict]:
@@ -128,15 +148,16 @@ def check_binaries() -> list[dict]:
             for b, path in found.items()]
 
 
-def check_toolbox() -> dict:
+def check_toolbox(meanwhile=None) -> dict:
     """Every toolbox command starts (its version command exits as it should); one check, so
     the report stays small, naming each that does not. Required in the image, which promises
-    the toolbox; biotool installed elsewhere (a developer's host) only reports it."""
+    the toolbox; biotool installed elsewhere (a developer's host) only reports it.
+    `meanwhile`: other checks done a step at a time while the tools run."""
     from biotool.provenance import build_identity
     from biotool.system import toolbox
 
     box = toolbox.load()
-    broken = toolbox.check_tools()
+    broken = toolbox.check_tools(meanwhile=meanwhile)
     n = len(box.tools) + sum(len(t.also) for t in box.tools)
     if not broken:
         return _check("toolbox", True, f"all {n} commands start ({staging.home() / toolbox.DOC})")
@@ -148,8 +169,14 @@ def check_toolbox() -> dict:
 
 
 def doctor(verify_sha: bool = True) -> dict:
-    checks = [check_rules(), *check_staged(verify_sha), *check_caches(), check_network(),
-              check_user(), *check_binaries(), check_toolbox(), check_gpu()]
+    # The two checks that take time overlap, each check unchanged: the staged files are
+    # re-hashed (one core) while the toolbox's tools start (CPU-bound: their starts are
+    # doctor's floor), each in this thread (no fork beside another thread).
+    staged = StagedChecks(verify_sha)
+    first = [check_rules()]
+    rest = [*check_caches(), check_network(), check_user(), *check_binaries(),
+            check_toolbox(meanwhile=staged.step), check_gpu()]
+    checks = [*first, *staged.finish(), *rest]
     failed = [c for c in checks if c["required"] and not c["ok"]]
     result = {"ok": not failed, "checks": checks,
               "failed": [c["check"] for c in failed]}

@@ -172,11 +172,12 @@ def versions() -> dict:
 
 # ---------------------------------------------------------------- does each tool start
 
-def check_tools(width: int = 8) -> dict[str, str]:
+def check_tools(width: int = 8, meanwhile=None) -> dict[str, str]:
     """{command: why it does not start} for every tool, every alias checked on PATH too.
 
     A tool fails only when it fails twice, the second time alone: the first pass runs
-    `width` at a time, and on a crowded 2-core host a JVM can miss its bound there."""
+    `width` at a time, and on a crowded 2-core host a JVM can miss its bound there.
+    `meanwhile`: other work done a step at a time while the tools run (procs.run_each_bounded)."""
     from biotool.procs import run_each_bounded
 
     box = load()
@@ -184,7 +185,7 @@ def check_tools(width: int = 8) -> dict[str, str]:
     expect = {t.command: t.version_exit for t in box.tools}
 
     def failures(names: list[str], width: int) -> dict[str, str]:
-        ran = run_each_bounded([cmds[n] for n in names], VERSION_TIMEOUT, width)
+        ran = run_each_bounded([cmds[n] for n in names], VERSION_TIMEOUT, width, meanwhile)
         return {n: _why(r, expect[n]) for n, r in zip(names, ran) if _why(r, expect[n])}
 
     results = failures(list(cmds), width)
