@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,3 +62,22 @@ def biotool(biotool_env):
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
     return run
+
+
+@pytest.fixture
+def gone_within():
+    """Whether a process is gone (or a zombie) within `seconds`: SIGKILL is sent before the
+    code under test returns, but on a loaded machine the process may still be on its way out
+    (state R) for a moment, while one the kill missed runs on."""
+    def check(pid: int, seconds: float) -> bool:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (FileNotFoundError, ProcessLookupError):
+                return True
+            if state in ("Z", "X"):
+                return True
+            time.sleep(0.02)
+        return False
+    return check
