@@ -18,6 +18,7 @@ apt_uri() {  # apt_uri SUITE: the first URI serving SUITE in this host's apt sou
         [ -f "$f" ] && awk -v s="$suite" '$1 == "deb" {
             for (i = 2; i <= NF; i++) if ($i !~ /^\[/) {if ($(i+1) == s) print $i; break}}' "$f"
     done
+    return 0  # a missing sources file is no error: under set -e and pipefail it would end the build silently
 }
 mirror="${DEBIAN_MIRROR:-$(apt_uri "$suite" | head -n1)}"
 security_mirror="${DEBIAN_SECURITY_MIRROR:-$(apt_uri "$suite-security" | head -n1)}"
