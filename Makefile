@@ -179,10 +179,10 @@ sif:
 test: test-unit cuda-lock-check test-image
 
 test-unit:
-	$(PYTHON) -m pytest -q tests/unit
+	$(PYTHON) -m pytest -q --durations=25 tests/unit
 
 test-image: image
-	$(PYTHON) -m pytest -q -m 'not cuda' tests/image
+	$(PYTHON) -m pytest -q --durations=25 -m 'not cuda' tests/image
 
 # The CUDA image on this machine's CPU (a GPU, when visible, is checked against its driver).
 test-cuda: image-cuda
