@@ -16,32 +16,23 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
-import re
-import shlex
 import time
 from typing import Literal, Union, overload
 
 from inspect_ai.util import (
     ExecResult,
-    OutputLimitExceededError,
     SandboxEnvironment,
     SandboxEnvironmentConfigType,
-    SandboxEnvironmentLimits,
     sandbox,
     sandboxenv,
 )
 
-from . import agent, budget, stack
+from . import agent, budget, inspect_io, stack
 from .errors import EngineError, LauncherError
+from .inspect_io import TIMEOUT_BIN, WORKDIR
 
 # Inspect's config string -> the launcher's mode.
 MODES = {"enforced": "default", "offline": "offline", "gpu": "gpu"}
-WORKDIR = "/work"
-# Wrappers the provider inserts run by absolute path, never through the image's PATH.
-TIMEOUT_BIN, SHELL = "/usr/bin/timeout", "/bin/sh"
-KILL_AFTER = 5
-# The host's own wait allows for the in-container kill and the stream's end.
-HOST_GRACE = KILL_AFTER + 25
 
 
 def mode_of(config: SandboxEnvironmentConfigType | None) -> str:
@@ -57,10 +48,6 @@ def _image_for(mode: str) -> str:
     if mode == "gpu":
         return os.environ.get("BIOTOOL_CUDA_IMAGE", "biotool-sandbox:cuda")
     return os.environ.get("BIOTOOL_IMAGE", "biotool-sandbox:latest")
-
-
-def _resolve(path: str) -> str:
-    return path if path.startswith("/") else f"{WORKDIR}/{path}"
 
 
 @sandboxenv(name="biotool")
@@ -134,15 +121,13 @@ class BiotoolSandboxEnvironment(SandboxEnvironment):
                    env: dict[str, str] | None = None, user: str | None = None,
                    timeout: int | None = None, timeout_retry: bool = True,
                    concurrency: bool = True) -> ExecResult[str]:
-        argv = list(cmd)
-        if timeout:
-            argv = [TIMEOUT_BIN, "-k", str(KILL_AFTER), str(timeout), *argv]
+        argv = inspect_io.with_timeout(cmd, timeout)
         data = input.encode("utf-8") if isinstance(input, str) else input
         start = time.monotonic()
         code, out, err = await asyncio.to_thread(
             agent.exec_bytes, self.container, argv, stdin=data,
-            workdir=_resolve(cwd) if cwd else WORKDIR, env=env, user=user,
-            deadline=(timeout + HOST_GRACE) if timeout else None)
+            workdir=inspect_io.resolve(cwd) if cwd else WORKDIR, env=env, user=user,
+            deadline=inspect_io.host_deadline(timeout))
         elapsed = time.monotonic() - start
         if code == 126 and not (out or err) and user:
             # Docker 20.10 at times drops its own message for an unknown user: it is said here.
@@ -150,25 +135,16 @@ class BiotoolSandboxEnvironment(SandboxEnvironment):
         refusal = _exec_refusal(code, out, err, cmd, wrapped=bool(timeout))
         if refusal:
             raise PermissionError(errno.EACCES, f"cannot execute ({refusal})", cmd[0])
-        # timeout(1) exits 124 after TERM, 137 when KILL was needed.
-        if timeout and (code == 124 or (code == 137 and elapsed >= timeout)):
+        if inspect_io.timed_out(code, elapsed, timeout):
             raise TimeoutError(f"command timed out after {timeout}s (killed in the sandbox)")
-        limit = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
-        for stream in (out, err):
-            if len(stream) > limit:
-                raise OutputLimitExceededError(SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE_STR,
-                                               stream[-limit:].decode("utf-8", "replace"))
-        return ExecResult(success=code == 0, returncode=code,
-                          stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"))
+        return inspect_io.result(code, out, err)
 
     async def write_file(self, file: str, contents: str | bytes) -> None:
-        path = _resolve(file)
+        path = inspect_io.resolve(file)
         data = contents.encode("utf-8") if isinstance(contents, str) else contents
-        script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
         code, _, err = await asyncio.to_thread(
-            agent.exec_bytes, self.container, [SHELL, "-c", script, "sh", path], stdin=data)
-        if code != 0:
-            _raise_file_error(path, err.decode("utf-8", "replace"))
+            agent.exec_bytes, self.container, inspect_io.write_argv(path), stdin=data)
+        inspect_io.check_write(path, code, err)
 
     @overload
     async def read_file(self, file: str, text: Literal[True] = True) -> str: ...
@@ -177,19 +153,10 @@ class BiotoolSandboxEnvironment(SandboxEnvironment):
     async def read_file(self, file: str, text: Literal[False]) -> bytes: ...
 
     async def read_file(self, file: str, text: bool = True) -> Union[str | bytes]:
-        path = _resolve(file)
-        limit = SandboxEnvironmentLimits.MAX_READ_FILE_SIZE
-        # Size first, so a huge file is refused without being streamed to the host.
-        script = ('[ -d "$1" ] && { echo "$1: Is a directory" >&2; exit 21; }; '
-                  'size=$(stat -c %s -- "$1") || exit 2; '
-                  '[ "$size" -gt "$2" ] && { echo "$size" >&2; exit 27; }; exec cat -- "$1"')
+        path = inspect_io.resolve(file)
         code, out, err = await asyncio.to_thread(
-            agent.exec_bytes, self.container, [SHELL, "-c", script, "sh", path, str(limit)])
-        if code == 27:
-            raise OutputLimitExceededError(SandboxEnvironmentLimits.MAX_READ_FILE_SIZE_STR, None)
-        if code != 0:
-            _raise_file_error(path, err.decode("utf-8", "replace"))
-        return out.decode("utf-8") if text else out
+            agent.exec_bytes, self.container, inspect_io.read_argv(path))
+        return inspect_io.read_result(path, code, out, err, text)
 
     async def audit(self) -> dict:
         """Every egress attempt of this run: records (host, port, decision, ...) and counts."""
@@ -206,10 +173,7 @@ def _exec_refusal(code: int, out: bytes, err: bytes, cmd: list[str], wrapped: bo
         return None
     if not wrapped:
         return line if line.lower().startswith("oci runtime exec failed") else None
-    # GNU timeout quotes the argv it was handed: a nested `timeout ./x` of the caller's is no match.
-    quoted = re.fullmatch(f"{re.escape(TIMEOUT_BIN)}: failed to run command [‘'](.*)[’']: "
-                          "permission denied", line, re.IGNORECASE)
-    return line if quoted and quoted.group(1) == cmd[0] else None
+    return line if inspect_io.wrapper_refused(line, TIMEOUT_BIN, cmd[0]) else None
 
 
 def _unknown_user(container, user: str) -> bytes | None:
@@ -219,17 +183,6 @@ def _unknown_user(container, user: str) -> bytes | None:
         if key and not key.isdigit() and agent.exec_bytes(container, ["getent", db, key])[0] != 0:
             return f"unable to find {kind} {key}: no matching entries in {db} file\r\n".encode()
     return None
-
-
-def _raise_file_error(path: str, stderr: str) -> None:
-    if "No such file" in stderr:
-        raise FileNotFoundError(path)
-    if "Permission denied" in stderr or "Read-only file system" in stderr:
-        raise PermissionError(f"{path}: {stderr.strip()}")
-    if "Is a directory" in stderr:
-        # Inspect's callers read "directory" in the message, not only the type.
-        raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
-    raise RuntimeError(f"{shlex.quote(path)}: {stderr.strip() or 'failed'}")
 
 
 async def egress_audit(name: str | None = None) -> dict:

@@ -35,7 +35,8 @@ def test_provider_modes_map_to_the_launcher(monkeypatch):
     monkeypatch.setenv("BIOTOOL_IMAGE", "biotool-sandbox:mine")
     assert box._image_for("gpu") == "biotool-sandbox:cuda"
     assert box._image_for("default") == box._image_for("offline") == "biotool-sandbox:mine"
-    assert box._resolve("a/b") == "/work/a/b" and box._resolve("/tmp/x") == "/tmp/x"
+    from biotool_sandbox.inspect_io import resolve
+    assert resolve("a/b") == "/work/a/b" and resolve("/tmp/x") == "/tmp/x"
 
 
 def test_compose_file_for_inspects_docker_provider():

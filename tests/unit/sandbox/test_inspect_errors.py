@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("inspect_ai")
+from biotool_sandbox import inspect_io  # noqa: E402
 from biotool_sandbox import inspect_sandbox as box  # noqa: E402
 
 RUNC = (b'OCI runtime exec failed: exec failed: unable to start container process: '
@@ -47,5 +48,5 @@ def test_the_commands_own_output_is_not_a_refusal(code, out, err, cmd, wrapped):
 
 def test_a_directory_read_names_the_path_and_says_directory():
     with pytest.raises(IsADirectoryError) as info:
-        box._raise_file_error("/etc", "cat: /etc: Is a directory\n")
+        inspect_io.raise_file_error("/etc", "cat: /etc: Is a directory\n")
     assert info.value.filename == "/etc" and "directory" in str(info.value)
