@@ -11,8 +11,6 @@ from . import stack
 from .errors import EngineError, LauncherError
 
 AGENT_UID = 1000
-# The egress gate's bounded audit store (image/egress/auditstore.py), in its own tmpfs.
-AUDIT_STORE = "/var/lib/biotool-egress-run/audit.jsonl"
 
 
 def _sandbox(run: str):
@@ -186,7 +184,7 @@ def _copy_out(run: str, src: str, dest: Path) -> dict:
 
 def audit(run: str) -> dict:
     """Every egress attempt the run's proxy logged, as records, with counts."""
-    from .audit import merge, parse_audit, summarise
+    from .audit import STORE, report, summarise
 
     eg = stack.container_of(run, "egress")
     if eg is None:
@@ -197,23 +195,11 @@ def audit(run: str) -> dict:
                         "there is no way out to log"}
     text = eg.logs(stdout=True, stderr=False).decode("utf-8", "replace")
     # The gate's own bounded store: what an agent's flood of the container log cannot evict.
-    code, out = eg.exec_run(["cat", "--", AUDIT_STORE], user="proxy", demux=False)
-    store = out.decode("utf-8", "replace") if code == 0 else None
-    parsed = parse_audit(merge(text, store))
-    records = parsed["records"]
+    code, out = eg.exec_run(["cat", "--", STORE], user="proxy", demux=False)
     state = eg.attrs.get("State") or {}
     # A restarted proxy kept the run's state (compose.yaml); one that stayed down ended the run.
-    egress = {"running": bool(state.get("Running")), "restarts": eg.attrs.get("RestartCount", 0),
-              "oom_killed": bool(state.get("OOMKilled")),
-              "gate_restarts": sum(r.get("event") == "gate_restart" for r in records)}
-    return {"run": run, "offline": False, "egress": egress, "records": records,
-            "counts": summarise(records),
-            "tunnels": parsed["tunnels"], "open_tunnels": parsed["open_tunnels"],
-            "unparsed_lines": parsed["unparsed"],
-            "store": {"read": store is not None, "path": AUDIT_STORE,
-                      "bytes": len(out) if store is not None else None,
-                      "full": any(r.get("event") == "audit_full" for r in records),
-                      "suppressed": sum(r.get("count") or 0 for r in records
-                                        if r.get("event") == "suppressed")}}
+    return report(run, text, out.decode("utf-8", "replace") if code == 0 else None,
+                  {"running": bool(state.get("Running")), "restarts": eg.attrs.get("RestartCount", 0),
+                   "oom_killed": bool(state.get("OOMKilled"))})
 
 

@@ -17,6 +17,10 @@ GATE_PREFIX = "BIOTOOL_GATE"
 FIELDS = ("time", "client", "method", "url", "host", "port", "status", "http_status", "error",
           "bytes_sent", "bytes_received")
 ESCAPED = {"method", "url", "host"}
+# The gate's bounded audit store (image/egress/auditstore.py, file name from entrypoint.sh) on
+# the egress-only state volume: compose's egress-state, the egress pod's state emptyDir.
+RUN_STATE = "/var/lib/biotool-egress-run"
+STORE = f"{RUN_STATE}/audit.jsonl"
 RECORD_KEYS = ("time", "source", "event", "client", "method", "url", "host", "port", "sni",
                "status", "http_status", "error", "decision", "reason", "bytes_sent",
                "bytes_received", "tunnel", "what", "rid", "count",
@@ -194,3 +198,29 @@ def merge(log_text: str, store_text: str | None) -> str:
         return log_text
     squid = [l for l in log_text.splitlines() if not l.startswith(GATE_PREFIX + " ")]
     return "\n".join(squid + store_text.splitlines())
+
+
+def report(run: str | None, log_text: str | None, store_text: str | None, egress: dict) -> dict:
+    """One run's audit, the same shape wherever it was read. log_text: the egress container's
+    log, None where it cannot be read (Inspect's sandbox API reaches files, not logs);
+    store_text: the gate's bounded store, None when unread; egress: what the engine says of
+    the container (running, restarts, oom_killed; None where it is not known)."""
+    parsed = parse_audit(merge(log_text or "", store_text))
+    records = parsed["records"]
+    return {"run": run, "offline": False,
+            "egress": {**egress, "gate_restarts": sum(r.get("event") == "gate_restart"
+                                                      for r in records)},
+            "records": records, "counts": summarise(records),
+            "tunnels": parsed["tunnels"], "open_tunnels": parsed["open_tunnels"],
+            "unparsed_lines": parsed["unparsed"],
+            # Squid's own records (its denials of hosts off the allowlist, plain HTTP) are in
+            # the log only: the gate never sees those attempts.
+            "proxy_log": {"read": log_text is not None,
+                          "note": None if log_text is not None else
+                          "Squid's records (denials before the gate) were not read: they are "
+                          "in the egress container's log (on Kubernetes `kubectl logs POD`)"},
+            "store": {"read": store_text is not None, "path": STORE,
+                      "bytes": len(store_text.encode()) if store_text is not None else None,
+                      "full": any(r.get("event") == "audit_full" for r in records),
+                      "suppressed": sum(r.get("count") or 0 for r in records
+                                        if r.get("event") == "suppressed")}}

@@ -23,9 +23,9 @@ HOST_GRACE = KILL_AFTER + 25
 TOO_LARGE = 27
 
 
-def resolve(path: str) -> str:
-    """A path as the sample sees it: relative ones are under /work."""
-    return path if path.startswith("/") else f"{WORKDIR}/{path}"
+def resolve(path: str, workdir: str = WORKDIR) -> str:
+    """A path as the sample sees it: relative ones are under workdir (the agent's /work)."""
+    return path if path.startswith("/") else f"{workdir.rstrip('/')}/{path}"
 
 
 def with_timeout(argv: list[str], timeout: int | None) -> list[str]:

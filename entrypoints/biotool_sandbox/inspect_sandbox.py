@@ -8,7 +8,10 @@ Registered through the `inspect_ai` entry point in pyproject.toml. It drives the
 (stack.up/down and the docker SDK's exec), not `docker compose exec`: exit codes, stdin and
 timeouts are right on any engine, and Inspect's compose mount policy is not in the way of the
 shared pacing volume. Images: BIOTOOL_IMAGE, BIOTOOL_EGRESS_IMAGE, BIOTOOL_CUDA_IMAGE (gpu).
-`egress_audit()` gives a scorer every allowed and denied egress attempt of the sample's run.
+Beside the agent's `default`, a run with a proxy exposes its egress container as the sandbox
+`egress`, as Inspect's k8s sandbox does with k8s/values.yaml (the agent's tools use `default`).
+`egress_audit()` gives a scorer every allowed and denied egress attempt of the sample's run, on
+this provider and on any other with an `egress` sandbox (`sandbox_audit`).
 """
 
 from __future__ import annotations
@@ -21,18 +24,20 @@ from typing import Literal, Union, overload
 
 from inspect_ai.util import (
     ExecResult,
+    OutputLimitExceededError,
     SandboxEnvironment,
     SandboxEnvironmentConfigType,
     sandbox,
     sandboxenv,
 )
 
-from . import agent, budget, inspect_io, stack
+from . import agent, audit, budget, inspect_io, stack
 from .errors import EngineError, LauncherError
 from .inspect_io import TIMEOUT_BIN, WORKDIR
 
 # Inspect's config string -> the launcher's mode.
 MODES = {"enforced": "default", "offline": "offline", "gpu": "gpu"}
+EGRESS = "egress"  # the egress service's sandbox name, here and in k8s/values.yaml
 
 
 def mode_of(config: SandboxEnvironmentConfigType | None) -> str:
@@ -50,13 +55,70 @@ def _image_for(mode: str) -> str:
     return os.environ.get("BIOTOOL_IMAGE", "biotool-sandbox:latest")
 
 
-@sandboxenv(name="biotool")
-class BiotoolSandboxEnvironment(SandboxEnvironment):
-    """One sample's sandbox container in its own run (compose project) of the enforced stack."""
+class _RunContainer(SandboxEnvironment):
+    """One container of a sample's run, driven through the docker SDK."""
+
+    workdir = WORKDIR
 
     def __init__(self, run: str, mode: str, container) -> None:
         super().__init__()
         self.run, self.mode, self.container = run, mode, container
+
+    async def exec(self, cmd: list[str], input: str | bytes | None = None, cwd: str | None = None,
+                   env: dict[str, str] | None = None, user: str | None = None,
+                   timeout: int | None = None, timeout_retry: bool = True,
+                   concurrency: bool = True) -> ExecResult[str]:
+        argv = inspect_io.with_timeout(cmd, timeout)
+        data = input.encode("utf-8") if isinstance(input, str) else input
+        start = time.monotonic()
+        code, out, err = await asyncio.to_thread(
+            agent.exec_bytes, self.container, argv, stdin=data,
+            workdir=inspect_io.resolve(cwd, self.workdir) if cwd else self.workdir, env=env, user=user,
+            deadline=inspect_io.host_deadline(timeout))
+        elapsed = time.monotonic() - start
+        if code == 126 and not (out or err) and user:
+            # Docker 20.10 at times drops its own message for an unknown user: it is said here.
+            out = await asyncio.to_thread(_unknown_user, self.container, user) or out
+        refusal = _exec_refusal(code, out, err, cmd, wrapped=bool(timeout))
+        if refusal:
+            raise PermissionError(errno.EACCES, f"cannot execute ({refusal})", cmd[0])
+        if inspect_io.timed_out(code, elapsed, timeout):
+            raise TimeoutError(f"command timed out after {timeout}s (killed in the sandbox)")
+        return inspect_io.result(code, out, err)
+
+    async def write_file(self, file: str, contents: str | bytes) -> None:
+        path = inspect_io.resolve(file, self.workdir)
+        data = contents.encode("utf-8") if isinstance(contents, str) else contents
+        code, _, err = await asyncio.to_thread(
+            agent.exec_bytes, self.container, inspect_io.write_argv(path), stdin=data)
+        inspect_io.check_write(path, code, err)
+
+    @overload
+    async def read_file(self, file: str, text: Literal[True] = True) -> str: ...
+
+    @overload
+    async def read_file(self, file: str, text: Literal[False]) -> bytes: ...
+
+    async def read_file(self, file: str, text: bool = True) -> Union[str | bytes]:
+        path = inspect_io.resolve(file, self.workdir)
+        code, out, err = await asyncio.to_thread(
+            agent.exec_bytes, self.container, inspect_io.read_argv(path))
+        return inspect_io.read_result(path, code, out, err, text)
+
+    async def audit(self) -> dict:
+        """Every egress attempt of this run: records (host, port, decision, ...) and counts."""
+        return await asyncio.to_thread(agent.audit, self.run)
+
+
+class EgressEnvironment(_RunContainer):
+    """The run's egress container (Squid + the gate) as the sandbox `egress`, for scorers."""
+
+    workdir = "/"
+
+
+@sandboxenv(name="biotool")
+class BiotoolSandboxEnvironment(_RunContainer):
+    """One sample's sandbox container in its own run (compose project) of the enforced stack."""
 
     @classmethod
     def default_concurrency(cls) -> int | None:
@@ -99,14 +161,19 @@ class BiotoolSandboxEnvironment(SandboxEnvironment):
             container = await asyncio.to_thread(stack.container_of, run, "sandbox")
             if container is None:
                 raise RuntimeError(f"run {run} started without a sandbox container")
+            egress = await asyncio.to_thread(stack.container_of, run, "egress")
         except BaseException:
             await asyncio.to_thread(stack.down, run, quiet=True)
             raise
-        return {"default": cls(run, mode, container)}
+        envs: dict[str, SandboxEnvironment] = {"default": cls(run, mode, container)}
+        if egress is not None:  # an offline run has none
+            envs[EGRESS] = EgressEnvironment(run, mode, egress)
+        return envs
 
     @classmethod
     async def sample_cleanup(cls, task_name: str, config: SandboxEnvironmentConfigType | None,
                              environments: dict[str, SandboxEnvironment], interrupted: bool) -> None:
+        # `egress` belongs to the same run as `default`: each run goes down once.
         for env in environments.values():
             if isinstance(env, BiotoolSandboxEnvironment):
                 await asyncio.to_thread(stack.down, env.run, quiet=True)
@@ -116,51 +183,6 @@ class BiotoolSandboxEnvironment(SandboxEnvironment):
         """`inspect sandbox cleanup biotool RUN`: take that run down (RUN as printed in logs)."""
         if id:
             await asyncio.to_thread(stack.down, id, quiet=True)
-
-    async def exec(self, cmd: list[str], input: str | bytes | None = None, cwd: str | None = None,
-                   env: dict[str, str] | None = None, user: str | None = None,
-                   timeout: int | None = None, timeout_retry: bool = True,
-                   concurrency: bool = True) -> ExecResult[str]:
-        argv = inspect_io.with_timeout(cmd, timeout)
-        data = input.encode("utf-8") if isinstance(input, str) else input
-        start = time.monotonic()
-        code, out, err = await asyncio.to_thread(
-            agent.exec_bytes, self.container, argv, stdin=data,
-            workdir=inspect_io.resolve(cwd) if cwd else WORKDIR, env=env, user=user,
-            deadline=inspect_io.host_deadline(timeout))
-        elapsed = time.monotonic() - start
-        if code == 126 and not (out or err) and user:
-            # Docker 20.10 at times drops its own message for an unknown user: it is said here.
-            out = await asyncio.to_thread(_unknown_user, self.container, user) or out
-        refusal = _exec_refusal(code, out, err, cmd, wrapped=bool(timeout))
-        if refusal:
-            raise PermissionError(errno.EACCES, f"cannot execute ({refusal})", cmd[0])
-        if inspect_io.timed_out(code, elapsed, timeout):
-            raise TimeoutError(f"command timed out after {timeout}s (killed in the sandbox)")
-        return inspect_io.result(code, out, err)
-
-    async def write_file(self, file: str, contents: str | bytes) -> None:
-        path = inspect_io.resolve(file)
-        data = contents.encode("utf-8") if isinstance(contents, str) else contents
-        code, _, err = await asyncio.to_thread(
-            agent.exec_bytes, self.container, inspect_io.write_argv(path), stdin=data)
-        inspect_io.check_write(path, code, err)
-
-    @overload
-    async def read_file(self, file: str, text: Literal[True] = True) -> str: ...
-
-    @overload
-    async def read_file(self, file: str, text: Literal[False]) -> bytes: ...
-
-    async def read_file(self, file: str, text: bool = True) -> Union[str | bytes]:
-        path = inspect_io.resolve(file)
-        code, out, err = await asyncio.to_thread(
-            agent.exec_bytes, self.container, inspect_io.read_argv(path))
-        return inspect_io.read_result(path, code, out, err, text)
-
-    async def audit(self) -> dict:
-        """Every egress attempt of this run: records (host, port, decision, ...) and counts."""
-        return await asyncio.to_thread(agent.audit, self.run)
 
 
 def _exec_refusal(code: int, out: bytes, err: bytes, cmd: list[str], wrapped: bool) -> str | None:
@@ -186,6 +208,32 @@ def _unknown_user(container, user: str) -> bytes | None:
 
 
 async def egress_audit(name: str | None = None) -> dict:
-    """The current sample's egress audit, for a scorer: `audit = await egress_audit()`."""
+    """The current sample's egress audit, for a scorer: `audit = await egress_audit()`.
+
+    On `biotool`, `name` is any of the run's sandboxes (default `default`) and the audit is
+    read from the engine: the egress container's log and the gate's store. On any other
+    provider it names the egress service's sandbox (default `egress`), read through the
+    sandbox API by sandbox_audit."""
     env = sandbox(name) if name else sandbox()
-    return await env.as_type(BiotoolSandboxEnvironment).audit()
+    if isinstance(env, _RunContainer):
+        return await asyncio.to_thread(agent.audit, env.run)
+    if not name:
+        try:
+            env = sandbox(EGRESS)
+        except ValueError:
+            raise ValueError(f"egress_audit: this sample has no sandbox named {EGRESS!r}, so no "
+                             "egress service whose audit could be read") from None
+    return await sandbox_audit(env)
+
+
+async def sandbox_audit(egress: SandboxEnvironment, run: str | None = None) -> dict:
+    """The audit through any provider's sandbox API, from the egress service's sandbox: the
+    gate's bounded store, summarised as agent.audit summarises it. Squid's own records are
+    in the container's log only and are not read: the result's `proxy_log` says so."""
+    try:
+        text = await egress.read_file(audit.STORE)
+    except (OSError, RuntimeError, OutputLimitExceededError) as exc:
+        raise RuntimeError(f"egress_audit: the gate's audit store {audit.STORE} cannot be read "
+                           f"in the egress sandbox ({type(exc).__name__}: {exc})") from None
+    # The read ran in the container, so it runs; its restarts are the engine's to say.
+    return audit.report(run, None, text, {"running": True, "restarts": None, "oom_killed": None})

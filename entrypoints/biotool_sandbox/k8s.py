@@ -21,6 +21,7 @@ from pathlib import Path
 from biotool import rules as rules_mod
 
 from . import budget
+from .audit import RUN_STATE
 from .errors import LauncherError
 
 HEADER = ("# Rendered by `biotool-sandbox k8s-values` from image/rules.toml and compose.yaml;\n"
@@ -140,7 +141,10 @@ def sandbox_service(lim: dict) -> dict:
 
 
 def egress_service(lim: dict, relay: dict | None) -> dict:
-    env = [{"name": "EGRESS_TLS_DIR", "value": "/run/egress-tls"}]
+    # EGRESS_RUN_STATE says where the entrypoint keeps the gate's audit store, so the
+    # directory egress_audit() reads (audit.STORE) is the one mounted here.
+    env = [{"name": "EGRESS_TLS_DIR", "value": "/run/egress-tls"},
+           {"name": "EGRESS_RUN_STATE", "value": RUN_STATE}]
     volumes = [_tmpfs("run-egress", "16Mi"),
                # The run's certificate copy, RIDs and audit: kept across a container restart,
                # as compose's egress-state volume is; the gate bounds its audit at 16 MB.
@@ -149,7 +153,7 @@ def egress_service(lim: dict, relay: dict | None) -> dict:
                _tmpfs("ncbi-schedule", "16Mi"),
                {"name": "egress-tls", "secret": {"secretName": TLS_SECRET}}]
     mounts = [{"name": "run-egress", "mountPath": "/run/egress"},
-              {"name": "egress-state", "mountPath": "/var/lib/biotool-egress-run"},
+              {"name": "egress-state", "mountPath": RUN_STATE},
               {"name": "ncbi-schedule", "mountPath": "/var/lib/biotool-egress"},
               {"name": "egress-tls", "mountPath": "/run/egress-tls", "readOnly": True}]
     if relay:

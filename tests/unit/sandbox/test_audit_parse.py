@@ -163,3 +163,21 @@ def test_a_gate_restart_closes_the_tunnels_it_cut_and_is_no_attempt():
     later = GATE_OPEN.replace("1796113593.101", "1796113600.0").replace("e3c4110f-2", "e3c4110f-9")
     assert [t["tunnel"] for t in audit.parse_audit("\n".join([GATE_OPEN, restarted, later]))
             ["open_tunnels"]] == ["e3c4110f-9"]
+
+
+def test_a_report_read_from_the_store_alone_has_the_engines_shape_and_says_what_it_lacks():
+    store = "\n".join([GATE_OPEN, GATE_NOT_TLS, GATE_CLOSE])
+    engine = audit.report("run-1", "\n".join([DENIED_CONNECT, SQUID_CHATTER]), store,
+                          {"running": True, "restarts": 0, "oom_killed": False})
+    api = audit.report(None, None, store, {"running": True, "restarts": None, "oom_killed": None})
+    assert set(api) == set(engine) and set(api["store"]) == set(engine["store"])
+    assert [r["source"] for r in engine["records"]] == ["proxy", "gate"]
+    assert api["records"] == engine["records"][1:] and api["tunnels"] == engine["tunnels"]
+    assert api["store"] == engine["store"] == {"read": True, "path": audit.STORE,
+                                               "bytes": len(store), "full": False, "suppressed": 0}
+    assert engine["proxy_log"] == {"read": True, "note": None}
+    assert api["proxy_log"]["read"] is False and "Squid's records" in api["proxy_log"]["note"]
+    assert (engine["counts"]["denied"], api["counts"]["denied"]) == (2, 1)
+    # No store read: the log's own gate lines are the record, and the store says it was unread.
+    unread = audit.report("run-1", "\n".join([DENIED_CONNECT, GATE_NOT_TLS]), None, {})
+    assert unread["store"]["read"] is False and unread["counts"]["denied"] == 2

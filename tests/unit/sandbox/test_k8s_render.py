@@ -427,3 +427,21 @@ def test_the_relays_manifests_one_replica_reached_by_egress_pods_reaching_ncbi_o
     assert [(f["matchName"], tp["ports"][0]["port"], tp["serverNames"])
             for r in rules[1:] for f in r["toFQDNs"] for tp in r["toPorts"]] == \
         [(h, str(p), [h]) for h, p in k8s.allowlist(REPO_RULES)]
+
+
+def test_the_egress_pods_state_emptydir_holds_the_audit_store_egress_audit_reads(rendered):
+    from pathlib import PurePosixPath
+
+    from biotool_sandbox import audit
+
+    state = str(PurePosixPath(audit.STORE).parent)
+    c = container(rendered, "egress")
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod(rendered, "egress")["spec"]["volumes"]}
+    assert env["EGRESS_RUN_STATE"] == state and "emptyDir" in volumes[mounts[state]]
+    assert state not in {m["mountPath"] for m in container(rendered, "default")["volumeMounts"]}
+    # The egress entrypoint keeps the store under that directory, by that file name.
+    entry = (REPO / "image" / "egress" / "entrypoint.sh").read_text(encoding="utf-8")
+    assert 'run_state="${EGRESS_RUN_STATE:-' in entry
+    assert f'--audit "$run_state/{PurePosixPath(audit.STORE).name}"' in entry
