@@ -9,8 +9,8 @@ ARG BASE_IMAGE=debian:bookworm-slim
 
 # ---- egress stage (owned by enforcement)
 # Squid with squid.conf rendered at start from the rules file by the same rules.py biotool
-# uses, and the gate (gatekeeper.py: ends TLS for the allowlisted hosts with a per-run CA,
-# paces NCBI host-wide); runs unprivileged. State: /run/egress (tmpfs), /run/egress-ca (the
+# uses, and the gate (gatekeeper.py and its modules: ends TLS for the allowlisted hosts with a
+# per-run CA, paces NCBI host-wide); runs unprivileged. State: /run/egress (tmpfs), /run/egress-ca (the
 # run's CA certificate for the sandbox), /var/lib/biotool-egress-run (the run's certificate,
 # RIDs and audit, kept across a restart), /var/lib/biotool-egress (host-wide schedule volume).
 FROM ${BASE_IMAGE} AS egress
@@ -19,7 +19,10 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends squid-openssl python3 ca-certificates openssl \
  && rm -rf /var/lib/apt/lists/*
 COPY image/egress/ /usr/local/lib/egress/
-COPY entrypoints/biotool/rules.py /usr/local/lib/egress/rules.py
+# The modules both images read (the rules file's reader, NCBI's interval rule, the locked
+# state file both NCBI schedules use), as the namespace package `biotool` beside the gate:
+# the egress imports them as the sandbox does, with no second copy in the repository.
+COPY entrypoints/biotool/rules.py entrypoints/biotool/ncbirule.py entrypoints/biotool/lockedstate.py /usr/local/lib/egress/biotool/
 COPY image/rules.toml /etc/biotool/rules.toml
 RUN install -d -o proxy -g proxy -m 0700 /run/egress /var/lib/biotool-egress /var/lib/biotool-egress-run \
  && install -d -o proxy -g proxy -m 0755 /run/egress-ca \

@@ -50,22 +50,18 @@ import time
 from pathlib import Path
 from urllib.parse import quote_from_bytes, urlsplit
 
-try:  # in the egress image these sit beside this file
-    import rules as rules_mod
-    import schedule as schedule_mod
-except ImportError:  # in the repository (unit tests)
-    from biotool import rules as rules_mod
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    import schedule as schedule_mod
-import auditstore  # noqa: E402 - beside this file in both places
+sys.path.insert(0, str(Path(__file__).parent))  # its modules beside it (also in the repository)
+import auditstore  # noqa: E402
 import blastapi  # noqa: E402
+import schedule as schedule_mod  # noqa: E402
+from biotool import ncbirule, rules as rules_mod  # noqa: E402 - copied beside it in the image
 
 PREFIX = "BIOTOOL_GATE"
 GATE_PORT = 3130
 BLAST_PATHS = ("/Blast.cgi", "/blast/Blast.cgi")
-MIN_INTERVAL_S = 10.0 + 0.5   # NCBI: one request every 10 s; half a second for network jitter
-POLL_INTERVAL_S = 60.0 + 0.5  # NCBI: one poll per RID per minute
+JITTER_S = 0.5                # added to NCBI's intervals for network jitter
+MIN_INTERVAL_S = ncbirule.MIN_INTERVAL_S + JITTER_S
+POLL_INTERVAL_S = ncbirule.POLL_INTERVAL_S + JITTER_S
 HOLD_S = 30.0                 # the longest a request waits for its fair turn before a 429
 MAX_BODY = 8 << 20            # 40 queries of long reads fit easily
 BODY_BUDGET = 2 * MAX_BODY    # request bodies held at once per run: the gate's memory is 512m
@@ -653,8 +649,9 @@ class Requests(http.server.BaseHTTPRequestHandler):
                 wait = known["last_poll"] + gate.poll_interval - time.time()
                 if wait > 0:
                     return self.deny(429, f"RID {rid} was asked about {gate.poll_interval - wait:.1f}"
-                                          f" s ago; NCBI allows one poll per RID per minute "
-                                          f"(a fetch before READY counts as one)",
+                                          f" s ago; NCBI allows one poll per RID every "
+                                          f"{ncbirule.POLL_INTERVAL_S:.0f} s (a fetch before "
+                                          f"READY counts as one)",
                                      retry_after=wait)
         # Decided, and recorded so, before the wait for NCBI's slot: once the slot is granted
         # the request leaves at once, so the host-wide interval holds at NCBI's end too.
@@ -787,8 +784,9 @@ class Requests(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
         except OSError:
             self.close_connection = True
-        self.finish_record("paced", "the site's NCBI relay paced it (NCBI allows one request "
-                                    "every 10 s per site address)", status, sent_upstream=False)
+        self.finish_record("paced", f"the site's NCBI relay paced it ({ncbirule.RULE}, and "
+                                    f"a site leaves through one address)", status,
+                           sent_upstream=False)
         return True
 
 

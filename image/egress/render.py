@@ -1,8 +1,9 @@
 """Render the egress proxy's squid.conf from the one rules file.
 
 Standard library only: it runs at container start in the egress image, next to a copy of
-`biotool/rules.py` (the same reader biotool itself uses), so the proxy and the agent-side
-client can never disagree about what is allowed.
+`biotool/rules.py` (the same reader biotool itself uses, copied into `biotool/` beside this
+file by the Dockerfile), so the proxy and the agent-side client can never disagree about
+what is allowed.
 
     python3 render.py --rules /etc/biotool/rules.toml --out /run/egress/squid.conf
 """
@@ -16,10 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-try:  # in the egress image rules.py sits beside this file
-    import rules as rules_mod
-except ImportError:  # in the repository (unit tests) it is biotool.rules
-    from biotool import rules as rules_mod
+from biotool import rules as rules_mod  # in the egress image: biotool/ beside this file
 
 # A DNS host name: labels of letters, digits and inner hyphens. Anything else (spaces,
 # quotes, wildcards, a leading dot) could change the meaning of the rendered Squid line.

@@ -1,10 +1,12 @@
 """NCBI's contact rule held host-wide by the egress proxies: one fair, bounded schedule file.
 
-Every run's egress gate (gatekeeper.py) asks here before sending a request to NCBI. The file
-lives on a volume mounted only in egress containers (never in a sandbox), so no agent can
-read, write, lock or plant anything in it. It is still treated as untrusted input: the lock
-is taken with a deadline, the file is read size-bounded and validated, and damage is read as
-"a contact just happened" (wait one interval), never as "never" or "forever".
+Every run's egress gate (gate.py), and the site's NCBI relay (relay.py) for its gates, asks
+here before sending a request to NCBI (the interval: biotool/ncbirule.py). The file lives on
+a volume mounted only in egress containers (never in a sandbox), so no agent can read, write,
+lock or plant anything in it. It is still treated as untrusted input: it is opened, locked
+within a deadline and read size-bounded by biotool/lockedstate.py (the mechanism biotool's
+client-side pacing uses too), validated here, and damage is read as "a contact just
+happened" (wait one interval), never as "never" or "forever".
 
 Fairness: when the interval has passed, the slot goes to the waiting run served least
 recently, so a run that always asks cannot starve one that asks now and then. A waiter that
@@ -14,16 +16,14 @@ Standard library only (it runs in the egress image).
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import json
 import math
-import os
-import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+from biotool import lockedstate, ncbirule
 
 STATE = "ncbi-schedule.json"
 MAX_STATE_BYTES = 64 << 10  # ~1,000 runs; anything larger is damage, not a schedule
@@ -45,31 +45,10 @@ class Busy(Exception):
 @dataclass
 class Schedule:
     directory: Path
-    min_interval: float = 10.0
+    min_interval: float = ncbirule.MIN_INTERVAL_S
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
     tick: float = 0.2
-
-    def _open(self) -> int:
-        path = self.directory / STATE
-        flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CREAT
-        fd = os.open(path, flags, 0o600)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise OSError(errno.EINVAL, f"{path} is not a regular file")
-        return fd
-
-    def _lock(self, fd: int) -> bool:
-        """The exclusive lock within LOCK_WAIT_S, else False (never an unbounded wait)."""
-        end = time.monotonic() + LOCK_WAIT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True
-            except BlockingIOError:
-                if time.monotonic() >= end:
-                    return False
-                time.sleep(0.01)
 
     def read(self, raw: bytes, now: float) -> dict:
         """The validated state; anything damaged or oversized reads as a contact made now."""
@@ -98,35 +77,34 @@ class Schedule:
         return {"last_contact": last, "served": served, "waiting": waiting}
 
     def _step(self, run: str, leave: bool = False) -> float | None:
-        """One locked look at the schedule: the slot time if this run may contact NCBI now."""
-        fd = self._open()
+        """One locked look at the schedule: the slot time if this run may contact NCBI now
+        (None also when the lock stays taken past LOCK_WAIT_S: the caller asks again)."""
         try:
-            if not self._lock(fd):
-                return None
-            raw = os.pread(fd, MAX_STATE_BYTES + 1, 0)
-            now = self.clock()
-            state = self.read(raw, now)
-            waiting = state["waiting"]
-            got = None
-            if leave:
-                waiting.pop(run, None)
-            else:
-                since = waiting.get(run, (now, now))[0]
-                waiting[run] = (since, now)
-                if now >= state["last_contact"] + self.min_interval:
-                    turn = min(waiting, key=lambda r: (state["served"].get(r, -1e18), waiting[r][0], r))
-                    if turn == run:
-                        got = now
-                        state["last_contact"] = now
-                        state["served"][run] = now
-                        waiting.pop(run)
-            data = json.dumps({"last_contact": state["last_contact"], "served": state["served"],
-                               "waiting": {k: list(v) for k, v in waiting.items()}}).encode()
-            os.pwrite(fd, data, 0)
-            os.ftruncate(fd, len(data))
-            return got
-        finally:
-            os.close(fd)  # closing releases the lock
+            with lockedstate.locked(self.directory / STATE, LOCK_WAIT_S) as locked:
+                return self._turn(locked, run, leave)
+        except lockedstate.LockTimeout:
+            return None
+
+    def _turn(self, locked: "lockedstate.Locked", run: str, leave: bool) -> float | None:
+        now = self.clock()
+        state = self.read(locked.read(MAX_STATE_BYTES), now)
+        waiting = state["waiting"]
+        got = None
+        if leave:
+            waiting.pop(run, None)
+        else:
+            since = waiting.get(run, (now, now))[0]
+            waiting[run] = (since, now)
+            if now >= state["last_contact"] + self.min_interval:
+                turn = min(waiting, key=lambda r: (state["served"].get(r, -1e18), waiting[r][0], r))
+                if turn == run:
+                    got = now
+                    state["last_contact"] = now
+                    state["served"][run] = now
+                    waiting.pop(run)
+        locked.write(json.dumps({"last_contact": state["last_contact"], "served": state["served"],
+                                 "waiting": {k: list(v) for k, v in waiting.items()}}).encode())
+        return got
 
     def acquire(self, run: str, hold_s: float) -> float:
         """Wait (at most hold_s) for this run's fair turn; the slot time, else Busy."""

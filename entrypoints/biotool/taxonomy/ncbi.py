@@ -4,8 +4,8 @@ Protocol (https://blast.ncbi.nlm.nih.gov/doc/blast-help/developerinfo.html): `CM
 POST returns a page whose QBlastInfo comment holds `RID = ` and `RTOE = ` (seconds until the
 result is expected); after RTOE, `CMD=Get&FORMAT_OBJECT=SearchInfo` answers `Status=WAITING`,
 `READY`, `FAILED` or `UNKNOWN`; when READY, `CMD=Get&FORMAT_TYPE=JSON2_S` returns the report.
-Pacing (at most one contact every 10 s, one poll per RID per minute) is kept politely by
-`Pacer` and enforced host-wide by the egress gate, whose 429 (X-Biotool-Egress: paced) is
+Pacing (NCBI's rule, biotool/ncbirule.py: one contact every 10 s, one poll per RID per
+minute) is kept politely by `Pacer` and enforced host-wide by the egress gate, whose 429 (X-Biotool-Egress: paced) is
 waited out, not failed.
 Lessons kept: at most 40 queries per submission (large ones are silently capped), POST not
 GET (HTTP 414), few hits per query (huge replies arrive cut off), truncated JSON halves the
@@ -22,13 +22,11 @@ from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import urlencode, urlsplit
 
+from biotool import ncbirule
 from biotool.output import InputError, ToolFailure
 from biotool.taxonomy.pacing import Pacer, PastDeadline, pacing_dir
 
-NCBI_URL = "https://blast.ncbi.nlm.nih.gov/blast/Blast.cgi"
-NCBI_HOST = "blast.ncbi.nlm.nih.gov"
-NCBI_MIN_INTERVAL = 10.0   # seconds between any two contacts with the server
-NCBI_POLL_INTERVAL = 60.0  # seconds between two polls of one RID
+NCBI_URL = f"https://{ncbirule.HOST}/blast/Blast.cgi"
 SAFETY_MARGIN = 1.0        # seconds added to both intervals when talking to NCBI itself
 MAX_BATCH = 40             # queries per submission; larger ones are silently capped
 MAX_INFLIGHT = 3           # submissions waiting at once
@@ -46,8 +44,8 @@ class Truncated(Exception):
 @dataclass
 class Settings:
     url: str = NCBI_URL
-    min_interval: float = NCBI_MIN_INTERVAL
-    poll_interval: float = NCBI_POLL_INTERVAL
+    min_interval: float = ncbirule.MIN_INTERVAL_S
+    poll_interval: float = ncbirule.POLL_INTERVAL_S
     hitlist_size: int = 5
     email: str = ""
     database: str = "nt"
@@ -84,7 +82,7 @@ def is_ncbi_url(url: str) -> bool:
         host = urlsplit(url).hostname or ""
     except ValueError:
         return False
-    return host.lower().rstrip(".") == NCBI_HOST
+    return host.lower().rstrip(".") == ncbirule.HOST
 
 
 def qblast_info(text: str) -> dict:
@@ -200,9 +198,9 @@ class BlastClient:
             if resp.status != 429 or resp.headers.get("x-biotool-egress") != "paced":
                 return resp
             try:
-                wait = min(60.0, max(1.0, float(resp.headers.get("retry-after", "10"))))
-            except ValueError:
-                wait = 10.0
+                wait = min(60.0, max(1.0, float(resp.headers.get("retry-after"))))
+            except (TypeError, ValueError):  # no usable Retry-After: one NCBI interval
+                wait = ncbirule.MIN_INTERVAL_S
             self.paced += 1
             if self.clock() + wait > deadline:
                 raise PastDeadline(self.clock() + wait)
