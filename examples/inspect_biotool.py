@@ -29,7 +29,7 @@ READS = "/opt/biotool/samples/demo-sarscov2-artic-reads/MT007544.fastq"
 PROMPT = (f"The nanopore reads in {READS} are a SARS-CoV-2 ARTIC amplicon run. Against the "
           "reference MN908947.3, report the largest deletion: its position and its REF>ALT "
           "(as 'POS REF>ALT'). `biotool --help` lists the tools; `biotool list` what is staged.")
-# Known truth for these 200 reads (README, "reads"): a 10-nt deletion at 29749.
+# Known truth for these 200 reads (docs/reads.md): a 10-nt deletion at 29749.
 TRUTH = "29749 ACGATCGAGTG>A"
 
 

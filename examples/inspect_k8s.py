@@ -1,7 +1,7 @@
 """An Inspect AI task on Kubernetes: Inspect's k8s sandbox with this project's values file.
 
     pip install -e '.[host,k8s]'                  # inspect-ai and inspect-k8s-sandbox
-    # once per namespace: the egress TLS material (README, "On Kubernetes")
+    # once per namespace: the egress TLS material (docs/kubernetes.md)
     k8s/tls.sh | kubectl apply -n evals -f -
     # images the cluster can pull: re-render with --image/--egress-image if not the defaults
     biotool-sandbox k8s-values --image REG/biotool-sandbox:TAG \\
@@ -33,7 +33,7 @@ READS = "/opt/biotool/samples/demo-sarscov2-artic-reads/MT007544.fastq"
 PROMPT = (f"The nanopore reads in {READS} are a SARS-CoV-2 ARTIC amplicon run. Against the "
           "reference MN908947.3, report the largest deletion: its position and its REF>ALT "
           "(as 'POS REF>ALT'). `biotool --help` lists the tools; `biotool list` what is staged.")
-TRUTH = "29749 ACGATCGAGTG>A"   # README, "reads": a 10-nt deletion at 29749
+TRUTH = "29749 ACGATCGAGTG>A"   # docs/reads.md: a 10-nt deletion at 29749
 
 
 @scorer(metrics=[accuracy()])

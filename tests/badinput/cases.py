@@ -1,10 +1,10 @@
 """The bad-input corpus: malformed files and arguments, by class, for every command of
-`biotool` and `molperceive`, each with the exit code and culprit the README's contract wants.
+`biotool` and `molperceive`, each with the exit code and culprit the contract (docs/contract.md) wants.
 
 `cases()` lists the cases (plain dicts, so the in-image driver needs no project code);
 `materialise(root)` writes every file they name under `root`, where the cases run (cwd).
 Cases share one folder and run concurrently, so none names a path another case could
-create (each missing folder is its own). Expected codes: 2 bad input or usage (also where the README is silent and the user gave
+create (each missing folder is its own). Expected codes: 2 bad input or usage (also where docs/contract.md is silent and the user gave
 something wrong), 3 refused by the rules. `{home}` in an argument is the staged home.
 
 Classes: special (FIFO, socket, device, directory, symlink loop, broken link, unreadable,

@@ -1,4 +1,4 @@
-"""The output contract every bad-input case is held to (README: exit codes and errors).
+"""The output contract every bad-input case is held to (docs/contract.md: exit codes and errors).
 
 stdout empty or exactly one JSON object; stderr only lines of the program's own prefix, the
 last of them the one `PROG: error:` line, naming the culprit; the documented exit code; no

@@ -282,8 +282,8 @@ try:  # the host extra; without it the provider tests above fail on their own im
 except ImportError:
     self_check = None
 
-# The provider's documented limitation (README, Inspect AI): Inspect's xfail, strict, so the
-# entry and the README go together if the check ever passes.
+# The provider's documented limitation (docs/harnesses.md, Inspect AI): Inspect's xfail, strict, so the
+# entry and docs/harnesses.md go together if the check ever passes.
 KNOWN_FAILURES = {
     "test_exec_as_user": "adduser cannot write /etc or /run on the sandbox's read-only root (by "
                          "design); exec as root, the image's users or any numeric UID works",

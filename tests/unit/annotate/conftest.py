@@ -44,7 +44,7 @@ def call(biotool_env):
 @pytest.fixture(scope="session")
 def tooluniverse_tools():
     """The real ToolUniverse package's tools; the extra must be installed for these tests
-    (pip install tooluniverse==1.5.7, as the README says)."""
+    (pip install tooluniverse==1.5.7, as docs/annotate.md says)."""
     from biotool.annotate import tooluniverse_bridge
 
     assert tooluniverse_bridge.installed(), \
