@@ -24,8 +24,6 @@ from biotool.output import RefusedError, ToolFailure
 
 MAX_BODY = 256 << 20  # a reply larger than this is a misbehaving server, not a BLAST report
 USER_AGENT = f"biotool/{__version__}"
-_HOSTNAME = re.compile(r"^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
-                       r"(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$", re.I)
 
 
 def _is_ip(host: str) -> bool:
@@ -159,7 +157,7 @@ def check_allowed(url: str) -> tuple[str, int, str]:
     except rules_mod.RulesError as exc:
         # A broken rules file is a broken environment (exit 4); nothing is contacted.
         raise ToolFailure(f"rules unavailable, nothing is contacted: {exc}") from None
-    if not (_HOSTNAME.match(host) or _is_ip(host)) or not rules.egress_allows(host, port):
+    if not (rules_mod.HOSTNAME.fullmatch(host) or _is_ip(host)) or not rules.egress_allows(host, port):
         allowed = ", ".join(f"{h}:{p}" for h, p in rules.egress_allow) or "nothing"
         raise RefusedError(f"host {host or '(none)'}:{port} is not on the egress allowlist in "
                            f"{rules.path} (allowed: {allowed})")

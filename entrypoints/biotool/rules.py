@@ -1,12 +1,16 @@
 """Reader of the one rules file (`image/rules.toml`, `/etc/biotool/rules.toml` in the image).
 
-Standard library only: the egress proxy's start-up renders its Squid config with this module.
+Standard library only: the egress proxy's start-up renders its Squid config with this module
+(the Dockerfile copies it into the egress image). The allowlist is validated here and only
+here: every consumer (biotool's HTTP client, Squid's config, the gate, the Kubernetes
+policies) takes `Rules.egress_allow` as proved plain DNS names and TCP ports, without repeats.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -14,6 +18,11 @@ from pathlib import Path
 
 IMAGE_RULES = Path("/etc/biotool/rules.toml")
 REPO_RULES = Path(__file__).resolve().parents[2] / "image" / "rules.toml"
+# A plain DNS host name: labels of letters, digits and inner hyphens, the last not all digits
+# (no name that reads as an address). Anything else (spaces, quotes, wildcards, a leading dot,
+# a newline) could change the meaning of a rendered Squid or Kubernetes line.
+HOSTNAME = re.compile(r"(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*"
+                      r"(?![0-9]+$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 
 
 class RulesError(ValueError):
@@ -59,17 +68,20 @@ def rules_path() -> Path:
 
 
 def _parse_allow(entries, path: Path) -> tuple[tuple[str, int], ...]:
-    out = []
+    out: list[tuple[str, int]] = []
     for entry in entries:
         if not isinstance(entry, str) or ":" not in entry:
             raise RulesError(f"{path}: egress.allow entry {entry!r} must be 'host:port'")
         host, _, port = entry.rpartition(":")
         host = normalise_host(host)
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise RulesError(f"{path}: egress.allow entry {entry!r} must be 'host:port'")
         if is_ip_literal(host):
             raise RulesError(f"{path}: egress.allow entry {entry!r} is an IP literal; name a host")
-        out.append((host, int(port)))
+        if not HOSTNAME.fullmatch(host):
+            raise RulesError(f"{path}: egress.allow entry {entry!r} is not a plain DNS host name")
+        if not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
+            raise RulesError(f"{path}: egress.allow entry {entry!r} has no valid TCP port")
+        if (host, int(port)) not in out:
+            out.append((host, int(port)))
     return tuple(out)
 
 

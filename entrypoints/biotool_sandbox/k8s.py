@@ -35,8 +35,6 @@ TLS_SECRET = "biotool-egress-tls"           # ca.pem, host.pem, host.key: the eg
 RELAY_SECRET = "biotool-relay-client"       # site-ca.pem, client.pem, client.key (relay.py)
 RELEASE_POD = {"io.kubernetes.pod.namespace": "{{ .Release.Namespace }}",
                "app.kubernetes.io/instance": "{{ .Release.Name }}"}
-HOSTNAME = re.compile(r"(?=.{1,253}$)([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+"
-                      r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
 KUBE_DNS = [{"matchLabels": {"io.kubernetes.pod.namespace": "kube-system", "k8s-app": app}}
             for app in ("kube-dns", "node-local-dns")]
 
@@ -218,16 +216,12 @@ def policies(allow: list[tuple[str, int]], relay: dict | None) -> list[dict]:
 
 
 def allowlist(rules_path: Path) -> list[tuple[str, int]]:
-    """The rules file's egress allowlist, each host a plain DNS name Cilium can match."""
+    """The rules file's egress allowlist: plain DNS names (rules.py proves each one, so each
+    is a Cilium toFQDNs matchName) and TCP ports, without repeats."""
     try:
-        allow = rules_mod.load(rules_path).egress_allow
+        return list(rules_mod.load(rules_path).egress_allow)
     except rules_mod.RulesError as exc:
         raise LauncherError(str(exc)) from None
-    for host, port in allow:
-        if not HOSTNAME.fullmatch(host):
-            raise LauncherError(f"{rules_path}: egress.allow entry {host}:{port} is not a plain "
-                                f"DNS host name (a Cilium toFQDNs matchName)")
-    return list(dict.fromkeys(allow))
 
 
 def values(rules_path: Path, compose: Path, *, image: str | None = None,

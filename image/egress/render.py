@@ -11,17 +11,12 @@ what is allowed.
 from __future__ import annotations
 
 import argparse
-import re
 import socket
 import sys
 import time
 from pathlib import Path
 
 from biotool import rules as rules_mod  # in the egress image: biotool/ beside this file
-
-# A DNS host name: labels of letters, digits and inner hyphens. Anything else (spaces,
-# quotes, wildcards, a leading dot) could change the meaning of the rendered Squid line.
-HOSTNAME = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
 
 # One access-log line per attempt Squid ends itself (every denial); an allowed CONNECT is
 # relayed to the gate (gatekeeper.py), which logs the tunnel and each request in it.
@@ -53,31 +48,7 @@ IPV6_LITERAL = r"^\[?[0-9a-fA-F]*:[0-9a-fA-F:.]*\]?$"
 GATE_PORT = 3130
 
 
-class RenderError(ValueError):
-    """The allowlist cannot be rendered safely; the message names the entry."""
-
-
-def checked_allowlist(allow: tuple[tuple[str, int], ...] | list) -> list[tuple[str, int]]:
-    """The (host, port) pairs, each proved a plain DNS name and a TCP port, else RenderError."""
-    out = []
-    for entry in allow:
-        try:
-            host, port = entry
-        except (TypeError, ValueError):
-            raise RenderError(f"egress.allow entry {entry!r} must be a (host, port) pair") from None
-        host = rules_mod.normalise_host(str(host))
-        if rules_mod.is_ip_literal(host):
-            raise RenderError(f"egress.allow entry {host}:{port} is an IP literal; name a host")
-        if not HOSTNAME.match(host) or host.replace(".", "").isdigit():
-            raise RenderError(f"egress.allow entry {host!r}:{port} is not a plain DNS host name")
-        if not isinstance(port, int) or not 0 < port < 65536:
-            raise RenderError(f"egress.allow entry {host}:{port!r} has no valid TCP port")
-        if (host, port) not in out:
-            out.append((host, port))
-    return out
-
-
-def render(allow, *, rules_path: str = "<rules>", access_log: str = "stdio:/dev/stdout",
+def render(allow: tuple[tuple[str, int], ...], *, rules_path: str = "<rules>", access_log: str = "stdio:/dev/stdout",
            cache_log: str = "stdio:/dev/stderr", port: int = 3128, gate_port: int = GATE_PORT) -> str:
     """squid.conf text that relays only CONNECTs to allowlisted host:port pairs to the gate.
 
@@ -85,9 +56,9 @@ def render(allow, *, rules_path: str = "<rules>", access_log: str = "stdio:/dev/
     allowed one goes to the loopback-only gate (a cache_peer), which vets the ClientHello,
     ends TLS with the run's own CA and checks, paces and logs every request inside. Squid
     never connects anywhere itself (never_direct), so nothing reaches the outside but what
-    the gate sends.
+    the gate sends. `allow` is `Rules.egress_allow`: rules.py has proved each host a plain
+    DNS name and each port a TCP port, so no entry can change a line's meaning.
     """
-    pairs = checked_allowlist(allow)
     lines = [
         f"# Rendered from {rules_path} at container start by render.py; do not edit.",
         "# The agent-facing port answers a CONNECT that is not to an allowlisted host:port (and",
@@ -130,7 +101,7 @@ def render(allow, *, rules_path: str = "<rules>", access_log: str = "stdio:/dev/
         "http_access deny ip_literal",
         "http_access deny !CONNECT",
     ]
-    for i, (host, p) in enumerate(pairs):
+    for i, (host, p) in enumerate(allow):
         lines += [
             f"acl allow{i}_host dstdomain -n {host}",
             f"acl allow{i}_port port {p}",
@@ -140,7 +111,7 @@ def render(allow, *, rules_path: str = "<rules>", access_log: str = "stdio:/dev/
     return "\n".join(lines)
 
 
-def warm_up(allow, *, port: int = 3128, tries: int = 100, pause: float = 0.1) -> bool:
+def warm_up(allow: tuple[tuple[str, int], ...], *, port: int = 3128, tries: int = 100, pause: float = 0.1) -> bool:
     """Bring the agent port's relay to the gate up before an agent needs it.
 
     Squid starts a peer as down until a probe succeeds, so the first relayed CONNECT could
@@ -149,10 +120,9 @@ def warm_up(allow, *, port: int = 3128, tries: int = 100, pause: float = 0.1) ->
     record: Squid skips loopback clients and so does the gate) until the relay answers 200,
     then hangs up before any TLS, so nothing goes upstream. True when the relay is up.
     """
-    pairs = checked_allowlist(allow)
-    if not pairs:
+    if not allow:
         return True
-    host, p = pairs[0]
+    host, p = allow[0]
     request = f"CONNECT {host}:{p} HTTP/1.1\r\nHost: {host}:{p}\r\n\r\n".encode()
     for _ in range(tries):
         try:
@@ -180,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.warm_up:
         try:
             ok = warm_up(rules_mod.load(args.rules).egress_allow)
-        except (rules_mod.RulesError, RenderError) as exc:
+        except rules_mod.RulesError as exc:
             print(f"egress: {exc}", file=sys.stderr)
             return 2
         if not ok:
@@ -196,16 +166,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--out or --hosts is required")
     try:  # one start of Python for both: the egress's start-up is an episode's wait
         rules = rules_mod.load(args.rules)
-        pairs = checked_allowlist(rules.egress_allow)
-        text = render(rules.egress_allow, rules_path=args.rules, access_log=args.access_log) \
-            if args.out else None
-    except (rules_mod.RulesError, RenderError) as exc:
+    except rules_mod.RulesError as exc:
         print(f"egress: {exc}", file=sys.stderr)
         return 2
     if args.out:
+        text = render(rules.egress_allow, rules_path=args.rules, access_log=args.access_log)
         Path(args.out).write_text(text, encoding="utf-8")
     if args.hosts:
-        print("\n".join(sorted({h for h, _ in pairs})))
+        print("\n".join(sorted({h for h, _ in rules.egress_allow})))
     return 0
 
 
