@@ -1,0 +1,208 @@
+"""Inspect AI sandbox provider `biotool-apptainer`: every sample in its own Apptainer instance of
+the biotool SIF, offline, so a task written for `sandbox="biotool"` runs on HPC nodes unchanged
+but for the sandbox name.
+
+    Task(..., sandbox="biotool-apptainer")                         BIOTOOL_SIF (and BIOTOOL_SITE)
+    Task(..., sandbox=("biotool-apptainer", "/shared/biotool-sandbox.sif"))
+    Task(..., sandbox=SandboxEnvironmentSpec("biotool-apptainer", ApptainerConfig(sif=..., ...)))
+
+There is no egress at all (`--net --network none`): `audit()` says so in the shape of
+`biotool`'s offline runs. Apptainer runs everything as the calling user, so exec's `user` is
+refused (SandboxUserUnsupportedError). See docs/hpc.md, "Inspect on HPC".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Literal, Union, overload
+
+from inspect_ai.util import (
+    ExecResult,
+    SandboxEnvironment,
+    SandboxEnvironmentConfigType,
+    SandboxEnvironmentLimits,
+    SandboxUserUnsupportedError,
+    sandboxenv,
+)
+
+from . import apptainer, inspect_io
+from .apptainer import ApptainerConfig, Sample
+from .errors import EngineError, LauncherError
+from .inspect_io import WORKDIR
+
+
+def _refusal(code: int, out: bytes, err: bytes, cmd: list[str]) -> str | None:
+    """ENV_BIN's one-line refusal to start cmd[0] (not executable), else None."""
+    if code != 126 or out:
+        return None
+    line = err.decode("utf-8", "replace").strip()
+    return line if "\n" not in line and inspect_io.wrapper_refused(line, apptainer.ENV_BIN,
+                                                                     cmd[0]) else None
+
+
+@sandboxenv(name="biotool-apptainer")
+class ApptainerSandboxEnvironment(SandboxEnvironment):
+    """One sample's Apptainer instance, its /work and its scratch, all node-local."""
+
+    # Instances this process started and has not stopped: task_cleanup's last resort.
+    _live: dict[str, tuple[str, Sample]] = {}
+
+    def __init__(self, tool: str, sample: Sample) -> None:
+        super().__init__()
+        self.apptainer, self.sample = tool, sample
+
+    @property
+    def name(self) -> str:
+        return self.sample.name
+
+    @classmethod
+    def config_deserialize(cls, config: dict[str, Any]) -> ApptainerConfig:
+        return ApptainerConfig(**config)
+
+    @classmethod
+    def default_concurrency(cls) -> int | None:
+        # One instance per sample, no per-sample proxy: about one sample per core this process
+        # may use (under Slurm, the job's allocation).
+        return max(1, len(os.sched_getaffinity(0)))
+
+    @classmethod
+    async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
+        s = apptainer.settings(config, dict(os.environ))
+        code, out, err = await apptainer.run(apptainer.version_argv(s), deadline=60)
+        if code != 0:
+            raise EngineError(f"{s.apptainer} version failed (exit {code}): "
+                              f"{apptainer.message(err)}")
+
+    @classmethod
+    async def sample_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None,
+                          metadata: dict[str, str]) -> dict[str, SandboxEnvironment]:
+        s = apptainer.settings(config, dict(os.environ))
+        sample = apptainer.new_sample(s.scratch)
+        try:
+            code, _, err = await apptainer.run(apptainer.start_argv(s, sample),
+                                               deadline=apptainer.START_TIMEOUT,
+                                               environ=apptainer.start_environ(dict(os.environ)))
+            if code != 0:
+                raise EngineError(f"apptainer instance start {sample.name} failed (exit {code}): "
+                                  f"{apptainer.message(err)}")
+        except BaseException:
+            # A start that failed or timed out may still have left an instance behind.
+            await _stop(s.apptainer, sample)
+            raise
+        cls._live[sample.name] = (s.apptainer, sample)
+        return {"default": cls(s.apptainer, sample)}
+
+    @classmethod
+    async def sample_cleanup(cls, task_name: str, config: SandboxEnvironmentConfigType | None,
+                             environments: dict[str, SandboxEnvironment], interrupted: bool) -> None:
+        for env in environments.values():
+            if isinstance(env, ApptainerSandboxEnvironment):
+                cls._live.pop(env.name, None)
+                await _stop(env.apptainer, env.sample)
+
+    @classmethod
+    async def task_cleanup(cls, task_name: str, config: SandboxEnvironmentConfigType | None,
+                           cleanup: bool) -> None:
+        if cleanup:
+            for name in list(cls._live):
+                await _stop(*cls._live.pop(name))
+
+    @classmethod
+    async def cli_cleanup(cls, id: str | None) -> None:
+        """`inspect sandbox cleanup biotool-apptainer [NAME]`: stop that instance (all of this
+        user's bta- instances without NAME) and remove its folder under the scratch."""
+        environ = dict(os.environ)
+        tool = environ.get("BIOTOOL_APPTAINER") or shutil.which("apptainer") or "apptainer"
+        scratch = Path(environ.get("BIOTOOL_SCRATCH") or environ.get("TMPDIR") or "/tmp")
+        if id:
+            if not id.startswith(apptainer.PREFIX) or "/" in id:
+                raise LauncherError(f"{id!r} is not an instance of this provider "
+                                    f"(they look like {apptainer.PREFIX}1a2b3c4d5e6f)")
+            names = [id]
+        else:
+            code, out, err = await apptainer.run(apptainer.list_argv(tool), deadline=60)
+            if code != 0:
+                raise EngineError(f"apptainer instance list failed: {apptainer.message(err)}")
+            names = [i["instance"] for i in json.loads(out or b"{}").get("instances") or []
+                     if str(i.get("instance", "")).startswith(apptainer.PREFIX)]
+            names += [p.name for p in scratch.glob(apptainer.PREFIX + "*") if p.name not in names]
+        for name in names:
+            await _stop(tool, Sample(name=name, root=scratch / name))
+
+    async def exec(self, cmd: list[str], input: str | bytes | None = None, cwd: str | None = None,
+                   env: dict[str, str] | None = None, user: str | None = None,
+                   timeout: int | None = None, timeout_retry: bool = True,
+                   concurrency: bool = True) -> ExecResult[str]:
+        if user is not None:
+            raise SandboxUserUnsupportedError(
+                f"exec as user {user!r}: Apptainer runs every command as the user who started "
+                "the instance (no user switching in sandbox='biotool-apptainer')")
+        argv = apptainer.exec_argv(self.apptainer, self.name, cmd, env=env, timeout=timeout,
+                                   pwd=inspect_io.resolve(cwd) if cwd else WORKDIR)
+        data = input.encode("utf-8") if isinstance(input, str) else input
+        start = time.monotonic()
+        code, out, err = await apptainer.run(argv, stdin=data,
+                                             deadline=inspect_io.host_deadline(timeout),
+                                             keep=SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE)
+        elapsed = time.monotonic() - start
+        refusal = _refusal(code, out, err, cmd)
+        if refusal:
+            raise PermissionError(errno.EACCES, f"cannot execute ({refusal})", cmd[0])
+        if inspect_io.timed_out(code, elapsed, timeout):
+            raise TimeoutError(f"command timed out after {timeout}s (killed in the sandbox)")
+        return inspect_io.result(code, out, err)
+
+    async def write_file(self, file: str, contents: str | bytes) -> None:
+        path = inspect_io.resolve(file)
+        data = contents.encode("utf-8") if isinstance(contents, str) else contents
+        argv = apptainer.exec_argv(self.apptainer, self.name, inspect_io.write_argv(path))
+        code, _, err = await apptainer.run(argv, stdin=data)
+        inspect_io.check_write(path, code, err)
+
+    @overload
+    async def read_file(self, file: str, text: Literal[True] = True) -> str: ...
+
+    @overload
+    async def read_file(self, file: str, text: Literal[False]) -> bytes: ...
+
+    async def read_file(self, file: str, text: bool = True) -> Union[str | bytes]:
+        path = inspect_io.resolve(file)
+        argv = apptainer.exec_argv(self.apptainer, self.name, inspect_io.read_argv(path))
+        code, out, err = await apptainer.run(argv)
+        return inspect_io.read_result(path, code, out, err, text)
+
+    async def audit(self) -> dict:
+        """There is no egress to audit: `biotool`'s offline answer, for the same scorer code."""
+        from .audit import summarise
+
+        return {"run": self.name, "offline": True, "records": [], "counts": summarise([]),
+                "tunnels": [], "open_tunnels": [], "unparsed_lines": 0,
+                "note": f"instance {self.name} runs with --net --network none: there is no way "
+                        "out to log"}
+
+
+async def _stop(tool: str, sample: Sample) -> None:
+    """Stop the instance if it runs and remove its folders; nothing of the sample is left."""
+    try:
+        await apptainer.run(apptainer.stop_argv(tool, sample.name), deadline=apptainer.STOP_TIMEOUT)
+    finally:
+        await asyncio.to_thread(_remove, sample.root)
+
+
+def _remove(root: Path) -> None:
+    """rmtree that first gives the owner back folders the agent locked (chmod 000 and the like)."""
+    if not root.exists():
+        return
+    root.chmod(0o700)
+    for top, dirs, _ in os.walk(root):
+        for d in dirs:
+            path = Path(top, d)
+            if not path.is_symlink():
+                path.chmod(0o700)
+    shutil.rmtree(root)
