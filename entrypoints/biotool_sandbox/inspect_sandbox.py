@@ -64,6 +64,14 @@ class _RunContainer(SandboxEnvironment):
         super().__init__()
         self.run, self.mode, self.container = run, mode, container
 
+    @classmethod
+    async def sample_cleanup(cls, task_name: str, config: SandboxEnvironmentConfigType | None,
+                             environments: dict[str, SandboxEnvironment], interrupted: bool) -> None:
+        # `default` and `egress` are one run: each run goes down once.
+        runs = {env.run for env in environments.values() if isinstance(env, _RunContainer)}
+        for run in sorted(runs):
+            await asyncio.to_thread(stack.down, run, quiet=True)
+
     async def exec(self, cmd: list[str], input: str | bytes | None = None, cwd: str | None = None,
                    env: dict[str, str] | None = None, user: str | None = None,
                    timeout: int | None = None, timeout_retry: bool = True,
@@ -162,21 +170,14 @@ class BiotoolSandboxEnvironment(_RunContainer):
             if container is None:
                 raise RuntimeError(f"run {run} started without a sandbox container")
             egress = await asyncio.to_thread(stack.container_of, run, "egress")
+            envs: dict[str, SandboxEnvironment] = {"default": cls(run, mode, container)}
+            if egress is not None:  # an offline run has none
+                envs[EGRESS] = EgressEnvironment(run, mode, egress)
         except BaseException:
             await asyncio.to_thread(stack.down, run, quiet=True)
             raise
-        envs: dict[str, SandboxEnvironment] = {"default": cls(run, mode, container)}
-        if egress is not None:  # an offline run has none
-            envs[EGRESS] = EgressEnvironment(run, mode, egress)
         return envs
 
-    @classmethod
-    async def sample_cleanup(cls, task_name: str, config: SandboxEnvironmentConfigType | None,
-                             environments: dict[str, SandboxEnvironment], interrupted: bool) -> None:
-        # `egress` belongs to the same run as `default`: each run goes down once.
-        for env in environments.values():
-            if isinstance(env, BiotoolSandboxEnvironment):
-                await asyncio.to_thread(stack.down, env.run, quiet=True)
 
     @classmethod
     async def cli_cleanup(cls, id: str | None) -> None:
