@@ -151,6 +151,9 @@ COPY --from=wheels /opt/venv /opt/venv
 FROM tools AS data
 COPY entrypoints/biotool/__init__.py entrypoints/biotool/cache.py entrypoints/biotool/output.py \
      entrypoints/biotool/procs.py entrypoints/biotool/progress.py /opt/staging/biotool/
+# output.py's errors are the command-line layer's: its two import-free modules, not the parser.
+COPY entrypoints/commandline/__init__.py entrypoints/commandline/errors.py \
+     /opt/staging/commandline/
 COPY entrypoints/biotool/reads/__init__.py entrypoints/biotool/reads/indexes.py \
      entrypoints/biotool/reads/shortreads.py /opt/staging/biotool/reads/
 COPY entrypoints/biotool/singlecell/__init__.py entrypoints/biotool/singlecell/c2s.py \

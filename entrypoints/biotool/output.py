@@ -6,27 +6,24 @@ Exit codes (docs/contract.md, with the code for each condition): 0 success; 2 ba
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
 import sys
 from typing import Any, Callable, NoReturn
 
-EXIT_OK = 0
-EXIT_INPUT = 2
-EXIT_REFUSED = 3
-EXIT_FAILED = 4
+# The exit codes and the error every program raises are the command-line layer's (one
+# ladder for biotool, molperceive and biotool-sandbox); biotool's errors are its kinds.
+from commandline.errors import EXIT_FAILED, EXIT_INPUT, EXIT_OK, EXIT_REFUSED, ProgramError
+
+__all__ = ["EXIT_OK", "EXIT_INPUT", "EXIT_REFUSED", "EXIT_FAILED", "BiotoolError",
+           "InputError", "RefusedError", "ToolFailure", "confident_mode", "render", "emit"]
 
 
-class BiotoolError(Exception):
+class BiotoolError(ProgramError):
     """An error the agent can act on; its message is one line naming the culprit."""
 
     exit_code = EXIT_FAILED
-
-    def __init__(self, message: str):
-        # Errors are printed on one line, so embedded newlines are flattened here once.
-        super().__init__(" ".join(str(message).split()))
 
 
 class InputError(BiotoolError):
@@ -92,43 +89,8 @@ def emit(result: dict) -> None:
     sys.stdout.flush()
 
 
-def fail_line(prog: str, message: str, code: int) -> NoReturn:
-    """The one error line of every program of this project (`PROG: error: ...`), then exit."""
-    sys.stdout.flush()
-    sys.stderr.write(f"{prog}: error: {' '.join(str(message).split())}\n")
-    sys.stderr.flush()
-    raise SystemExit(code)
-
-
-def fail(error: BiotoolError) -> NoReturn:
-    fail_line("biotool", str(error), error.exit_code)
-
-
-class UsageParser(argparse.ArgumentParser):
-    """argparse with the contract's usage error: one line naming the subcommand, exit 2
-    (argparse's own prints the usage over several lines). Subparsers inherit it."""
-
-    def error(self, message: str) -> NoReturn:
-        root, _, sub = self.prog.partition(" ")
-        fail_line(root, f"{sub}: {message}" if sub else message, EXIT_INPUT)
-
-
 def run(fn: Callable[[], dict]) -> NoReturn:
-    """Call one domain function, emit its dict, and exit with the documented code.
+    """Call one domain function, emit its dict, and exit with the documented code."""
+    from commandline.ladder import finish
 
-    Anything unexpected becomes exit 4 with one line; BIOTOOL_DEBUG=1 shows the traceback.
-    """
-    try:
-        result = fn()
-    except BiotoolError as exc:
-        fail(exc)
-    except KeyboardInterrupt:
-        fail(ToolFailure("interrupted"))
-    except (MemoryError, RecursionError) as exc:
-        fail(ToolFailure(f"out of resources: {type(exc).__name__}"))
-    except Exception as exc:  # noqa: BLE001 - the contract forbids tracebacks on stderr
-        if os.environ.get("BIOTOOL_DEBUG"):
-            raise
-        fail(ToolFailure(f"internal error: {type(exc).__name__}: {exc}"))
-    emit(result)
-    raise SystemExit(EXIT_OK)
+    finish("biotool", fn, emit)

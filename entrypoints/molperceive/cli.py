@@ -7,13 +7,12 @@ gate), 3 refused (an excluded field), 4 a failure (and a failing selftest).
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 
-from biotool.output import (EXIT_FAILED, EXIT_INPUT, BiotoolError, InputError, ToolFailure,
-                            UsageParser, fail_line)
+from biotool.output import InputError, ToolFailure
+from commandline import program
+from commandline.spec import Argument, Command, Option
 
 PROG = "molperceive"
 
@@ -27,15 +26,19 @@ file, unknown field, a malformed corpus row) and a failing gate; 3 an excluded f
 requested (inchikey, canonical_smiles, monoisotopic_mass, logp, tpsa, iupac_name, in any
 letter case); 4 an internal failure or a failing selftest.
 
+\b
 Typical use:
   molperceive build molecules.smi --out rows.jsonl     # corpus from a SMILES list
   molperceive gate rows.jsonl                          # every row re-checked; names failures
   molperceive score rows.jsonl predictions.jsonl       # headline, slices, abstention"""
 
 EPILOG_SCORE = """Prediction file: one JSON object per line, either
+
+\b
   {"id": "mp-000001", "answers": {"formula": "C6H6O", "atom_at_index": "O"}}
 or, to abstain on an invalid structure,
   {"id": "mp-000002", "abstain": true, "reason": "valence_error"}.
+
 Fields: element_counts (a map symbol -> count, hydrogen included), formula (Hill notation with
 charge suffix), heavy_atom_count, bond_count, atom_at_index (element symbol), path_len (bonds),
 smiles_from_graph (any SMILES; scored by InChIKey identity). Reported fields (ring_count, hbd,
@@ -65,15 +68,15 @@ def _fields(text: str | None, option: str = "--fields"):
 
 
 def _bounded(low: int, high: int, what: str):
-    """An argparse type: an integer from low to high (argparse names the option on error)."""
+    """An option kind: an integer from low to high (the parser names the option on error)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text[:20]!r} is not an integer") from None
+            raise ValueError(f"{text[:20]!r} is not an integer") from None
         if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text[:20]}{'...' if len(text) > 20 else ''} is "
-                                             f"out of range: {what} is {low} to {high:,}")
+            raise ValueError(f"{text[:20]}{'...' if len(text) > 20 else ''} is "
+                             f"out of range: {what} is {low} to {high:,}")
         return value
     return parse
 
@@ -85,16 +88,12 @@ def _emit(result: dict | str) -> None:
     sys.stdout.flush()
 
 
-def _fail(message: str, code: int):
-    fail_line(PROG, message, code)
-
-
-def cmd_contract(a):
+def cmd_contract():
     from molperceive import contract
     return contract.describe()
 
 
-def cmd_selftest(a):
+def cmd_selftest():
     from molperceive import contract, corrupt, label
     checks = contract.selftest() + label.selftest()
     made = corrupt.corrupt_all("OC(=O)c1ccccc1O")   # salicylic acid reaches every reason
@@ -104,26 +103,28 @@ def cmd_selftest(a):
                        "detail": next((m["smiles"] for m in made["mutants"] if m["reason"] == reason), "")})
     failed = [c["check"] for c in checks if not c["ok"]]
     result = {"passed": not failed, "checks": checks, "rdkit": label.rdkit_info()}
-    return result, (None if not failed else (EXIT_FAILED, "selftest failed: " + ", ".join(failed)))
+    if failed:
+        raise ToolFailure("selftest failed: " + ", ".join(failed), result=result)
+    return result
 
 
-def cmd_label(a):
+def cmd_label(smiles, file, fields, k, i, j):
     import gc
 
     from molperceive import label
-    smiles = list(a.smiles)
+    smiles = list(smiles)
     if any(not s.strip() for s in smiles):
         raise InputError("SMILES argument is empty")
-    if a.file:
+    if file:
         from molperceive.build import read_smiles
-        smiles += [s for _, s, _ in read_smiles(a.file)]
+        smiles += [s for _, s, _ in read_smiles(file)]
     if not smiles:
         raise InputError("give at least one SMILES or --file")
     # The labels are acyclic dicts and lists: the collector's passes over the growing list
     # cost 3-5% of labelling (measured with gc.callbacks) and would free nothing.
     gc.disable()
     try:
-        out = label.label_many(smiles, _fields(a.fields), k=a.k, i=a.i, j=a.j)
+        out = label.label_many(smiles, _fields(fields), k=k, i=i, j=j)
     finally:
         gc.enable()
     info = label.rdkit_info()
@@ -132,46 +133,47 @@ def cmd_label(a):
                              "rdkit": {k: info[k] for k in ("version", "pinned", "matches_pin")}})
 
 
-def cmd_corrupt(a):
+def cmd_corrupt(smiles, reason, seed):
     from molperceive import corrupt
-    if a.reason:
+    if reason:
         import random
-        return corrupt.corrupt(a.smiles, a.reason, random.Random(a.seed) if a.seed is not None else None)
-    return corrupt.corrupt_all(a.smiles, seed=a.seed)
+        return corrupt.corrupt(smiles, reason, random.Random(seed) if seed is not None else None)
+    return corrupt.corrupt_all(smiles, seed=seed)
 
 
-def cmd_build(a):
+def cmd_build(smiles_file, out, seed, eval_fraction, rows_per_molecule, graph_fraction,
+              invalid_fraction, para_fraction, limit, fields):
     from molperceive import build
-    return build.build(a.smiles_file, a.out, seed=a.seed, eval_fraction=a.eval_fraction,
-                       rows_per_molecule=a.rows_per_molecule, graph_fraction=a.graph_fraction,
-                       invalid_fraction=a.invalid_fraction, para_fraction=a.para_fraction,
-                       limit=a.limit, fields=_fields(a.fields))
+    return build.build(smiles_file, out, seed=seed, eval_fraction=eval_fraction,
+                       rows_per_molecule=rows_per_molecule, graph_fraction=graph_fraction,
+                       invalid_fraction=invalid_fraction, para_fraction=para_fraction,
+                       limit=limit, fields=_fields(fields))
 
 
-def cmd_gate(a):
+def cmd_gate(rows):
     from molperceive import gate
-    result = gate.gate(a.rows)
+    result = gate.gate(rows)
     if result["passed"]:
         return result
     named = [f"{f['id'] or 'corpus'} ({f['check']})" for f in result["failures"]]
     shown = ", ".join(named[:8]) + (f" and {len(named) - 8} more" if len(named) > 8 else "")
-    return result, (EXIT_INPUT, f"gate failed on {a.rows}: {shown}")
+    raise InputError(f"gate failed on {rows}: {shown}", result=result)
 
 
-def cmd_prompts(a):
+def cmd_prompts(rows, out):
     from molperceive import score
-    return score.prompts(a.rows, a.out)
+    return score.prompts(rows, out)
 
 
-def cmd_score(a):
+def cmd_score(rows, predictions, slices, no_recompute, strict, lenient_fields):
     from molperceive import score
-    report = score.score(a.rows, a.predictions, slices=_fields(a.slices, "--slices"),
-                         recompute=not a.no_recompute, strict=a.strict,
-                         lenient_fields=a.lenient_fields)
+    report = score.score(rows, predictions, slices=_fields(slices, "--slices"),
+                         recompute=not no_recompute, strict=strict,
+                         lenient_fields=lenient_fields)
     invalid = report["invalid_predictions"]
     warnings = list(report.get("warnings", []))
     if invalid["count"]:
-        warnings.append(f"{invalid['count']} prediction line(s) or answer(s) in {a.predictions} "
+        warnings.append(f"{invalid['count']} prediction line(s) or answer(s) in {predictions} "
                         f"not scored ({', '.join(f'{k}: {n}' for k, n in invalid['by_why'].items())}); "
                         "listed in invalid_predictions")
     for w in warnings:
@@ -179,111 +181,108 @@ def cmd_score(a):
     return report
 
 
-def parser() -> argparse.ArgumentParser:
-    p = UsageParser(prog=PROG, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=UsageParser)
+INDEX = _bounded(0, 9999, "an atom index")
 
-    def add(name, fn, help_, desc=None, epilog=None):
-        sp = sub.add_parser(name, help=help_, description=desc or help_, epilog=epilog,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
-        sp.set_defaults(fn=fn)
-        return sp
 
-    add("contract", cmd_contract, "Print the field contract: groups, pinned calls, reasons, scope, "
-        "triggers, phrasing families (as a document: docs/molperceive-contract.md).")
-    add("selftest", cmd_selftest, "Check the contract's invariants and the labeler on known molecules "
-        "(phenol, cubane, glycine, Hill cases, every reason code reachable). Exit 4 if any fails.")
-    sp = add("label", cmd_label, "Label SMILES through the pinned RDKit calls: status, reason and fields.",
-             "Label SMILES through the pinned RDKit calls. Status is ok, invalid_structure or "
-             "out_of_scope, with a reason code (valence_error, kekulization_failure, "
-             "unbalanced_parenthesis, unclosed_ring_bond, unknown_element, element_not_supported, "
-             "size_out_of_range). Atom indices are RDKit's, 0-based. By default every headline field "
-             "whose arguments are given and every reported field are labelled.")
-    sp.add_argument("smiles", nargs="*", help="SMILES strings")
-    sp.add_argument("--file", help="a SMILES list, one per line (SMILES first, name optional)")
-    sp.add_argument("--fields", help="comma-separated field names (see `molperceive contract`)")
-    index = _bounded(0, 9999, "an atom index")
-    sp.add_argument("-k", type=index, help="atom index for atom_at_index")
-    sp.add_argument("-i", type=index, help="first atom index for path_len")
-    sp.add_argument("-j", type=index, help="second atom index for path_len")
-    sp = add("corrupt", cmd_corrupt, "Mutate a valid SMILES into one verified to yield a reason code.",
-             "Mutate a valid in-scope SMILES so that the labeler yields exactly the given reason "
-             "(all reachable reasons when --reason is omitted; unreachable ones are listed).")
-    sp.add_argument("smiles", help="a valid SMILES")
-    sp.add_argument("--reason", help="one reason code")
-    sp.add_argument("--seed", type=int, help="shuffle mutation sites with this seed")
-    sp = add("build", cmd_build, "Build corpus rows (JSONL) from a SMILES list.",
-             "Build corpus rows from a SMILES list: dedup by InChIKey, train/eval split with no "
-             "InChIKey across it, slices train, eval, mp_para (reserved phrasing families 9-12, eval "
-             "molecules only) and diag (41-70 heavy atoms), smiles_from_graph rows that show the "
-             "graph, invalid rows from verified mutations. Molecules out of scope are skipped and "
-             "counted. Deterministic for a given --seed.")
-    sp.add_argument("smiles_file", help="SMILES list, one per line (SMILES first, name optional)")
-    sp.add_argument("--out", required=True, help="output JSONL path (written atomically)")
-    sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--eval-fraction", type=float, default=0.2)
-    sp.add_argument("--rows-per-molecule", type=int, default=1, help="SMILES rows per molecule")
-    sp.add_argument("--graph-fraction", type=float, default=0.25, help="share of molecules with a graph row")
-    sp.add_argument("--invalid-fraction", type=float, default=0.1, help="share with an invalid row")
-    sp.add_argument("--para-fraction", type=float, default=0.3, help="share of eval molecules with an mp_para row")
-    sp.add_argument("--limit", type=_bounded(1, 100_000_000, "--limit"),
-                    help="use at most this many molecules (1 to 100,000,000)")
-    sp.add_argument("--fields", help="comma-separated headline fields to ask (default all); must "
-                    "include a graph-determined one; excluded fields are refused (exit 3)")
-    sp = add("gate", cmd_gate, "Re-check every corpus row against the contract; exit 2 naming each failing row.",
-             "Re-check every row: no excluded field requested (any letter case); fields recovered "
-             "from the prose equal the claimed fields (so no other field's trigger is present); "
-             "reserved families only in mp_para (prose that is not the table's phrasing, a "
-             "rewrite, is listed in report_items, not failed); a "
-             "graph-determined field on every scored row; status, reason and labels recompute to "
-             "the stored values; slice matches size; no InChIKey shared by train and an evaluation "
-             "slice; per-field label entropy (near-constant headline fields fail, reported ones "
-             "are flagged). The JSON report lists every failure with row id and line; on failure "
-             "stderr names the rows and the exit code is 2. A file with a malformed row (wrong "
-             "JSON types, a predictions file) is refused whole: exit 2, one line.")
-    sp.add_argument("rows", help="corpus JSONL")
-    sp = add("prompts", cmd_prompts, "Write the model-facing rows: id, request and input only.",
-             "Write what a model is shown of each corpus row: its id, the request prose and the "
-             "input (SMILES or graph). The fields a request asks, its families, arguments, "
-             "labels and status stay with the grader: recovering the fields is part of the task.")
-    sp.add_argument("rows", help="corpus JSONL")
-    sp.add_argument("--out", required=True, help="output JSONL path (written atomically)")
-    sp = add("score", cmd_score, "Score predictions (JSONL) against corpus rows.", epilog=EPILOG_SCORE)
-    sp.add_argument("rows", help="corpus JSONL")
-    sp.add_argument("predictions", help="predictions JSONL")
-    sp.add_argument("--slices", help="comma-separated slices to score (default eval,mp_para,diag)")
-    sp.add_argument("--no-recompute", action="store_true",
-                    help="skip recomputing labels under this RDKit (no label_drift)")
-    sp.add_argument("--strict", action="store_true",
-                    help="refuse the whole file on the first prediction that cannot be scored "
-                         "(exit 2; exit 3 for an excluded field) instead of listing it")
-    sp.add_argument("--lenient-fields", action="store_true",
-                    help="count answers to fields a request did not ask without penalising "
-                         "the row (the old behaviour)")
-    return p
+def _label_options() -> tuple[Option, ...]:
+    return (Option(("--file",), "a SMILES list, one per line (SMILES first, name optional)"),
+            Option(("--fields",), "comma-separated field names (see `molperceive contract`)"),
+            Option(("-k",), "atom index for atom_at_index", kind=INDEX),
+            Option(("-i",), "first atom index for path_len", kind=INDEX),
+            Option(("-j",), "second atom index for path_len", kind=INDEX))
+
+
+def commands() -> list[Command]:
+    """Every subcommand; each `run` takes the parsed values as keywords."""
+    rows = Argument("rows", "corpus JSONL", required=True)
+    out = Option(("--out",), "output JSONL path (written atomically)", required=True)
+    return [
+        Command("contract", cmd_contract, short_help="Print the field contract: groups, pinned "
+                "calls, reasons, scope, triggers, phrasing families (as a document: "
+                "docs/molperceive-contract.md)."),
+        Command("selftest", cmd_selftest, short_help="Check the contract's invariants and the "
+                "labeler on known molecules (phenol, cubane, glycine, Hill cases, every reason "
+                "code reachable). Exit 4 if any fails."),
+        Command("label", cmd_label, short_help="Label SMILES through the pinned RDKit calls: "
+                "status, reason and fields.",
+                help="Label SMILES through the pinned RDKit calls. Status is ok, "
+                "invalid_structure or out_of_scope, with a reason code (valence_error, "
+                "kekulization_failure, unbalanced_parenthesis, unclosed_ring_bond, "
+                "unknown_element, element_not_supported, size_out_of_range). Atom indices are "
+                "RDKit's, 0-based. By default every headline field whose arguments are given "
+                "and every reported field are labelled.",
+                arguments=(Argument("smiles", "SMILES strings", many=True),),
+                options=_label_options()),
+        Command("corrupt", cmd_corrupt, short_help="Mutate a valid SMILES into one verified to "
+                "yield a reason code.",
+                help="Mutate a valid in-scope SMILES so that the labeler yields exactly the "
+                "given reason (all reachable reasons when --reason is omitted; unreachable ones "
+                "are listed).",
+                arguments=(Argument("smiles", "a valid SMILES", required=True),),
+                options=(Option(("--reason",), "one reason code"),
+                         Option(("--seed",), "shuffle mutation sites with this seed", kind=int))),
+        Command("build", cmd_build, short_help="Build corpus rows (JSONL) from a SMILES list.",
+                help="Build corpus rows from a SMILES list: dedup by InChIKey, train/eval split "
+                "with no InChIKey across it, slices train, eval, mp_para (reserved phrasing "
+                "families 9-12, eval molecules only) and diag (41-70 heavy atoms), "
+                "smiles_from_graph rows that show the graph, invalid rows from verified "
+                "mutations. Molecules out of scope are skipped and counted. Deterministic for a "
+                "given --seed.",
+                arguments=(Argument("smiles_file", "SMILES list, one per line (SMILES first, "
+                                    "name optional)", required=True),),
+                options=(out, Option(("--seed",), kind=int, default=0),
+                         Option(("--eval-fraction",), kind=float, default=0.2),
+                         Option(("--rows-per-molecule",), "SMILES rows per molecule", kind=int,
+                                default=1),
+                         Option(("--graph-fraction",), "share of molecules with a graph row",
+                                kind=float, default=0.25),
+                         Option(("--invalid-fraction",), "share with an invalid row",
+                                kind=float, default=0.1),
+                         Option(("--para-fraction",), "share of eval molecules with an mp_para "
+                                "row", kind=float, default=0.3),
+                         Option(("--limit",), "use at most this many molecules (1 to "
+                                "100,000,000)", kind=_bounded(1, 100_000_000, "--limit")),
+                         Option(("--fields",), "comma-separated headline fields to ask (default "
+                                "all); must include a graph-determined one; excluded fields are "
+                                "refused (exit 3)"))),
+        Command("gate", cmd_gate, short_help="Re-check every corpus row against the contract; "
+                "exit 2 naming each failing row.",
+                help="Re-check every row: no excluded field requested (any letter case); fields "
+                "recovered from the prose equal the claimed fields (so no other field's trigger "
+                "is present); reserved families only in mp_para (prose that is not the table's "
+                "phrasing, a rewrite, is listed in report_items, not failed); a graph-determined "
+                "field on every scored row; status, reason and labels recompute to the stored "
+                "values; slice matches size; no InChIKey shared by train and an evaluation "
+                "slice; per-field label entropy (near-constant headline fields fail, reported "
+                "ones are flagged). The JSON report lists every failure with row id and line; on "
+                "failure stderr names the rows and the exit code is 2. A file with a malformed "
+                "row (wrong JSON types, a predictions file) is refused whole: exit 2, one line.",
+                arguments=(rows,)),
+        Command("prompts", cmd_prompts, short_help="Write the model-facing rows: id, request and "
+                "input only.",
+                help="Write what a model is shown of each corpus row: its id, the request prose "
+                "and the input (SMILES or graph). The fields a request asks, its families, "
+                "arguments, labels and status stay with the grader: recovering the fields is "
+                "part of the task.",
+                arguments=(rows,), options=(out,)),
+        Command("score", cmd_score, short_help="Score predictions (JSONL) against corpus rows.",
+                epilog=EPILOG_SCORE,
+                arguments=(rows, Argument("predictions", "predictions JSONL", required=True)),
+                options=(Option(("--slices",), "comma-separated slices to score (default "
+                                "eval,mp_para,diag)"),
+                         Option(("--no-recompute",), "skip recomputing labels under this RDKit "
+                                "(no label_drift)", flag=True),
+                         Option(("--strict",), "refuse the whole file on the first prediction "
+                                "that cannot be scored (exit 2; exit 3 for an excluded field) "
+                                "instead of listing it", flag=True),
+                         Option(("--lenient-fields",), "count answers to fields a request did "
+                                "not ask without penalising the row (the old behaviour)",
+                                flag=True))),
+    ]
 
 
 def main(argv=None) -> None:
-    p = parser()
-    args = p.parse_args(argv)
-    if not getattr(args, "fn", None):
-        p.print_help(sys.stdout)
-        raise SystemExit(0)
-    try:
-        out = args.fn(args)
-    except BiotoolError as exc:
-        _fail(str(exc), exc.exit_code)
-    except KeyboardInterrupt:
-        _fail("interrupted", EXIT_FAILED)
-    except Exception as exc:  # noqa: BLE001 - the contract forbids tracebacks on stderr
-        if os.environ.get("BIOTOOL_DEBUG"):
-            raise
-        _fail(str(ToolFailure(f"internal error: {type(exc).__name__}: {exc}")), EXIT_FAILED)
-    result, failure = out if isinstance(out, tuple) else (out, None)
-    _emit(result)
-    if failure:
-        _fail(failure[1], failure[0])
-    raise SystemExit(0)
+    program.main(PROG, commands(), help=DESCRIPTION, emit=_emit, argv=argv)
 
 
 if __name__ == "__main__":

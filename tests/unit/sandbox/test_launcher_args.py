@@ -23,8 +23,8 @@ def launcher(*args: str) -> subprocess.CompletedProcess:
 def test_help_lists_every_command():
     proc = launcher("--help")
     assert proc.returncode == 0
-    listed = re.findall(r"^    (\w+) ", proc.stdout, re.M)
-    assert listed == ["up", "exec", "cp", "audit", "down", "ps", "demo"]
+    listed = re.findall(r"^  ([\w-]+)  ", proc.stdout.split("\nCommands:\n")[1], re.M)
+    assert listed == ["up", "exec", "cp", "audit", "down", "ps", "k8s-values", "demo"]
 
 
 def test_cp_needs_exactly_one_run_side():
@@ -68,9 +68,14 @@ def test_exec_without_a_command_exits_2():
 
 
 def test_exec_options_after_double_dash_belong_to_the_command(monkeypatch, capsys):
-    # dispatch is where docker starts; everything before it is main's own argument handling.
-    monkeypatch.setattr(cli, "dispatch", lambda args: {"timeout": args.timeout, "cmd": args.cmd})
-    assert cli.main(["exec", "bts-1a2b3c4d", "--timeout", "5", "--", "ls", "--timeout", "-l"]) == 0
+    # agent.exec_ is where docker starts; everything before it is main's own argument handling.
+    from biotool_sandbox import agent
+
+    monkeypatch.setattr(agent, "exec_", lambda run, cmd, workdir, env, timeout:
+                        {"timeout": timeout, "cmd": cmd})
+    with pytest.raises(SystemExit) as done:
+        cli.main(["exec", "bts-1a2b3c4d", "--timeout", "5", "--", "ls", "--timeout", "-l"])
+    assert done.value.code == 0
     assert json.loads(capsys.readouterr().out) == {"timeout": 5, "cmd": ["ls", "--timeout", "-l"]}
     with pytest.raises(SystemExit) as stray:  # a stray -- for another command is a usage error
         cli.main(["audit", "bts-1a2b3c4d", "--", "x"])

@@ -1,0 +1,40 @@
+"""The one exception-to-exit-code ladder: a command's result on stdout, or one error line."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable, NoReturn
+
+from commandline.errors import EXIT_FAILED, EXIT_OK, ProgramError
+
+
+def fail_line(prog: str, message: str, code: int) -> NoReturn:
+    """The one error line of every program (`PROG: error: ...`), then exit with `code`."""
+    sys.stdout.flush()
+    sys.stderr.write(f"{prog}: error: {' '.join(str(message).split())}\n")
+    sys.stderr.flush()
+    raise SystemExit(code)
+
+
+def finish(prog: str, fn: Callable[[], Any], emit: Callable[[Any], None]) -> NoReturn:
+    """Call `fn`, `emit` its result and exit 0; every exception becomes one line and its code.
+
+    A ProgramError carries its own code (and maybe a report, emitted first); anything else is
+    exit 4, since the contract forbids tracebacks (BIOTOOL_DEBUG=1 shows them)."""
+    try:
+        result = fn()
+    except ProgramError as exc:
+        if exc.result is not None:
+            emit(exc.result)
+        fail_line(prog, exc.message, exc.exit_code)
+    except KeyboardInterrupt:
+        fail_line(prog, "interrupted", EXIT_FAILED)
+    except (MemoryError, RecursionError) as exc:
+        fail_line(prog, f"out of resources: {type(exc).__name__}", EXIT_FAILED)
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+        if os.environ.get("BIOTOOL_DEBUG"):
+            raise
+        fail_line(prog, f"internal error: {type(exc).__name__}: {exc}", EXIT_FAILED)
+    emit(result)
+    raise SystemExit(EXIT_OK)
