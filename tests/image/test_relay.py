@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
+import subprocess
 import threading
 import time
 
@@ -73,7 +75,7 @@ def site(tmp_path_factory, images):
     dc = docker.from_env()
     certs = stack.make_test_ca(tmp_path_factory.mktemp("test-ca"))
     tls = _relay_certs().make(tmp_path_factory.mktemp("site-ca"), RELAY_NAME,
-                              gates=("gate-a", "gate-b"))
+                              gates=("gate-a", "gate-b", "gate-hpc"))
     runs, made = [], []
     net = None
     try:
@@ -90,7 +92,7 @@ def site(tmp_path_factory, images):
         relay = start_relay(dc, f"{runs[0]['run']}-relay", tls["relay"], certs["ca"],
                             [net.name, *(f"{r['run']}_outside" for r in runs)])
         made.append(relay)
-        yield {"a": runs[0], "b": runs[1], "mock": mock, "relay": relay}
+        yield {"a": runs[0], "b": runs[1], "mock": mock, "relay": relay, "tls": tls}
     finally:
         for c in made:
             c.remove(force=True)
@@ -171,6 +173,67 @@ def test_run_b_cannot_poll_run_a_s_rid(site):
     assert re.findall(r"HTTP=(\d+)", steal["stdout"]) == ["403", "403"], steal
     assert "not created by this run" in steal["stdout"]  # B's own gate said so
     assert len(stack.mock_requests(mock)["requests"]) == before
+
+
+def test_an_hpc_episode_on_the_enforced_runtime_reaches_ncbi_through_the_relay(site, tmp_path):
+    """hpc/run-enforced.sh, the Slurm template's runtime for remote BLAST: an episode is its own
+    enforced run, whose gate sends only to the site relay; its output and audit are kept."""
+    import docker
+
+    dc = docker.from_env()
+    runs_before = set(stack.launcher("ps")["runs"])
+    # The site's route to the relay: a network the relay joins as RELAY_NAME, and the episode
+    # run's egress as soon as it exists (its gate first calls the relay at the first Put).
+    route = dc.networks.create(f"{site['a']['run']}-hpc-route", driver="bridge", internal=True,
+                               labels={"org.biotool.test": "ncbi-relay"})
+    route.connect(site["relay"], aliases=[RELAY_NAME])
+    stop, joined = threading.Event(), set()
+
+    def join_egress() -> None:
+        while not stop.is_set():
+            for c in dc.containers.list(filters={"label": "com.docker.compose.service=egress"}):
+                run = c.labels.get("com.docker.compose.project")
+                relayed = any(e.startswith("BIOTOOL_NCBI_RELAY=") for e in c.attrs["Config"]["Env"])
+                if relayed and run not in runs_before | joined:
+                    joined.add(run)
+                    route.connect(c)
+            stop.wait(0.2)
+
+    work, episode = tmp_path / "work", tmp_path / "episode"
+    work.mkdir()
+    episode.mkdir()
+    line = ("biotool taxonomy --fastq /opt/biotool/samples/demo-sarscov2-artic-reads/"
+            f"MT007544.fastq --sample 3 --remote --timeout {TAXONOMY_TIMEOUT} --email ci@example.org")
+    env = {**os.environ, "BIOTOOL_IMAGE": stack.SANDBOX_IMAGE, "BIOTOOL_EGRESS_IMAGE": EGRESS_IMAGE,
+           "BIOTOOL_NCBI_RELAY": f"https://{RELAY_NAME}:{RELAY_PORT}",
+           "BIOTOOL_NCBI_RELAY_TLS": str(site["tls"]["gate-hpc"]),
+           "BIOTOOL_EPISODE_DIR": str(episode), "BIOTOOL_EPISODE_TIMEOUT": str(TAXONOMY_TIMEOUT + 180),
+           # A third run's limits beside the fixture's two pass a 24 GB host's budget (0.9);
+           # they are ceilings, and these runs use a fraction of them.
+           "BIOTOOL_HOST_MEMORY_SHARE": os.environ.get("BIOTOOL_HOST_MEMORY_SHARE", "1.5")}
+    router = threading.Thread(target=join_egress, daemon=True)
+    router.start()
+    try:
+        ran = subprocess.run([str(stack.REPO / "hpc" / "run-enforced.sh"), str(work), line], env=env,
+                             capture_output=True, text=True, timeout=TAXONOMY_TIMEOUT + 240)
+    finally:
+        stop.set()
+        router.join(5)
+        route.disconnect(site["relay"])
+        route.remove()
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    out = json.loads(ran.stdout)
+    assert "coronavirus 2" in (out["summary"]["dominant"] or "").lower(), out["summary"]
+    audit = json.loads((episode / "audit.json").read_text())
+    allowed = [r for r in audit["records"] if r["event"] == "request" and r["decision"] == "allowed"]
+    assert allowed and {r["relay"] for r in allowed} == {f"{RELAY_NAME}:{RELAY_PORT}"}, allowed
+    relayed = [json.loads(line.split(" ", 1)[1]) for line in
+               site["relay"].logs(stderr=False).decode().splitlines()
+               if line.startswith("BIOTOOL_RELAY ")]
+    assert "gate-hpc" in {r["client"] for r in relayed if r["decision"] == "allowed"}
+    assert stack.mock_requests(site["mock"])["violations"] == []
+    assert joined and "run-enforced:" not in ran.stderr  # brought down
+    assert not joined & set(stack.launcher("ps")["runs"])
 
 
 def test_a_relay_outage_fails_closed_with_a_record(site):

@@ -60,6 +60,16 @@ def test_merges_every_episode_in_order_with_its_exit_code(tmp_path):
     assert summary["max_concurrent_shards"] == 1
 
 
+def test_an_enforced_episode_s_audit_is_merged_with_it(tmp_path):
+    tasks, results = _results(tmp_path)
+    audit = {"run": "biotool-x", "summary": {"allowed": 3, "denied": 0}}
+    (results / "episodes" / "1" / "audit.json").write_text(json.dumps(audit))
+    ran = _merge(results, tasks)
+    assert ran.returncode == 0, ran.stderr
+    rows = [json.loads(line) for line in (results / "episodes.jsonl").read_text().splitlines()]
+    assert rows[1]["audit"] == audit and "audit" not in rows[0] and "audit" not in rows[2]
+
+
 def test_overlapping_shards_are_counted(tmp_path):
     tasks, results = _results(tmp_path, per_task=1)
     ran = _merge(results, tasks, per_task=1)
@@ -82,6 +92,8 @@ def test_overlapping_shards_are_counted(tmp_path):
      "episode 1: its files are incomplete"),
     (lambda r: (r / "episodes" / "0" / "command").write_text("biotool doctor\n"),
      "episode 0 ran 'biotool doctor'"),
+    (lambda r: (r / "episodes" / "1" / "audit.json").write_text("{"),
+     "episode 1: its audit.json is not JSON"),
 ])
 def test_a_missing_shard_or_a_result_not_json_fails_and_writes_nothing(tmp_path, damage, message):
     tasks, results = _results(tmp_path)
