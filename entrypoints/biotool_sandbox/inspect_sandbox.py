@@ -98,7 +98,8 @@ class _RunContainer(SandboxEnvironment):
         path = inspect_io.resolve(file, self.workdir)
         data = contents.encode("utf-8") if isinstance(contents, str) else contents
         code, _, err = await asyncio.to_thread(
-            agent.exec_bytes, self.container, inspect_io.write_argv(path), stdin=data)
+            agent.exec_bytes, self.container, inspect_io.write_argv(path), stdin=data,
+            workdir=self.workdir)
         inspect_io.check_write(path, code, err)
 
     @overload
@@ -110,7 +111,7 @@ class _RunContainer(SandboxEnvironment):
     async def read_file(self, file: str, text: bool = True) -> Union[str | bytes]:
         path = inspect_io.resolve(file, self.workdir)
         code, out, err = await asyncio.to_thread(
-            agent.exec_bytes, self.container, inspect_io.read_argv(path))
+            agent.exec_bytes, self.container, inspect_io.read_argv(path), workdir=self.workdir)
         return inspect_io.read_result(path, code, out, err, text)
 
     async def audit(self) -> dict:
@@ -216,8 +217,12 @@ async def egress_audit(name: str | None = None) -> dict:
     provider it names the egress service's sandbox (default `egress`), read through the
     sandbox API by sandbox_audit."""
     env = sandbox(name) if name else sandbox()
-    if isinstance(env, _RunContainer):
-        return await asyncio.to_thread(agent.audit, env.run)
+    try:  # as_type: Inspect hands out its event-recording proxy of the environment
+        run = env.as_type(_RunContainer).run
+    except TypeError:
+        run = None
+    if run:
+        return await asyncio.to_thread(agent.audit, run)
     if not name:
         try:
             env = sandbox(EGRESS)

@@ -1,0 +1,98 @@
+"""egress_audit() read two ways on one real run, in an Inspect eval with mockllm scripting the
+agent's egress attempts: from the engine (biotool's provider: the egress container's log and
+the gate's store) and through the sandbox API from the `egress` sandbox (sandbox_audit, the
+path on Inspect's k8s sandbox and any other provider). The same gate records, the same shape.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from biotool_sandbox.audit import summarise
+
+NCBI = "blast.ncbi.nlm.nih.gov"
+# A Squid denial (a host off the allowlist), two gate denials inside allowed tunnels (a path
+# that is not the BLAST API, a RID this run never made), and a plain HTTP denial.
+ATTEMPTS = (
+    "curl -sS -o /dev/null https://denied.invalid/; echo exit=$?",
+    f"curl -sS -o /dev/null -w '%{{http_code}}\\n' https://{NCBI}/robots.txt",
+    f"curl -sS -o /dev/null -w '%{{http_code}}\\n' 'https://{NCBI}/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID=NOTOURS1'",
+    f"curl -sS -o /dev/null -w '%{{http_code}}\\n' http://{NCBI}/",
+)
+
+
+def _task():
+    from inspect_ai import Task
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.scorer import Score, scorer
+    from inspect_ai.solver import generate, use_tools
+    from inspect_ai.tool import bash
+    from inspect_ai.util import sandbox
+
+    from biotool_sandbox.inspect_sandbox import egress_audit, sandbox_audit
+
+    def agent(messages, tools, tool_choice, config) -> ModelOutput:
+        done = sum(1 for m in messages if m.role == "tool")
+        out = (ModelOutput.for_tool_call("mockllm/model", "bash", {"command": ATTEMPTS[done]})
+               if done < len(ATTEMPTS) else ModelOutput.from_content("mockllm/model", "done"))
+        out.usage = ModelUsage(input_tokens=0, output_tokens=0, total_tokens=0)
+        return out
+
+    @scorer(metrics=[])
+    def both_ways():
+        async def score(state, target) -> Score:
+            engine = await egress_audit()
+            api = await sandbox_audit(sandbox("egress"), run=engine["run"])
+            by_name = await egress_audit("egress")          # the egress sandbox names the run too
+            return Score(value=1, metadata={"engine": engine, "api": api,
+                                            "by_name_run": by_name["run"]})
+        return score
+
+    return Task(dataset=[Sample(input="try the network", id="audit")],
+                solver=[use_tools(bash(timeout=60)), generate()], scorer=both_ways(),
+                sandbox="biotool", model=get_model("mockllm/model", custom_outputs=agent))
+
+
+@pytest.fixture(scope="module")
+def audits(images, tmp_path_factory) -> dict:
+    from inspect_ai import eval as inspect_eval
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BIOTOOL_IMAGE", images["sandbox"])
+        mp.setenv("BIOTOOL_EGRESS_IMAGE", images["egress"])
+        log = inspect_eval(_task(), display="none", log_dir=str(tmp_path_factory.mktemp("logs")),
+                           max_samples=1)[0]
+    assert log.status == "success", log.error
+    sample = log.samples[0]
+    tools = [m.text for m in sample.messages if m.role == "tool"]
+    assert len(tools) == len(ATTEMPTS), tools
+    return {**next(iter(sample.scores.values())).metadata, "tools": tools}
+
+
+def test_the_sandbox_api_reads_the_gates_records_as_the_engine_does(audits):
+    engine, api = audits["engine"], audits["api"]
+    assert set(api) == set(engine) and set(api["store"]) == set(engine["store"])
+    assert set(api["egress"]) == set(engine["egress"])
+    gate = [r for r in engine["records"] if r["source"] == "gate"]
+    reasons = " | ".join(str(r["reason"]) for r in gate)
+    assert "is not the BLAST URL API" in reasons and "was not created by this run" in reasons
+    assert api["records"] == gate
+    assert api["tunnels"] == engine["tunnels"] and api["tunnels"]
+    assert api["store"] == engine["store"] and api["store"]["read"] and api["store"]["bytes"] > 0
+    assert api["unparsed_lines"] == engine["unparsed_lines"] == 0
+    assert api["run"] == engine["run"] == audits["by_name_run"]
+
+
+def test_squids_denials_are_the_engines_alone_and_the_api_result_says_so(audits):
+    engine, api = audits["engine"], audits["api"]
+    proxy = [r for r in engine["records"] if r["source"] == "proxy"]
+    assert {"denied.invalid", NCBI} <= {r["host"] for r in proxy}, proxy    # CONNECT, plain GET
+    assert not [r for r in api["records"] if r["source"] == "proxy"]
+    assert engine["proxy_log"] == {"read": True, "note": None}
+    assert api["proxy_log"]["read"] is False and "kubectl logs" in api["proxy_log"]["note"]
+    # Counts are of the records each read: the engine's are the API's and Squid's together.
+    assert summarise(api["records"] + proxy) == engine["counts"] != api["counts"]
+    assert api["egress"] == {"running": True, "restarts": None, "oom_killed": None,
+                             "gate_restarts": engine["egress"]["gate_restarts"]}
+    assert engine["egress"]["running"] is True and engine["egress"]["restarts"] == 0
