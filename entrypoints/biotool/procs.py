@@ -1,16 +1,22 @@
-"""A tool run as a subprocess within a command's time budget: killed, with everything it
-started, when the deadline passes, so `--timeout` bounds the command."""
+"""The one way biotool runs an external tool: as a subprocess, or a pipeline of them, within a
+command's time budget. Every tool gets its own process group and asks Linux to kill it when
+biotool dies, and is killed, with everything it started, when the deadline passes, so
+`--timeout` bounds the command and a killed biotool leaves no tool running."""
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import re
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
+from typing import IO, Callable
 
 from biotool.output import ToolFailure
 
@@ -26,24 +32,173 @@ class OutOfTime(Exception):
     """The deadline passed before the work finished; the caller names the work and the way out."""
 
 
+@dataclass(frozen=True)
+class Finished:
+    """A tool that ran to its end: its exit code, its stdout (when captured), the end of its
+    stderr."""
+
+    rc: int
+    out: str
+    err: str
+
+    @property
+    def said(self) -> str:
+        return last_line(self.err)
+
+
 def run_bounded(cmd: list[str], deadline: float | None) -> tuple[int, str]:
     """Run `cmd` to its end, or until `deadline` (a time.monotonic() value; None: no bound).
 
     Returns (exit code, last line of its stderr). On expiry, or anything that interrupts the
     wait, the tool's whole process group is killed and reaped before OutOfTime (or the
     interruption) is raised, so no tool outlives the budget."""
+    done = _bounded(cmd, deadline, None, subprocess.DEVNULL)
+    return done.rc, done.said
+
+
+def capture(cmd: list[str], deadline: float | None, env: dict | None = None,
+            into: IO[bytes] | None = None) -> Finished:
+    """As run_bounded, keeping the tool's stdout as text (or writing it into the open file
+    `into`) and the end of its stderr."""
+    return _bounded(cmd, deadline, env, into)
+
+
+def _bounded(cmd: list[str], deadline: float | None, env: dict | None, into) -> Finished:
     if deadline is not None and time.monotonic() >= deadline:
         raise OutOfTime(f"the budget was spent before {cmd[0]} started")
-    with tempfile.TemporaryFile() as err:
-        proc = _start(cmd, err)
+    # Files, not pipes: a tool that fills its output is never blocked on a reader.
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
+        proc = _start(cmd, err, stdout=out if into is None else into, env=env)
         try:
             rc = proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
         except BaseException as exc:
-            _kill_group(proc)
+            _kill_group(proc.pid, [proc])
             if isinstance(exc, subprocess.TimeoutExpired):
                 raise OutOfTime(f"{cmd[0]} was stopped at the deadline") from None
             raise
-        return rc, _tail(err)
+        out.seek(0)
+        return Finished(rc, out.read().decode(errors="replace"), _end(err))
+
+
+def run_pipeline(stages: list[list[str]], deadline: float | None, *,
+                 feed: Callable[[IO[bytes]], None] | None = None,
+                 read: Callable[[IO[bytes]], None] | None = None,
+                 names: list[str] | None = None) -> None:
+    """Run `stages` as one pipe (each one's stdout into the next one's stdin), all in one new
+    process group and each asking to die with biotool, until the last ends or `deadline`.
+
+    `feed(stdin)` writes the first stage's input (none: /dev/null) and `read(stdout)` reads
+    the last one's output (none: /dev/null); both run in this process, so their errors are
+    biotool's own. At the deadline every stage is killed (a blocked write or read then ends)
+    and OutOfTime is raised; on anything that interrupts feeding, reading or waiting, every
+    stage is killed and reaped before the interruption goes on. A stage that fails is
+    reported as ToolFailure with the end of its stderr, named by `names` (default its
+    command): the first one that failed on its own, not by the broken pipe of a later one."""
+    names = names or [cmd[0] for cmd in stages]
+    if deadline is not None and time.monotonic() >= deadline:
+        raise OutOfTime(f"the budget was spent before {names[0]} started")
+    procs: list[subprocess.Popen] = []
+    errs = [tempfile.TemporaryFile() for _ in stages]
+    try:
+        try:
+            # Every stage is started from this thread before any other is: see _die_with_parent.
+            for i, cmd in enumerate(stages):
+                last = i == len(stages) - 1
+                procs.append(_start(
+                    cmd, errs[i], group=procs[0].pid if procs else 0,
+                    stdin=procs[-1].stdout if procs else (subprocess.PIPE if feed else subprocess.DEVNULL),
+                    stdout=subprocess.PIPE if read or not last else subprocess.DEVNULL))
+                if i:  # the next stage holds the read end: a writer sees SIGPIPE if it dies
+                    procs[-2].stdout.close()
+            stop = _watch(procs[0].pid, deadline)
+            try:
+                _drive(procs, feed, read)
+            finally:
+                expired = stop()
+            rcs = [p.wait(None if deadline is None or expired
+                          else max(0.0, deadline - time.monotonic())) for p in procs]
+        except BaseException as exc:
+            if procs:
+                _kill_group(procs[0].pid, procs)
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise OutOfTime(f"{' | '.join(names)} was stopped at the deadline") from None
+            raise
+        failed = [i for i, rc in enumerate(rcs) if rc != 0]
+        if failed and expired:  # stages that all ended by themselves just then still count
+            raise OutOfTime(f"{' | '.join(names)} was stopped at the deadline")
+        if failed:
+            own = [i for i in failed if rcs[i] != -signal.SIGPIPE]
+            i = (own or failed)[0]
+            raise ToolFailure(f"{names[i]} failed ({how_it_ended(rcs[i])}): {_tail(errs[i])}")
+    finally:
+        for err in errs:
+            err.close()
+
+
+def _drive(procs: list[subprocess.Popen], feed, read) -> None:
+    """Feed the first stage and read the last; the feeding is in a thread when both are given."""
+    fed: list[BaseException] = []
+
+    def feeding() -> None:
+        try:
+            feed(procs[0].stdin)
+        except BrokenPipeError:
+            pass  # a stage ended (or was killed) before taking all of its input: its exit says why
+        except BaseException as exc:
+            fed.append(exc)
+        finally:
+            try:
+                procs[0].stdin.close()
+            except BrokenPipeError:
+                pass
+
+    if feed is None:
+        pass
+    elif read is None:
+        feeding()
+    else:
+        writer = threading.Thread(target=feeding, daemon=True)
+        writer.start()
+    if read is not None:
+        try:
+            read(procs[-1].stdout)
+        finally:
+            procs[-1].stdout.close()
+    if feed is not None and read is not None:
+        writer.join()
+    if fed:
+        raise fed[0]
+
+
+def _watch(pgid: int, deadline: float | None) -> Callable[[], bool]:
+    """Kill process group `pgid` at `deadline` from a thread, unless stopped first; the
+    returned stop() says whether it did. Nothing is reaped while it watches, so the group's
+    id cannot be reused under it."""
+    if deadline is None:
+        return lambda: False
+    lock, wake, fired = threading.Lock(), threading.Event(), []
+
+    def watch() -> None:
+        if wake.wait(max(0.0, deadline - time.monotonic())):
+            return
+        with lock:
+            if not wake.is_set():
+                fired.append(True)
+                try:
+                    os.killpg(pgid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+
+    def stop() -> bool:
+        with lock:
+            wake.set()
+        watcher.join()
+        return bool(fired)
+
+    return stop
 
 
 def run_each_bounded(cmds: list[list[str]], seconds: float, width: int = 8,
@@ -66,16 +221,15 @@ def run_each_bounded(cmds: list[list[str]], seconds: float, width: int = 8,
                 err = tempfile.TemporaryFile()
                 try:
                     running[i] = (_start(cmds[i], err), err, time.monotonic() + seconds)
-                except (ToolFailure, OSError, subprocess.SubprocessError) as exc:
+                except ToolFailure as exc:
                     err.close()
-                    results[i] = (str(exc) if isinstance(exc, ToolFailure) else
-                                  f"{cmds[i][0]}: {getattr(exc, 'strerror', None) or exc}")
+                    results[i] = str(exc)
             for i, (proc, err, deadline) in list(running.items()):
                 rc = proc.poll()
                 if rc is None and time.monotonic() < deadline:
                     continue
                 if rc is None:
-                    _kill_group(proc)
+                    _kill_group(proc.pid, [proc])
                     results[i] = f"{cmds[i][0]} was stopped after {seconds:g} s"
                 else:
                     results[i] = (rc, _tail(err))
@@ -87,22 +241,41 @@ def run_each_bounded(cmds: list[list[str]], seconds: float, width: int = 8,
             time.sleep(0.01)
     finally:  # an interruption leaves no tool running
         for proc, err, _ in running.values():
-            _kill_group(proc)
+            _kill_group(proc.pid, [proc])
             err.close()
     return results
 
 
-def _start(cmd: list[str], err) -> subprocess.Popen:
+def _start(cmd: list[str], err, *, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+           group: int = 0, env: dict | None = None) -> subprocess.Popen:
+    """`cmd` in process group `group` (0: a new one it leads), dying with biotool."""
     try:
-        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=err, start_new_session=True, preexec_fn=_die_with_parent)
+        return subprocess.Popen(cmd, stdin=stdin, stdout=stdout, stderr=err, env=env,
+                                process_group=group,
+                                preexec_fn=functools.partial(_die_with_parent, os.getpid()))
     except FileNotFoundError:
         raise ToolFailure(f"{cmd[0]} is not installed (not found on PATH)") from None
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ToolFailure(f"{cmd[0]} cannot be started ({getattr(exc, 'strerror', None) or exc})") from None
+
+
+def how_it_ended(rc: int) -> str:
+    """A tool's exit in words: "exit 1", or "killed by SIGKILL"."""
+    if rc < 0:
+        try:
+            return f"killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exit {rc}"
 
 
 def _tail(err) -> str:
+    return last_line(_end(err))
+
+
+def _end(err) -> str:
     err.seek(max(0, err.seek(0, os.SEEK_END) - _TAIL_BYTES))
-    return last_line(err.read().decode(errors="replace"))
+    return err.read().decode(errors="replace")
 
 
 def last_line(text: str) -> str:
@@ -112,16 +285,21 @@ def last_line(text: str) -> str:
     return (lines or ["no message"])[-1].strip()[:300]
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(pgid: int, procs: list[subprocess.Popen]) -> None:
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    proc.wait()
+    for proc in procs:
+        proc.wait()
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int) -> None:
     """In the child: its own group keeps it out of signals sent to ours, so ask Linux to
-    kill it if biotool dies (a harness's SIGKILL) instead of leaving it to run on."""
+    kill it if biotool dies (a harness's SIGKILL) instead of leaving it to run on. Linux
+    ties the request to the thread that forked, so tools are started from the thread that
+    waits on them; a parent already gone before the request is caught by the check after it."""
     if _prctl is not None:
         _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:
+            os._exit(1)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-import subprocess
 import time
 from itertools import islice
 from pathlib import Path
@@ -19,10 +17,11 @@ from pathlib import Path
 from biotool.cache import content_key, entry_dir, work_dir
 from biotool.files import input_file, magic
 from biotool.output import InputError, ToolFailure
+from biotool.procs import OutOfTime, run_pipeline
 from biotool.progress import log
 from biotool.reads import fastq
 from biotool.reads.reference import Reference
-from biotool.reads.shortreads import SHORT, aligner_of, bwa_command
+from biotool.reads.shortreads import FINISH_GRACE, SHORT, aligner_of, bwa_command, finish_by
 
 SHAPE_SAMPLE = 2000
 # Stop feeding reads at this share of the time budget; the rest is for sorting and counting.
@@ -132,8 +131,8 @@ def _align_and_publish(fastqs, index, preset, why, threads, d, deadline, start) 
         unit_tmp = work / "unit"
         unit_tmp.mkdir()
         bam = unit_tmp / "aligned.bam"
-        n, truncated = _align_sorted(fastqs, index, preset, threads, bam, work / "aligner.err",
-                                     feed_until, work)
+        n, truncated = _align_sorted(fastqs, index, preset, threads, bam, feed_until, deadline,
+                                     work)
         import pysam
 
         pysam.index(str(bam), str(bam) + ".bai")
@@ -157,7 +156,8 @@ def _count_note(unit: Path) -> int | None:
         return None
 
 
-def _align_sorted(fastqs, index, preset, threads, out_bam, err_path, feed_until, work) -> tuple[int, bool]:
+def _align_sorted(fastqs, index, preset, threads, out_bam, feed_until, deadline,
+                  work) -> tuple[int, bool]:
     if preset == SHORT:
         mm_cmd = bwa_command(index, threads, paired=len(fastqs) == 2)
     else:
@@ -167,49 +167,28 @@ def _align_sorted(fastqs, index, preset, threads, out_bam, err_path, feed_until,
                 "-T", str(work / "sorttmp"), "-o", str(out_bam), "-"]
     n = 0
     truncated = False
-    with open(err_path, "wb") as err, open(work / "sort.err", "wb") as serr:
-        try:
-            mm = subprocess.Popen(mm_cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
-            srt = subprocess.Popen(sort_cmd, stdin=mm.stdout, stdout=subprocess.DEVNULL, stderr=serr)
-        except FileNotFoundError as exc:
-            raise ToolFailure(f"{exc.filename} is not installed (needed to align the library)") from None
-        mm.stdout.close()  # samtools holds the read end; the aligner sees SIGPIPE if it dies
-        try:
-            write = mm.stdin.write
-            for rec in _stream(fastqs):
-                write(fastq.as_text(rec))
-                n += 1
-                if feed_until is not None and n % 1000 == 0 and time.monotonic() > feed_until:
-                    truncated = True
-                    log(f"time budget: stopped feeding after {n} reads; result will be partial")
-                    break
-            mm.stdin.close()
-        except BaseException as exc:
-            for p in (mm, srt):
-                p.kill()
-            for p in (mm, srt):
-                p.wait()
-            if isinstance(exc, BrokenPipeError):
-                raise ToolFailure(f"{aligner_of(preset)} failed: {_tail(err_path)}") from None
-            raise
-        mm_rc, sort_rc = mm.wait(), srt.wait()
-    if mm_rc != 0:
-        raise ToolFailure(f"{aligner_of(preset)} failed (exit {mm_rc}): {_tail(err_path)}")
-    if sort_rc != 0:
-        raise ToolFailure(f"samtools sort failed (exit {sort_rc}): {_tail(work / 'sort.err')}")
+
+    def feed(stdin) -> None:
+        nonlocal n, truncated
+        write = stdin.write
+        for rec in _stream(fastqs):
+            write(fastq.as_text(rec))
+            n += 1
+            if feed_until is not None and n % 1000 == 0 and time.monotonic() > feed_until:
+                truncated = True
+                log(f"time budget: stopped feeding after {n} reads; result will be partial")
+                break
+
+    try:
+        run_pipeline([mm_cmd, sort_cmd], finish_by(deadline), feed=feed,
+                     names=[aligner_of(preset), "samtools sort"])
+    except OutOfTime as why:
+        raise InputError(f"--fastq {fastqs[0]}: {aligner_of(preset)} and samtools sort did not "
+                         f"finish the {n} reads given within --timeout and {FINISH_GRACE:g} s "
+                         f"({why}); give a longer --timeout") from None
     if len(fastqs) == 2:
         n //= 2  # pairs, counted as fragments
     return n, truncated
-
-
-def _tail(path: Path) -> str:
-    try:
-        lines = [l for l in path.read_text(errors="replace").splitlines() if l.strip()]
-    except OSError:
-        return "no message"
-    errs = [l for l in lines if "ERROR" in l or "error" in l.lower()]
-    # minimap2 colours its messages; the one-line error carries the words only.
-    return re.sub(r"\x1b\[[0-9;]*m", "", (errs or lines or ["no message"])[-1])[:300]
 
 
 def open_bam(path: str | Path, threads: int = 1):

@@ -10,13 +10,12 @@ within the command's time budget (the build is killed at the deadline).
 from __future__ import annotations
 
 import os
-import signal
 import time
 from pathlib import Path
 
 from biotool.cache import entry_dir, sha256_tree, work_dir
 from biotool.output import InputError, ToolFailure
-from biotool.procs import OutOfTime, run_bounded
+from biotool.procs import OutOfTime, how_it_ended, run_bounded
 from biotool.reads.shortreads import SHORT, index_label
 
 BWA = index_label(SHORT)
@@ -71,8 +70,8 @@ def build(label: str, fasta: Path, out: Path, deadline: float | None = None) -> 
         cmd = ["minimap2", "-x", label.split(":", 1)[1], "-d", str(out), str(fasta)]
     rc, said = run_bounded(cmd, deadline)
     if rc != 0:
-        how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exit {rc}"
-        raise ToolFailure(f"{cmd[0]} could not index {fasta} for {label} ({how}): {said}")
+        raise ToolFailure(f"{cmd[0]} could not index {fasta} for {label} ({how_it_ended(rc)}): "
+                          f"{said}")
 
 
 def aligner_path(label: str, path: Path) -> Path:

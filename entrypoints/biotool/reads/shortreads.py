@@ -8,15 +8,15 @@ with its index staged with the reference or built once into the cache (biotool.r
 from __future__ import annotations
 
 import re
-import subprocess
-import threading
 import time
 from pathlib import Path
 
-from biotool.output import ToolFailure
-from biotool.procs import last_line
+from biotool.output import InputError
+from biotool.procs import OutOfTime, run_pipeline
 
 SHORT = "sr"  # the preset name of the short-read path, kept from minimap2's vocabulary
+# Seconds past --timeout that an aligner (and its sort) has to finish the reads it was given.
+FINISH_GRACE = 30.0
 _REF_OPS = re.compile(r"(\d+)[MDN=X]")
 
 
@@ -36,57 +36,50 @@ def bwa_command(prefix: Path, threads: int, paired: bool) -> list[str]:
             str(prefix), "-"]
 
 
+def finish_by(deadline: float | None) -> float | None:
+    """When a fed aligner (and its sort) is killed: FINISH_GRACE past the command's deadline,
+    the feeding having stopped at it, so the reads given are aligned into a partial result
+    while nothing runs on unbounded."""
+    return None if deadline is None else deadline + FINISH_GRACE
+
+
 def map_sample(prefix: Path, recs, as_text, threads: int = 1,
                deadline: float | None = None) -> tuple[list[tuple], int, bool]:
     """Primary placements of `recs` by bwa mem: ([(contig, start0, end0, mapq, reverse)] for
-    mapped reads, reads aligned, truncated). Reads are fed from a thread while SAM is read
-    back, and feeding stops at the deadline, so the budget bounds the work."""
-    try:
-        proc = subprocess.Popen(bwa_command(prefix, threads, False), stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except FileNotFoundError:
-        raise ToolFailure("bwa is not installed (needed to align short reads)") from None
-    fed = {"n": 0, "truncated": False}
-
-    def feed():
-        try:
-            for rec in recs:
-                if deadline is not None and fed["n"] % 256 == 0 and time.monotonic() > deadline:
-                    fed["truncated"] = True
-                    break
-                proc.stdin.write(as_text(rec))
-                fed["n"] += 1
-        except BrokenPipeError:
-            pass
-        finally:
-            try:
-                proc.stdin.close()
-            except BrokenPipeError:
-                pass
-
-    writer = threading.Thread(target=feed, daemon=True)
-    writer.start()
+    mapped reads, reads aligned, truncated). Reads are fed while SAM is read back, and
+    feeding stops at the deadline, so the budget bounds the work."""
+    fed, truncated = 0, False
     placed, seen = [], 0
-    err = []
-    reader = threading.Thread(target=lambda: err.append(proc.stderr.read()), daemon=True)
-    reader.start()
-    for line in proc.stdout:
-        if line[:1] == b"@":
-            continue
-        f = line.split(b"\t", 6)
-        flag = int(f[1])
-        if flag & 0x900:
-            continue
-        seen += 1
-        if flag & 4:
-            continue
-        start = int(f[3]) - 1
-        length = sum(int(n) for n in _REF_OPS.findall(f[5].decode()))
-        placed.append((f[2].decode(), start, start + length, int(f[4]), bool(flag & 16)))
-    writer.join()
-    rc = proc.wait()
-    reader.join()
-    if rc != 0:
-        said = (err or [b""])[0].decode(errors="replace")
-        raise ToolFailure(f"bwa mem failed (exit {rc}): {last_line(said)}")
-    return placed, seen, fed["truncated"]
+
+    def feed(stdin) -> None:
+        nonlocal fed, truncated
+        for rec in recs:
+            if deadline is not None and fed % 256 == 0 and time.monotonic() > deadline:
+                truncated = True
+                break
+            stdin.write(as_text(rec))
+            fed += 1
+
+    def read(stdout) -> None:
+        nonlocal seen
+        for line in stdout:
+            if line[:1] == b"@":
+                continue
+            f = line.split(b"\t", 6)
+            flag = int(f[1])
+            if flag & 0x900:
+                continue
+            seen += 1
+            if flag & 4:
+                continue
+            start = int(f[3]) - 1
+            length = sum(int(n) for n in _REF_OPS.findall(f[5].decode()))
+            placed.append((f[2].decode(), start, start + length, int(f[4]), bool(flag & 16)))
+
+    try:
+        run_pipeline([bwa_command(prefix, threads, False)], finish_by(deadline), feed=feed,
+                     read=read, names=["bwa mem"])
+    except OutOfTime as why:
+        raise InputError(f"bwa mem did not finish the {fed} reads given within --timeout and "
+                         f"{FINISH_GRACE:g} s ({why}); give a longer --timeout") from None
+    return placed, seen, truncated

@@ -23,12 +23,12 @@ import gzip
 import json
 import os
 import shutil
-import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from biotool.output import ToolFailure
+from biotool.procs import capture
 from biotool.reads import indexes
 from biotool.staging import StagingError
 from biotool.staging.pins import prebuilt_name
@@ -57,11 +57,13 @@ class Beside:
 
 def _run(cmd: list[str], env: dict | None = None, stdout=None) -> str:
     """A tool's stdout (or into the open file `stdout`); StagingError with its stderr's tail."""
-    proc = subprocess.run(cmd, stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, env=env)
-    if proc.returncode != 0:
-        raise StagingError(f"{' '.join(cmd)} failed: {proc.stderr.strip()[-500:]}")
-    return proc.stdout or ""
+    try:
+        done = capture(cmd, None, env=env, into=stdout)
+    except ToolFailure as exc:
+        raise StagingError(str(exc)) from None
+    if done.rc != 0:
+        raise StagingError(f"{' '.join(cmd)} failed: {done.err.strip()[-500:]}")
+    return done.out
 
 
 def build_index(fasta: Path, index: str, item_dir: Path) -> Path:
@@ -223,12 +225,13 @@ def _kraken2(entry: dict, fetched: list[Path], item_dir: Path) -> dict:
     probe = item_dir / "probe.fa"
     probe.write_text(">probe\n" + "ACGT" * 50 + "\n")
     try:
-        said = subprocess.run(["kraken2", "--db", str(db), "--threads", "1", str(probe)],
-                              capture_output=True, text=True)
+        said = capture(["kraken2", "--db", str(db), "--threads", "1", str(probe)], None)
+    except ToolFailure as exc:
+        raise StagingError(f"kraken2 does not run on {archive}: {exc}") from None
     finally:
         probe.unlink()
-    if said.returncode != 0 or "1 sequences" not in said.stderr:
-        raise StagingError(f"kraken2 does not run on {archive}: {said.stderr.strip()[-300:]}")
+    if said.rc != 0 or "1 sequences" not in said.err:
+        raise StagingError(f"kraken2 does not run on {archive}: {said.err.strip()[-300:]}")
     entry["kraken2"] = {"options": facts.get("Database options", ""),
                         "taxonomy_nodes": int(facts.get("Total taxonomy nodes", "0") or 0)}
     entry["use"] = "kraken2 --db {main} reads.fq"

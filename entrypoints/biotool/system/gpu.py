@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
+import time
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -48,13 +48,16 @@ def driver_version(proc: Path = Path("/proc/driver/nvidia/version")) -> str | No
     smi = shutil.which("nvidia-smi")
     if not smi:
         return None
+    from biotool.output import ToolFailure
+    from biotool.procs import OutOfTime, capture
+
     try:
-        out = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
+        said = capture([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
+                       time.monotonic() + 20)
+    except (OutOfTime, ToolFailure):
         return None
-    first = out.stdout.strip().splitlines()
-    return first[0].strip() if out.returncode == 0 and first else None
+    first = said.out.strip().splitlines()
+    return first[0].strip() if said.rc == 0 and first else None
 
 
 def devices(dev: Path = Path("/dev")) -> list[str]:

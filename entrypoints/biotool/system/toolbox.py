@@ -11,8 +11,8 @@ import argparse
 import re
 import shlex
 import shutil
-import subprocess
 import sys
+import time
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -123,12 +123,18 @@ def names(tool: Tool) -> list[str]:
 
 def debian_versions(packages: set[str]) -> dict[str, str]:
     """{package: installed version} from dpkg, in one call; {} where there is no dpkg."""
+    from biotool.output import ToolFailure
+    from biotool.procs import OutOfTime, capture
+
     if not shutil.which("dpkg-query"):
         return {}
-    proc = subprocess.run(["dpkg-query", "-W", "-f", "${Package}\t${Version}\t${db:Status-Abbrev}\n",
-                           *sorted(packages)], capture_output=True, text=True)
+    try:
+        said = capture(["dpkg-query", "-W", "-f", "${Package}\t${Version}\t${db:Status-Abbrev}\n",
+                        *sorted(packages)], time.monotonic() + VERSION_TIMEOUT)
+    except (OutOfTime, ToolFailure):
+        return {}
     out = {}
-    for line in proc.stdout.splitlines():
+    for line in said.out.splitlines():
         name, version, status = (line.split("\t") + ["", ""])[:3]
         if status.startswith("ii") and version:
             out[name] = version

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import platform
 import shutil
-import subprocess
+import time
 from importlib import metadata
 
 from biotool import __version__
+from biotool.output import ToolFailure
+from biotool.procs import OutOfTime, capture
 from biotool.provenance import build_identity
 from biotool.system import toolbox
 from biotool.system.gpu import report as gpu_report
@@ -26,11 +28,10 @@ def _binary_version(name: str, args: list[str]) -> str | None:
     if not path:
         return None
     try:
-        out = subprocess.run([path, *args], capture_output=True, text=True, errors="replace",
-                             timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
+        said = capture([path, *args], time.monotonic() + 10)
+    except (OutOfTime, ToolFailure):
         return None
-    first = (out.stdout or out.stderr).strip().splitlines()
+    first = (said.out or said.err).strip().splitlines()
     return first[0] if first else None
 
 
