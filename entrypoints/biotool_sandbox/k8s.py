@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from biotool import rules as rules_mod
+from biotool.system.clusterpolicy import POLICY_VAR
 
 from . import budget
 from .audit import RUN_STATE
@@ -35,6 +36,11 @@ TLS_SECRET = "biotool-egress-tls"           # ca.pem, host.pem, host.key: the eg
 RELAY_SECRET = "biotool-relay-client"       # site-ca.pem, client.pem, client.key (relay.py)
 RELEASE_POD = {"io.kubernetes.pod.namespace": "{{ .Release.Namespace }}",
                "app.kubernetes.io/instance": "{{ .Release.Name }}"}
+NO_WORLD = "biotool-sandbox-no-world"      # the sandbox's policy (after the release's name)
+# What doctor's cluster mode says it relies on (biotool/system/clusterpolicy.py); the chart
+# does not template env values, so the policies are named without their release prefix.
+SANDBOX_POLICY = (f"CiliumNetworkPolicy {NO_WORLD} (the world denied) and agent-env's "
+                  "sandbox-egress (its release's pods and namespace DNS only), k8s/values.yaml")
 KUBE_DNS = [{"matchLabels": {"io.kubernetes.pod.namespace": "kube-system", "k8s-app": app}}
             for app in ("kube-dns", "node-local-dns")]
 
@@ -116,7 +122,8 @@ def sandbox_service(lim: dict) -> dict:
     ca = "/run/biotool-egress-ca/ca.pem"
     env = {"HTTPS_PROXY": proxy, "https_proxy": proxy, "HTTP_PROXY": proxy, "http_proxy": proxy,
            "NO_PROXY": "", "no_proxy": "",
-           "SSL_CERT_FILE": ca, "CURL_CA_BUNDLE": ca, "REQUESTS_CA_BUNDLE": ca}
+           "SSL_CERT_FILE": ca, "CURL_CA_BUNDLE": ca, "REQUESTS_CA_BUNDLE": ca,
+           POLICY_VAR: SANDBOX_POLICY}
     names = {"/work": "work", "/tmp": "tmp", "/var/tmp": "var-tmp"}
     return {
         "runtimeClassName": "gvisor",
@@ -193,7 +200,7 @@ def _dns(names: list[str]) -> dict:
 
 def policies(allow: list[tuple[str, int]], relay: dict | None) -> list[dict]:
     sandbox = _policy(
-        "biotool-sandbox-no-world", "default",
+        NO_WORLD, "default",
         "The agent's pod never reaches outside the cluster, whatever other policy allows: "
         "its one way out is the egress service (the chart limits it to its release).",
         {"egressDeny": [{"toEntities": ["world"]}]})

@@ -124,6 +124,8 @@ def check_network(timeout: float = 3.0) -> dict:
     except OSError as exc:
         return _check("egress", False, f"no way out, but the egress proxy {proxy} is "
                       f"unreachable ({exc})")
+    if st["mode"] == "cluster-policy":  # the reason names the policy and the probes' results
+        return _check("egress", True, f"enforced (cluster mode): {st['reason']}")
     return _check("egress", True, f"enforced: no way out but the egress proxy {proxy}, "
                   f"which is reachable")
 

@@ -12,6 +12,10 @@ then reachable). Interfaces come from /proc/net/dev and netlink, which belong to
 namespace, never from /sys, which may be the host's. Nothing is sent off the host: at most one
 empty datagram to the first hop when a proxy is configured and the ARP cache does not already
 know the gateway. Policy-routing tables other than main are not read.
+
+Cluster mode (clusterpolicy.py): where the operator declares the network policy that confines
+the pod (BIOTOOL_EGRESS_POLICY, set by k8s/values.yaml), the verdict is that policy tried
+from here instead: the proxy answers, direct connections elsewhere get nowhere.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import socket
 import sys
 import time
 from pathlib import Path
+
+from biotool.system import clusterpolicy
 
 # Kernel route flags (linux/route.h): usable, via a gateway, and a reject ("unreachable") route.
 RTF_UP = 0x0001
@@ -251,7 +257,9 @@ def proxy_setting(env: dict | None = None) -> str | None:
 
 def status(proc_net: Path = Path("/proc/net"), env: dict | None = None, solicit=_solicit,
            gave_up=_netlink_failed, links=link_kinds, resolve=_resolve) -> dict:
-    """enforced, mode (offline, egress-proxy, unenforced), and the reason in one sentence."""
+    """enforced, mode (offline, egress-proxy, cluster-policy, unenforced), and the reason in one
+    sentence."""
+    env = os.environ if env is None else env
     routes, ifaces, proxy = default_routes(proc_net), interfaces(proc_net), proxy_setting(env)
     shown = [f"{fam} via {gw} dev {dev}" for fam, gw, dev in routes]
     out = {"interfaces": ifaces, "default_routes": shown, "proxy": proxy}
@@ -262,6 +270,11 @@ def status(proc_net: Path = Path("/proc/net"), env: dict | None = None, solicit=
     if routes and not proxy:
         return unenforced(f"this container has a default route ({'; '.join(shown)}) and no egress "
                           f"proxy, so it can reach anything the host can")
+    policy = clusterpolicy.declared(env)
+    if policy and proxy and ifaces:
+        # A pod's gateway answers and its proxy is a Service off its subnets: the declared
+        # policy is judged by trying it (clusterpolicy.py), never by the rules below.
+        return {**out, **clusterpolicy.status(policy, proxy, routes, env, resolve)}
     for fam, gw, dev in routes:
         # An IPv6 or device-only default route cannot be checked from /proc: it counts as open.
         if fam == "ipv6" or gw == "0.0.0.0" or gateway_answers(gw, proc_net, solicit, gave_up=gave_up):

@@ -445,3 +445,16 @@ def test_the_egress_pods_state_emptydir_holds_the_audit_store_egress_audit_reads
     entry = (REPO / "image" / "egress" / "entrypoint.sh").read_text(encoding="utf-8")
     assert 'run_state="${EGRESS_RUN_STATE:-' in entry
     assert f'--audit "$run_state/{PurePosixPath(audit.STORE).name}"' in entry
+
+
+def test_the_sandbox_declares_the_policies_that_select_it_for_doctors_cluster_mode(rendered):
+    from biotool.system.clusterpolicy import POLICY_VAR
+
+    env = {e["name"]: e.get("value") for e in container(rendered, "default")["env"]}
+    selecting = {p["metadata"]["name"].removeprefix(f"{RELEASE}-")
+                 for p in policies_for(rendered, "default")
+                 if p["spec"].get("egress") or p["spec"].get("egressDeny")}
+    assert selecting == {k8s.NO_WORLD, "sandbox-egress"}
+    assert all(name in env[POLICY_VAR] for name in selecting), env[POLICY_VAR]
+    # Only the agent's pod is judged by it: the egress pod has no such declaration.
+    assert POLICY_VAR not in {e["name"] for e in container(rendered, "egress")["env"]}
