@@ -2,8 +2,8 @@
 
 Two sources, one log: Squid's `BIOTOOL_EGRESS ...` lines (every attempt Squid ends itself:
 denials, and connections closed before a request; format rendered by image/egress/render.py)
-and the gate's `BIOTOOL_GATE {json}` lines (image/egress/gatekeeper.py: each tunnel's opening
-and close, each request inside a tunnel, each refused TLS hello). A line that carries either
+and the gate's `BIOTOOL_GATE {json}` lines (image/egress/tunnel.py and gate.py: each tunnel's
+opening and close, each request inside a tunnel, each refused TLS hello). A line that carries either
 prefix but does not parse is counted, never dropped silently.
 """
 

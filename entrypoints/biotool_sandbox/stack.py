@@ -25,7 +25,7 @@ MODES = {"default": "sandbox", "gpu": "sandbox-gpu", "offline": "sandbox-offline
 SANDBOX_SERVICES = tuple(MODES.values())
 EXTRA_CA_IN_EGRESS = "/etc/biotool/extra-ca.pem"
 RELAY_TLS_IN_EGRESS = "/etc/biotool/relay"  # the gate's client certificate for the site relay
-RELAY_TLS_FILES = ("site-ca.pem", "client.pem", "client.key")  # image/egress/relay.py's
+RELAY_TLS_FILES = ("site-ca.pem", "client.pem", "client.key")  # image/egress/upstream.py CLIENT_FILES
 # Per-run limits passed to compose.yaml (see there and docs/rules.md, the container layer, for the defaults).
 LIMIT_ENV = {"cpus": "BIOTOOL_CPUS", "memory": "BIOTOOL_MEM_LIMIT", "work_size": "BIOTOOL_WORK_SIZE"}
 PROJECT_LABEL = "com.docker.compose.project"

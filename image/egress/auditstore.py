@@ -14,15 +14,17 @@ the sandbox), with three rules:
     (503) after one final `audit_full` record, for which room is kept;
   - a record that could not be stored means its request is not relayed (the gate checks).
 
-Standard library only (it runs in the egress image beside gatekeeper.py).
+Standard library only (it runs in the egress image beside gatekeeper.py); the lines are
+audit.py's.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
+
+import audit
 
 BURST = 20          # denied records kept per reason per window
 WINDOW = 60.0       # seconds
@@ -54,7 +56,7 @@ class Store:
             self._close(clock())
 
     def _line(self, rec: dict) -> str:
-        return "BIOTOOL_GATE " + json.dumps(rec, ensure_ascii=True, separators=(",", ":")) + "\n"
+        return audit.line(audit.GATE, rec)
 
     def _append(self, line: str, final: bool = False) -> bool:
         limit = self.max_bytes if final else self.max_bytes - RESERVE

@@ -1,5 +1,10 @@
-"""The BLAST URL API as the gate relays it: each request parsed once into a canonical form,
-and each report cut to what biotool's own client returns.
+"""The BLAST request policy: what the gate (and the site relay, again) relays of the BLAST URL
+API, each request parsed once into a canonical form, and each report cut to what biotool's
+own client returns.
+
+Before the parameters, the request itself: GET or POST only, to the BLAST paths only, with
+one Content-Length of at most MAX_BODY (no chunked bodies), a POST form-encoded with nothing
+in its query string, a GET with no body.
 
 The gate decides on the canonical form and builds the upstream request from it alone, so
 NCBI receives exactly what was decided, never the agent's bytes: NCBI's documented parameter
@@ -18,7 +23,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from urllib.parse import quote, unquote_to_bytes
+from urllib.parse import SplitResult, quote, unquote_to_bytes, urlsplit
+
+BLAST_PATHS = ("/Blast.cgi", "/blast/Blast.cgi")
+MAX_BODY = 8 << 20  # 40 queries of long reads fit easily
 
 PROGRAMS = ("blastn", "blastp", "blastx", "tblastn", "tblastx")
 _DATABASE = re.compile(r"[A-Za-z0-9_.]{1,64}")
@@ -31,11 +39,52 @@ TITLE_CAP = 200
 
 
 class Refused(Exception):
-    """The request is not one the gate relays: status and a one-line reason."""
+    """The request is not one the gate relays: status, a one-line reason, and whether the
+    connection is closed after the answer (when what follows it cannot be trusted)."""
 
-    def __init__(self, status: int, reason: str):
+    def __init__(self, status: int, reason: str, close: bool = False):
         super().__init__(reason)
-        self.status, self.reason = status, reason
+        self.status, self.reason, self.close = status, reason, close
+
+
+def request_path(method: str, target: str) -> SplitResult:
+    """The request target, split, when it is a GET or POST to a BLAST path; else Refused."""
+    if method not in ("GET", "POST"):
+        raise Refused(405, f"method {method} is not used by the BLAST URL API", close=True)
+    parts = urlsplit(target)
+    if not target.startswith("/") or parts.path not in BLAST_PATHS:
+        raise Refused(403, f"path {parts.path or target} is not the BLAST URL API "
+                           f"({' or '.join(BLAST_PATHS)})", close=True)
+    return parts
+
+
+def body_length(headers) -> int:
+    """The body's length from one plain Content-Length (at most MAX_BODY); else Refused."""
+    if headers.get("Transfer-Encoding"):
+        raise Refused(411, "chunked or encoded request bodies are refused; send Content-Length",
+                      close=True)
+    raw = headers.get_all("Content-Length") or []
+    if len(raw) > 1 or (raw and not (raw[0].strip().isascii() and raw[0].strip().isdigit())):
+        raise Refused(400, "bad Content-Length", close=True)
+    length = int(raw[0]) if raw else 0
+    if length > MAX_BODY:
+        raise Refused(413, f"request body of {length} bytes is over {MAX_BODY} bytes", close=True)
+    return length
+
+
+def raw_params(method: str, parts: SplitResult, content_type: str | None, body: bytes) -> bytes:
+    """The parameters as sent: a POST's form body, a GET's query string; else Refused."""
+    if method == "GET":
+        if body:
+            raise Refused(400, "GET with a body", close=True)
+        return parts.query.encode("latin-1", "replace")
+    if parts.query:
+        raise Refused(403, "POST with a query string: parameters go in the body only")
+    ctype = (content_type or "").split(";")[0].strip().lower()
+    if ctype != "application/x-www-form-urlencoded":
+        raise Refused(415, f"POST body type {ctype or '(none)'} is not "
+                           f"application/x-www-form-urlencoded")
+    return body
 
 
 def _fixed(expected: str):

@@ -54,12 +54,15 @@ sys.path.insert(0, sys.argv[1])
 import importlib
 names = sys.argv[2].split(",")
 mods = {n: importlib.import_module(n) for n in names}
-import biotool, gatekeeper, relay, schedule
+import inspect
+import biotool, gate, relay, schedule
 from biotool import ncbirule
+relay_default = inspect.signature(relay.Relay).parameters["min_interval"].default
 print(json.dumps({"biotool": list(biotool.__path__), "imported": sorted(mods),
                   "rule": [ncbirule.MIN_INTERVAL_S, ncbirule.POLL_INTERVAL_S],
-                  "gate": [gatekeeper.MIN_INTERVAL_S - gatekeeper.JITTER_S,
-                           gatekeeper.POLL_INTERVAL_S - gatekeeper.JITTER_S],
+                  "gate": [gate.MIN_INTERVAL_S - gate.JITTER_S,
+                           gate.POLL_INTERVAL_S - gate.JITTER_S],
+                  "relay": relay_default - gate.JITTER_S,
                   "schedule": schedule.Schedule.min_interval}))
 """
 
@@ -67,7 +70,7 @@ print(json.dumps({"biotool": list(biotool.__path__), "imported": sorted(mods),
 def test_every_egress_module_imports_from_what_the_dockerfile_copies(tmp_path):
     lib = build_layout(tmp_path)
     names = sorted(p.stem for p in (REPO / "image" / "egress").glob("*.py"))
-    assert {"gatekeeper", "relay", "render", "schedule"} <= set(names)
+    assert {"gatekeeper", "gate", "tunnel", "relay", "render", "schedule"} <= set(names)
     # -I -S: no PYTHONPATH, no site-packages (no editable biotool): only what the image has.
     done = subprocess.run([sys.executable, "-I", "-S", "-c", PROBE, str(lib), ",".join(names)],
                           capture_output=True, text=True, timeout=60)
@@ -79,7 +82,8 @@ def test_every_egress_module_imports_from_what_the_dockerfile_copies(tmp_path):
     from biotool import ncbirule
 
     rule = [ncbirule.MIN_INTERVAL_S, ncbirule.POLL_INTERVAL_S]
-    assert seen["rule"] == seen["gate"] == rule and seen["schedule"] == rule[0]
+    assert seen["rule"] == seen["gate"] == rule
+    assert seen["relay"] == seen["schedule"] == rule[0]
 
 
 def test_biotools_client_paces_by_the_same_rule(tmp_path):

@@ -1,4 +1,5 @@
-"""The egress gate (image/egress/gatekeeper.py) and its host-wide schedule, without docker.
+"""The egress gate (image/egress/: gate.py, tunnel.py and their modules) and its host-wide
+schedule, without docker.
 
 A real gate on loopback, relaying to the real mock NCBI (tests/mock_ncbi.py) over TLS, with
 two throw-away CAs made by the openssl CLI: the run's CA (what the sandbox trusts) and the
@@ -34,7 +35,12 @@ def _load(name: str, path: Path):
 
 sys.path.insert(0, str(REPO / "image" / "egress"))
 schedule = _load("schedule", REPO / "image" / "egress" / "schedule.py")
-gatekeeper = _load("gatekeeper", REPO / "image" / "egress" / "gatekeeper.py")
+audit = _load("audit", REPO / "image" / "egress" / "audit.py")
+serving = _load("serving", REPO / "image" / "egress" / "serving.py")
+rids = _load("rids", REPO / "image" / "egress" / "rids.py")
+gate_mod = _load("gate", REPO / "image" / "egress" / "gate.py")
+tunnel = _load("tunnel", REPO / "image" / "egress" / "tunnel.py")
+STORES: list = []  # the store fixture's stores: a run made after one records into the last
 mock_ncbi = _load("mock_ncbi", REPO / "tests" / "mock_ncbi.py")
 
 INTERVAL, POLL = 0.6, 2.0
@@ -76,11 +82,13 @@ class Run:
     """One run's gate on loopback, sharing `state` (the schedule directory) with other runs."""
 
     def __init__(self, cas, mock, state: Path, hold_s: float = 5.0, run_state: Path | None = None):
-        self.gate = gatekeeper.Gate([(HOST, 443)], cas["run"]["cert"], cas["run"]["key"], str(state),
-                                    cas["up"]["ca"], min_interval=INTERVAL, poll_interval=POLL,
-                                    hold_s=hold_s, upstream_address=("127.0.0.1", mock.port),
-                                    run_state=str(run_state) if run_state else None)
-        self.server = gatekeeper.GateServer(("127.0.0.1", 0), self.gate)
+        self.gate = gate_mod.Gate([(HOST, 443)], cas["run"]["cert"], cas["run"]["key"], str(state),
+                                  cas["up"]["ca"], min_interval=INTERVAL, poll_interval=POLL,
+                                  hold_s=hold_s, upstream_address=("127.0.0.1", mock.port),
+                                  run_state=str(run_state) if run_state else None,
+                                  records=audit.Records(audit.GATE,
+                                                        STORES[-1] if STORES else None))
+        self.server = tunnel.GateServer(("127.0.0.1", 0), self.gate)
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
         self.port = self.server.server_address[1]
         self.ctx = ssl.create_default_context(cafile=cas["run"]["ca"])
@@ -279,7 +287,7 @@ def test_long_fields_are_cut_before_escaping(runs, capsys):
     time.sleep(0.3)
     line = [line for line in capsys.readouterr().out.splitlines() if '"event":"request"' in line][0]
     rec = json.loads(line.split(" ", 1)[1])
-    assert len(rec["url"]) <= gatekeeper.URL_CAP + 3 and rec["url"].endswith("...")
+    assert len(rec["url"]) <= audit.URL_CAP + 3 and rec["url"].endswith("...")
     assert len(line) < 8000 and line.isascii() and "\x01" not in line
 
 
@@ -491,11 +499,11 @@ def store(tmp_path):
     def make(**kw):
         s = auditstore.Store(str(tmp_path / f"audit-{len(made)}.jsonl"), **kw)
         made.append(s)
-        gatekeeper.STORE = s
+        STORES.append(s)
         return s
 
     yield make
-    gatekeeper.STORE = None
+    STORES.clear()
 
 
 def _stored(s) -> list[dict]:
@@ -598,7 +606,7 @@ def test_bodies_past_the_runs_budget_are_refused_unread_with_a_record(runs, mock
     a = runs()
     body = urlencode({"CMD": "Put", "PROGRAM": "blastn", "DATABASE": "nt",
                       "QUERY": ">q\n" + "ACGT" * 200 + "\n"}).encode()
-    a.gate.bodies = gatekeeper.ByteBudget(len(body) + 10)  # room for one such body at a time
+    a.gate.bodies = serving.ByteBudget(len(body) + 10)  # room for one such body at a time
     slow = a.ctx.wrap_socket(a.tunnel(), server_hostname=HOST)
     slow.sendall(_raw_put_head(len(body)) + body[:100])  # holds its body's share, still sending
     time.sleep(0.3)
@@ -619,7 +627,7 @@ def test_bodies_past_the_runs_budget_are_refused_unread_with_a_record(runs, mock
 def test_a_request_dribbled_past_the_deadline_is_cut_with_a_record(runs, mock, capsys,
                                                                     monkeypatch, part):
     # One byte just before each read's timeout used to hold a request (and a tunnel) for ever.
-    monkeypatch.setattr(gatekeeper, "IDLE_S", 1.0)
+    monkeypatch.setattr(serving, "IDLE_S", 1.0)
     a = runs()
     tls = a.ctx.wrap_socket(a.tunnel(), server_hostname=HOST)
     head = _raw_put_head(500)
@@ -639,7 +647,7 @@ def test_a_request_dribbled_past_the_deadline_is_cut_with_a_record(runs, mock, c
 
 
 def test_a_handshake_dribbled_past_its_deadline_is_cut(runs, monkeypatch):
-    monkeypatch.setattr(gatekeeper, "HANDSHAKE_S", 1.0)
+    monkeypatch.setattr(serving, "HANDSHAKE_S", 1.0)
     a = runs()
     sock = a.tunnel()
     inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
@@ -675,16 +683,16 @@ def test_a_restarted_gate_keeps_the_runs_rids_and_their_poll_times(runs, mock, t
     state.mkdir()
     first = runs(run_state=state)
     rid = _ready_rid(first)
-    polled = first.gate.rids[rid]["last_poll"]
+    polled = first.gate.rids.known[rid]["last_poll"]
     first.close()
     again = runs(run_state=state)  # the same run's gate, started again on its state volume
     # READY and the last poll's time survive, so the poll-a-minute rule counts across it.
-    assert again.gate.rids[rid] == {"created": pytest.approx(time.time(), abs=60),
+    assert again.gate.rids.known[rid] == {"created": pytest.approx(time.time(), abs=60),
                                     "last_poll": polled, "ready": True}
     status, _, text = again.https("GET", f"/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid}")
     assert status == 200 and json.loads(text)["BlastOutput2"]
     (state / "rids.json").write_text('{"x y": {}, "AB12": {"created": "no"}, "OK1": {"created": 5}}')
-    assert list(gatekeeper.load_rids(state / "rids.json")) == ["OK1"]  # damage is dropped
+    assert list(rids.load(state / "rids.json")) == ["OK1"]  # damage is dropped
 
 
 def test_a_reopened_store_appends_and_a_full_one_stays_full(store, tmp_path):

@@ -1,7 +1,7 @@
 """The site's NCBI relay (image/egress/relay.py) and a gate that uses it, without docker.
 
 A real relay on loopback (mutual TLS with a throw-away site CA) in front of the real mock NCBI
-(tests/mock_ncbi.py, TLS with its own CA), and a real gate (gatekeeper.py) configured with the
+(tests/mock_ncbi.py, TLS with its own CA), and a real gate (gate.py) configured with the
 relay. Intervals are shortened; the mock counts breaches of the same shortened rules.
 """
 
@@ -41,7 +41,9 @@ def _module(name: str, path: Path):
 
 sys.path.insert(0, str(EGRESS))
 schedule = _module("schedule", EGRESS / "schedule.py")
-gatekeeper = _module("gatekeeper", EGRESS / "gatekeeper.py")
+gate_mod = _module("gate", EGRESS / "gate.py")
+tunnel = _module("tunnel", EGRESS / "tunnel.py")
+upstream = _module("upstream", EGRESS / "upstream.py")
 relay_mod = _module("relay", EGRESS / "relay.py")
 mock_ncbi = _module("mock_ncbi", REPO / "tests" / "mock_ncbi.py")
 relay_certs = _module("relay_certs", REPO / "tests" / "relay_certs.py")
@@ -93,7 +95,7 @@ def relay_records(capsys) -> list[dict]:
 
 def ask(relay, method: str, target: str, body: bytes = b"", *, tls_dir, run="run-a"):
     """One request to the relay as a gate (tls_dir: the gate's client certificates)."""
-    ctx = relay_mod.client_context(str(tls_dir))
+    ctx = upstream.relay_client_context(str(tls_dir))
     conn = http.client.HTTPSConnection("localhost", relay.port, context=ctx, timeout=20)
     headers = {"X-Biotool-Run": run, "Connection": "close"}
     if method == "POST":
@@ -184,10 +186,10 @@ class RelayedRun:
     """One run's gate on loopback (as in test_gate.py), sending upstream through the relay."""
 
     def __init__(self, certs, relay_url: str, state: Path, tls_dir: Path):
-        self.gate = gatekeeper.Gate([(HOST, 443)], certs["run"]["cert"], certs["run"]["key"],
-                                    str(state), min_interval=INTERVAL, poll_interval=POLL,
-                                    hold_s=3.0, relay=relay_url, relay_tls=str(tls_dir))
-        self.server = gatekeeper.GateServer(("127.0.0.1", 0), self.gate)
+        self.gate = gate_mod.Gate([(HOST, 443)], certs["run"]["cert"], certs["run"]["key"],
+                                  str(state), min_interval=INTERVAL, poll_interval=POLL,
+                                  hold_s=3.0, relay=relay_url, relay_tls=str(tls_dir))
+        self.server = tunnel.GateServer(("127.0.0.1", 0), self.gate)
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
         self.port = self.server.server_address[1]
         self.ctx = ssl.create_default_context(cafile=certs["run"]["ca"])
@@ -292,10 +294,10 @@ def test_a_gate_whose_relay_is_down_fails_closed_with_a_record(mock, relayed, ce
 
 def test_a_gate_refuses_to_start_with_a_relay_but_no_client_certificate(certs, tmp_path):
     with pytest.raises((OSError, ssl.SSLError)):
-        gatekeeper.Gate([(HOST, 443)], certs["run"]["cert"], certs["run"]["key"], str(tmp_path),
-                        relay="https://localhost:8443", relay_tls=str(tmp_path / "none"))
+        gate_mod.Gate([(HOST, 443)], certs["run"]["cert"], certs["run"]["key"], str(tmp_path),
+                      relay="https://localhost:8443", relay_tls=str(tmp_path / "none"))
     with pytest.raises(ValueError):
-        relay_mod.parse_url("http://relay:8443")
+        upstream.parse_relay_url("http://relay:8443")
 
 
 # ---- the launcher's side: `biotool-sandbox up --relay URL --relay-tls DIR`

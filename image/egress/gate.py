@@ -1,0 +1,332 @@
+"""One run's gate: its state (allowlist, TLS, RIDs, budgets, its place in the host-wide NCBI
+schedule) and the HTTP requests inside its tunnels, each one decision and one record.
+
+Each request inside a tunnel (tunnel.py has vetted the CONNECT, the SNI and the handshake) is
+  - checked against the BLAST request policy (blastapi.py), with one Host header naming the
+    tunnel's host, and bounded bodies (per request, and held at once per run);
+  - a poll or fetch only of a RID this run created, one poll per RID per minute (rids.py);
+  - recorded as decided before anything is relayed, and again with its outcome;
+  - paced host-wide: at most one request every NCBI interval across every run (schedule.py,
+    on a volume only egress containers mount, shared fairly); a request over the rules gets
+    429 with Retry-After and X-Biotool-Egress: paced;
+  - relayed from its canonical form alone (upstream.py), the report cut on the way back
+    (blastapi.filter_report);
+  - or, with a site relay configured (BIOTOOL_NCBI_RELAY), sent to that relay only (mutual
+    TLS), which holds NCBI's interval for the whole site; the host-wide schedule is skipped
+    then, and a relay that fails means 502, never NCBI directly.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import secrets
+import socket
+import ssl
+import threading
+import time
+from pathlib import Path
+
+import audit
+import blastapi
+import rids as rids_mod
+import schedule as schedule_mod
+import serving
+import upstream
+from biotool import ncbirule
+
+JITTER_S = 0.5                # added to NCBI's intervals for network jitter
+MIN_INTERVAL_S = ncbirule.MIN_INTERVAL_S + JITTER_S
+POLL_INTERVAL_S = ncbirule.POLL_INTERVAL_S + JITTER_S
+HOLD_S = 30.0                 # the longest a request waits for its fair turn before a 429
+BODY_BUDGET = 2 * blastapi.MAX_BODY  # request bodies held at once per run: the gate has 512m
+MAX_TUNNELS = 32              # open tunnels per run; more are answered 503
+_RID = re.compile(rb"RID\s*=\s*([A-Za-z0-9_-]{1,64})")
+_READY = re.compile(rb"Status\s*=\s*READY")
+_FULL = "this run's audit store is full: no further request of the run is relayed"
+
+
+class Gate:
+    """One run's gate: its identity, its RIDs, its place in the host-wide schedule."""
+
+    def __init__(self, allow, cert: str, key: str, state_dir: str, extra_ca: str | None = None,
+                 run: str | None = None, min_interval: float = MIN_INTERVAL_S,
+                 poll_interval: float = POLL_INTERVAL_S, hold_s: float = HOLD_S,
+                 upstream_address: tuple[str, int] | None = None, run_state: str | None = None,
+                 relay: str | None = None, relay_tls: str | None = None,
+                 records: "audit.Records | None" = None):
+        # upstream_address: connect there instead of resolving the host (unit tests only;
+        # the certificate is still checked against the host name).
+        self.upstream_address = upstream_address
+        # relay: the site's NCBI relay (relay.py), then the one authority on NCBI's interval.
+        self.relay, self.relay_ctx = None, None
+        if relay:
+            self.relay = upstream.parse_relay_url(relay)
+            self.relay_ctx = upstream.relay_client_context(relay_tls or "")
+        self.allow = {(h, p) for h, p in allow}
+        self.run = run or secrets.token_hex(8)
+        self.records = records or audit.Records(audit.GATE)
+        self.rids = rids_mod.Rids(run_state, poll_interval)
+        self.bodies = serving.ByteBudget(BODY_BUDGET)
+        self.pending = threading.Lock()   # one request of this run waits for a slot at a time
+        self.tunnels = threading.BoundedSemaphore(MAX_TUNNELS)
+        self.ids = itertools.count(1)
+        self.hold_s = hold_s
+        self.schedule = schedule_mod.Schedule(Path(state_dir), min_interval)
+        self.server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.server_ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        self.server_ctx.load_cert_chain(cert, key)
+        self.server_ctx.set_alpn_protocols(["http/1.1"])
+        self.upstream_ctx = upstream.verified_context(extra_ca)
+
+    def log(self, rec: dict) -> bool:
+        return self.records.write(rec)
+
+
+class Requests(serving.Handler):
+    """The HTTP requests inside one TLS tunnel, each checked, paced, relayed and logged."""
+
+    server_version = "biotool-egress"
+
+    def __init__(self, request, base, server, *, host, port, sni, stats):
+        self.base, self.tunnel_host, self.tunnel_port, self.sni, self.stats = base, host, port, sni, stats
+        self.gate: Gate = server.gate
+        self.timeout = serving.IDLE_S
+        super().__init__(request, base.get("client") or "", server)
+
+    def handle_one_request(self):
+        self.command, self.path, self.request_version = None, "", "HTTP/1.1"
+        self.start_request()
+        try:
+            self.raw_requestline = self.rfile.readline(65537)
+        except (TimeoutError, socket.timeout, OSError) as exc:
+            self.close_connection = True
+            if self.reader.got and isinstance(exc, (TimeoutError, socket.timeout)):
+                # Part of a request line came, the rest never did: a denial, not an idle close.
+                self.new_record(self.reader.got)
+                self.finish_record("denied", f"request line not read within "
+                                             f"{serving.IDLE_S:.0f} s", None)
+            return
+        if not self.raw_requestline:
+            self.close_connection = True
+            return
+        self.new_record(len(self.raw_requestline))
+        if len(self.raw_requestline) > 65536:
+            return self.deny(414, "request line too long", close=True)
+        try:
+            parsed = self.parse_request()
+        except (TimeoutError, socket.timeout):
+            self.close_connection = True
+            return self.finish_record("denied", f"request head not read within "
+                                                f"{serving.IDLE_S:.0f} s", None)
+        if not parsed:   # it has answered 400/505 itself
+            self.close_connection = True
+            return self.finish_record("denied", "malformed HTTP request", self.wfile.n and 400)
+        self.sent += len(str(self.headers).encode("latin-1", "replace"))
+        try:
+            self.gatekeep()
+        except blastapi.Refused as exc:
+            self.deny(exc.status, exc.reason, close=exc.close)
+        except (TimeoutError, socket.timeout) as exc:
+            self.close_connection = True
+            if not self.recorded:
+                self.finish_record("denied", f"request not read within {serving.IDLE_S:.0f} s "
+                                   f"({type(exc).__name__})", None)
+        except Exception as exc:  # noqa: BLE001 - a request the checks did not foresee is still recorded
+            self.close_connection = True
+            if not self.recorded and self.relayed:  # it went upstream: never call it denied
+                self.finish_record("allowed", f"relayed, then the gate failed "
+                                   f"({type(exc).__name__})", 502, sent_upstream=True)
+            elif not self.recorded:
+                why = f"request not understood ({type(exc).__name__})"
+                try:
+                    self.deny(400, why, close=True)
+                except OSError:
+                    self.finish_record("denied", why, None)
+        finally:
+            self.gate.bodies.give(self.held)
+            self.held = 0
+            try:
+                self.wfile.flush()
+            except OSError:
+                self.close_connection = True
+
+    def new_record(self, sent: int) -> None:
+        self.sent, self.wfile.n, self.held = sent, 0, 0
+        self.recorded = self.relayed = False
+        self.rec = {**self.base, "event": "request", "request": next(self.gate.ids),
+                    "host": self.tunnel_host, "port": self.tunnel_port, "sni": self.sni}
+
+    def finish_record(self, decision: str, reason: str, status, **extra) -> None:
+        self.recorded = True
+        self.stats["requests"] += 1
+        self.stats["bytes_sent"] += self.sent
+        self.stats["bytes_received"] += self.wfile.n
+        self.gate.log({**self.rec, "method": getattr(self, "command", None),
+                       "url": f"https://{self.tunnel_host}{getattr(self, 'path', '')}",
+                       "decision": decision, "reason": reason, "http_status": status,
+                       "bytes_sent": self.sent, "bytes_received": self.wfile.n, **extra})
+
+    def deny(self, status: int, reason: str, *, retry_after: float | None = None,
+             close: bool = False, **extra) -> None:
+        decision = "paced" if status == 429 else "denied"
+        self.refuse(status, reason, decision, retry_after=retry_after, close=close)
+        self.finish_record(decision, reason, status, **extra)
+
+    def read_body(self, length: int) -> bytes | None:
+        """The body, held against the run's budget; None when refused or cut short (answered
+        and recorded)."""
+        gate = self.gate
+        if not gate.bodies.take(length):
+            # Read past, never kept, so the client is not cut off mid-send before the answer.
+            left = length
+            while left > 0:
+                chunk = self.rfile.read(min(left, 65536))
+                if not chunk:
+                    break
+                left -= len(chunk)
+            self.sent += length - left
+            self.deny(503, f"this run's gate already holds {gate.bodies.used} bytes of "
+                           f"request bodies (at most {BODY_BUDGET}); send one at a time",
+                      retry_after=gate.schedule.min_interval, close=True)
+            return None
+        self.held = length
+        body = self.rfile.read(length) if length else b""
+        self.sent += len(body)
+        if len(body) < length:
+            self.close_connection = True
+            self.finish_record("denied", "request body cut short", None)
+            return None
+        self.request_read(serving.IDLE_S)
+        return body
+
+    def gatekeep(self) -> None:
+        gate = self.gate
+        method = self.command
+        parts = blastapi.request_path(method, self.path)
+        hosts = self.headers.get_all("Host") or []
+        named = hosts[0].strip().lower().rstrip(".") if len(hosts) == 1 else None
+        if named not in (self.tunnel_host, f"{self.tunnel_host}:{self.tunnel_port}"):
+            return self.deny(403, f"Host header {hosts!r} is not the tunnel's host "
+                                  f"{self.tunnel_host}", close=True)
+        body = self.read_body(blastapi.body_length(self.headers))
+        if body is None:
+            return
+        raw = blastapi.raw_params(method, parts, self.headers.get("Content-Type"), body)
+        if gate.records.full:  # checked once the body is read: a clean answer
+            return self.deny(503, _FULL, close=True)
+        request = blastapi.parse(method, raw)
+        what, rid = request.kind, request.rid
+        self.rec.update(what=what, rid=rid)
+        if what != "put":
+            if gate.rids.get(rid) is None:
+                return self.deny(403, f"RID {rid} was not created by this run")
+            wait = gate.rids.poll_wait(rid, what)
+            if wait > 0:
+                return self.deny(429, f"RID {rid} was asked about "
+                                      f"{gate.rids.poll_interval - wait:.1f} s ago; NCBI allows "
+                                      f"one poll per RID every {ncbirule.POLL_INTERVAL_S:.0f} s "
+                                      f"(a fetch before READY counts as one)", retry_after=wait)
+        # Decided, and recorded so, before the wait for NCBI's slot: once the slot is granted
+        # the request leaves at once, so the host-wide interval holds at NCBI's end too.
+        form = request.encoded()
+        url = f"https://{self.tunnel_host}{upstream.target(parts.path, method, form)}"
+        if not gate.log({**self.rec, "event": "decided", "method": method,
+                         "url": url, "decision": "allowed",
+                         "reason": f"BLAST {what} decided; relaying"}):
+            return self.deny(503, _FULL, close=True)
+        if not gate.pending.acquire(blocking=False):
+            return self.deny(429, "this run already has a request waiting for its NCBI slot",
+                             retry_after=gate.schedule.min_interval)
+        if gate.relay is not None:  # the site's relay holds NCBI's interval, not this host
+            try:
+                return self.via_relay(parts.path, form, request)
+            finally:
+                gate.pending.release()
+        try:
+            slot = gate.schedule.acquire(gate.run, gate.hold_s)
+        except schedule_mod.Busy as exc:
+            return self.deny(429, str(exc), retry_after=exc.retry_after)
+        except OSError as exc:
+            return self.deny(503, f"the host-wide NCBI schedule is unusable ({exc.strerror or exc})",
+                             retry_after=gate.schedule.min_interval)
+        finally:
+            gate.pending.release()
+        if gate.rids.counts_as_poll(rid, what):
+            gate.rids.mark(rid, last_poll=slot)
+        self.relay(parts.path, form, request)
+
+    def via_relay(self, path: str, form: str, request: "blastapi.Request") -> None:
+        """The decided request through the site's relay, the run's poll rule still kept here:
+        a poll the relay paced did not reach NCBI, so its poll time is given back."""
+        gate, rid = self.gate, request.rid
+        self.rec["relay"] = "%s:%d" % gate.relay
+        counts = gate.rids.counts_as_poll(rid, request.kind)
+        before = (gate.rids.get(rid) or {}).get("last_poll")
+        if counts:
+            gate.rids.mark(rid, last_poll=time.time())
+        if self.relay(path, form, request) and counts:
+            gate.rids.mark(rid, last_poll=before)
+
+    def relay(self, path: str, form: str, request: "blastapi.Request") -> bool:
+        """Send the decided request upstream (its `decided` record is already written, so one
+        the agent abandons mid-relay still has its record) and the reply back; True when the
+        site's relay paced it (429)."""
+        gate, method, what = self.gate, self.command, request.kind
+        via = gate.relay  # (host, port) of the site's relay, or None: straight to the host
+        self.relayed = True
+        try:
+            if via:
+                reply = upstream.send(*via, gate.relay_ctx, method, path, form,
+                                      extra={upstream.RUN_HEADER: gate.run[:32]})
+            else:
+                reply = upstream.send(self.tunnel_host, self.tunnel_port, gate.upstream_ctx,
+                                      method, path, form, address=gate.upstream_address)
+        except upstream.Failed as exc:
+            if via:  # fail closed: no way to NCBI but the relay
+                self.deny(502, f"the site's NCBI relay {via[0]}:{via[1]} failed or is "
+                               f"unreachable ({exc}); nothing else is tried",
+                          close=True, sent_upstream=False)
+                return False
+            self.deny(502, f"upstream {self.tunnel_host} failed: {exc}", close=True,
+                      sent_upstream=True)
+            return False
+        except upstream.TooLarge as exc:
+            self.deny(502, str(exc), close=True, sent_upstream=True)
+            return False
+        if via and reply.status == 429 and reply.header("X-Biotool-Egress") == "paced":
+            return self.relay_paced(reply)  # the relay's own answer: not a report, no RID
+        headers, data, rid = reply.headers, reply.data, None
+        if what == "put":
+            m = _RID.search(data)
+            if m:
+                rid = m.group(1).decode()
+                gate.rids.remember(rid)
+        elif what == "poll" and _READY.search(data):
+            gate.rids.mark(request.rid, ready=True)
+        elif what == "fetch":
+            data = blastapi.filter_report(data)
+            headers = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
+        extra = {"new_rid": rid} if rid else {}
+        try:
+            self.reply(reply.status, reply.reason, headers, data)
+        except OSError:  # the agent left before its reply: the request still went upstream
+            self.close_connection = True
+            self.finish_record("allowed", f"BLAST {what} relayed; the client left before "
+                               "the reply", reply.status, sent_upstream=True, **extra)
+            return False
+        self.finish_record("allowed", f"BLAST {what} relayed", reply.status, sent_upstream=True,
+                           **extra)
+        return False
+
+    def relay_paced(self, reply: "upstream.Reply") -> bool:
+        """The relay's 429 passed on as it came (Retry-After included), recorded as paced."""
+        try:
+            self.reply(reply.status, reply.reason, reply.headers, reply.data)
+        except OSError:
+            self.close_connection = True
+        self.finish_record("paced", f"the site's NCBI relay paced it ({ncbirule.RULE}, and "
+                                    f"a site leaves through one address)", reply.status,
+                           sent_upstream=False)
+        return True

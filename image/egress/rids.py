@@ -1,0 +1,93 @@
+"""The RIDs one run created, and NCBI's poll rule per RID.
+
+A RID may be polled or fetched only by the run that created it: each run has its own gate,
+and its RIDs live in that gate (saved on the run's own state volume, so a restarted gate
+keeps them and their poll times). NCBI allows one poll per RID per minute
+(biotool/ncbirule.py); until a RID is seen READY, fetching its report asks what a poll asks,
+so it counts as one. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+
+MAX_RIDS = 1000          # RIDs remembered per run (oldest first out)
+RIDS_FILE = "rids.json"  # in the run's state dir
+_RID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def load(path: Path | None) -> dict[str, dict]:
+    """RIDs a previous start of this run's gate saved; what does not parse is dropped, since
+    the file is the gate's own and anything odd in it means damage."""
+    if path is None or not path.is_file():
+        return {}
+    try:
+        raw = json.loads(path.read_text()[:(MAX_RIDS * 200)])
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for rid, info in (raw.items() if isinstance(raw, dict) else ()):
+        if _RID.fullmatch(str(rid)) and isinstance(info, dict) \
+                and isinstance(info.get("created"), (int, float)):
+            last = info.get("last_poll")
+            out[rid] = {"created": float(info["created"]),
+                        "last_poll": float(last) if isinstance(last, (int, float)) else None,
+                        **({"ready": True} if info.get("ready") is True else {})}
+    return dict(list(out.items())[-MAX_RIDS:])
+
+
+class Rids:
+    """This run's RIDs: {rid: {"created", "last_poll", "ready"?}}, saved after each change."""
+
+    def __init__(self, state_dir: str | None, poll_interval: float):
+        self.path = Path(state_dir) / RIDS_FILE if state_dir else None
+        self.known: dict[str, dict] = load(self.path)
+        self.poll_interval = poll_interval
+        self.lock = threading.Lock()
+
+    def get(self, rid: str | None) -> dict | None:
+        with self.lock:
+            info = self.known.get(rid) if rid else None
+            return dict(info) if info is not None else None
+
+    def counts_as_poll(self, rid: str | None, what: str) -> bool:
+        """Whether this request of `rid` is one NCBI's poll rule counts."""
+        info = self.get(rid) if what != "put" else None
+        return info is not None and (what == "poll" or not info.get("ready"))
+
+    def poll_wait(self, rid: str, what: str) -> float:
+        """Seconds until `rid` may be asked again by a request of kind `what` (0: now)."""
+        info = self.get(rid)
+        if not self.counts_as_poll(rid, what) or info["last_poll"] is None:
+            return 0.0
+        return max(0.0, info["last_poll"] + self.poll_interval - time.time())
+
+    def remember(self, rid: str) -> None:
+        with self.lock:
+            self.known[rid] = {"created": time.time(), "last_poll": None}
+            while len(self.known) > MAX_RIDS:
+                self.known.pop(next(iter(self.known)))
+            self._save()
+
+    def mark(self, rid: str, **fields) -> None:
+        with self.lock:
+            if rid in self.known:
+                self.known[rid].update(fields)
+                self._save()
+
+    def _save(self) -> None:
+        """The run's RIDs on its state volume (caller holds the lock), replaced atomically."""
+        if self.path is None:
+            return
+        tmp = self.path.with_suffix(".tmp")
+        try:
+            tmp.write_text(json.dumps(self.known, separators=(",", ":")))
+            os.replace(tmp, self.path)
+        except OSError as exc:  # the RIDs still work in memory; a restart would lose them
+            print(f"egress gate: cannot save RIDs ({exc})", file=sys.stderr, flush=True)
