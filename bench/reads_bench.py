@@ -4,7 +4,7 @@ peers on the same BAM, with wall-time ratios and recall/precision on simulated t
     python bench/reads_bench.py [--depth 200] [--bp-depth 1000 [5000]] [--runs 3] [--threads 2]
                                 [--out DIR] [--only PART..]
 
-Truth, generated here (tests/unit/reads/simulate.py, seeded): the real SARS-CoV-2
+Truth, generated here (tests/biotool_testing/simulate.py, seeded): the real SARS-CoV-2
 reference (refs/demo) with
   variants:    SNVs, deletions and insertions planted at fractions 1.0 / 0.5 / 0.35 (to be
                found) and 0.04 (below the 0.2 floor), 150 bp reads with 0.5% substitution errors;
@@ -37,7 +37,6 @@ cost (start-up, input checks). Prints one JSON object.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import random
@@ -48,7 +47,10 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from repo_paths import REPO  # first: it puts tests/ on sys.path
+
+from biotool_testing import simulate as sim
+
 REF = REPO / "refs" / "demo" / "sarscov2" / "MN908947.3.reference.fasta"
 CONTIG = "MN908947.3"
 
@@ -66,14 +68,6 @@ AWK_TALLY = r"""
 END { for (p in S) T[p]+=S[p]; for (p in E) T[p]+=E[p]; for (p in C) T[p]+=C[p]
       for (p in T) print p "\t" T[p] }
 """
-
-
-def _sim():
-    spec = importlib.util.spec_from_file_location(
-        "reads_simulate", REPO / "tests" / "unit" / "reads" / "simulate.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _median_time(fn, runs: int) -> tuple[float, object]:
@@ -369,7 +363,6 @@ def main(argv=None) -> int:
                     help="threads for the whole-library alignment (minimap2, samtools sort)")
     ap.add_argument("--out", type=Path, default=None, help="keep the data here")
     args = ap.parse_args(argv)
-    sim = _sim()
     ref_seq = "".join(REF.read_text().splitlines()[1:]).upper()
     with tempfile.TemporaryDirectory() as tmp:
         d = args.out or Path(tmp)

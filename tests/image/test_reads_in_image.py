@@ -3,18 +3,15 @@ shape (arbitrary UID, read-only root, tmpfs /tmp, no network): bwa is in the ima
 is built into the writable cache even for a staged (read-only) reference, and data mounted
 read-only from the host is read where it lies."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from biotool_testing import simulate as sim
+
 HERE = Path(__file__).resolve().parent
 LAMBDA = HERE.parent / "unit" / "reads" / "data" / "bowtie2_lambda"
-_spec = importlib.util.spec_from_file_location(
-    "reads_simulate", HERE.parent / "unit" / "reads" / "simulate.py")
-sim = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sim)
 
 SHAPE = {"user": "12345:12345", "read_only": True, "tmpfs": {"/tmp": "rw,exec,mode=1777"},
          "environment": {"HOME": "/nonexistent"}}

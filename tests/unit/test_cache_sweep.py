@@ -197,13 +197,9 @@ def _big_fastq(src: Path, out: Path, copies: int) -> Path:
 
 
 def test_a_killed_alignment_is_swept_and_the_rerun_is_correct(biotool_env, tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "reads_simulate", Path(__file__).parent / "reads" / "simulate.py")
-    sim = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sim)
     import random
+
+    from biotool_testing import simulate as sim
 
     ref = sim.genome(6000, seed=5)
     c = sim.cut_site(ref, random.Random(5))

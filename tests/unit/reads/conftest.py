@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import random
 from pathlib import Path
 
 import pytest
 
+from biotool_testing import simulate as sim
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 ARTIC_FASTQ = REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq"
-
-
-def _load_simulate():
-    spec = importlib.util.spec_from_file_location("reads_simulate", HERE / "simulate.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-sim = _load_simulate()
 
 
 @pytest.fixture(scope="session")

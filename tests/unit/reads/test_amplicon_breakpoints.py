@@ -1,14 +1,9 @@
 """Breakpoints on amplicon libraries: read starts and ends at the amplicon's primers (and at a
 contig's first and last base) are not breaks; the Cas9 cut carried by indels ranks first."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-_spec = importlib.util.spec_from_file_location("reads_simulate", Path(__file__).with_name("simulate.py"))
-sim = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sim)
+from biotool_testing import simulate as sim
 
 
 def _run(biotool, fasta, fastq):

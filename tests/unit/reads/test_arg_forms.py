@@ -1,13 +1,8 @@
 """The seed's argument forms: one flag followed by several files, besides the repeated flag."""
 
-import importlib.util
-from pathlib import Path
-
 from biotool.reads.cli import spread
 
-_spec = importlib.util.spec_from_file_location("reads_simulate", Path(__file__).with_name("simulate.py"))
-sim = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sim)
+from biotool_testing import simulate as sim
 
 
 def test_spread_rewrites_only_list_flags_and_stops_at_options():

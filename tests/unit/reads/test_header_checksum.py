@@ -2,15 +2,12 @@
 @SQ carries the M5 of the full chromosome and --reference is the matching extract."""
 
 import hashlib
-import importlib.util
 import subprocess
 from pathlib import Path
 
 import pytest
 
-_spec = importlib.util.spec_from_file_location("reads_simulate", Path(__file__).with_name("simulate.py"))
-sim = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sim)
+from biotool_testing import simulate as sim
 
 
 def _reheader(src_bam: Path, out_bam: Path, **sq) -> Path:
