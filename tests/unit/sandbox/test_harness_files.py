@@ -3,6 +3,8 @@ compose.inspect.yaml's shape for Inspect's docker provider, and the CUDA image's
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -39,37 +41,80 @@ def test_provider_modes_map_to_the_launcher(monkeypatch):
     assert resolve("a/b") == "/work/a/b" and resolve("/tmp/x") == "/tmp/x"
 
 
+COUNTERPART = {"default": "sandbox", "egress": "egress"}  # compose.inspect.yaml -> compose.yaml
+# All compose.inspect.yaml may set itself: the rest (hardening, limits, mounts, networks)
+# comes from compose.yaml by `extends`, declared once.
+FOR_INSPECT = {"extends", "x-default", "x-local", "working_dir", "depends_on"}
+
+
+def _docs() -> tuple[dict, dict]:
+    return (yaml.safe_load((REPO / "compose.yaml").read_text()),
+            yaml.safe_load((REPO / "compose.inspect.yaml").read_text()))
+
+
+def _resolved(name: str) -> dict:
+    """A compose.inspect.yaml service as `extends` makes it: compose.yaml's counterpart with
+    the few keys FOR_INSPECT lets this file set (each replaces the counterpart's whole value)."""
+    ours, theirs = _docs()
+    svc = theirs["services"][name]
+    base = ours["services"][svc["extends"]["service"]]
+    return {**base, **{k: v for k, v in svc.items() if k != "extends"}}
+
+
+def test_inspects_compose_file_extends_the_enforced_stack_and_repeats_none_of_it():
+    ours, theirs = _docs()
+    assert set(theirs["services"]) == set(COUNTERPART)
+    for name, counterpart in COUNTERPART.items():
+        svc = theirs["services"][name]
+        assert svc["extends"] == {"file": "compose.yaml", "service": counterpart}, name
+        assert set(svc) <= FOR_INSPECT, (name, sorted(set(svc) - FOR_INSPECT))
+    # Networks cannot be extended: the file declares compose.yaml's, exactly.
+    assert theirs["networks"] == ours["networks"]
+    # The run's egress state (certificate, RIDs, audit) survives a restart, egress only.
+    assert ours["services"]["egress"]["restart"].startswith("on-failure")
+    assert "egress-state:/var/lib/biotool-egress-run" in _resolved("egress")["volumes"]
+    assert not any("egress-state" in v for svc, d in ours["services"].items() if svc != "egress"
+                   for v in d.get("volumes", []))
+
+
 def test_compose_file_for_inspects_docker_provider():
-    doc = yaml.safe_load((REPO / "compose.inspect.yaml").read_text())
-    default = doc["services"]["default"]
+    _, doc = _docs()
+    default = _resolved("default")
     assert default["x-default"] is True and default["x-local"] is True
-    assert doc["services"]["egress"]["x-local"] is True
+    assert _resolved("egress")["x-local"] is True
+    assert default["depends_on"] == {"egress": {"condition": "service_healthy"}}
     assert any(t.startswith("/var/tmp:") and "exec" in t.split(":", 1)[1].split(",")
                for t in default["tmpfs"])
     # Inspect's mount check refuses external volumes and host binds: only project volumes
-    # (the workspace, and the run's egress CA read-only).
+    # (the workspace, and the run's egress CA read-only), and none with driver options.
     assert default["volumes"] == ["work:/work", "egress-ca:/run/biotool-egress-ca:ro"]
-    assert all(not v or not v.get("external") for v in doc["volumes"].values())
+    assert all(not v or not (v.get("external") or v.get("driver_opts"))
+               for v in doc["volumes"].values())
+    assert {v.split(":")[0] for name in COUNTERPART for v in _resolved(name)["volumes"]} \
+        <= set(doc["volumes"])
     assert doc["networks"]["internal"]["internal"] is True and default["networks"] == ["internal"]
     assert default["cap_drop"] == ["ALL"] and default["read_only"] is True
 
 
-def test_inspects_compose_file_carries_every_limit_of_the_enforced_stack():
-    # One declaration in effect: each service of compose.inspect.yaml has the limits and the
-    # hardening its counterpart in compose.yaml has, with the same values.
-    ours = yaml.safe_load((REPO / "compose.yaml").read_text())["services"]
-    inspect = yaml.safe_load((REPO / "compose.inspect.yaml").read_text())["services"]
+@pytest.mark.skipif(shutil.which("docker") is None, reason="needs the docker CLI (no engine)")
+def test_compose_resolves_inspects_file_to_the_enforced_stacks_services():
+    # Compose itself (this host's v2 plugin; no engine needed) resolves `extends` across files:
+    # each service has its counterpart's hardening and limits, the same values.
+    def config(name: str) -> dict:
+        done = subprocess.run(["docker", "compose", "-p", "biotool-check", "-f", name, "config",
+                               "--format", "json"], cwd=REPO, capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)["services"]
+
+    ours, theirs = config("compose.yaml"), config("compose.inspect.yaml")
     keys = ("cpus", "mem_limit", "pids_limit", "logging", "cap_drop", "security_opt",
-            "read_only", "user", "tmpfs", "restart")
-    for mine, theirs in (("sandbox", "default"), ("egress", "egress")):
+            "read_only", "user", "tmpfs", "restart", "environment", "networks", "image",
+            "command", "init", "healthcheck")
+    for name, counterpart in COUNTERPART.items():
         for key in keys:
-            assert inspect[theirs].get(key) == ours[mine].get(key), (theirs, key)
-    # The run's egress state (certificate, RIDs, audit) survives a restart, in both files.
-    assert ours["egress"]["restart"].startswith("on-failure")
-    for doc in (ours, inspect):
-        assert "egress-state:/var/lib/biotool-egress-run" in doc["egress"]["volumes"]
-        assert not any("egress-state" in v for svc, d in doc.items() if svc != "egress"
-                       for v in d.get("volumes", []))
+            assert theirs[name].get(key) == ours[counterpart].get(key), (name, key)
+    assert theirs["egress"]["volumes"] == ours["egress"]["volumes"]
 
 
 def test_gpu_profile_runs_the_cuda_tag():
