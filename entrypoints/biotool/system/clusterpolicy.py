@@ -28,6 +28,8 @@ import socket
 import time
 from dataclasses import dataclass
 
+from biotool import rules as rules_mod
+
 POLICY_VAR = "BIOTOOL_EGRESS_POLICY"
 PROBE_SECONDS = 1.0
 KUBELET_PORT = 10250
@@ -84,17 +86,9 @@ def targets(routes: list[tuple[str, str, str]], env: dict, allowed: list[tuple[s
         found += [Probe(f"allowlisted host {name}", a, port) for a in addrs]
     unique = {}
     for p in found:
-        if _valid(p.address) and p.address not in avoid:
+        if rules_mod.is_ip_literal(p.address) and p.address not in avoid:
             unique.setdefault((p.address, p.port), p)
     return list(unique.values())
-
-
-def _valid(address: str) -> bool:
-    try:
-        ipaddress.ip_address(address)
-        return True
-    except ValueError:
-        return False
 
 
 def connect(probe: Probe, seconds: float = PROBE_SECONDS) -> Outcome:
@@ -167,20 +161,13 @@ def verdict(policy: str, proxy: str, proxy_outcomes: list[Outcome],
                       f"{PROBE_SECONDS:g} s"}
 
 
-def status(policy: str, proxy: str, routes: list[tuple[str, str, str]], env: dict,
-           resolve) -> dict:
-    """The cluster-mode verdict for this pod (resolve: enforcement's bounded resolver)."""
-    from urllib.parse import urlsplit
-
-    from biotool import rules as rules_mod
-
+def status(policy: str, proxy: str, address: tuple[str | None, int],
+           routes: list[tuple[str, str, str]], env: dict, resolve) -> dict:
+    """The cluster-mode verdict for this pod: `address` the proxy's (host, port), `resolve`
+    enforcement's bounded resolver."""
+    host, port = address
     try:
-        parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-        host, port = parts.hostname or "", parts.port or 3128
-    except ValueError:
-        host, port = "", 3128
-    try:
-        allow = list(dict.fromkeys(rules_mod.load().egress_allow))
+        allow = list(rules_mod.load().egress_allow)
     except rules_mod.RulesError:
         allow = []  # doctor's rules check says why; the other probes still run
     # Names resolved at once too: each lookup is bounded, and a hung resolver bounds them all.
@@ -190,7 +177,7 @@ def status(policy: str, proxy: str, routes: list[tuple[str, str, str]], env: dic
     proxy_addrs = found[0] if host else []
     allowed = [(name, addrs, p) for (name, p), addrs in zip(allow, found[len(names):])]
     probes = targets(routes, env, allowed, avoid=set(proxy_addrs))
-    to_proxy = [Probe("egress proxy", a, port) for a in proxy_addrs if _valid(a)]
+    to_proxy = [Probe("egress proxy", a, port) for a in proxy_addrs if rules_mod.is_ip_literal(a)]
     start = time.monotonic()
     tried = connect_all(to_proxy + probes)
     out = verdict(policy, proxy, tried[:len(to_proxy)], tried[len(to_proxy):])

@@ -274,7 +274,8 @@ def status(proc_net: Path = Path("/proc/net"), env: dict | None = None, solicit=
     if policy and proxy and ifaces:
         # A pod's gateway answers and its proxy is a Service off its subnets: the declared
         # policy is judged by trying it (clusterpolicy.py), never by the rules below.
-        return {**out, **clusterpolicy.status(policy, proxy, routes, env, resolve)}
+        return {**out, **clusterpolicy.status(policy, proxy, proxy_address(proxy), routes, env,
+                                              resolve)}
     for fam, gw, dev in routes:
         # An IPv6 or device-only default route cannot be checked from /proc: it counts as open.
         if fam == "ipv6" or gw == "0.0.0.0" or gateway_answers(gw, proc_net, solicit, gave_up=gave_up):
@@ -303,7 +304,7 @@ def status(proc_net: Path = Path("/proc/net"), env: dict | None = None, solicit=
     if routed:
         return unenforced(f"the route {routed[0]} leads beyond this container's subnet, beside "
                           f"the egress proxy {proxy}")
-    host = urlsplit_host(proxy)
+    host, _ = proxy_address(proxy)
     addrs = resolve(host) if host else []
     on_link = [a for a in addrs if any(ipaddress.ip_address(a) in net for net in connected)]
     out["proxy_addresses"] = addrs
@@ -319,13 +320,15 @@ def status(proc_net: Path = Path("/proc/net"), env: dict | None = None, solicit=
                       f"({on_link[0]}) is the only way out"}
 
 
-def urlsplit_host(proxy: str) -> str | None:
+def proxy_address(proxy: str) -> tuple[str | None, int]:
+    """(host, port) of an HTTPS_PROXY value (port 3128 unless it says), host None when bad."""
     from urllib.parse import urlsplit
 
     try:
-        return urlsplit(proxy if "://" in proxy else f"http://{proxy}").hostname
+        parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        return parts.hostname, parts.port or 3128
     except ValueError:
-        return None
+        return None, 3128
 
 
 def required(env: dict | None = None) -> bool:
