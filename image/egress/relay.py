@@ -121,15 +121,7 @@ class RelayServer(serving.Server):
                 "event": "tls", "address": client_address[0], "decision": "denied",
                 "reason": f"not a gate of this site: TLS refused ({type(exc).__name__}: {exc})"})
             return
-        try:
-            Handler(tls, client_address, self)
-        except OSError:
-            pass
-        finally:
-            try:
-                tls.close()
-            except OSError:
-                pass
+        serving.serve_then_close(tls, lambda: Handler(tls, client_address, self))
 
 
 class Handler(serving.Handler):

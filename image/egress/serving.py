@@ -21,6 +21,7 @@ import socketserver
 import ssl
 import threading
 import time
+from typing import Callable
 
 HANDSHAKE_S = 15.0  # the whole TLS handshake, however slowly its bytes come
 IDLE_S = 60.0       # a whole request (line, head, body) from the moment the server waits
@@ -46,6 +47,20 @@ def handshake(sock, ctx: ssl.SSLContext, seconds: float) -> ssl.SSLSocket:
             raise TimeoutError("TLS handshake not done in time")
     tls.setblocking(True)
     return tls
+
+
+def serve_then_close(tls: ssl.SSLSocket, serve: Callable[[], object]) -> None:
+    """Serve an established TLS connection; a client gone mid-way is no error, and the
+    connection is closed whatever happens."""
+    try:
+        serve()
+    except OSError:
+        pass
+    finally:
+        try:
+            tls.close()
+        except OSError:
+            pass
 
 
 class DeadlineReader(io.RawIOBase):

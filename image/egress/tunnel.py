@@ -107,16 +107,8 @@ class Tunnel(socketserver.BaseRequestHandler):
                           "decision": "denied", "reason": reason})
                 return
             tls.settimeout(serving.IDLE_S)
-            try:
-                gate_mod.Requests(tls, base, self.server, host=host, port=port, sni=shown,
-                                  stats=stats)
-            except OSError:
-                pass
-            finally:
-                try:
-                    tls.close()
-                except OSError:
-                    pass
+            serving.serve_then_close(tls, lambda: gate_mod.Requests(
+                tls, base, self.server, host=host, port=port, sni=shown, stats=stats))
         finally:
             if not internal:
                 gate.log({**base, "event": "close", "url": f"{host}:{port}", "host": host, "port": port,
