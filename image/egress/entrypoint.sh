@@ -1,10 +1,10 @@
 #!/bin/bash
 # Egress start-up: make this run's own CA and a certificate for the allowlisted hosts (the
 # sandbox trusts that CA only, read from the shared ca volume), start the gate
-# (gatekeeper.py, which ends TLS for those hosts and paces every request host-wide), render
-# squid.conf from the rules file and run Squid; both log to this container's stdout. If
-# either process ends, the container ends: a proxy without its gate must not linger, and
-# compose restarts it. The run's state (certificate, RIDs, audit) lives on its own volume,
+# (gatekeeper.py and its modules, which end TLS for those hosts and pace every request
+# host-wide), render squid.conf from the rules file and run Squid; both log to this
+# container's stdout. If either process ends, the container ends: a proxy without its gate
+# must not linger, and compose restarts it. The run's state (certificate, RIDs, audit) lives on its own volume,
 # so a restart keeps the CA the sandbox trusts, the searches in flight and the audit.
 set -euo pipefail
 
@@ -17,10 +17,12 @@ lib=/usr/local/lib/egress
 # Relay mode (`relay` or EGRESS_MODE=relay): the site's one NCBI relay (relay.py), no Squid.
 if [ "${1:-}" = relay ] || [ "${EGRESS_MODE:-}" = relay ]; then
     [ "${1:-}" = relay ] && shift
+    # No --upstream unless set: NCBI's Blast.cgi is relay.py's default, written there only.
+    upstream=()
+    [ -n "${EGRESS_RELAY_UPSTREAM:-}" ] && upstream=(--upstream "$EGRESS_RELAY_UPSTREAM")
     exec python3 "$lib/relay.py" --tls "${EGRESS_RELAY_TLS:-/etc/biotool/relay}" \
         --state-dir "$state_dir" --listen "0.0.0.0:${EGRESS_RELAY_PORT:-8443}" \
-        --upstream "${EGRESS_RELAY_UPSTREAM:-https://blast.ncbi.nlm.nih.gov/Blast.cgi}" \
-        --extra-ca "${BIOTOOL_EGRESS_EXTRA_CA:-}" "$@"
+        "${upstream[@]}" --extra-ca "${BIOTOOL_EGRESS_EXTRA_CA:-}" "$@"
 fi
 mkdir -p "$run_dir"
 umask 077
