@@ -1,5 +1,5 @@
 #!/bin/bash
-# The docker run shape of hpc/run-apptainer.sh (tests/image/conftest.py's APPTAINER_SHAPE):
+# The docker run shape of hpc/run-apptainer.sh (tests/biotool_testing/images.py's APPTAINER_SHAPE):
 # no network, an arbitrary UID with no passwd entry, a read-only root, a private /tmp, a HOME
 # it cannot write, the site overlay read-only. For tests and docker-only nodes.
 set -euo pipefail

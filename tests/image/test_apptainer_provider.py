@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from biotool_testing.paths import REPO
 
 SHIM = Path(__file__).with_name("apptainer_shim.py")
 READS = "/opt/biotool/samples/demo-sarscov2-artic-reads/MT007544.fastq"

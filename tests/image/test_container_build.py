@@ -3,7 +3,7 @@
 import json
 import re
 
-from conftest import REPO
+from biotool_testing.paths import REPO
 
 
 def _lock(variant: str) -> dict[str, str]:

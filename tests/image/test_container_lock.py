@@ -3,7 +3,7 @@
 
 import importlib.util
 
-from conftest import REPO
+from biotool_testing.paths import REPO
 
 _spec = importlib.util.spec_from_file_location("lockfile", REPO / "image" / "lockfile.py")
 lockfile = importlib.util.module_from_spec(_spec)

@@ -10,7 +10,7 @@ import os
 import uuid
 
 import pytest
-from conftest import TEST_LABEL
+from biotool_testing.images import TEST_LABEL
 
 from biotool_sandbox.demo import FAMILY_STEPS
 

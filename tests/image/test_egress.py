@@ -16,7 +16,7 @@ import threading
 
 import pytest
 
-import stack  # tests/image/stack.py; conftest puts this folder on sys.path
+from biotool_testing import stack
 
 HOST = stack.ALLOWED_HOST
 

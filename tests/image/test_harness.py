@@ -13,7 +13,8 @@ import time
 import uuid
 
 import pytest
-from conftest import EGRESS_IMAGE, REPO, SANDBOX_IMAGE, TEST_LABEL
+from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE, TEST_LABEL
+from biotool_testing.paths import REPO
 
 READS = "/opt/biotool/samples/demo-sarscov2-artic-reads/MT007544.fastq"
 

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-import stack  # tests/image/stack.py; conftest puts this folder on sys.path
+from biotool_testing import stack
 
 HOST = stack.ALLOWED_HOST
 URL = f"https://{HOST}/blast/Blast.cgi"

@@ -16,7 +16,8 @@ import uuid
 import pytest
 import yaml
 
-from conftest import EGRESS_IMAGE, REPO, TEST_LABEL
+from biotool_testing.images import EGRESS_IMAGE, TEST_LABEL
+from biotool_testing.paths import REPO
 
 HOST = "blast.ncbi.nlm.nih.gov"
 # CONNECT through Squid to the gate, then TLS trusting only the given CA: the peer's DER out.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-import stack  # tests/image/stack.py; conftest puts this folder on sys.path
+from biotool_testing import stack
 
 
 def _project_resources(run_id: str) -> dict:

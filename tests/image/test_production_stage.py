@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EGRESS_IMAGE, REPO, SANDBOX_IMAGE, Runner
+from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE, Runner
+from biotool_testing.paths import REPO
 
 sys.path.insert(0, str(REPO / "tests"))
 

@@ -21,8 +21,8 @@ import time
 
 import pytest
 
-import stack  # tests/image/stack.py; conftest puts this folder on sys.path
-from conftest import EGRESS_IMAGE
+from biotool_testing import stack
+from biotool_testing.images import EGRESS_IMAGE
 
 HOST = stack.ALLOWED_HOST
 URL = f"https://{HOST}/blast/Blast.cgi"

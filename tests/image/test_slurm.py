@@ -3,7 +3,8 @@ here), with hpc/run-docker.sh standing for Apptainer: a throttled job array of 3
 episodes of the image, offline, then hpc/merge.py over the shards.
 
 Apptainer itself is not run (none on these hosts): run-docker.sh is the docker run shape of
-`apptainer exec --containall --net --network none` (tests/image/conftest.py's APPTAINER_SHAPE).
+`apptainer exec --containall --net --network none` (APPTAINER_SHAPE in
+tests/biotool_testing/images.py).
 """
 
 from __future__ import annotations

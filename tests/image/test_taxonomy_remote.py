@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-import stack  # tests/image/stack.py; conftest puts this folder on sys.path
+from biotool_testing import stack
 
 HOST = stack.ALLOWED_HOST
 READS = stack.REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq"

@@ -2,30 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-REFS = REPO / "refs"
-DEMO = REFS / "demo"
-
-
-@dataclass
-class Result:
-    code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def json(self) -> dict:
-        return json.loads(self.stdout)
+from biotool_testing.paths import REFS
+from biotool_testing.ran import Ran
 
 
 @pytest.fixture(scope="session")
@@ -55,11 +41,11 @@ def biotool(biotool_env):
     """Run `biotool ARGS...` as the agent would: a subprocess; returns code, stdout, stderr."""
 
     def run(*args: str, env: dict | None = None, input: str | None = None,
-            timeout: float = 300) -> Result:
+            timeout: float = 300) -> Ran:
         proc = subprocess.run([sys.executable, "-m", "biotool", *args], capture_output=True,
                               text=True, env={**biotool_env, **(env or {})}, input=input,
                               timeout=timeout)
-        return Result(proc.returncode, proc.stdout, proc.stderr)
+        return Ran(proc.returncode, proc.stdout, proc.stderr)
 
     return run
 

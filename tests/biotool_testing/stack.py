@@ -1,7 +1,8 @@
 """Helpers for image tests that need the enforced compose stack: runs, probes, an outside server.
 
-Imported by test_egress.py, test_launcher.py and test_taxonomy_remote.py (fixtures are defined
-in those modules from these plain functions; conftest's `images` fixture makes sure the images
+Imported by the image tests that bring up runs (test_egress.py, test_launcher.py,
+test_taxonomy_remote.py, test_isolation.py, test_relay.py; fixtures are defined in those modules
+from these plain functions; tests/image/conftest.py's `images` fixture makes sure the images
 exist). Every run is brought up and torn down through the real launcher.
 """
 
@@ -15,7 +16,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from conftest import EGRESS_IMAGE, REPO, SANDBOX_IMAGE
+from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE
+from biotool_testing.paths import REPO
 
 PROBE = (Path(__file__).parent / "probe.py").read_text(encoding="utf-8")
 ALLOWED_HOST = "blast.ncbi.nlm.nih.gov"
@@ -41,7 +43,7 @@ def container(name: str):
 
 
 def probe(run: dict, kind: str, *args: str, service: str = "sandbox") -> dict:
-    """Run one probe from tests/image/probe.py inside a container of the run."""
+    """Run one probe from tests/biotool_testing/probe.py inside a container of the run."""
     c = container(run["containers"][service])
     res = c.exec_run(["python3", "-c", PROBE, kind, *args], demux=True)
     out, err = res.output

@@ -1,0 +1,54 @@
+"""The images the image tests run and the runner that starts one throw-away container per
+command (the jupyter/docker-stacks pattern); tests/image/conftest.py's fixtures hand them out.
+
+The images are `biotool-sandbox:latest` and `biotool-egress:latest` unless BIOTOOL_IMAGE /
+BIOTOOL_EGRESS_IMAGE say otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+from biotool_testing.ran import Ran
+
+SANDBOX_IMAGE = os.environ.get("BIOTOOL_IMAGE", "biotool-sandbox:latest")
+EGRESS_IMAGE = os.environ.get("BIOTOOL_EGRESS_IMAGE", "biotool-egress:latest")
+TEST_LABEL = "biotool-image-test"
+RUN_TIMEOUT = 300
+
+# The shape Apptainer runs an image in: an arbitrary non-root UID, a read-only root,
+# no network, a private /tmp, and a HOME the user cannot write (here: the agent's home).
+APPTAINER_SHAPE = {
+    "user": "12345:12345",
+    "read_only": True,
+    "network_mode": "none",
+    "tmpfs": {"/tmp": ""},  # docker's defaults: rw,noexec,nosuid,nodev
+    "environment": {"HOME": "/home/agent"},
+}
+
+
+class Runner:
+    """Runs one command in a fresh container of the sandbox image and removes it."""
+
+    def __init__(self, client, image: str):
+        self.client, self.image = client, image
+
+    def run(self, command, timeout: int = RUN_TIMEOUT, **kwargs) -> Ran:
+        if isinstance(command, str):
+            command = ["bash", "-c", command]
+        kwargs.setdefault("network_mode", "none")
+        kwargs.setdefault("labels", {}).update({TEST_LABEL: "1"})
+        container = self.client.containers.run(
+            self.image, command, detach=True, name=f"biotool-test-{uuid.uuid4().hex[:10]}",
+            **kwargs)
+        try:
+            status = container.wait(timeout=timeout)
+            return Ran(code=status["StatusCode"],
+                       stdout=container.logs(stdout=True, stderr=False).decode(errors="replace"),
+                       stderr=container.logs(stdout=False, stderr=True).decode(errors="replace"))
+        finally:
+            container.remove(force=True)
+
+    def biotool(self, *args: str, **kwargs) -> Ran:
+        return self.run(["biotool", *args], **kwargs)
