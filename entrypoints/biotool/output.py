@@ -10,7 +10,7 @@ import json
 import math
 import os
 import sys
-from typing import Any, Callable, NoReturn
+from typing import Any
 
 # The exit codes and the error every program raises are the command-line layer's (one
 # ladder for biotool, molperceive and biotool-sandbox); biotool's errors are its kinds.
@@ -87,10 +87,3 @@ def render(result: dict) -> str:
 def emit(result: dict) -> None:
     sys.stdout.write(render(result) + "\n")
     sys.stdout.flush()
-
-
-def run(fn: Callable[[], dict]) -> NoReturn:
-    """Call one domain function, emit its dict, and exit with the documented code."""
-    from commandline.ladder import finish
-
-    finish("biotool", fn, emit)

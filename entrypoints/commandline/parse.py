@@ -2,12 +2,12 @@
 
 Every option gets the checks it shares with every other: given once unless repeatable, no
 empty value (unless empty is its default), valid UTF-8 text of bounded length, numbers
-converted with the option named, integers within their range and what a C long holds.
+converted with the option named, integers within their declared range and what a C long
+holds. (Other bounds, NaN included, are each command's: it knows what its options mean.)
 """
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -29,6 +29,8 @@ class Parsed:
 
 
 def no_such_option(name: str, known: Sequence[str], command: str) -> UsageError:
+    import difflib  # on a usage error only
+
     close = difflib.get_close_matches(name, known)
     hint = f" (Possible options: {', '.join(sorted(close))})" if close else ""
     return UsageError(f"No such option: {name}{hint}", command)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import sys
 from typing import Any, Callable, NoReturn, Sequence
 
@@ -47,6 +46,8 @@ def main(prog: str, commands: Sequence[Command], *, help: str, emit: Callable[[A
             raise UsageError("Missing command.")
         name = args.pop(0)
         if name not in by_name:
+            import difflib  # on a usage error only
+
             close = difflib.get_close_matches(name, list(by_name))
             raise UsageError(f"No such command {name!r}." + (
                 f" Did you mean {close[0]!r}?" if close else f" Commands: {', '.join(by_name)}."))

@@ -55,8 +55,9 @@ def test_bytecode_is_precompiled_and_current(sandbox):
     # PYTHONDONTWRITEBYTECODE stops run-time writes, so start-up relies on build-time .pyc
     # whose recorded source mtime and size still match (else Python recompiles every start).
     script = (
-        "import importlib.util, os, struct, json, typer, click, biotool.cli, biotool.output\n"
-        "for m in (json, typer, click, biotool.cli, biotool.output):\n"
+        "import importlib.util, os, struct, json, commandline.program, commandline.parse, "
+        "biotool.cli, biotool.output\n"
+        "for m in (json, commandline.program, commandline.parse, biotool.cli, biotool.output):\n"
         "    src = m.__file__; st = os.stat(src)\n"
         "    head = open(importlib.util.cache_from_source(src), 'rb').read(16)\n"
         "    flags, mtime, size = struct.unpack('<III', head[4:16])\n"
@@ -66,7 +67,8 @@ def test_bytecode_is_precompiled_and_current(sandbox):
     )
     ran = sandbox.run(["python", "-c", script])
     assert ran.code == 0, ran
-    assert ran.stdout.split() == ["json", "True", "typer", "True", "click", "True",
+    assert ran.stdout.split() == ["json", "True", "commandline.program", "True",
+                                  "commandline.parse", "True",
                                   "biotool.cli", "True", "biotool.output", "True",
                                   "PYTHONDONTWRITEBYTECODE", "1"]
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
-
-import typer
 
 from biotool.files import read_bounded
-from biotool.output import InputError, run
+from biotool.output import InputError
+from commandline.spec import Argument, Command, Option
 
 MAX_ARGS_BYTES = 8 * 2 ** 20  # a tool's JSON arguments; a sequence of a few megabases fits
 
@@ -88,49 +86,45 @@ def describe() -> dict:
             "requires": {"python": ["Bio"]}}
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("call", help=CALL_HELP)
-    def call_cmd(
-        name: Optional[str] = typer.Argument(None, help="Tool name (see --list)."),
-        args: Optional[str] = typer.Argument(
-            None, help="Arguments as a JSON object, @FILE, or - for stdin (default {})."),
-        schema: bool = typer.Option(False, "--schema", help="Print the tool's JSON schemas."),
-        list_: bool = typer.Option(False, "--list", help="List every tool and whether it is "
-                                   "offered here (with the reason when not)."),
-        filter_: str = typer.Option("", "--filter", help="With --list: only names or "
-                                    "categories containing this text."),
-        offered: bool = typer.Option(False, "--offered", help="With --list: offered tools "
-                                     "only."),
-        max_chars: int = typer.Option(DEFAULT_MAX_CHARS, "--max-chars", min=0,
-                                      help="Bound the JSON output to about this many "
-                                      "characters by cutting the longest strings and lists "
-                                      "(marked truncated, truncated_fields); 0 = no bound "
-                                      "(narrow --list with --filter instead). Competence and "
-                                      "provenance are never cut, so a tiny bound is exceeded, "
-                                      "but the output is always one JSON object."),
-    ) -> None:
-        from biotool.annotate import calls
+def call_cmd(name, args, schema, list_, filter_, offered, max_chars) -> dict:
+    from biotool.annotate import calls
 
-        def go() -> dict:
-            if list_:
-                return calls.shrink(calls.list_tools(filter_, offered), max_chars)
-            if not name:
-                raise InputError("name: give a tool name, or --list to see them")
-            if schema:
-                return calls.shrink(calls.schema(name), max_chars)
-            text, source = args, None
-            if text == "-":
-                source = "stdin"
-                text = args_text(sys.stdin.buffer.read(MAX_ARGS_BYTES + 1), source)
-            elif text and text.startswith("@"):
-                source = text[1:]
-                text = args_text(read_bounded(source, "args @FILE", MAX_ARGS_BYTES), source)
-            try:
-                return calls.call(name, text, max_chars)
-            except InputError as exc:
-                if source is None or not str(exc).startswith("args"):
-                    raise
-                # The agent must know which file held the bad arguments.
-                raise InputError(f"{exc} (arguments from {source})") from None
+    if list_:
+        return calls.shrink(calls.list_tools(filter_, offered), max_chars)
+    if not name:
+        raise InputError("name: give a tool name, or --list to see them")
+    if schema:
+        return calls.shrink(calls.schema(name), max_chars)
+    text, source = args, None
+    if text == "-":
+        source = "stdin"
+        text = args_text(sys.stdin.buffer.read(MAX_ARGS_BYTES + 1), source)
+    elif text and text.startswith("@"):
+        source = text[1:]
+        text = args_text(read_bounded(source, "args @FILE", MAX_ARGS_BYTES), source)
+    try:
+        return calls.call(name, text, max_chars)
+    except InputError as exc:
+        if source is None or not str(exc).startswith("args"):
+            raise
+        # The agent must know which file held the bad arguments.
+        raise InputError(f"{exc} (arguments from {source})") from None
 
-        run(go)
+
+def commands() -> list[Command]:
+    return [Command("call", call_cmd, help=CALL_HELP, arguments=(
+        Argument("name", "Tool name (see --list)."),
+        Argument("args", "Arguments as a JSON object, @FILE, or - for stdin (default {})."),
+    ), options=(
+        Option(("--schema",), "Print the tool's JSON schemas.", flag=True),
+        Option(("--list",), "List every tool and whether it is offered here (with the reason "
+               "when not).", flag=True, dest="list_"),
+        Option(("--filter",), "With --list: only names or categories containing this text.",
+               default="", dest="filter_"),
+        Option(("--offered",), "With --list: offered tools only.", flag=True),
+        Option(("--max-chars",), "Bound the JSON output to about this many characters by "
+               "cutting the longest strings and lists (marked truncated, truncated_fields); 0 = "
+               "no bound (narrow --list with --filter instead). Competence and provenance are "
+               "never cut, so a tiny bound is exceeded, but the output is always one JSON "
+               "object.", kind=int, default=DEFAULT_MAX_CHARS, min=0),
+    ))]

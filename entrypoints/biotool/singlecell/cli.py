@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
-import typer
-
-from biotool.output import InputError, run
+from biotool.output import InputError
+from commandline.spec import Command, Option
 
 CELLTYPE_HELP = """Which cell types are in a single-cell sample, from pretrained models, with
 the limits stated. Prints one JSON object.
@@ -76,71 +73,63 @@ def describe() -> dict:
                          "python": ["scanpy", "anndata", "celltypist", "torch", "transformers"]}}
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("celltype", help=CELLTYPE_HELP)
-    def celltype_cmd(
-        matrix: Optional[str] = typer.Option(None, "--matrix", "-m",
-                                             help="Expression matrix file or folder (see above)."),
-        genes: Optional[str] = typer.Option(None, "--genes",
-                                            help="Comma-separated genes of one cell, highest "
-                                                 "expression first (with --model c2s-celltype)."),
-        model: str = typer.Option("celltypist", "--model",
-                                  help="celltypist | c2s-celltype | all."),
-        reference: str = typer.Option("auto", "--reference",
-                                      help="auto (score the species' panel) or a staged "
-                                           "CellTypist model name, or a .pkl path."),
-        organism: str = typer.Option("auto", "--organism", help="auto | human | mouse."),
-        n_cells: int = typer.Option(8, "--sample",
-                                    help="Cells sampled for Cell2Sentence (seeded)."),
-        budget_seconds: float = typer.Option(90.0, "--timeout",
-                                             help="Time budget, checked before every "
-                                                  "Cell2Sentence batch (sized to fit what is "
-                                                  "left); past it the answered cells come back "
-                                                  "with truncated: true (one cell at least)."),
-        c2s_model: str = typer.Option("c2s-celltype", "--c2s-model",
-                                      help="Staged Cell2Sentence model name/alias, or a folder "
-                                           "with config.json, weights and tokenizer."),
-        batch_size: int = typer.Option(8, "--batch-size",
-                                       help="Most cells per Cell2Sentence generation "
-                                            "batch (smaller when the budget needs it)."),
-        seed: int = typer.Option(0, "--seed", help="Seed for sampling cells."),
-        cells_out: Optional[str] = typer.Option(None, "--cells-out",
-                                                help="Write every cell's labels (TSV) here; "
-                                                     "the path is returned as cells_file."),
-    ) -> None:
-        def go() -> dict:
-            import os
-            import warnings
+def celltype_cmd(matrix, genes, model, reference, organism, n_cells, budget_seconds, c2s_model,
+                 batch_size, seed, cells_out) -> dict:
+    import os
+    import warnings
 
-            # Library warnings (celltypist, anndata, scanpy) are not the agent's concern: stderr
-            # carries progress and at most one error line, never warnings before it.
-            warnings.simplefilter("ignore")
-            # Caches and downloads must never happen at run time (read-only image, offline).
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-            # celltypist makes its model folder at import: never the (maybe read-only) HOME.
-            from biotool.cache import cache_root
+    # Library warnings (celltypist, anndata, scanpy) are not the agent's concern: stderr
+    # carries progress and at most one error line, never warnings before it.
+    warnings.simplefilter("ignore")
+    # Caches and downloads must never happen at run time (read-only image, offline).
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    # celltypist makes its model folder at import: never the (maybe read-only) HOME.
+    from biotool.cache import cache_root
 
-            os.environ.setdefault("CELLTYPIST_FOLDER", str(cache_root() / "celltypist"))
-            # numba's compiled normalisation and matplotlib's font list, built with the image,
-            # put where the libraries look before scanpy imports them (biotool.buildcache).
-            from biotool import buildcache
+    os.environ.setdefault("CELLTYPIST_FOLDER", str(cache_root() / "celltypist"))
+    # numba's compiled normalisation and matplotlib's font list, built with the image,
+    # put where the libraries look before scanpy imports them (biotool.buildcache).
+    from biotool import buildcache
 
-            buildcache.seed()
-            from biotool.singlecell.celltype import celltype_genes, celltype_matrix
+    buildcache.seed()
+    from biotool.singlecell.celltype import celltype_genes, celltype_matrix
 
-            if (matrix is None) == (genes is None):
-                raise InputError("celltype: give exactly one of --matrix or --genes")
-            if genes is not None:
-                if model != "c2s-celltype":
-                    raise InputError("--genes: only --model c2s-celltype reads a ranked gene list")
-                if reference != "auto":
-                    raise InputError(f"--reference {reference}: CellTypist needs a --matrix; "
-                                     "--genes goes to Cell2Sentence only")
-                if cells_out is not None:
-                    raise InputError("--cells-out: needs a --matrix (--genes is one cell)")
-                return celltype_genes(genes, organism, c2s_model, budget_seconds)
-            return celltype_matrix(matrix, model, reference, organism, n_cells, budget_seconds,
-                                   c2s_model, batch_size, seed, cells_out)
+    if (matrix is None) == (genes is None):
+        raise InputError("celltype: give exactly one of --matrix or --genes")
+    if genes is not None:
+        if model != "c2s-celltype":
+            raise InputError("--genes: only --model c2s-celltype reads a ranked gene list")
+        if reference != "auto":
+            raise InputError(f"--reference {reference}: CellTypist needs a --matrix; "
+                             "--genes goes to Cell2Sentence only")
+        if cells_out is not None:
+            raise InputError("--cells-out: needs a --matrix (--genes is one cell)")
+        return celltype_genes(genes, organism, c2s_model, budget_seconds)
+    return celltype_matrix(matrix, model, reference, organism, n_cells, budget_seconds,
+                           c2s_model, batch_size, seed, cells_out)
 
-        run(go)
+
+def commands() -> list[Command]:
+    return [Command("celltype", celltype_cmd, help=CELLTYPE_HELP, options=(
+        Option(("--matrix", "-m"), "Expression matrix file or folder (see above)."),
+        Option(("--genes",), "Comma-separated genes of one cell, highest expression first (with "
+               "--model c2s-celltype)."),
+        Option(("--model",), "celltypist | c2s-celltype | all.", default="celltypist"),
+        Option(("--reference",), "auto (score the species' panel) or a staged CellTypist model "
+               "name, or a .pkl path.", default="auto"),
+        Option(("--organism",), "auto | human | mouse.", default="auto"),
+        Option(("--sample",), "Cells sampled for Cell2Sentence (seeded).", kind=int, default=8,
+               aliases=("--n-cells",), dest="n_cells"),
+        Option(("--timeout",), "Time budget, checked before every Cell2Sentence batch (sized to "
+               "fit what is left); past it the answered cells come back with truncated: true "
+               "(one cell at least).", kind=float, default=90.0, aliases=("--budget-seconds",),
+               dest="budget_seconds"),
+        Option(("--c2s-model",), "Staged Cell2Sentence model name/alias, or a folder with "
+               "config.json, weights and tokenizer.", default="c2s-celltype"),
+        Option(("--batch-size",), "Most cells per Cell2Sentence generation batch (smaller when "
+               "the budget needs it).", kind=int, default=8),
+        Option(("--seed",), "Seed for sampling cells.", kind=int, default=0),
+        Option(("--cells-out",), "Write every cell's labels (TSV) here; the path is returned as "
+               "cells_file."),
+    ))]

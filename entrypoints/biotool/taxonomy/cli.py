@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
-import typer
-
-from biotool.output import run
+from commandline.spec import Command, Option
 
 HELP = """Which organisms the reads or sequences come from, by BLAST (blastn).
 
@@ -68,37 +64,34 @@ def describe() -> dict:
             "requires": {"binaries": ["blastn"], "python": []}}
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("taxonomy", help=HELP)
-    def taxonomy_cmd(
-        fasta: Optional[str] = typer.Option(None, "--fasta", help="FASTA file of queries."),
-        fastq: Optional[str] = typer.Option(None, "--fastq", help="FASTQ file of reads."),
-        top: int = typer.Option(5, "--top", help="Best hits returned over all queries (1-50); "
-                                                 "each query is searched for 5 hits whatever "
-                                                 "this is."),
-        sample: int = typer.Option(100, "--sample", help="Reads searched, drawn with a fixed "
-                                                         "seed. The detection floor is ~1/sample."),
-        timeout: float = typer.Option(600.0, "--timeout", help="Seconds for the whole run "
-                                      "(at most 604800); when it runs out, a partial result "
-                                      "with truncated=true."),
-        local: bool = typer.Option(False, "--local", help="Search the staged BLAST database."),
-        remote: bool = typer.Option(False, "--remote", help="Search NCBI BLAST through the "
-                                                            "egress proxy."),
-        database: Optional[str] = typer.Option(None, "--database", help="Local: a staged "
-                                               "BLAST database name or alias (default: the "
-                                               "staged taxonomy panel, production before "
-                                               "demo; demo-viral-panel in the demo image). "
-                                               "Remote: an NCBI database (default nt)."),
-        email: Optional[str] = typer.Option(None, "--email", help="Contact address sent to NCBI as the "
-                                  "`email` parameter (or env BIOTOOL_NCBI_EMAIL)."),
-        seed: int = typer.Option(0, "--seed", help="Sampling seed."),
-        threads: int = typer.Option(1, "--threads", min=1, max=256, help="blastn threads (local)."),
-        hits_out: Optional[str] = typer.Option(None, "--hits-out", help="Write every query's "
-                                               "hits (JSON Lines) to this file; its path is "
-                                               "returned as hits_file."),
-    ) -> None:
-        from biotool.taxonomy.identify import identify
+def taxonomy_cmd(fasta, fastq, top, sample, timeout, local, remote, database, email, seed,
+                 threads, hits_out) -> dict:
+    from biotool.taxonomy.identify import identify
 
-        run(lambda: identify(fasta=fasta, fastq=fastq, top=top, sample=sample, timeout=timeout,
-                             local=local, remote=remote, database=database, email=email or "",
-                             seed=seed, threads=threads, hits_out=hits_out))
+    return identify(fasta=fasta, fastq=fastq, top=top, sample=sample, timeout=timeout,
+                    local=local, remote=remote, database=database, email=email or "",
+                    seed=seed, threads=threads, hits_out=hits_out)
+
+
+def commands() -> list[Command]:
+    return [Command("taxonomy", taxonomy_cmd, help=HELP, options=(
+        Option(("--fasta",), "FASTA file of queries."),
+        Option(("--fastq",), "FASTQ file of reads."),
+        Option(("--top",), "Best hits returned over all queries (1-50); each query is searched "
+               "for 5 hits whatever this is.", kind=int, default=5),
+        Option(("--sample",), "Reads searched, drawn with a fixed seed. The detection floor is "
+               "~1/sample.", kind=int, default=100),
+        Option(("--timeout",), "Seconds for the whole run (at most 604800); when it runs out, a "
+               "partial result with truncated=true.", kind=float, default=600.0),
+        Option(("--local",), "Search the staged BLAST database.", flag=True),
+        Option(("--remote",), "Search NCBI BLAST through the egress proxy.", flag=True),
+        Option(("--database",), "Local: a staged BLAST database name or alias (default: the "
+               "staged taxonomy panel, production before demo; demo-viral-panel in the demo "
+               "image). Remote: an NCBI database (default nt)."),
+        Option(("--email",), "Contact address sent to NCBI as the `email` parameter (or env "
+               "BIOTOOL_NCBI_EMAIL)."),
+        Option(("--seed",), "Sampling seed.", kind=int, default=0),
+        Option(("--threads",), "blastn threads (local).", kind=int, default=1, min=1, max=256),
+        Option(("--hits-out",), "Write every query's hits (JSON Lines) to this file; its path "
+               "is returned as hits_file."),
+    ))]

@@ -1,22 +1,34 @@
 """The seed's argument forms: one flag followed by several files, besides the repeated flag."""
 
-from biotool.reads.cli import spread
+import pytest
+
+from biotool.reads.cli import commands
+from commandline.errors import UsageError
+from commandline.parse import parse
 
 from biotool_testing import simulate as sim
 
+VARIANTS = next(c for c in commands() if c.name == "variants")
 
-def test_spread_rewrites_only_list_flags_and_stops_at_options():
-    each, grouped = ("--bam",), ("--fastq",)
-    assert spread(["--bam", "a", "b", "c", "--top", "3"], each, grouped) == \
-        ["--bam", "a", "--bam", "b", "--bam", "c", "--top", "3"]
-    assert spread(["--fastq", "R1", "R2", "--fastq", "S", "--reference", "X"], each, grouped) == \
-        ["--fastq", "R1,R2", "--fastq", "S", "--reference", "X"]
-    assert spread(["--bam=a", "b"], each, grouped) == ["--bam", "a", "--bam", "b"]
+
+def _files(*args: str) -> tuple:
+    v = parse(VARIANTS, ["--reference", "X", *args]).values
+    return v["bam"], v["fastq"]
+
+
+def test_list_flags_take_several_files_and_stop_at_options():
+    # --bam: each file one value; --fastq: the files after one flag are one library.
+    assert _files("--bam", "a", "b", "c", "--top", "3") == (["a", "b", "c"], None)
+    assert _files("--fastq", "R1", "R2", "--fastq", "S") == (None, ["R1,R2", "S"])
+    assert _files("--bam=a", "b") == (["a", "b"], None)
     # The flag's own value is taken whatever it looks like; later dashes end the list.
-    assert spread(["--bam", "-odd.bam", "x"], each, grouped) == ["--bam", "-odd.bam", "--bam", "x"]
-    assert spread(["--region", "a", "b"], each, grouped) == ["--region", "a", "b"]
-    assert spread(["--bam"], each, grouped) == ["--bam"]
-    assert spread(["--", "--bam", "a", "b"], each, grouped) == ["--", "--bam", "a", "b"]
+    assert _files("--bam", "-odd.bam", "x") == (["-odd.bam", "x"], None)
+    with pytest.raises(UsageError, match="unexpected extra argument"):
+        _files("--region", "a", "b")  # a single-valued flag takes one value
+    with pytest.raises(UsageError, match="requires an argument"):
+        _files("--bam")
+    with pytest.raises(UsageError, match=r"unexpected extra argument\(s\) \(--bam a b\)"):
+        _files("--", "--bam", "a", "b")  # nothing after -- is an option
 
 
 def _drop_paths(out: dict) -> dict:

@@ -73,12 +73,14 @@ def test_a_matrix_folder_nobody_may_read_is_exit_2(tmp_path, staged_home, biotoo
         for p in [tmp_path, *tmp_path.parents]:  # let nobody reach the folder itself
             if p != p.parent:
                 p.chmod(p.stat().st_mode | 0o011)
-        probe = subprocess.run([*prefix, sys.executable, "-c", "import typer, anndata"],
+        probe = subprocess.run([*prefix, sys.executable, "-c", "import anndata"],
                                capture_output=True, env=env)
         whole_command = probe.returncode == 0
     if not whole_command:
-        cmd = [sys.executable, "-c", "import sys; from biotool.output import run; "
-               "from biotool.singlecell.matrix import load; run(lambda: load(sys.argv[1]))",
+        cmd = [sys.executable, "-c", "import sys; from biotool.output import emit; "
+               "from commandline.ladder import finish; "
+               "from biotool.singlecell.matrix import load; "
+               "finish('biotool', lambda: load(sys.argv[1]), emit)",
                str(folder)]
     else:
         cmd = [sys.executable, "-m", "biotool", "celltype", "--matrix", str(folder)]

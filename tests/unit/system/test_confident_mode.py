@@ -140,14 +140,11 @@ def test_confident_help_reads_like_a_conventional_tools(biotool):
 
 
 def test_no_help_text_is_emptied_in_confident_mode():
-    import typer
-
-    from biotool.cli import app
+    from biotool.cli import commands
     from biotool.competence import plain_help
 
-    group = typer.main.get_command(app)
-    for name, command in group.commands.items():
-        assert plain_help(command.help).strip(), name
-        for param in command.params:
-            if getattr(param, "help", None):
-                assert plain_help(param.help).strip(), (name, param.name, param.help)
+    for command in commands():
+        assert plain_help(command.help).strip(), command.name
+        for param in (*command.options, *command.arguments):
+            if param.help:
+                assert plain_help(param.help).strip(), (command.name, param.key, param.help)
