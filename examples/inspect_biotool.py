@@ -18,12 +18,12 @@ import re
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
-from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer
 from inspect_ai.solver import TaskState, generate, use_tools
 from inspect_ai.tool import bash, python
 
 from biotool_sandbox.inspect_sandbox import egress_audit
+from biotool_sandbox.scripted import scripted_model
 
 READS = "/opt/biotool/samples/demo-sarscov2-artic-reads/MT007544.fastq"
 PROMPT = (f"The nanopore reads in {READS} are a SARS-CoV-2 ARTIC amplicon run. Against the "
@@ -94,24 +94,11 @@ def _largest_deletion(messages) -> str:
     return "no deletion found"
 
 
-def scripted_agent(messages, tools, tool_choice, config) -> ModelOutput:
-    """mockllm/model's outputs: the next scripted tool call, then the answer from the tools."""
-    done = sum(1 for m in messages if m.role == "tool")
-    if done < len(SCRIPT):
-        tool, args = SCRIPT[done]
-        out = ModelOutput.for_tool_call("mockllm/model", tool, args)
-    else:
-        out = ModelOutput.from_content("mockllm/model",
-                                       f"The largest deletion is {_largest_deletion(messages)}.")
-    # Usage given, so mockllm does not count tokens (its tokenizer would be downloaded).
-    out.usage = ModelUsage(input_tokens=0, output_tokens=0, total_tokens=0)
-    return out
-
-
 @task
 def artic_deletion_scripted() -> Task:
     """The same sample with mockllm/model scripting the calls (the image test runs this)."""
     return Task(dataset=[_sample()],
                 solver=[use_tools(bash(timeout=300), python(timeout=5)), generate()],
                 scorer=deletion_and_egress(), sandbox="biotool",
-                model=get_model("mockllm/model", custom_outputs=scripted_agent))
+                model=scripted_model(SCRIPT, lambda messages:
+                                     f"The largest deletion is {_largest_deletion(messages)}."))

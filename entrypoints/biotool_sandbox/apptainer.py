@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -81,8 +82,8 @@ def _bindable(what: str, path: Path) -> Path:
     return path
 
 
-def settings(config: ApptainerConfig | str | None, environ: dict[str, str]) -> Settings:
-    """The checked settings, or LauncherError naming what is missing (and the variable to set)."""
+def _given(config: ApptainerConfig | str | None, environ: dict[str, str]) -> dict[str, str | None]:
+    """Each setting from the config, else from its variable in ENV."""
     if isinstance(config, str):
         config = ApptainerConfig(sif=config)
     elif config is None:
@@ -90,17 +91,32 @@ def settings(config: ApptainerConfig | str | None, environ: dict[str, str]) -> S
     elif not isinstance(config, ApptainerConfig):
         raise LauncherError(f"sandbox=('biotool-apptainer', {config!r}): the config is a SIF path "
                             "or an ApptainerConfig")
-    given = {field: getattr(config, field) or environ.get(var) or None for field, var in ENV.items()}
+    return {field: getattr(config, field) or environ.get(var) or None for field, var in ENV.items()}
 
+
+def locate(config: ApptainerConfig | str | None, environ: dict[str, str]) -> tuple[str, Path]:
+    """The apptainer binary and the scratch folder (all cleanup needs), checked."""
+    given = _given(config, environ)
     if given["apptainer"]:
-        apptainer = given["apptainer"]
-        if not (os.path.isfile(apptainer) and os.access(apptainer, os.X_OK)):
-            raise LauncherError(f"apptainer {apptainer} (BIOTOOL_APPTAINER) is not an executable file")
+        tool = given["apptainer"]
+        if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
+            raise LauncherError(f"apptainer {tool} (BIOTOOL_APPTAINER) is not an executable file")
     else:
-        apptainer = shutil.which("apptainer", path=environ.get("PATH"))
-        if apptainer is None:
+        tool = shutil.which("apptainer", path=environ.get("PATH"))
+        if tool is None:
             raise LauncherError("apptainer is not on PATH: install Apptainer, or set "
                                 "BIOTOOL_APPTAINER to its path")
+    scratch = _bindable("scratch", Path(given["scratch"] or environ.get("TMPDIR")
+                                         or tempfile.gettempdir()).absolute())
+    if not (scratch.is_dir() and os.access(scratch, os.W_OK | os.X_OK)):
+        raise LauncherError(f"scratch {scratch} (BIOTOOL_SCRATCH) is not a writable directory")
+    return tool, scratch
+
+
+def settings(config: ApptainerConfig | str | None, environ: dict[str, str]) -> Settings:
+    """The checked settings, or LauncherError naming what is missing (and the variable to set)."""
+    tool, scratch = locate(config, environ)
+    given = _given(config, environ)
     if not given["sif"]:
         raise LauncherError("no SIF given: set BIOTOOL_SIF, or pass sandbox=('biotool-apptainer', "
                             "'PATH.sif') (`make sif` writes out/biotool-sandbox.sif)")
@@ -113,11 +129,7 @@ def settings(config: ApptainerConfig | str | None, environ: dict[str, str]) -> S
         site = _bindable("site overlay", Path(given["site"]).absolute())
         if not site.is_dir():
             raise LauncherError(f"site overlay {site} (BIOTOOL_SITE) is not a directory")
-    scratch = _bindable("scratch", Path(given["scratch"] or environ.get("TMPDIR")
-                                         or tempfile.gettempdir()).absolute())
-    if not (scratch.is_dir() and os.access(scratch, os.W_OK | os.X_OK)):
-        raise LauncherError(f"scratch {scratch} (BIOTOOL_SCRATCH) is not a writable directory")
-    return Settings(apptainer=apptainer, sif=sif, site=site, scratch=scratch)
+    return Settings(apptainer=tool, sif=sif, site=site, scratch=scratch)
 
 
 def new_sample(scratch: Path) -> Sample:
@@ -229,3 +241,9 @@ def message(err: bytes) -> str:
     lines = [l.strip() for l in err.decode("utf-8", "replace").splitlines() if l.strip()]
     fatal = [l for l in lines if l.startswith(("FATAL", "ERROR"))]
     return (fatal or lines or ["no message"])[-1]
+
+
+def gone(err: bytes, name: str) -> bool:
+    """Whether Apptainer said there is no instance `name` (its FATAL for exec and stop)."""
+    return re.search(f"no instance found with name {re.escape(name)}(?:\\s|$)",
+                     err.decode("utf-8", "replace")) is not None

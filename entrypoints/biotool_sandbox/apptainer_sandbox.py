@@ -27,6 +27,7 @@ from inspect_ai.util import (
     SandboxEnvironment,
     SandboxEnvironmentConfigType,
     SandboxEnvironmentLimits,
+    SandboxUnavailableError,
     SandboxUserUnsupportedError,
     sandboxenv,
 )
@@ -74,7 +75,7 @@ class ApptainerSandboxEnvironment(SandboxEnvironment):
     @classmethod
     async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
         s = apptainer.settings(config, dict(os.environ))
-        code, out, err = await apptainer.run(apptainer.version_argv(s), deadline=60)
+        code, _, err = await apptainer.run(apptainer.version_argv(s), deadline=60)
         if code != 0:
             raise EngineError(f"{s.apptainer} version failed (exit {code}): "
                               f"{apptainer.message(err)}")
@@ -117,9 +118,7 @@ class ApptainerSandboxEnvironment(SandboxEnvironment):
     async def cli_cleanup(cls, id: str | None) -> None:
         """`inspect sandbox cleanup biotool-apptainer [NAME]`: stop that instance (all of this
         user's bta- instances without NAME) and remove its folder under the scratch."""
-        environ = dict(os.environ)
-        tool = environ.get("BIOTOOL_APPTAINER") or shutil.which("apptainer") or "apptainer"
-        scratch = Path(environ.get("BIOTOOL_SCRATCH") or environ.get("TMPDIR") or "/tmp")
+        tool, scratch = apptainer.locate(None, dict(os.environ))
         if id:
             if not id.startswith(apptainer.PREFIX) or "/" in id:
                 raise LauncherError(f"{id!r} is not an instance of this provider "
@@ -147,9 +146,8 @@ class ApptainerSandboxEnvironment(SandboxEnvironment):
                                    pwd=inspect_io.resolve(cwd) if cwd else WORKDIR)
         data = input.encode("utf-8") if isinstance(input, str) else input
         start = time.monotonic()
-        code, out, err = await apptainer.run(argv, stdin=data,
-                                             deadline=inspect_io.host_deadline(timeout),
-                                             keep=SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE)
+        code, out, err = await self._call(argv, data, deadline=inspect_io.host_deadline(timeout),
+                                          keep=SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE)
         elapsed = time.monotonic() - start
         refusal = _refusal(code, out, err, cmd)
         if refusal:
@@ -162,7 +160,7 @@ class ApptainerSandboxEnvironment(SandboxEnvironment):
         path = inspect_io.resolve(file)
         data = contents.encode("utf-8") if isinstance(contents, str) else contents
         argv = apptainer.exec_argv(self.apptainer, self.name, inspect_io.write_argv(path))
-        code, _, err = await apptainer.run(argv, stdin=data)
+        code, _, err = await self._call(argv, data)
         inspect_io.check_write(path, code, err)
 
     @overload
@@ -174,8 +172,17 @@ class ApptainerSandboxEnvironment(SandboxEnvironment):
     async def read_file(self, file: str, text: bool = True) -> Union[str | bytes]:
         path = inspect_io.resolve(file)
         argv = apptainer.exec_argv(self.apptainer, self.name, inspect_io.read_argv(path))
-        code, out, err = await apptainer.run(argv)
+        code, out, err = await self._call(argv, None)
         return inspect_io.read_result(path, code, out, err, text)
+
+    async def _call(self, argv: list[str], stdin: bytes | None, **bounds) -> tuple[int, bytes, bytes]:
+        """One `apptainer exec` into the instance; SandboxUnavailableError once it is gone."""
+        code, out, err = await apptainer.run(argv, stdin=stdin, **bounds)
+        # Apptainer's own answer (exit 255), not a command's that happens to exit 255.
+        if code == 255 and not out and apptainer.gone(err, self.name):
+            raise SandboxUnavailableError(f"instance {self.name} is not running "
+                                          f"({apptainer.message(err)})")
+        return code, out, err
 
     async def audit(self) -> dict:
         """There is no egress to audit: `biotool`'s offline answer, for the same scorer code."""
@@ -190,9 +197,14 @@ class ApptainerSandboxEnvironment(SandboxEnvironment):
 async def _stop(tool: str, sample: Sample) -> None:
     """Stop the instance if it runs and remove its folders; nothing of the sample is left."""
     try:
-        await apptainer.run(apptainer.stop_argv(tool, sample.name), deadline=apptainer.STOP_TIMEOUT)
+        code, _, err = await apptainer.run(apptainer.stop_argv(tool, sample.name),
+                                           deadline=apptainer.STOP_TIMEOUT)
     finally:
         await asyncio.to_thread(_remove, sample.root)
+    # One that never started (a failed start, a second cleanup) is no failure.
+    if code != 0 and not apptainer.gone(err, sample.name):
+        raise EngineError(f"apptainer instance stop {sample.name} failed (exit {code}): "
+                          f"{apptainer.message(err)}")
 
 
 def _remove(root: Path) -> None:

@@ -17,17 +17,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import inspect_checks
 import pytest
 from biotool_testing.paths import REPO
 
 SHIM = Path(__file__).with_name("apptainer_shim.py")
 READS = "/opt/biotool/samples/demo-sarscov2-artic-reads/MT007544.fastq"
-
-try:  # the host extra; without it every test here fails on its own imports
-    from inspect_ai.util._sandbox import self_check
-except ImportError:
-    self_check = None
-
 
 def _setup(root: Path, image: str) -> dict[str, str]:
     """A shim `apptainer` on PATH, a SIF standing for image, a scratch and a site overlay."""
@@ -87,7 +82,7 @@ def test_the_shim_refuses_what_it_does_not_implement(argv, shim_env):
 # ---------------------------------------------------------------- the provider's lifecycle
 
 def test_a_sample_is_offline_in_the_hpc_shape_and_leaves_nothing(shim_env, docker_client):
-    from inspect_ai.util import SandboxUserUnsupportedError
+    from inspect_ai.util import SandboxUnavailableError, SandboxUserUnsupportedError
 
     from biotool_sandbox.apptainer_sandbox import ApptainerSandboxEnvironment as Box
 
@@ -113,6 +108,11 @@ def test_a_sample_is_offline_in_the_hpc_shape_and_leaves_nothing(shim_env, docke
                                         "chmod 000 /work/locked/in /work/locked"])
         finally:
             await Box.sample_cleanup("t", None, envs, False)
+        try:
+            await box.exec(["true"])
+        except SandboxUnavailableError as exc:
+            out["after"] = str(exc)
+        await Box.sample_cleanup("t", None, envs, False)  # a second cleanup is no failure
         return box.name, box.sample.root, out
 
     name, root, out = asyncio.run(session())
@@ -127,6 +127,7 @@ def test_a_sample_is_offline_in_the_hpc_shape_and_leaves_nothing(shim_env, docke
     assert out["audit"]["offline"] is True and out["audit"]["records"] == []
     assert out["audit"]["run"] == name and "--network none" in out["audit"]["note"]
     assert "runs every command as the user" in out["user"]
+    assert out["after"].startswith(f"instance {name} is not running (FATAL:"), out["after"]
     assert not root.exists() and os.listdir(shim_env["BIOTOOL_SCRATCH"]) == []
     assert _instances(shim_env) == [] and _shim_containers(docker_client) == []
 
@@ -194,26 +195,18 @@ def test_inspect_eval_scripted_agent_on_the_apptainer_provider(images, tmp_path,
 
 # ---------------------------------------------------------------- Inspect's conformance suite
 
-# Inspect's portable checks collected here as its own runner collects them, on one sample's
-# instance shared by the module (as tests/image/test_harness.py does for `biotool`).
-# The provider's documented limitation (docs/hpc.md): Inspect's xfail, strict, so the entry and
-# the docs go together if the check ever passes.
+# On one sample's instance shared by the module, as tests/image/test_harness.py does for `biotool`.
+# The provider's documented limitation (docs/hpc.md, "No user switching"):
 KNOWN_FAILURES = {
     "test_exec_as_user": "Apptainer runs every command as the user who started the instance: "
                          "exec(user=...) raises SandboxUserUnsupportedError, and adduser could "
                          "not write the SIF's read-only /etc either",
 }
-for _name in getattr(self_check, "__all__", []):
-    globals()[_name] = pytest.mark.anyio(getattr(self_check, _name))
+globals().update(inspect_checks.suite(KNOWN_FAILURES))
 
 
 @pytest.fixture(scope="module")
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-async def apptainer_sample(images, tmp_path_factory):
+async def provider_sample(images, tmp_path_factory):
     from biotool_sandbox.apptainer_sandbox import ApptainerSandboxEnvironment as Box
 
     environ = _setup(tmp_path_factory.mktemp("self-check"), images["sandbox"])
@@ -227,16 +220,3 @@ async def apptainer_sample(images, tmp_path_factory):
         finally:
             await Box.sample_cleanup("self_check", None, envs, False)
             await Box.task_cleanup("self_check", None, True)
-
-
-@pytest.fixture
-def sandbox_env(request, apptainer_sample):
-    reason = KNOWN_FAILURES.get(request.node.originalname)
-    if reason:
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
-    return apptainer_sample
-
-
-def test_inspect_self_check_is_collected_with_its_known_failure():
-    assert self_check is not None, "Inspect's conformance suite needs inspect-ai (the host extra)"
-    assert len(self_check.__all__) >= 40 and set(KNOWN_FAILURES) <= set(self_check.__all__)

@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 
+import inspect_checks
 import pytest
 from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE, TEST_LABEL
 from biotool_testing.paths import REPO
@@ -276,30 +277,18 @@ def test_inspect_provider_names_a_missing_image_and_its_make_target(images, monk
 
 # ---------------------------------------------------------------- Inspect's conformance suite
 
-# Inspect's portable checks (inspect_ai.util._sandbox.self_check) collected here as its own
-# runner collects them, on one sample's `sandbox="biotool"` stack shared by the module.
-try:  # the host extra; without it the provider tests above fail on their own imports
-    from inspect_ai.util._sandbox import self_check
-except ImportError:
-    self_check = None
-
-# The provider's documented limitation (docs/harnesses.md, Inspect AI): Inspect's xfail, strict, so the
-# entry and docs/harnesses.md go together if the check ever passes.
+# Inspect's portable checks (inspect_ai.util._sandbox.self_check), on one sample's
+# `sandbox="biotool"` stack shared by the module (tests/image/inspect_checks.py).
+# The provider's documented limitation (docs/harnesses.md, Inspect AI):
 KNOWN_FAILURES = {
     "test_exec_as_user": "adduser cannot write /etc or /run on the sandbox's read-only root (by "
                          "design); exec as root, the image's users or any numeric UID works",
 }
-for _name in getattr(self_check, "__all__", []):
-    globals()[_name] = pytest.mark.anyio(getattr(self_check, _name))
+globals().update(inspect_checks.suite(KNOWN_FAILURES))
 
 
 @pytest.fixture(scope="module")
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-async def biotool_sample(images):
+async def provider_sample(images):
     from biotool_sandbox.inspect_sandbox import BiotoolSandboxEnvironment as Box
 
     with pytest.MonkeyPatch.context() as mp:
@@ -312,19 +301,6 @@ async def biotool_sample(images):
     finally:
         await Box.sample_cleanup("self_check", None, envs, False)
         await Box.task_cleanup("self_check", None, True)
-
-
-@pytest.fixture
-def sandbox_env(request, biotool_sample):
-    reason = KNOWN_FAILURES.get(request.node.originalname)
-    if reason:
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
-    return biotool_sample
-
-
-def test_inspect_self_check_is_collected_with_its_known_failure():
-    assert self_check is not None, "Inspect's conformance suite needs inspect-ai (the host extra)"
-    assert len(self_check.__all__) >= 40 and set(KNOWN_FAILURES) <= set(self_check.__all__)
 
 
 @pytest.mark.anyio

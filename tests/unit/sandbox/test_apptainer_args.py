@@ -211,3 +211,11 @@ def test_run_feeds_stdin_and_keeps_only_the_tail(tmp_path):
 def test_run_names_a_program_that_cannot_start(tmp_path):
     with pytest.raises(Exception, match=r"^/nonexistent/apptainer could not be started"):
         asyncio.run(apptainer.run(["/nonexistent/apptainer", "version"]))
+
+
+def test_only_apptainers_no_instance_answer_means_the_instance_is_gone():
+    fatal = b"FATAL:   no instance found with name bta-1a2b\n"
+    assert apptainer.gone(fatal, "bta-1a2b")
+    assert not apptainer.gone(fatal, "bta-1a2")  # another instance's name is a prefix of it
+    assert not apptainer.gone(b"ssh: connect to host x: Connection refused\n", "bta-1a2b")
+    assert apptainer.message(b"INFO: x\nFATAL:   no instance found\nmore\n") == "FATAL:   no instance found"
