@@ -154,8 +154,8 @@ COPY entrypoints/biotool/__init__.py entrypoints/biotool/cache.py entrypoints/bi
 # output.py's errors are the command-line layer's: its two import-free modules, not the parser.
 COPY entrypoints/commandline/__init__.py entrypoints/commandline/errors.py \
      /opt/staging/commandline/
-COPY entrypoints/biotool/reads/__init__.py entrypoints/biotool/reads/indexes.py \
-     entrypoints/biotool/reads/shortreads.py /opt/staging/biotool/reads/
+COPY entrypoints/biotool/alignment/__init__.py entrypoints/biotool/alignment/aligners.py \
+     entrypoints/biotool/alignment/indexes.py /opt/staging/biotool/alignment/
 COPY entrypoints/biotool/singlecell/__init__.py entrypoints/biotool/singlecell/c2s.py \
      /opt/staging/biotool/singlecell/
 COPY entrypoints/biotool/staging/ /opt/staging/biotool/staging/

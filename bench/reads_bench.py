@@ -130,7 +130,9 @@ def bench_variants(sim, ref_seq, d, env, depth, runs):
     }
 
 
-def bench_breakpoints(sim, ref_seq, d, env, depth, runs):
+def cuts_library(sim, ref_seq, d, depth) -> tuple[Path, list[int], int]:
+    """The breakpoints library (five Cas9-like cuts over a uniform background of `depth`)
+    aligned into d/cuts<depth>.bam: (BAM, the cuts, reads)."""
     rng = random.Random(9)
     reads, cuts = [], []
     background = depth * len(ref_seq) // 150
@@ -146,6 +148,11 @@ def bench_breakpoints(sim, ref_seq, d, env, depth, runs):
     fq = sim.write_fastq(d / f"cuts{depth}.fastq", reads)
     bam = sim.align(REF, fq, d / f"cuts{depth}.bam")
     fq.unlink()
+    return bam, cuts, len(reads)
+
+
+def bench_breakpoints(sim, ref_seq, d, env, depth, runs):
+    bam, cuts, n_reads = cuts_library(sim, ref_seq, d, depth)
     region = f"{CONTIG}:1-{len(ref_seq)}"
     t_ours, ours = _median_time(lambda: _biotool(env, "breakpoints", "--bam", str(bam),
                                                  "--reference", str(REF), "--region", region,
@@ -165,7 +172,7 @@ def bench_breakpoints(sim, ref_seq, d, env, depth, runs):
                   reverse=True)[:5]
     truth = set(cuts)
     return {
-        "reads": len(reads), "cuts": len(cuts), "background_depth": depth,
+        "reads": n_reads, "cuts": len(cuts), "background_depth": depth,
         "biotool_s": round(t_ours, 3), "samtools_awk_s": round(t_peer, 3),
         "ratio_biotool_over_samtools_awk": round(t_ours / t_peer, 3),
         "biotool_threads1_s": round(t_one, 3),
@@ -226,7 +233,7 @@ def bench_alignment(d, threads):
     """Whole-library alignment as biotool runs it for short reads (bwa mem | samtools sort,
     through library_bam) against the minimap2 -x sr pipeline it replaced, on the same reads."""
     from biotool.reads.bam import library_bam
-    from biotool.reads.reference import resolve
+    from biotool.alignment.reference import resolve
 
     fq = d / "variants.fastq"
     os.environ["BIOTOOL_CACHE"] = str(d / "cache-align")

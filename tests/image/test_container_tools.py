@@ -79,7 +79,7 @@ def test_the_aligners_use_the_staged_indexes(sandbox, preset, aligner):
     # The index the read tools pick for a preset is the staged one (bwa's prefix for short
     # reads, the .mmi for long ones), and a read cut from the reference maps back through it.
     script = (
-        "set -e; read ref idx < <(python -c 'from biotool.reads.reference import resolve; "
+        "set -e; read ref idx < <(python -c 'from biotool.alignment.reference import resolve; "
         f"r = resolve(\"MN908947.3\"); p, _ = r.index(\"{preset}\"); "
         "assert str(p).startswith(str(r.fasta.parent)), p; print(r.fasta, p)'); "
         "samtools faidx $ref MN908947.3:1001-1200 > /tmp/read.fa; "

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from biotool.output import InputError
 
 if TYPE_CHECKING:
-    from biotool.reads.reference import Reference
+    from biotool.alignment.reference import Reference
 
 IUPAC_DNA = set("ACGTURYSWKMBDHVN")
 PROTEIN = set("ACDEFGHIKLMNPQRSTVWYBZXJUO*")
@@ -40,8 +40,8 @@ def clean(text: str, field: str = "sequence", alphabet: str = "dna") -> str:
 
 
 def staged_reference(name: str, field: str = "reference") -> Reference:
-    """The staged reference of that name or alias (reads.reference, the one resolver)."""
-    from biotool.reads.reference import staged, staged_names
+    """The staged reference of that name or alias (alignment.reference, the one resolver)."""
+    from biotool.alignment.reference import staged, staged_names
 
     ref = staged(name)
     if ref is None:

@@ -7,13 +7,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from biotool.alignment.aligners import SHORT, aligner_of
+from biotool.alignment.reference import resolve
 from biotool.competence import bounded
 from biotool.output import ToolFailure
 from biotool.provenance import provenance
 from biotool.reads import fastq
 from biotool.reads.inputs import check_top, deadline_from
-from biotool.reads.reference import resolve
-from biotool.reads.shortreads import SHORT, aligner_of, map_sample
+from biotool.reads.shortreads import map_sample
 
 WINDOW = 1000
 FEW_MAPPED = 100

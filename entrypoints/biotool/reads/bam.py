@@ -14,14 +14,15 @@ import time
 from itertools import islice
 from pathlib import Path
 
+from biotool.alignment import aligners
+from biotool.alignment.aligners import SHORT, aligner_command, aligner_of, finish_by
+from biotool.alignment.reference import Reference
 from biotool.cache import content_key, entry_dir, work_dir
 from biotool.files import input_file, magic
 from biotool.output import InputError, ToolFailure
 from biotool.procs import OutOfTime, run_pipeline
 from biotool.progress import log
 from biotool.reads import fastq
-from biotool.reads.reference import Reference
-from biotool.reads.shortreads import FINISH_GRACE, SHORT, aligner_of, bwa_command, finish_by
 
 SHAPE_SAMPLE = 2000
 # Stop feeding reads at this share of the time budget; the rest is for sorting and counting.
@@ -68,7 +69,7 @@ def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
 
     fastqs = check_library(fastqs)
     preset, why = choose_preset(fastqs, preset)
-    if len(fastqs) == 2 and preset != "sr":
+    if len(fastqs) == 2 and preset != SHORT:
         log(f"paired files with preset {preset}: mates are aligned as single reads")
     index, index_sha = ref.index(preset, deadline)
     key = content_key(*fastqs, reference=ref.sha256, index=index_sha, preset=preset,
@@ -158,11 +159,7 @@ def _count_note(unit: Path) -> int | None:
 
 def _align_sorted(fastqs, index, preset, threads, out_bam, feed_until, deadline,
                   work) -> tuple[int, bool]:
-    if preset == SHORT:
-        mm_cmd = bwa_command(index, threads, paired=len(fastqs) == 2)
-    else:
-        mm_cmd = ["minimap2", "-a", "-x", preset, "-t", str(threads), "--secondary=no",
-                  str(index), "-"]
+    mm_cmd = aligner_command(preset, index, threads, paired=len(fastqs) == 2)
     sort_cmd = ["samtools", "sort", "-@", str(max(0, threads - 1)), "-m", "256M", "-O", "bam",
                 "-T", str(work / "sorttmp"), "-o", str(out_bam), "-"]
     n = 0
@@ -184,8 +181,8 @@ def _align_sorted(fastqs, index, preset, threads, out_bam, feed_until, deadline,
                      names=[aligner_of(preset), "samtools sort"])
     except OutOfTime as why:
         raise InputError(f"--fastq {fastqs[0]}: {aligner_of(preset)} and samtools sort did not "
-                         f"finish the {n} reads given within --timeout and {FINISH_GRACE:g} s "
-                         f"({why}); give a longer --timeout") from None
+                         f"finish the {n} reads given within --timeout and "
+                         f"{aligners.FINISH_GRACE:g} s ({why}); give a longer --timeout") from None
     if len(fastqs) == 2:
         n //= 2  # pairs, counted as fragments
     return n, truncated

@@ -13,6 +13,7 @@ import os
 import time
 from collections import Counter
 
+from biotool.alignment.reference import resolve
 from biotool.competence import bounded, not_applicable
 from biotool.output import InputError
 from biotool.provenance import provenance
@@ -22,7 +23,6 @@ from biotool.reads.bam import open_bam
 from biotool.reads.indel import deletion_span, insertion_left, insertion_right
 from biotool.reads.inputs import (bams_for, check_top, deadline_from, region_not_in_bam,
                                   warnings_of, with_warnings)
-from biotool.reads.reference import resolve
 
 CONVENTION = ("pos is the 1-based last reference base covered before the break: a read "
               "whose alignment starts at 1-based base b counts at pos b-1, one that ends at "

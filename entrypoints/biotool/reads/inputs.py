@@ -8,14 +8,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from biotool.alignment.aligners import index_label
+from biotool.alignment.reference import Reference
 from biotool.files import input_file
 from biotool.output import InputError
 from biotool.provenance import used
 from biotool.reads.bam import (MISMATCH_MIN_BASES, MISMATCH_REFUSE, check_library,
                                check_sorted_and_indexed, library_bam, open_bam,
                                refuse_if_divergent, sampled_divergence)
-from biotool.reads.reference import Reference
-from biotool.reads.shortreads import index_label
 
 
 def bams_for(fastq_groups: list[list[str]], bams: list[str], ref: Reference, preset: str,

@@ -1,46 +1,16 @@
-"""Short reads go to `bwa mem`; long reads stay on minimap2.
-
-minimap2's `sr` preset maps ~11% fewer of a noisy short-read library than `bwa mem` (bowtie2's
-lambda-phage example: 85% against 96.4%, bench/reads_bench.py), so the short-read path is bwa,
-with its index staged with the reference or built once into the cache (biotool.reads.indexes).
-"""
+"""A sample of short reads placed by `bwa mem` (`biotool align`'s short-read path), read back
+from its SAM as it streams."""
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 
+from biotool.alignment import aligners
+from biotool.alignment.aligners import bwa_command, finish_by
+from biotool.alignment.vocabulary import NOT_PRIMARY, REVERSE, UNMAPPED, text_reference_length
 from biotool.output import InputError
 from biotool.procs import OutOfTime, run_pipeline
-
-SHORT = "sr"  # the preset name of the short-read path, kept from minimap2's vocabulary
-# Seconds past --timeout that an aligner (and its sort) has to finish the reads it was given.
-FINISH_GRACE = 30.0
-_REF_OPS = re.compile(r"(\d+)[MDN=X]")
-
-
-def aligner_of(preset: str) -> str:
-    """The aligner command a preset runs, as the output names it."""
-    return "bwa mem" if preset == SHORT else f"minimap2 -x {preset}"
-
-
-def index_label(preset: str) -> str:
-    """The provenance name of a preset's index."""
-    return "bwa" if preset == SHORT else f"minimap2:{preset}"
-
-
-def bwa_command(prefix: Path, threads: int, paired: bool) -> list[str]:
-    """`bwa mem` reading FASTQ on stdin (mates interleaved when paired), SAM on stdout."""
-    return ["bwa", "mem", "-v", "1", "-t", str(threads), *(["-p"] if paired else []),
-            str(prefix), "-"]
-
-
-def finish_by(deadline: float | None) -> float | None:
-    """When a fed aligner (and its sort) is killed: FINISH_GRACE past the command's deadline,
-    the feeding having stopped at it, so the reads given are aligned into a partial result
-    while nothing runs on unbounded."""
-    return None if deadline is None else deadline + FINISH_GRACE
 
 
 def map_sample(prefix: Path, recs, as_text, threads: int = 1,
@@ -67,19 +37,20 @@ def map_sample(prefix: Path, recs, as_text, threads: int = 1,
                 continue
             f = line.split(b"\t", 6)
             flag = int(f[1])
-            if flag & 0x900:
+            if flag & NOT_PRIMARY:
                 continue
             seen += 1
-            if flag & 4:
+            if flag & UNMAPPED:
                 continue
             start = int(f[3]) - 1
-            length = sum(int(n) for n in _REF_OPS.findall(f[5].decode()))
-            placed.append((f[2].decode(), start, start + length, int(f[4]), bool(flag & 16)))
+            length = text_reference_length(f[5].decode())
+            placed.append((f[2].decode(), start, start + length, int(f[4]),
+                           bool(flag & REVERSE)))
 
     try:
         run_pipeline([bwa_command(prefix, threads, False)], finish_by(deadline), feed=feed,
                      read=read, names=["bwa mem"])
     except OutOfTime as why:
         raise InputError(f"bwa mem did not finish the {fed} reads given within --timeout and "
-                         f"{FINISH_GRACE:g} s ({why}); give a longer --timeout") from None
+                         f"{aligners.FINISH_GRACE:g} s ({why}); give a longer --timeout") from None
     return placed, seen, truncated

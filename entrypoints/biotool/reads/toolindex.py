@@ -3,10 +3,10 @@ quantifiers (bwa, bowtie2, hisat2, minimap2, salmon, kallisto), staged or built 
 
 from __future__ import annotations
 
+from biotool.alignment import indexes
+from biotool.alignment.reference import resolve
 from biotool.provenance import provenance, used
-from biotool.reads import indexes
 from biotool.reads.inputs import deadline_from
-from biotool.reads.reference import resolve
 
 
 def index_path(reference: str, kind: str, timeout: float | None = None) -> dict:

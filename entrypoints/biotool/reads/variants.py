@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 
+from biotool.alignment.reference import resolve
 from biotool.competence import bounded, not_applicable
 from biotool.provenance import provenance, used
 from biotool.reads import region as region_mod
@@ -18,7 +19,6 @@ from biotool.reads.bam import open_bam, refuse_if_divergent
 from biotool.reads.inputs import (bams_for, check_top, deadline_from, region_not_in_bam,
                                   warnings_of, with_warnings)
 from biotool.reads.pileup import Pileup, _lut
-from biotool.reads.reference import resolve
 
 PAD = 2000
 BASES = "ACGT"

@@ -27,9 +27,10 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from biotool.alignment import indexes
+from biotool.alignment.aligners import bwa_command
 from biotool.output import ToolFailure
 from biotool.procs import capture
-from biotool.reads import indexes
 from biotool.staging import StagingError
 from biotool.staging.pins import prebuilt_name
 
@@ -466,7 +467,7 @@ def _use_prebuilt(index: str, tarball: Path, fasta: Path, out: Path) -> str:
         usable = [(c, b, seq) for (c, b), (_, seq) in zip(picks, reads) if seq.upper().count("N") < 5]
         fq = scratch / "probe.fq"
         fq.write_text("".join(f"@{c}:{b}\n{seq}\n+\n{'I' * len(seq)}\n" for c, b, seq in usable))
-        sam = _run(["bwa", "mem", "-v", "1", str(folder / prefix), str(fq)])
+        sam = _run(bwa_command(folder / prefix, 1, paired=False, reads=str(fq)))
         home = sum(1 for l in sam.splitlines() if not l.startswith("@") and
                    (f := l.split("	")) and not int(f[1]) & 0x900 and
                    f[0] == f"{f[2]}:{f[3]}")

@@ -99,7 +99,7 @@ def references() -> dict:
     index's path is relative to the folder of the reference's `path` (kept short: the output
     is read into an agent's context) and is what its tool is given (bwa's, bowtie2's and
     hisat2's prefix); `biotool index` gives it whole."""
-    from biotool.reads import indexes
+    from biotool.alignment import indexes
     out, usable_used = [], []
     entries = [e for e in staging.load_manifests() if e["kind"] == "reference"]
     named = {e["name"] for e in entries}

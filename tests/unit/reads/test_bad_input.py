@@ -204,7 +204,8 @@ def test_unreadable_files_are_bad_input_not_internal_errors(biotool_env, cas9, m
     import builtins
 
     from biotool.output import InputError
-    from biotool.reads import fastq, reference
+    from biotool.alignment import reference
+    from biotool.reads import fastq
 
     real_open = builtins.open
 

@@ -41,7 +41,7 @@ def slow(tmp_path_factory) -> dict:
 
 
 def _no_build(monkeypatch):
-    from biotool.reads import indexes
+    from biotool.alignment import indexes
 
     def refuse(cmd, deadline):
         raise AssertionError(f"an index was built: {cmd}")
@@ -65,7 +65,7 @@ def _tools_on(path: Path) -> list[str]:
 
 def test_the_staged_bwa_index_is_used_without_a_build(biotool_env, monkeypatch, tmp_path):
     from biotool import staging
-    from biotool.reads.reference import resolve
+    from biotool.alignment.reference import resolve
 
     _no_build(monkeypatch)
     rec = staging.find("reference", "MN908947.3")
@@ -93,7 +93,7 @@ def test_align_on_a_staged_reference_builds_nothing(biotool, tmp_path):
 def test_a_built_index_has_the_staged_digest(biotool_env):
     # bwa's files name no path, so the cache's copy of a staged FASTA's index is the same bytes.
     from biotool import staging
-    from biotool.reads.reference import resolve
+    from biotool.alignment.reference import resolve
 
     built = resolve(str(SARS)).index("sr")
     assert built[0].parent.parent.parent.name == "reference"
@@ -137,7 +137,7 @@ def test_a_first_use_build_ends_at_the_deadline(biotool, slow, tmp_path, leftove
 
 def test_a_second_build_waits_for_the_first_and_reuses_it(biotool, biotool_env, slow, tmp_path,
                                                           monkeypatch):
-    from biotool.reads.reference import resolve
+    from biotool.alignment.reference import resolve
 
     cache = tmp_path / "cache"
     first = subprocess.Popen([sys.executable, "-m", "biotool", "align", "--fastq",

@@ -131,11 +131,12 @@ def test_a_killed_whole_library_alignment_leaves_no_tool_and_writes_nothing_more
 def test_an_aligner_past_its_grace_is_stopped_with_a_one_line_error(library, tmp_path,
                                                                       monkeypatch):
     from biotool.output import InputError
-    from biotool.reads import fastq, indexes, shortreads
+    from biotool.alignment import aligners, indexes
+    from biotool.reads import fastq, shortreads
 
     indexes.build("bwa", library["fasta"], tmp_path / "bwa")
     recs = list(fastq.records(library["fastq"]))
-    monkeypatch.setattr(shortreads, "FINISH_GRACE", 0.5)
+    monkeypatch.setattr(aligners, "FINISH_GRACE", 0.5)
     t0 = time.monotonic()
     # Fed for 0.3 s (a batch bwa takes seconds over), then half a second of grace.
     with pytest.raises(InputError, match=r"^bwa mem did not finish the \d+ reads given within "

@@ -16,7 +16,7 @@ GENOME = "".join(FASTA.read_text().splitlines()[1:])
 
 
 def test_staged_reference_lengths_and_regions(biotool_env):
-    from biotool.reads.reference import resolve
+    from biotool.alignment.reference import resolve
 
     ref = resolve("MN908947.3")
     assert ref.contigs() == {"MN908947.3": len(GENOME)} == {"MN908947.3": 29903}
@@ -52,7 +52,7 @@ def test_annotate_out_of_range_names_the_field(biotool_env, args, message):
 
 def test_unknown_reference_is_bad_input_in_both_families(biotool_env):
     from biotool.annotate.sequences import resolve as annotate_resolve
-    from biotool.reads.reference import resolve
+    from biotool.alignment.reference import resolve
 
     with pytest.raises(InputError, match=r"^--reference 'hg19' is neither a staged reference "
                                          r"nor a FASTA file \(staged here: .*MN908947\.3"):
@@ -64,7 +64,7 @@ def test_unknown_reference_is_bad_input_in_both_families(biotool_env):
 
 def test_a_broken_staged_index_is_a_tool_failure(biotool_env, tmp_path, monkeypatch):
     from biotool import staging
-    from biotool.reads.reference import Reference, staged
+    from biotool.alignment.reference import Reference, staged
 
     fasta = tmp_path / "ref.fasta"
     fasta.write_text(">x\nACGT\n")

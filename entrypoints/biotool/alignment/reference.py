@@ -18,12 +18,12 @@ from functools import cached_property
 from pathlib import Path
 
 from biotool import staging
+from biotool.alignment import indexes
+from biotool.alignment.aligners import index_label
 from biotool.cache import atomic_path, entry_dir
 from biotool.files import input_file, magic
 from biotool.output import InputError, ToolFailure
 from biotool.provenance import used
-from biotool.reads import indexes
-from biotool.reads.shortreads import index_label
 
 PRESETS = ("sr", "map-ont", "map-pb")
 
@@ -44,7 +44,7 @@ class Reference:
         return self.index_of(index_label(preset), deadline)
 
     def index_of(self, label: str, deadline: float | None = None) -> tuple[Path, str]:
-        """Index `label` (biotool.reads.indexes.KINDS) and its sha256: staged, else built into
+        """Index `label` (biotool.alignment.indexes.KINDS) and its sha256: staged, else built into
         the cache by `deadline`."""
         if label in self._index_cache:
             return self._index_cache[label]

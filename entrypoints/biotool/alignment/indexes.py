@@ -16,7 +16,7 @@ from pathlib import Path
 from biotool.cache import entry_dir, sha256_tree, work_dir
 from biotool.output import InputError, ToolFailure
 from biotool.procs import OutOfTime, how_it_ended, run_bounded
-from biotool.reads.shortreads import SHORT, index_label
+from biotool.alignment.aligners import SHORT, index_label
 
 BWA = index_label(SHORT)
 # Folder indexes hold <folder>/reference.*, staged or cached alike, so the same FASTA gives the
