@@ -5,10 +5,12 @@ from __future__ import annotations
 import io
 import tarfile
 import time
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from . import stack
 from .errors import EngineError, LauncherError
+from .timeouts import TIMEOUT_BIN, host_deadline, timed_out, with_timeout, wrapper_refused
 
 AGENT_UID = 1000
 
@@ -22,29 +24,69 @@ def _sandbox(run: str):
     return c
 
 
+@dataclass(frozen=True)
+class Ran:
+    """One command run as the agent: its exit code and output, its wall time, whether the
+    timeout ended it, and the engine's or the wrapper's one-line refusal to start it (None
+    when it started)."""
+
+    code: int
+    stdout: bytes
+    stderr: bytes
+    duration_s: float
+    timed_out: bool
+    refusal: str | None
+
+
 def exec_(run: str, cmd: list[str], *, workdir: str = "/work", env: dict | None = None,
           timeout: float | None = None, user: str | None = None) -> dict:
-    """Run cmd as the agent; exit code, stdout, stderr and wall time (timeout via coreutils)."""
+    """Run cmd as the agent; exit code, stdout, stderr and wall time (run_in's bounds)."""
     if not cmd:
         raise LauncherError("exec needs a command after the run id (biotool-sandbox exec RUN -- CMD...)")
-    c = _sandbox(run)
-    argv = list(cmd)
-    if timeout:
-        argv = ["timeout", "-k", "5", f"{timeout:g}", *argv]
+    ran = run_in(_sandbox(run), cmd, workdir=workdir, env=env, user=user, timeout=timeout)
+    return {"run": run, "command": list(cmd), "exit_code": ran.code, "timed_out": ran.timed_out,
+            "stdout": ran.stdout.decode("utf-8", "replace"),
+            "stderr": ran.stderr.decode("utf-8", "replace"), "duration_s": round(ran.duration_s, 3)}
+
+
+def run_in(container, cmd: list[str], *, stdin: bytes | None = None, workdir: str = "/work",
+           env: dict | None = None, user: str | None = None, timeout: float | None = None) -> Ran:
+    """The one exec of an agent's command, for the CLI and the Inspect provider alike: under
+    GNU timeout by its absolute path when `timeout` is given, and bounded on the host too
+    (exec_bytes' deadline), so neither the image's PATH nor a child holding the output open
+    decides when it ends."""
     start = time.monotonic()
-    try:
-        res = c.exec_run(argv, demux=True, workdir=workdir, environment=env or None,
-                         user=user or "")
-    except Exception as exc:  # the SDK raises APIError and friends
-        raise EngineError(f"exec in run {run} failed ({exc})") from None
-    duration = time.monotonic() - start
-    out, err = res.output if res.output else (None, None)
-    code = res.exit_code
-    return {"run": run, "command": list(cmd), "exit_code": code,
-            "timed_out": bool(timeout) and code == 124,
-            "stdout": (out or b"").decode("utf-8", "replace"),
-            "stderr": (err or b"").decode("utf-8", "replace"),
-            "duration_s": round(duration, 3)}
+    code, out, err = exec_bytes(container, with_timeout(cmd, timeout), stdin=stdin,
+                                workdir=workdir, env=env, user=user,
+                                deadline=host_deadline(timeout))
+    elapsed = time.monotonic() - start
+    if code == 126 and not (out or err) and user:
+        # Docker 20.10 at times drops its own message for an unknown user: it is said here.
+        out = _unknown_user(container, user) or out
+    return Ran(code, out, err, elapsed, timed_out(code, elapsed, timeout),
+               _exec_refusal(code, out, err, cmd, wrapped=bool(timeout)))
+
+
+def _exec_refusal(code: int, out: bytes, err: bytes, cmd: list[str], wrapped: bool) -> str | None:
+    """The engine's or our timeout wrapper's one-line refusal to start cmd, else None."""
+    # Exit 126 is also a shell's own answer for a script it cannot run: only these two count.
+    if code != 126 or (out and err) or not cmd:
+        return None
+    line = (out or err).decode("utf-8", "replace").strip()
+    if "\n" in line or "permission denied" not in line.lower():
+        return None
+    if not wrapped:
+        return line if line.lower().startswith("oci runtime exec failed") else None
+    return line if wrapper_refused(line, TIMEOUT_BIN, cmd[0]) else None
+
+
+def _unknown_user(container, user: str) -> bytes | None:
+    """The engine's message for a USER[:GROUP] name missing from the image's files, else None."""
+    name, _, group = user.partition(":")
+    for kind, db, key in (("user", "passwd", name), ("group", "group", group)):
+        if key and not key.isdigit() and exec_bytes(container, ["getent", db, key])[0] != 0:
+            return f"unable to find {kind} {key}: no matching entries in {db} file\r\n".encode()
+    return None
 
 
 def exec_bytes(container, argv: list[str], *, stdin: bytes | None = None, workdir: str = "/work",

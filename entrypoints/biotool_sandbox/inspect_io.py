@@ -8,17 +8,15 @@ limits, and files read and written as small /bin/sh scripts, with the errors Ins
 from __future__ import annotations
 
 import errno
-import re
 import shlex
 
 from inspect_ai.util import ExecResult, OutputLimitExceededError, SandboxEnvironmentLimits
 
+# The providers' exec bounds, defined once for them and the launcher's exec.
+from .timeouts import host_deadline, timed_out, with_timeout, wrapper_refused  # noqa: F401
+
 WORKDIR = "/work"
-# Wrappers the providers insert run by absolute path, never through the image's PATH.
-TIMEOUT_BIN, SHELL = "/usr/bin/timeout", "/bin/sh"
-KILL_AFTER = 5
-# The host's own wait allows for the in-container kill and the stream's end.
-HOST_GRACE = KILL_AFTER + 25
+SHELL = "/bin/sh"  # run by absolute path, as the timeout wrapper is (timeouts.py)
 # read_file's exit status for "larger than Inspect's limit" (no tool exits 27 in the script).
 TOO_LARGE = 27
 
@@ -26,28 +24,6 @@ TOO_LARGE = 27
 def resolve(path: str, workdir: str = WORKDIR) -> str:
     """A path as the sample sees it: relative ones are under workdir (the agent's /work)."""
     return path if path.startswith("/") else f"{workdir.rstrip('/')}/{path}"
-
-
-def with_timeout(argv: list[str], timeout: int | None) -> list[str]:
-    """argv under GNU timeout (TERM, KILL after KILL_AFTER s, its whole process group)."""
-    return [TIMEOUT_BIN, "-k", str(KILL_AFTER), str(timeout), *argv] if timeout else list(argv)
-
-
-def host_deadline(timeout: int | None) -> float | None:
-    return timeout + HOST_GRACE if timeout else None
-
-
-def timed_out(code: int, elapsed: float, timeout: int | None) -> bool:
-    """timeout(1) exits 124 after TERM, 137 when KILL was needed (a quick self-kill is no timeout)."""
-    return bool(timeout) and (code == 124 or (code == 137 and elapsed >= timeout))
-
-
-def wrapper_refused(line: str, wrapper: str, cmd0: str) -> bool:
-    """GNU coreutils' `wrapper` (timeout, env) saying it could not start cmd0: permission denied."""
-    # It quotes the argv it was handed: a nested `timeout ./x` of the caller's is no match.
-    quoted = re.fullmatch(f"{re.escape(wrapper)}: (?:failed to run command )?[‘'](.*)[’']: "
-                          "permission denied", line, re.IGNORECASE)
-    return bool(quoted) and quoted.group(1) == cmd0
 
 
 def result(code: int, out: bytes, err: bytes) -> ExecResult[str]:

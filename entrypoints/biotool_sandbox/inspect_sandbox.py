@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
-import time
 from typing import Literal, Union, overload
 
 from inspect_ai.util import (
@@ -33,7 +32,7 @@ from inspect_ai.util import (
 
 from . import agent, audit, budget, inspect_io, stack
 from .errors import EngineError, LauncherError
-from .inspect_io import TIMEOUT_BIN, WORKDIR
+from .inspect_io import WORKDIR
 
 # Inspect's config string -> the launcher's mode.
 MODES = {"enforced": "default", "offline": "offline", "gpu": "gpu"}
@@ -76,23 +75,16 @@ class _RunContainer(SandboxEnvironment):
                    env: dict[str, str] | None = None, user: str | None = None,
                    timeout: int | None = None, timeout_retry: bool = True,
                    concurrency: bool = True) -> ExecResult[str]:
-        argv = inspect_io.with_timeout(cmd, timeout)
         data = input.encode("utf-8") if isinstance(input, str) else input
-        start = time.monotonic()
-        code, out, err = await asyncio.to_thread(
-            agent.exec_bytes, self.container, argv, stdin=data,
-            workdir=inspect_io.resolve(cwd, self.workdir) if cwd else self.workdir, env=env, user=user,
-            deadline=inspect_io.host_deadline(timeout))
-        elapsed = time.monotonic() - start
-        if code == 126 and not (out or err) and user:
-            # Docker 20.10 at times drops its own message for an unknown user: it is said here.
-            out = await asyncio.to_thread(_unknown_user, self.container, user) or out
-        refusal = _exec_refusal(code, out, err, cmd, wrapped=bool(timeout))
-        if refusal:
-            raise PermissionError(errno.EACCES, f"cannot execute ({refusal})", cmd[0])
-        if inspect_io.timed_out(code, elapsed, timeout):
+        ran = await asyncio.to_thread(
+            agent.run_in, self.container, cmd, stdin=data,
+            workdir=inspect_io.resolve(cwd, self.workdir) if cwd else self.workdir, env=env,
+            user=user, timeout=timeout)
+        if ran.refusal:
+            raise PermissionError(errno.EACCES, f"cannot execute ({ran.refusal})", cmd[0])
+        if ran.timed_out:
             raise TimeoutError(f"command timed out after {timeout}s (killed in the sandbox)")
-        return inspect_io.result(code, out, err)
+        return inspect_io.result(ran.code, ran.stdout, ran.stderr)
 
     async def write_file(self, file: str, contents: str | bytes) -> None:
         path = inspect_io.resolve(file, self.workdir)
@@ -185,28 +177,6 @@ class BiotoolSandboxEnvironment(_RunContainer):
         """`inspect sandbox cleanup biotool RUN`: take that run down (RUN as printed in logs)."""
         if id:
             await asyncio.to_thread(stack.down, id, quiet=True)
-
-
-def _exec_refusal(code: int, out: bytes, err: bytes, cmd: list[str], wrapped: bool) -> str | None:
-    """The engine's or our timeout wrapper's one-line refusal to start cmd, else None."""
-    # Exit 126 is also a shell's own answer for a script it cannot run: only these two count.
-    if code != 126 or (out and err) or not cmd:
-        return None
-    line = (out or err).decode("utf-8", "replace").strip()
-    if "\n" in line or "permission denied" not in line.lower():
-        return None
-    if not wrapped:
-        return line if line.lower().startswith("oci runtime exec failed") else None
-    return line if inspect_io.wrapper_refused(line, TIMEOUT_BIN, cmd[0]) else None
-
-
-def _unknown_user(container, user: str) -> bytes | None:
-    """The engine's message for a USER[:GROUP] name missing from the image's files, else None."""
-    name, _, group = user.partition(":")
-    for kind, db, key in (("user", "passwd", name), ("group", "group", group)):
-        if key and not key.isdigit() and agent.exec_bytes(container, ["getent", db, key])[0] != 0:
-            return f"unable to find {kind} {key}: no matching entries in {db} file\r\n".encode()
-    return None
 
 
 async def egress_audit(name: str | None = None) -> dict:

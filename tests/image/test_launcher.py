@@ -36,6 +36,10 @@ def test_up_exec_cp_audit_down_round_trip(tmp_path, images):
 
         timed = stack.launcher("exec", run, "--timeout", "1", "--", "sleep", "30")
         assert timed["timed_out"] and timed["exit_code"] == 124
+        # The wrapper runs by its absolute path: the command's PATH has no say in it.
+        bare = stack.launcher("exec", run, "--env", "PATH=/nowhere", "--timeout", "1", "--",
+                              "/bin/sleep", "30")
+        assert bare["timed_out"] and bare["exit_code"] == 124, bare
 
         stack.launcher("exec", run, "--", "python3", "-c", stack.PROBE, "connect", "example.net:443")
         records = stack.wait_for_record(up, lambda r: r["host"] == "example.net")
