@@ -186,7 +186,7 @@ def outside_gateway(run: dict) -> str:
 
 def start_mock_ncbi(runs: list[dict], certs: dict, name: str, *args: str,
                     nets: list[str] | None = None):
-    """The mock NCBI (tests/mock_ncbi.py, TLS as blast.ncbi.nlm.nih.gov) on every run's
+    """The mock NCBI (tests/biotool_testing/mock_ncbi.py, TLS as blast.ncbi.nlm.nih.gov) on every run's
     outside network (or only on `nets`), so each run's egress reaches the same server as NCBI
     itself."""
     import docker
@@ -199,7 +199,7 @@ def start_mock_ncbi(runs: list[dict], certs: dict, name: str, *args: str,
     netcfg = dc.api.create_networking_config({nets[0]: dc.api.create_endpoint_config(aliases=[ALLOWED_HOST])})
     created = dc.api.create_container(
         SANDBOX_IMAGE, user="0", entrypoint=[], name=name,
-        command=["python3", "/repo/tests/mock_ncbi.py", "--port", "443", *args,
+        command=["python3", "/repo/tests/biotool_testing/mock_ncbi.py", "--port", "443", *args,
                  "--tls-cert", "/certs/server.pem", "--tls-key", "/certs/server.key"],
         host_config=host_config, networking_config=netcfg, labels={"org.biotool.test": "mock-ncbi"})
     mock = dc.containers.get(created["Id"])

@@ -1,6 +1,6 @@
 """Isolation between runs, and NCBI's rules held outside the agent's reach (issue 11).
 
-Two runs, A (the attacker) and B, share one mock NCBI (tests/mock_ncbi.py, TLS as
+Two runs, A (the attacker) and B, share one mock NCBI (biotool_testing/mock_ncbi.py, TLS as
 blast.ncbi.nlm.nih.gov on both runs' outside networks), which counts every breach of NCBI's
 rules (10 s between any two requests, a minute between polls of one RID). Each test does the
 attack from inside A's sandbox with ordinary tools (curl, python3, dd) and checks the outcome:

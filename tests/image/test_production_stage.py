@@ -1,6 +1,6 @@
 """An image built with BIOTOOL_STAGE=demo,production against a local fake of the production
-sources (tests/fake_sources.py on 127.0.0.1, `docker build --network host`): every production
-item stages, `biotool list` shows them, `celltype --reference auto` scores a real panel, and
+sources (biotool_testing/fake_sources.py on 127.0.0.1, `docker build --network host`): every
+production item stages, `biotool list` shows them, `celltype --reference auto` scores a real panel, and
 featureCounts, kraken2, blastp and diamond give real answers on the toolbox's staged data.
 
 The CellTypist models served are real CellTypist models trained here on scanpy's PBMCs; the
@@ -23,8 +23,6 @@ import pytest
 
 from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE, Runner
 from biotool_testing.paths import REPO
-
-sys.path.insert(0, str(REPO / "tests"))
 
 PRODUCTION_IMAGE = os.environ.get("BIOTOOL_PRODUCTION_IMAGE", f"{SANDBOX_IMAGE}-production")
 LINEAGE = {"CD14+ Monocyte": "myeloid", "Dendritic": "myeloid", "CD56+ NK": "NK",
@@ -61,7 +59,7 @@ def _train_panel(d: Path) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def production(docker_client, tmp_path_factory):
-    from fake_sources import FakeSources, populate
+    from biotool_testing.fake_sources import FakeSources, populate
 
     from biotool.singlecell import tiny_c2s
 
@@ -107,7 +105,7 @@ def test_a_code_change_rebuilds_the_image_without_staging_any_production_data(pr
     """A one-line change in entrypoints/biotool/, then the same build: the data stage is
     cached (it sees only refs/, the lock and the staging code), so the fake sources see no
     request at all, and the image still holds every production item."""
-    from fake_sources import FakeSources
+    from biotool_testing.fake_sources import FakeSources
 
     from biotool.staging import load_manifests
 
@@ -188,7 +186,7 @@ def test_a_site_directory_staged_on_the_host_overlays_the_demo_image(production,
     """The same staging command with --dest on the host; the directory bind-mounted read-only
     at /opt/biotool-site into the demo image, as `biotool-sandbox up --site` and Apptainer's
     --bind do: its items are listed as coming from the site and used."""
-    from fake_sources import FakeSources
+    from biotool_testing.fake_sources import FakeSources
 
     site = tmp_path / "site"
     env = {**os.environ, "PYTHONPATH": str(REPO / "entrypoints"), "BIOTOOL_TOFU": "1"}
@@ -220,7 +218,7 @@ def test_the_toolbox_runs_on_the_production_data_offline(production, tmp_path):
     giving the answer the fake sources' truth predicts."""
     import random
 
-    from fake_sources import gene_reads, protein_queries, virus_reads
+    from biotool_testing.fake_sources import gene_reads, protein_queries, virus_reads
 
     truth, run = production["truth"], production["runner"]
     listed = {i["name"]: i for i in run.biotool("list").json["items"]}

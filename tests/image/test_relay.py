@@ -3,7 +3,7 @@
 Each run is its own compose stack on its own networks (standing for two hosts), started with
 `--relay https://ncbi-relay:8443` and its own client certificate from a throw-away site CA. The
 relay (the egress image in relay mode) joins both runs' outside networks as `ncbi-relay` and a
-third network that only it and the mock NCBI (tests/mock_ncbi.py, TLS as
+third network that only it and the mock NCBI (biotool_testing/mock_ncbi.py, TLS as
 blast.ncbi.nlm.nih.gov) share, so the runs' egress cannot reach the mock but through the relay.
 The mock serves NCBI's name, so NCBI's real intervals apply (10 s between requests): two small
 remote taxonomies take about a minute together.

@@ -1,6 +1,6 @@
 """`biotool taxonomy` inside the enforced stack reaches NCBI BLAST only through the proxy.
 
-The mock NCBI service (tests/mock_ncbi.py, the real BLAST URL protocol) runs on the run's
+The mock NCBI service (biotool_testing/mock_ncbi.py, the real BLAST URL protocol) runs on the run's
 outside network under the name blast.ncbi.nlm.nih.gov, over TLS with a test CA the egress
 gate trusts upstream (the sandbox trusts only its run's egress CA). Because the name is
 NCBI's, biotool and the gate keep NCBI's real pacing (10 s between contacts, a minute between

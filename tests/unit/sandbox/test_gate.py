@@ -1,10 +1,10 @@
 """The egress gate (image/egress/: gate.py, tunnel.py and their modules) and its host-wide
 schedule, without docker.
 
-A real gate on loopback, relaying to the real mock NCBI (tests/mock_ncbi.py) over TLS, with
-two throw-away CAs made by the openssl CLI: the run's CA (what the sandbox trusts) and the
-upstream's. Intervals are shortened (the image uses NCBI's); the mock counts breaches of the
-same shortened rules.
+A real gate on loopback, relaying to the real mock NCBI (biotool_testing/mock_ncbi.py) over
+TLS, with two throw-away CAs made by the openssl CLI: the run's CA (what the sandbox trusts)
+and the upstream's. Intervals are shortened (the image uses NCBI's); the mock counts breaches
+of the same shortened rules.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from biotool_testing import mock_ncbi
 
 REPO = Path(__file__).resolve().parents[3]
 HOST = "blast.ncbi.nlm.nih.gov"
@@ -41,7 +43,6 @@ rids = _load("rids", REPO / "image" / "egress" / "rids.py")
 gate_mod = _load("gate", REPO / "image" / "egress" / "gate.py")
 tunnel = _load("tunnel", REPO / "image" / "egress" / "tunnel.py")
 STORES: list = []  # the store fixture's stores: a run made after one records into the last
-mock_ncbi = _load("mock_ncbi", REPO / "tests" / "mock_ncbi.py")
 
 INTERVAL, POLL = 0.6, 2.0
 

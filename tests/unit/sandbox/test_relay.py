@@ -1,7 +1,7 @@
 """The site's NCBI relay (image/egress/relay.py) and a gate that uses it, without docker.
 
 A real relay on loopback (mutual TLS with a throw-away site CA) in front of the real mock NCBI
-(tests/mock_ncbi.py, TLS with its own CA), and a real gate (gate.py) configured with the
+(biotool_testing/mock_ncbi.py, TLS with its own CA), and a real gate (gate.py) configured with the
 relay. Intervals are shortened; the mock counts breaches of the same shortened rules.
 """
 
@@ -20,6 +20,8 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+
+from biotool_testing import mock_ncbi
 
 REPO = Path(__file__).resolve().parents[3]
 EGRESS = REPO / "image" / "egress"
@@ -45,7 +47,6 @@ gate_mod = _module("gate", EGRESS / "gate.py")
 tunnel = _module("tunnel", EGRESS / "tunnel.py")
 upstream = _module("upstream", EGRESS / "upstream.py")
 relay_mod = _module("relay", EGRESS / "relay.py")
-mock_ncbi = _module("mock_ncbi", REPO / "tests" / "mock_ncbi.py")
 relay_certs = _module("relay_certs", REPO / "tests" / "relay_certs.py")
 
 

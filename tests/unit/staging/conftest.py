@@ -1,18 +1,17 @@
-"""Staging against a local fake of the production sources (tests/fake_sources.py), with the
-repository's real manifests; CellTypist models really trained, a tiny real C2S model."""
+"""Staging against a local fake of the production sources (biotool_testing/fake_sources.py),
+with the repository's real manifests; CellTypist models really trained, a tiny real C2S
+model."""
 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "tests"))
+from biotool_testing.fake_sources import FakeSources, populate
 
-from fake_sources import FakeSources, populate  # noqa: E402
+REPO = Path(__file__).resolve().parents[3]
 
 # The production items these tests stage (a subset of refs/, so a run takes seconds).
 ITEMS = ["Healthy_COVID19_PBMC", "Immune_All_High", "Human_Lung_Atlas",

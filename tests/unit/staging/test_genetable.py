@@ -7,7 +7,7 @@ import csv
 
 
 def _table(tmp_path, genes, chromosomes, seqids):
-    from fake_sources import write_gene_gff
+    from biotool_testing.fake_sources import write_gene_gff
 
     from biotool.staging import genetable
 

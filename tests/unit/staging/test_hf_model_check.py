@@ -14,7 +14,7 @@ C2S = "C2S-Pythia-410m-cell-type-prediction"
 
 
 def _stage_repo(folder, tmp_path, monkeypatch):
-    from fake_sources import FakeSources, write_hf_repo
+    from biotool_testing.fake_sources import FakeSources, write_hf_repo
 
     from biotool.staging import StagingError, build
 

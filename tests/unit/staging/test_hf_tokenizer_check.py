@@ -12,7 +12,7 @@ REPO = __import__("pathlib").Path(__file__).resolve().parents[3]
 
 def test_a_repository_without_vocabulary_is_refused_naming_the_item(c2s_folder, tmp_path,
                                                                      monkeypatch):
-    from fake_sources import FakeSources, write_hf_repo
+    from biotool_testing.fake_sources import FakeSources, write_hf_repo
 
     from biotool.staging import StagingError, build
 

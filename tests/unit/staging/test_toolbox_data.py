@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_sources import gene_reads, protein_queries, virus_reads
+from biotool_testing.fake_sources import gene_reads, protein_queries, virus_reads
 
 REPO = Path(__file__).resolve().parents[3]
 

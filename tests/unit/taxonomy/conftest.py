@@ -3,27 +3,15 @@ proxy, rules that allow the mock, and a controllable clock."""
 
 from __future__ import annotations
 
-import importlib.util
 import select
 import socket
 import socketserver
 import subprocess
 import threading
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-
-
-def _load_mock():
-    spec = importlib.util.spec_from_file_location("mock_ncbi", REPO / "tests" / "mock_ncbi.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-mock_ncbi = _load_mock()
+from biotool_testing import mock_ncbi
 
 
 class FakeClock:

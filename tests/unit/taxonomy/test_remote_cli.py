@@ -85,7 +85,7 @@ def _free_port() -> int:
 
 def test_the_mock_runs_standalone_over_tls(biotool, test_ca, tmp_path):
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "mock_ncbi.py"), "--port",
+    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "biotool_testing" / "mock_ncbi.py"), "--port",
                              str(port), "--host", "127.0.0.1", "--tls-cert", test_ca["cert"],
                              "--tls-key", test_ca["key"], "--rtoe", "1"],
                             stderr=subprocess.PIPE, text=True)

@@ -146,7 +146,8 @@ def write_celltypist(root: Path, index_url: str, models: dict[str, tuple[Path, s
         shutil.copyfile(pkl, _place(root, url))
         entries.append({"filename": filename, "url": url, "version": url.split("/")[-2],
                         "date": "2024-01-01", "details": f"fake {filename} for tests",
-                        "No_celltypes": 10, "source": "tests/fake_sources.py", "default": False})
+                        "No_celltypes": 10, "source": "biotool_testing/fake_sources.py",
+                        "default": False})
     _place(root, index_url).write_text(json.dumps({"models": entries}, indent=1))
 
 
@@ -517,9 +518,7 @@ def populate(root: Path, manifests: Path, work: Path, celltypist_models: dict[st
     """Write a stand-in for every production source the manifests name; the known truth
     (genomes, designed genes, virus sequences, HF revision) for the tests to check against."""
     import random
-    import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "entrypoints"))
     from biotool.staging import load_manifests
 
     rng = random.Random(seed)

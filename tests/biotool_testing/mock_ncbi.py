@@ -11,7 +11,7 @@ ready, an empty report, an HTML page instead of JSON; and a redirect elsewhere (
 client must not follow). Every request is recorded with its time on the server's clock
 (injectable), and breaches of NCBI's pacing rules are listed.
 
-Standalone: python3 tests/mock_ncbi.py --port 8443 [--tls-cert C --tls-key K] [--mode ok]
+Standalone: python3 tests/biotool_testing/mock_ncbi.py --port 8443 [--tls-cert C --tls-key K] [--mode ok]
 GET /_mock/requests returns {"requests": [...], "violations": [...]} as JSON.
 """
 
@@ -32,7 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # it also runs as a script, without the package
 MODES = ("ok", "norid", "ratelimit", "ratelimit429", "truncate", "failed", "unknown", "never",
          "empty", "emptyjson", "html", "redirect")
 REDIRECT_TO = "https://evil.example/blast/Blast.cgi"  # mode redirect: where Put points
