@@ -166,7 +166,7 @@ def _arguments(arguments: Sequence[Argument], words: list[str], where: str) -> d
             out[arg.key] = words.pop(0)
         else:
             out[arg.key] = arg.default
-        if arg.required and not out[arg.key]:
+        if arg.required and out[arg.key] in (None, []):  # '' is given: its owner names it
             raise UsageError(f"Missing argument '{arg.name.upper()}'.", where)
     if words:
         raise UsageError(f"Got unexpected extra argument(s) ({' '.join(words)})", where)
