@@ -155,7 +155,8 @@ COPY entrypoints/biotool/__init__.py entrypoints/biotool/cache.py entrypoints/bi
 COPY entrypoints/commandline/__init__.py entrypoints/commandline/errors.py \
      /opt/staging/commandline/
 COPY entrypoints/biotool/alignment/__init__.py entrypoints/biotool/alignment/aligners.py \
-     entrypoints/biotool/alignment/indexes.py /opt/staging/biotool/alignment/
+     entrypoints/biotool/alignment/indexes.py entrypoints/biotool/alignment/vocabulary.py \
+     /opt/staging/biotool/alignment/
 COPY entrypoints/biotool/singlecell/__init__.py entrypoints/biotool/singlecell/c2s.py \
      /opt/staging/biotool/singlecell/
 COPY entrypoints/biotool/staging/ /opt/staging/biotool/staging/

@@ -17,6 +17,8 @@ from pathlib import Path
 from biotool.alignment import aligners
 from biotool.alignment.aligners import SHORT, aligner_command, aligner_of, finish_by
 from biotool.alignment.reference import Reference
+from biotool.alignment.vocabulary import (ALIGNED, CONSUMES_QUERY, CONSUMES_REFERENCE,
+                                          SKIP_FOR_DIVERGENCE)
 from biotool.cache import content_key, entry_dir, work_dir
 from biotool.files import input_file, magic
 from biotool.output import InputError, ToolFailure
@@ -351,7 +353,7 @@ def sampled_divergence(bam, ref: Reference, contigs: dict[str, int], min_mapq: i
     for read in fetch(bam, contig) if contig else fetch(bam, until_eof=True):
         if read.is_unmapped or read.reference_id < 0:
             break
-        if (read.flag & 0x904 or read.mapping_quality < min_mapq
+        if (read.flag & SKIP_FOR_DIVERGENCE or read.mapping_quality < min_mapq
                 or read.reference_name not in contigs):
             continue
         seq = read.query_sequence
@@ -373,14 +375,12 @@ def sampled_divergence(bam, ref: Reference, contigs: dict[str, int], min_mapq: i
 
 
 def _match_blocks(read):
-    """(query start, end, reference start, end) of each M/=/X block of the CIGAR."""
+    """(query start, end, reference start, end) of each aligned (M/=/X) block of the CIGAR."""
     qs, rs = 0, read.reference_start
     for op, ln in read.cigartuples or ():
-        if op in (0, 7, 8):
+        if op in ALIGNED:
             yield qs, qs + ln, rs, rs + ln
+        if op in CONSUMES_QUERY:
             qs += ln
-            rs += ln
-        elif op in (1, 4):
-            qs += ln
-        elif op in (2, 3):
+        if op in CONSUMES_REFERENCE:
             rs += ln

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from biotool.alignment.vocabulary import (CONSUMES_QUERY, CONSUMES_REFERENCE, DELETION,
+                                          HARD_CLIP, INSERTION, SOFT_CLIP, UNMAPPED, code_table)
 from biotool.output import InputError
 from biotool.reads.bam import index_of
 
@@ -33,9 +35,9 @@ MAX_RECORD = 1 << 28    # bytes; a 10 Mb read, its qualities and an operation a 
 BLOCKS_PER_TASK = 8      # BGZF blocks one thread inflates per task
 SEQ_CODES = b"=ACMGRSVTWYHKDBN"
 
-# Which CIGAR operations (MIDNSHP=X, codes 0-8) consume reference and query bases.
-REF_OPS = np.array([1, 0, 1, 1, 0, 0, 0, 1, 1] + [0] * 7, dtype=np.int64)
-QUERY_OPS = np.array([1, 1, 0, 0, 1, 0, 0, 1, 1] + [0] * 7, dtype=np.int64)
+# Per BAM operation code, whether it consumes reference and query bases (the vocabulary's sets).
+REF_OPS = np.array(code_table(CONSUMES_REFERENCE), dtype=np.int64)
+QUERY_OPS = np.array(code_table(CONSUMES_QUERY), dtype=np.int64)
 
 
 @dataclass
@@ -408,7 +410,7 @@ def _decode(buf: bytes, offs: list[int], tid: int, beg: int, end: int, path: Pat
     ops, lens = (words & 0xF).astype(np.int64), (words >> 4).astype(np.int64)
     rows = np.arange(len(at))
     placeholder = (n_cig > 0) & (l_seq > 0)
-    placeholder[placeholder] &= (ops[first[placeholder]] == 4) & \
+    placeholder[placeholder] &= (ops[first[placeholder]] == SOFT_CLIP) & \
         (lens[first[placeholder]] == l_seq[placeholder])
     if placeholder.any():
         ops, lens, first, n_cig, rows = _cg_cigars(buf, placeholder, ops, lens, first, n_cig,
@@ -416,7 +418,7 @@ def _decode(buf: bytes, offs: list[int], tid: int, beg: int, end: int, path: Pat
     flag, mapq = flag_all[rows], mapq_all[rows]
     pos, l_seq, seq_at = pos[rows], l_seq[rows], seq_at[rows]
     ref_len = _seg_sums(lens * REF_OPS[ops], first, n_cig)
-    ref_len[(flag & 4) != 0] = 0  # htslib's bam_endpos: an unmapped read covers one base
+    ref_len[(flag & UNMAPPED) != 0] = 0  # htslib's bam_endpos: an unmapped read covers one base
     stop = pos + np.maximum(ref_len, 1)
     keep = stop > beg
     if not keep.all():
@@ -498,7 +500,7 @@ def clip_lengths(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
     """Per row, the bases soft- or hard-clipped at the CIGAR's start and at its end (all of
     them on both sides when every operation is a clip)."""
     idx, starts = _row_ops(batch.n_ops, batch.first_op)
-    clip = (batch.ops[idx] == 4) | (batch.ops[idx] == 5)
+    clip = (batch.ops[idx] == SOFT_CLIP) | (batch.ops[idx] == HARD_CLIP)
     lens = batch.lens[idx]
     aligned = (~clip).astype(np.int64)
     cum = np.concatenate([[0], np.cumsum(aligned)])
@@ -510,7 +512,8 @@ def clip_lengths(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
 
 
 def indel_events(batch: Batch, rows: np.ndarray) -> dict:
-    """Every insertion and deletion of the given rows: its row, operation (1 I, 2 D), length,
+    """Every insertion and deletion of the given rows: its row, operation (INSERTION or
+    DELETION), length,
     and the 0-based reference and query positions where it begins."""
     n_ops = batch.n_ops[rows]
     idx, starts = _row_ops(n_ops, batch.first_op[rows])
@@ -521,7 +524,7 @@ def indel_events(batch: Batch, rows: np.ndarray) -> dict:
     row = np.repeat(rows, n_ops)
     ref_at = np.repeat(batch.pos[rows] - ref_cum[starts], n_ops) + ref_cum[:-1]
     query_at = query_cum[:-1] - np.repeat(query_cum[starts], n_ops)
-    pick = ((ops == 1) | (ops == 2)) & (lens > 0)  # a 0I or 0D is no event
+    pick = ((ops == INSERTION) | (ops == DELETION)) & (lens > 0)  # a 0I or 0D is no event
     return {"row": row[pick], "op": ops[pick], "len": lens[pick], "ref": ref_at[pick],
             "query": query_at[pick]}
 

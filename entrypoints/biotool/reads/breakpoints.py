@@ -14,6 +14,7 @@ import time
 from collections import Counter
 
 from biotool.alignment.reference import resolve
+from biotool.alignment.vocabulary import DELETION, INSERTION, SKIP_FOR_JUNCTIONS
 from biotool.competence import bounded, not_applicable
 from biotool.output import InputError
 from biotool.provenance import provenance
@@ -72,7 +73,7 @@ def tally(path: str, tid: int, start: int, end: int, refseq: str, off: int, min_
     truncated = False
     for batch in bamscan.scan(path, tid, start, end, threads):
         n += len(batch.pos)
-        use = ((batch.flag & 0x704) == 0) & (batch.mapq >= min_mapq) & (batch.n_ops > 0)
+        use = ((batch.flag & SKIP_FOR_JUNCTIONS) == 0) & (batch.mapq >= min_mapq) & (batch.n_ops > 0)
         kept += int(use.sum())
         parts["read_lo"].append(batch.pos[use])
         parts["read_hi"].append(batch.end[use])
@@ -96,11 +97,11 @@ def _count_indels(batch, rows, refseq: str, off: int, start: int, end: int,
 
     ev = bamscan.indel_events(batch, rows)
     inside = (ev["ref"] >= start) & (ev["ref"] <= end)
-    dels = inside & (ev["op"] == 2)
+    dels = inside & (ev["op"] == DELETION)
     if dels.any():
         for (r, k), c in Counter(zip(ev["ref"][dels].tolist(), ev["len"][dels].tolist())).items():
             spans[_span_deletion(refseq, off, r, k)] += c
-    ins = inside & (ev["op"] == 1)
+    ins = inside & (ev["op"] == INSERTION)
     if ins.any():
         seqs = bamscan.query_bases(batch, ev["row"][ins], ev["query"][ins], ev["len"][ins])
         for key, c in Counter(zip(ev["ref"][ins].tolist(), seqs)).items():

@@ -10,6 +10,8 @@ import os
 import time
 from collections import defaultdict
 
+from biotool.alignment.vocabulary import (ALIGNED, CONSUMES_QUERY, CONSUMES_REFERENCE, DELETION,
+                                          INSERTION, REVERSE, SKIP_FOR_ALLELES)
 from biotool.output import InputError
 from biotool.reads.bam import fetch
 from biotool.reads.indel import deletion_span, insertion_left
@@ -56,13 +58,13 @@ class Pileup:
                                  f"{read.reference_start + 1} comes after position {last + 1}); "
                                  "run `samtools sort` and index the result")
             last = read.reference_start
-            if read.flag & 0xF04 or read.mapping_quality < min_mapq:
+            if read.flag & SKIP_FOR_ALLELES or read.mapping_quality < min_mapq:
                 continue
             seq = read.query_sequence
             if not seq:
                 continue
             self.reads_used += 1
-            rev = 1 if read.flag & 16 else 0
+            rev = 1 if read.flag & REVERSE else 0
             qual = read.query_qualities
             q0 = self._qoff
             self._seq.append(seq.encode())
@@ -73,14 +75,14 @@ class Pileup:
             self._shi.append(read.reference_end)
             r, q = rs, 0
             for op, ln in read.cigartuples:
-                if op == 0 or op == 7 or op == 8:
+                if op in ALIGNED:
                     self._r.append(r)
                     self._q.append(q0 + q)
                     self._len.append(ln)
                     self._strand.append(rev)
                     r += ln
                     q += ln
-                elif op == 2:
+                elif op == DELETION:
                     self._dlo.append(r)
                     self._dhi.append(r + ln)
                     if ln and s <= r < e:  # a 0D is no event (shifting it walks the whole slice)
@@ -89,16 +91,16 @@ class Pileup:
                             key = (lo - 1, ref[lo - 1 - off:lo + ln - off], ref[lo - 1 - off])
                             self.indels[key][rev] += 1
                     r += ln
-                elif op == 1:
+                elif op == INSERTION:
                     if ln and s <= r <= e:
                         lo, ins = insertion_left(ref, off, r, seq[q:q + ln].upper())
                         if lo > off:
                             a = ref[lo - 1 - off]
                             self.indels[(lo - 1, a, a + ins)][rev] += 1
                     q += ln
-                elif op == 4:
+                elif op in CONSUMES_QUERY:  # a soft clip
                     q += ln
-                elif op == 3:
+                elif op in CONSUMES_REFERENCE:  # a skip (N)
                     r += ln
             if self._qoff >= BATCH_BASES:
                 self._flush()

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from biotool.alignment import indexes
 from biotool.alignment.aligners import bwa_command
+from biotool.alignment.vocabulary import NOT_PRIMARY
 from biotool.output import ToolFailure
 from biotool.procs import capture
 from biotool.staging import StagingError
@@ -469,7 +470,7 @@ def _use_prebuilt(index: str, tarball: Path, fasta: Path, out: Path) -> str:
         fq.write_text("".join(f"@{c}:{b}\n{seq}\n+\n{'I' * len(seq)}\n" for c, b, seq in usable))
         sam = _run(bwa_command(folder / prefix, 1, paired=False, reads=str(fq)))
         home = sum(1 for l in sam.splitlines() if not l.startswith("@") and
-                   (f := l.split("	")) and not int(f[1]) & 0x900 and
+                   (f := l.split("	")) and not int(f[1]) & NOT_PRIMARY and
                    f[0] == f"{f[2]}:{f[3]}")
         if not usable or home < PROBE_AGREE * len(usable):
             return (f"built here: the prebuilt index placed {home} of {len(usable)} reads cut "
