@@ -170,3 +170,50 @@ def composition(labels: list[str]) -> list[dict]:
     total = sum(counts.values()) or 1
     return [{"cell_type": k, "cells": v, "fraction": round(v / total, 4)}
             for k, v in counts.most_common()]
+
+
+# A real prompt's cell sentence for the staging check: highly expressed genes of a human PBMC.
+PROBE_GENES = ("MALAT1 TMSB4X B2M EEF1A1 TPT1 RPS27 RPL13 FTL CD74 HLA-DRA LYZ S100A9 "
+               "CD3E IL7R NKG7 GNLY MS4A1 CD79A").split()
+
+
+def check_tokenizer(folder: Path) -> int:
+    """Encode a real C2S prompt with the staged tokenizer; the number of ids (never 0)."""
+    import contextlib
+    import sys
+
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            from transformers import AutoTokenizer
+
+            tok = AutoTokenizer.from_pretrained(str(folder))
+            ids = tok(prompt(PROBE_GENES, "Homo sapiens"))["input_ids"]
+    except Exception as exc:  # noqa: BLE001 - any loader failure means an unusable folder
+        why = " ".join(str(exc).split())[:300]
+        raise ToolFailure(f"the tokenizer in {folder.name} does not load ({why})") from None
+    if not ids:
+        raise ToolFailure(f"the tokenizer in {folder.name} encodes a C2S prompt to no ids "
+                          "(a tokenizer folder without its vocabulary?)")
+    return len(ids)
+
+
+def check_answer(folder: Path) -> str:
+    """The staged model loads and continues a real C2S prompt: what it said."""
+    import contextlib
+    import sys
+
+    from biotool.output import BiotoolError
+
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            loaded = load(folder, folder, device="cpu", cache=False)
+            said = generate(loaded, [prompt(PROBE_GENES, "Homo sapiens")], max_new_tokens=2)
+    except BiotoolError as exc:
+        raise ToolFailure(f"the model in {folder.name} does not load or answer ({exc})") from None
+    return said["answers"][0][:80]
+
+
+def check_staged(folder: Path) -> dict:
+    """The staging check of a Cell2Sentence model folder (its manifest's `check`): the ids a
+    real prompt encodes to, and the model's answer to it; ToolFailure saying which failed."""
+    return {"tokenizer_ids": check_tokenizer(folder), "answer": check_answer(folder)}

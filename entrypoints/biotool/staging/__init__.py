@@ -18,7 +18,8 @@ tables:
   references: "faidx", "bwa" for short reads, "minimap2:<preset>" for long reads; for
   databases: "blastdb"), prepare (what to make of the fetched files: "fasta",
   "blastdb-tar", "gene-table", "hf-model"), and for items built rather than fetched,
-  builder = "module:function" called as fn(dest_dir, refs_dir).
+  builder = "module:function" called as fn(dest_dir, refs_dir); for an "hf-model" item,
+  check = "module:function" called as fn(model_dir), which proves the model answers.
 """
 
 from __future__ import annotations
@@ -40,6 +41,15 @@ LOCK = "pins.lock.toml"
 
 class StagingError(RuntimeError):
     """A manifest item could not be staged; the message names the item and why."""
+
+
+def hook(spec: str):
+    """The function a manifest names as "module:function" (an item's `builder` or `check`):
+    the family's code that staging calls without knowing the family."""
+    import importlib
+
+    module, _, func = spec.partition(":")
+    return getattr(importlib.import_module(module), func)
 
 
 def home() -> Path:

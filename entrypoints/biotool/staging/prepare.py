@@ -13,8 +13,9 @@
   gtf           a release's gene annotation GTF on its genome's own sequence names, checked
                 against the staged genome's .fai (biotool.staging.gtf)
   kraken2-tar   a prebuilt Kraken 2 database tarball unpacked, and loaded once by kraken2
-  hf-model      a Hugging Face model folder: config, weights in a format transformers loads and
-                a tokenizer, which must encode a real C2S prompt the model then continues
+  hf-model      a Hugging Face model folder: config and weights in a format transformers
+                loads, then the item's own check (`check`, the family's "module:function":
+                for Cell2Sentence, a real prompt its tokenizer encodes and the model continues)
 """
 
 from __future__ import annotations
@@ -32,13 +33,8 @@ from biotool.alignment.aligners import bwa_command
 from biotool.alignment.vocabulary import NOT_PRIMARY
 from biotool.output import ToolFailure
 from biotool.procs import capture
-from biotool.staging import StagingError
+from biotool.staging import StagingError, hook, usable
 from biotool.staging.pins import prebuilt_name
-
-# A real C2S prompt's cell sentence: highly expressed genes of a human PBMC.
-PROBE_GENES = ("MALAT1 TMSB4X B2M EEF1A1 TPT1 RPS27 RPL13 FTL CD74 HLA-DRA LYZ S100A9 "
-               "CD3E IL7R NKG7 GNLY MS4A1 CD79A").split()
-
 
 @dataclass(frozen=True)
 class Beside:
@@ -49,7 +45,7 @@ class Beside:
 
     def record(self, kind: str, name: str) -> dict | None:
         rec = self.items.get(f"{kind}/{name}")
-        return rec if rec and rec.get("files") and not rec.get("error") else None
+        return rec if usable(rec) else None
 
     def file(self, kind: str, name: str, key: str) -> Path | None:
         rec = self.record(kind, name)
@@ -257,28 +253,6 @@ def _gene_table(entry: dict, fetched: list[Path], item_dir: Path) -> dict:
     return {"main": out}
 
 
-def check_tokenizer(folder: Path) -> int:
-    """Encode a real C2S prompt with the staged tokenizer; the number of ids (never 0)."""
-    import contextlib
-    import sys
-
-    from biotool.singlecell.c2s import prompt
-
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            from transformers import AutoTokenizer
-
-            tok = AutoTokenizer.from_pretrained(str(folder))
-            ids = tok(prompt(PROBE_GENES, "Homo sapiens"))["input_ids"]
-    except Exception as exc:  # noqa: BLE001 - any loader failure means an unusable folder
-        why = " ".join(str(exc).split())[:300]
-        raise StagingError(f"the tokenizer in {folder.name} does not load ({why})") from None
-    if not ids:
-        raise StagingError(f"the tokenizer in {folder.name} encodes a C2S prompt to no ids "
-                           "(a tokenizer folder without its vocabulary?)")
-    return len(ids)
-
-
 # What transformers' PyTorch loader reads as weights: one file, or an index of shards.
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
@@ -309,23 +283,24 @@ def check_weights(folder: Path) -> list[str]:
     return found
 
 
-def check_model(folder: Path) -> dict:
-    """The staged model loads and continues a real C2S prompt; what it used and said."""
-    import contextlib
-    import sys
-
+def check_hf_model(folder: Path, entry: dict) -> dict:
+    """What staging records of a Hugging Face model folder: its weight files (transformers'
+    formats), then the item's own check (manifest `check`, "module:function" of the family
+    that runs the model, given the folder: a real prompt encoded and answered), so staging
+    knows the format and never a framework's prompt."""
     from biotool.output import BiotoolError
-    from biotool.singlecell import c2s
 
     weights = check_weights(folder)
+    spec = entry.get("check")
+    if not spec:
+        raise StagingError("an hf-model item names its check (check = \"module:function\", "
+                           "the code that proves the model answers)")
     try:
-        with contextlib.redirect_stdout(sys.stderr):
-            loaded = c2s.load(folder, folder, device="cpu", cache=False)
-            said = c2s.generate(loaded, [c2s.prompt(PROBE_GENES, "Homo sapiens")],
-                                max_new_tokens=2)
+        found = hook(spec)(folder)
     except BiotoolError as exc:
-        raise StagingError(f"the model in {folder.name} does not load or answer ({exc})") from None
-    return {"weights": weights, "answer": said["answers"][0][:80]}
+        raise StagingError(str(exc)) from None
+    return {"tokenizer_probe_ids": found["tokenizer_ids"],
+            "model_probe": {"weights": weights, "answer": found["answer"]}}
 
 
 def _gtf(entry: dict, fetched: list[Path], item_dir: Path, beside: Beside | None) -> dict:
@@ -364,8 +339,7 @@ def prepare(entry: dict, fetched: list[Path], item_dir: Path,
         return _kraken2(entry, fetched, item_dir)
     if how == "hf-model":
         weights = item_dir / "weights"
-        entry["tokenizer_probe_ids"] = check_tokenizer(weights)
-        entry["model_probe"] = check_model(weights)
+        entry.update(check_hf_model(weights, entry))
         return {"main": weights}
     if how == "fasta":
         main = _plain_fasta(fetched[0], item_dir / f"{entry['name']}.fa")

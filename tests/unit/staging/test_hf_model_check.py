@@ -68,7 +68,17 @@ def test_a_shard_index_must_have_every_shard(c2s_folder, tmp_path):
 
 
 def test_the_real_tiny_model_passes_and_answers(c2s_folder):
-    from biotool.staging.prepare import check_model
+    from biotool.staging.prepare import check_hf_model
 
-    probe = check_model(c2s_folder)
+    found = check_hf_model(c2s_folder, {"check": "biotool.singlecell.c2s:check_staged"})
+    assert found["tokenizer_probe_ids"] > 20
+    probe = found["model_probe"]
     assert probe["weights"] == ["model.safetensors"] and isinstance(probe["answer"], str)
+
+
+def test_an_hf_model_item_without_its_check_is_refused(c2s_folder):
+    from biotool.staging import StagingError
+    from biotool.staging.prepare import check_hf_model
+
+    with pytest.raises(StagingError, match="names its check"):
+        check_hf_model(c2s_folder, {})

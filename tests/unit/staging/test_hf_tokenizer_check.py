@@ -37,6 +37,6 @@ def test_a_repository_without_vocabulary_is_refused_naming_the_item(c2s_folder, 
 
 
 def test_the_probe_encodes_with_the_real_tokenizer(c2s_folder):
-    from biotool.staging.prepare import check_tokenizer
+    from biotool.singlecell.c2s import check_tokenizer
 
     assert check_tokenizer(c2s_folder) > 20
