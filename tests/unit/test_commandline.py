@@ -1,0 +1,104 @@
+"""The command-line layer all three programs share (entrypoints/commandline): parsing, the
+checks every option gets, help pages and the one exception-to-exit-code ladder."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from commandline import program
+from commandline.errors import ProgramError, UsageError
+from commandline.helptext import command_help, program_help
+from commandline.parse import parse
+from commandline.spec import Argument, Command, Option
+
+CMD = Command("go", lambda **v: v, help="Does it.\n\n\b\nkept   as\n  written", options=(
+    Option(("--name", "-n"), "A name.", required=True),
+    Option(("--count",), "How many.", kind=int, default=3, min=1, max=9),
+    Option(("--ratio",), kind=float, default=0.5),
+    Option(("--fast", "-f"), "Quickly.", flag=True),
+    Option(("--file",), multiple=True, gather="each"),
+    Option(("--pair",), multiple=True, gather="grouped"),
+    Option(("--new",), default="x", aliases=("--old",)),
+), arguments=(Argument("what", "The thing."),))
+
+
+def values(*args: str) -> dict:
+    return parse(CMD, list(args)).values
+
+
+def test_option_forms():
+    v = values("-fnA", "--count=4", "--file", "a", "b", "--pair", "R1", "R2", "--old", "y", "it")
+    assert (v["name"], v["count"], v["fast"], v["what"], v["new"]) == ("A", 4, True, "it", "y")
+    assert v["file"] == ["a", "b"] and v["pair"] == ["R1,R2"] and v["ratio"] == 0.5
+    assert values("-n", "-odd")["name"] == "-odd"  # an option's own value, whatever it looks like
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "Missing option '--name' / '-n'."),
+    (["-n", "a", "--count", "x"], "Invalid value for '--count': 'x' is not a valid int."),
+    (["-n", "a", "--count", "10"], "Invalid value for '--count': 10 is not in the range 1<=x<=9."),
+    (["-n", "a", "--new", ""], "--new '': empty value (leave the option out for its default)"),
+    (["-n", "a", "-n", "b"], "option --name given 2 times; it takes one value"),
+    (["-n", "a", "--old", "1", "--new", "2"], "option --new given 2 times; it takes one value"),
+    (["-n", "a", "--nam"], "No such option: --nam (Possible options: --name, --new)"),
+    (["-n", "a", "--zzzz"], "No such option: --zzzz"),
+    (["-n", "a", "--fast=1"], "Option '--fast' does not take a value."),
+    (["-n"], "Option '-n' requires an argument."),
+    (["-n", "a", "x", "y"], "Got unexpected extra argument(s) (y)"),
+    (["-n", "a", "--ratio", "1" * 30], None),  # a float that large is a float: no refusal
+])
+def test_usage_errors_name_the_culprit(args, message):
+    if message is None:
+        assert values(*args)["ratio"] == float("1" * 30)
+        return
+    with pytest.raises(UsageError) as err:
+        values(*args)
+    assert err.value.message == message and err.value.command == "go"
+
+
+def test_help_pages():
+    page = command_help("prog", CMD)
+    assert page.startswith("Usage: prog go [OPTIONS] [what]\n\n  Does it.\n\n  kept   as\n    written")
+    assert "  -n, --name <str>" in page and "[required]" in page
+    assert "[default: 3; 1<=x<=9]" in page and "--old" not in page
+    assert "  -h, --help" in page and "Arguments:\n  what" in page
+    top = program_help("prog", "The program.", [CMD])
+    assert "Commands:\n  go  Does it.\n" in top
+
+
+def _main(capsys, run, argv, **kw):
+    with pytest.raises(SystemExit) as done:
+        program.main("prog", [Command("go", run, tail=kw.pop("tail", False),
+                                      arguments=kw.pop("arguments", ()))],
+                     help="P.", emit=lambda r: print(json.dumps(r)), argv=argv, **kw)
+    out = capsys.readouterr()
+    return done.value.code, out.out, out.err
+
+
+def test_the_ladder(capsys, monkeypatch):
+    def failed():
+        raise ProgramError("it broke\non two lines", result={"report": 1})
+
+    assert _main(capsys, lambda: {"ok": 1}, ["go"]) == (0, '{"ok": 1}\n', "")
+    # A report the error carries comes first, then the one error line.
+    assert _main(capsys, failed, ["go"]) == (4, '{"report": 1}\n', "prog: error: it broke on two lines\n")
+    monkeypatch.delenv("BIOTOOL_DEBUG", raising=False)
+    code, out, err = _main(capsys, lambda: 1 / 0, ["go"])
+    assert (code, out) == (4, "") and err == "prog: error: internal error: ZeroDivisionError: division by zero\n"
+    code, _, err = _main(capsys, lambda: {}, ["goo"])
+    assert code == 2 and err == "prog: error: No such command 'goo'. Did you mean 'go'?\n"
+    code, out, _ = _main(capsys, lambda: {}, [])
+    assert code == 0 and out.startswith("Usage: prog [OPTIONS] COMMAND [ARGS]...")
+
+
+def test_program_flags_anywhere_and_the_tail(capsys):
+    seen = []
+    quiet = Option(("--quiet", "-q"), flag=True)
+    assert _main(capsys, lambda: {}, ["go", "-q"], options=(quiet,), setup=seen.append)[0] == 0
+    assert seen == [{"quiet"}]
+    run = Argument("cmd", many=True)
+    code, out, _ = _main(capsys, lambda cmd: {"cmd": cmd}, ["go", "a", "--", "--x", "-y"],
+                         tail=True, arguments=(run,))
+    assert code == 0 and json.loads(out) == {"cmd": ["a", "--x", "-y"]}
