@@ -39,8 +39,8 @@ SITE_BIND_VARS = ("APPTAINER_BIND", "APPTAINER_BINDPATH", "SINGULARITY_BIND",
 
 
 class ApptainerConfig(BaseModel):
-    """sandbox=("biotool-apptainer", ApptainerConfig(...)); any field left out is read from the
-    environment variable in ENV (scratch last from TMPDIR, then /tmp)."""
+    """sandbox=SandboxEnvironmentSpec("biotool-apptainer", ApptainerConfig(...)); any field left
+    out is read from its environment variable in ENV (scratch then from TMPDIR, then /tmp)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     sif: str | None = None
