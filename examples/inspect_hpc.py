@@ -23,9 +23,7 @@ from inspect_ai.dataset import Sample
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer
 from inspect_ai.solver import TaskState, generate, use_tools
 from inspect_ai.tool import bash, python
-from inspect_ai.util import sandbox
-
-from biotool_sandbox.apptainer_sandbox import ApptainerSandboxEnvironment
+from biotool_sandbox.inspect_sandbox import egress_audit
 from biotool_sandbox.scripted import scripted_model
 
 READS = "/opt/biotool/samples/demo-sarscov2-artic-reads/MT007544.fastq"
@@ -48,7 +46,7 @@ def organism_and_offline():
         answer = state.output.completion
         taxid, name = target.text.split(" ", 1)
         found = bool(re.search(rf"\b{taxid}\b", answer)) and name.lower() in answer.lower()
-        audit = await sandbox().as_type(ApptainerSandboxEnvironment).audit()
+        audit = await egress_audit()  # the same scorer code as on `biotool`: here, offline
         return Score(value=CORRECT if found else INCORRECT, answer=answer,
                      explanation=audit["note"],
                      metadata={"instance": audit["run"], "offline": audit["offline"],

@@ -48,7 +48,7 @@ def _refusal(code: int, out: bytes, err: bytes, cmd: list[str]) -> str | None:
 
 
 @sandboxenv(name="biotool-apptainer")
-class ApptainerSandboxEnvironment(SandboxEnvironment):
+class ApptainerSandboxEnvironment(inspect_io.AuditedSandbox):
     """One sample's Apptainer instance, its /work and its scratch, all node-local."""
 
     # Instances this process started and has not stopped: task_cleanup's last resort.

@@ -10,7 +10,8 @@ from __future__ import annotations
 import errno
 import shlex
 
-from inspect_ai.util import ExecResult, OutputLimitExceededError, SandboxEnvironmentLimits
+from inspect_ai.util import (ExecResult, OutputLimitExceededError, SandboxEnvironment,
+                             SandboxEnvironmentLimits)
 
 # The providers' exec bounds, defined once for them and the launcher's exec.
 from .timeouts import host_deadline, timed_out, with_timeout, wrapper_refused  # noqa: F401
@@ -19,6 +20,14 @@ WORKDIR = "/work"
 SHELL = "/bin/sh"  # run by absolute path, as the timeout wrapper is (timeouts.py)
 # read_file's exit status for "larger than Inspect's limit" (no tool exits 27 in the script).
 TOO_LARGE = 27
+
+
+class AuditedSandbox(SandboxEnvironment):
+    """A sandbox of this project's providers, which knows its own egress audit (biotool's from
+    the engine, biotool-apptainer's offline answer), so egress_audit needs no egress sandbox."""
+
+    async def audit(self) -> dict:
+        raise NotImplementedError
 
 
 def resolve(path: str, workdir: str = WORKDIR) -> str:

@@ -54,7 +54,7 @@ def _image_for(mode: str) -> str:
     return os.environ.get("BIOTOOL_IMAGE", "biotool-sandbox:latest")
 
 
-class _RunContainer(SandboxEnvironment):
+class _RunContainer(inspect_io.AuditedSandbox):
     """One container of a sample's run, driven through the docker SDK."""
 
     workdir = WORKDIR
@@ -183,16 +183,15 @@ async def egress_audit(name: str | None = None) -> dict:
     """The current sample's egress audit, for a scorer: `audit = await egress_audit()`.
 
     On `biotool`, `name` is any of the run's sandboxes (default `default`) and the audit is
-    read from the engine: the egress container's log and the gate's store. On any other
+    read from the engine: the egress container's log and the gate's store; on
+    `biotool-apptainer` it is the offline answer (there is no way out). On any other
     provider it names the egress service's sandbox (default `egress`), read through the
     sandbox API by sandbox_audit."""
     env = sandbox(name) if name else sandbox()
     try:  # as_type: Inspect hands out its event-recording proxy of the environment
-        run = env.as_type(_RunContainer).run
+        return await env.as_type(inspect_io.AuditedSandbox).audit()
     except TypeError:
-        run = None
-    if run:
-        return await asyncio.to_thread(agent.audit, run)
+        pass
     if not name:
         try:
             env = sandbox(EGRESS)

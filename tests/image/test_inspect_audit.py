@@ -24,20 +24,15 @@ ATTEMPTS = (
 def _task():
     from inspect_ai import Task
     from inspect_ai.dataset import Sample
-    from inspect_ai.model import ModelOutput, ModelUsage, get_model
     from inspect_ai.scorer import Score, scorer
     from inspect_ai.solver import generate, use_tools
     from inspect_ai.tool import bash
     from inspect_ai.util import sandbox
 
     from biotool_sandbox.inspect_sandbox import egress_audit, sandbox_audit
+    from biotool_sandbox.scripted import scripted_model
 
-    def agent(messages, tools, tool_choice, config) -> ModelOutput:
-        done = sum(1 for m in messages if m.role == "tool")
-        out = (ModelOutput.for_tool_call("mockllm/model", "bash", {"command": ATTEMPTS[done]})
-               if done < len(ATTEMPTS) else ModelOutput.from_content("mockllm/model", "done"))
-        out.usage = ModelUsage(input_tokens=0, output_tokens=0, total_tokens=0)
-        return out
+    agent = scripted_model([("bash", {"command": c}) for c in ATTEMPTS], lambda messages: "done")
 
     @scorer(metrics=[])
     def both_ways():
@@ -51,7 +46,7 @@ def _task():
 
     return Task(dataset=[Sample(input="try the network", id="audit")],
                 solver=[use_tools(bash(timeout=60)), generate()], scorer=both_ways(),
-                sandbox="biotool", model=get_model("mockllm/model", custom_outputs=agent))
+                sandbox="biotool", model=agent)
 
 
 @pytest.fixture(scope="module")
