@@ -97,7 +97,7 @@ class Reference:
 def staged(name: str) -> Reference | None:
     """The usable staged reference of that name or alias, or None."""
     record = staging.find("reference", name)
-    if record is None or record.get("error") or not record.get("files"):
+    if not staging.usable(record):
         return None
     fasta = staging.path_of(record, "main")
     if not Path(str(fasta) + ".fai").exists():
@@ -107,8 +107,7 @@ def staged(name: str) -> Reference | None:
 
 def staged_names() -> list[str]:
     """Names of the usable staged references, for error lines that say what there is."""
-    return sorted(i["name"] for i in staging.staged_items("reference")
-                  if not i.get("error") and i.get("files"))
+    return sorted(i["name"] for i in staging.staged_items("reference") if staging.usable(i))
 
 
 def resolve(reference: str) -> Reference:

@@ -23,7 +23,7 @@ def table_records() -> list[dict]:
     from biotool import staging
 
     found = [item for item in staging.staged_items("database")
-             if item.get("format") == TABLE_FORMAT and item.get("files") and not item.get("error")]
+             if item.get("format") == TABLE_FORMAT and staging.usable(item)]
     if not found:
         raise InputError("reference: no gene annotation table is staged here (manifest "
                          "refs/annotations.toml, database demo-gene-annotation); see `biotool list`")

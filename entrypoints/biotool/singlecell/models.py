@@ -29,7 +29,7 @@ def celltypist_panel(species: str) -> list[dict]:
     """Staged, usable CellTypist models for a species; "unknown" means every species' models."""
     out = []
     for rec in staging.staged_items("model"):
-        if rec.get("framework") != "celltypist" or rec.get("error") or not rec.get("files"):
+        if rec.get("framework") != "celltypist" or not staging.usable(rec):
             continue
         if species in ("human", "mouse") and species not in _organisms(rec):
             continue
@@ -51,9 +51,8 @@ def celltypist_model(name_or_path: str) -> tuple[Path, dict, dict | None]:
     """(path, provenance item, staged record or None) for `--reference NAME|PATH.pkl`."""
     rec = staging.find("model", name_or_path)
     if rec is not None:
-        if rec.get("error") or not rec.get("files"):
-            raise InputError(f"--reference {name_or_path}: not staged here "
-                             f"({rec.get('error', 'no files')}); see `biotool list`")
+        if not staging.usable(rec):
+            raise staging.not_staged(f"--reference {name_or_path}", rec)
         if rec.get("framework") != "celltypist":
             raise InputError(f"--reference {name_or_path}: is a {rec.get('framework')} model, "
                              "not a CellTypist model")
@@ -99,9 +98,8 @@ def c2s_model(name_or_path: str = DEFAULT_C2S) -> dict:
         weights, tok, err = path, path, InputError
         items = [used("model", path.name, sha256_tree(path), framework="cell2sentence")]
     else:
-        if rec.get("error") or not rec.get("files"):
-            raise InputError(f"model {rec['name']}: not staged here "
-                             f"({rec.get('error', 'no files')}); see `biotool list`")
+        if not staging.usable(rec):
+            raise staging.not_staged(f"model {rec['name']}", rec)
         weights, err = staging.path_of(rec), ToolFailure
         items = [used("model", rec["name"], rec["sha256"], framework="cell2sentence")]
         tok_spec = rec.get("tokenizer")
@@ -109,7 +107,7 @@ def c2s_model(name_or_path: str = DEFAULT_C2S) -> dict:
             tok = weights
         else:
             tok_rec = staging.find("model", tok_spec)
-            if tok_rec is not None and tok_rec.get("files"):
+            if staging.usable(tok_rec):
                 tok = staging.path_of(tok_rec)
                 items.append(used("tokenizer", tok_rec["name"], tok_rec["sha256"]))
             else:

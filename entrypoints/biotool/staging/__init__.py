@@ -31,11 +31,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from biotool.cache import sha256_tree
+from biotool.output import InputError
 
 IMAGE_HOME = Path("/opt/biotool")
 REPO_REFS = Path(__file__).resolve().parents[3] / "refs"
 KINDS = ("reference", "database", "model", "sample")
 INVENTORY = "staged.json"
+# How a manifest item this image did not stage is said (status' reason starts with it).
+NOT_STAGED = "not staged in this image"
 LOCK = "pins.lock.toml"
 
 
@@ -107,8 +110,17 @@ def _load(root: Path) -> dict:
         return {"items": {}}
 
 
-def _usable(item: dict) -> bool:
-    return bool(item.get("files")) and not item.get("error")
+def usable(item: dict | None) -> bool:
+    """The one rule for a staged record a command may use: it has files, and staging
+    recorded no error for it."""
+    return bool(item) and bool(item.get("files")) and not item.get("error")
+
+
+def not_staged(what: str, item: dict) -> InputError:
+    """The one refusal of a staged record that is not usable here, `what` naming it as the
+    caller was given it (`--reference X`, `model X`)."""
+    return InputError(f"{what}: not staged here ({item.get('error') or 'no files'}); see "
+                      "`biotool list`")
 
 
 @lru_cache(maxsize=8)
@@ -119,7 +131,7 @@ def _merged(home_dir: str, home_mtime: float, site: str | None, site_mtime: floa
         merged[key] = {**item, "origin": "image", "root": home_dir}
     if site is not None:
         for key, item in _load(Path(site)).get("items", {}).items():
-            if key not in merged or (not _usable(merged[key]) and _usable(item)):
+            if key not in merged or (not usable(merged[key]) and usable(item)):
                 merged[key] = {**item, "origin": "site", "root": site}
     return {**base, "items": merged, "site": site}
 
@@ -201,7 +213,7 @@ def _unstaged_reason(entry: dict) -> str:
     src = entry.get("source") or entry.get("builder") or "?"
     src = src[0] if isinstance(src, list) else src
     set_name = entry.get("set", "production")
-    return (f"not staged in this image: set '{set_name}' (build with "
+    return (f"{NOT_STAGED}: set '{set_name}' (build with "
             f"--build-arg BIOTOOL_STAGE={set_name} on a host that can reach {src}, or stage "
             f"it into a site directory mounted at BIOTOOL_SITE_DIR)")
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from biotool.cache import atomic_path, sha256_tree
 from biotool.staging import (INVENTORY, LOCK, REPO_REFS, StagingError, home, hook,
-                             load_manifests)
+                             load_manifests, usable)
 from biotool.staging import pins as pinning
 from biotool.staging.fetch import PinMismatch, download, head_size
 from biotool.staging.prepare import Beside, prepare
@@ -279,7 +279,7 @@ def stage(refs_dir: Path, dest_home: Path, sets: list[str], lock: Path | None = 
             shutil.rmtree(item.work, ignore_errors=True)
     shutil.copytree(refs_dir, dest_home / "manifests", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("demo", "__pycache__"))
-    kept = {k: v for k, v in earlier.items() if k not in items and v.get("files") and
+    kept = {k: v for k, v in earlier.items() if k not in items and usable(v) and
             all((dest_home / f["path"]).exists() for f in v["files"].values())}
     inv = {"sets": sets + sorted({v["set"] for v in kept.values() if v.get("set")} - set(sets)),
            "items": {**kept, **items}}

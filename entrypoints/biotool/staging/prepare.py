@@ -33,7 +33,7 @@ from biotool.alignment.aligners import bwa_command
 from biotool.alignment.vocabulary import NOT_PRIMARY
 from biotool.output import ToolFailure
 from biotool.procs import capture
-from biotool.staging import StagingError, hook
+from biotool.staging import StagingError, hook, usable
 from biotool.staging.pins import prebuilt_name
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Beside:
 
     def record(self, kind: str, name: str) -> dict | None:
         rec = self.items.get(f"{kind}/{name}")
-        return rec if rec and rec.get("files") and not rec.get("error") else None
+        return rec if usable(rec) else None
 
     def file(self, kind: str, name: str, key: str) -> Path | None:
         rec = self.record(kind, name)

@@ -25,7 +25,6 @@ def family_status(family: str) -> dict:
     return desc
 
 
-NOT_STAGED = "not staged in this image"
 TITLE_CHARS = 60
 HOW_TO_STAGE = ("build with --build-arg BIOTOOL_STAGE={set} (make image BIOTOOL_STAGE=...) on a "
                 "host that reaches the sources in refs/*.toml, or stage the set into a site "
@@ -56,7 +55,7 @@ def list_everything() -> dict:
     how, by_set, spots = {}, {}, []
     for i in unusable:
         # A whole set left out of the build is one reason, said once (the output stays small).
-        if i.get("reason", "").startswith(NOT_STAGED + ": set "):
+        if i.get("reason", "").startswith(staging.NOT_STAGED + ": set "):
             how[i["set"]] = HOW_TO_STAGE.format(set=i["set"])
             # staged: false and its set say it; how_to_stage says what to do; its title and
             # kind are the manifest's (refs/*.toml), of no use until the set is staged.
@@ -89,8 +88,7 @@ def list_everything() -> dict:
 def _annotations(reference: str) -> dict[str, str]:
     """{database name: GTF path} of the gene annotations staged on this reference's names."""
     return {i["name"]: str(staging.path_of(i)) for i in staging.staged_items("database")
-            if i.get("format") == "gtf" and i.get("reference") == reference and i.get("files")
-            and not i.get("error")}
+            if i.get("format") == "gtf" and i.get("reference") == reference and staging.usable(i)}
 
 
 def references() -> dict:

@@ -24,21 +24,20 @@ def staged_database(name: str | None) -> dict:
     if name:
         rec = staging.find("database", name)
         if rec is None:
-            names = [i["name"] for i in staging.staged_items("database") if not i.get("error")]
+            names = [i["name"] for i in staging.staged_items("database") if staging.usable(i)]
             raise InputError(f"--database: {name!r} is not a staged BLAST database "
                              f"(staged: {', '.join(names) or 'none'}; see `biotool list`)")
     else:
         # A taxonomy panel carries its organisms (`taxa`); other BLAST databases (gene
         # annotation sets) would name no organism, so they are never the default here.
-        usable = [i for i in staging.staged_items("database") if not i.get("error")
-                  and "blastdb" in i.get("files", {}) and i.get("taxa")]
+        usable = [i for i in staging.staged_items("database") if staging.usable(i)
+                  and "blastdb" in i["files"] and i.get("taxa")]
         if not usable:
             raise InputError(f"no taxonomy BLAST database is staged under {staging.home()}; "
                              f"local search is impossible here (see `biotool list`)")
         rec = sorted(usable, key=lambda i: (i.get("set") != "production", i["name"]))[0]
-    if rec.get("error"):
-        raise InputError(f"database {rec['name']}: not staged here ({rec['error']}); see "
-                         "`biotool list`")
+    if not staging.usable(rec):
+        raise staging.not_staged(f"database {rec['name']}", rec)
     if "blastdb" not in rec.get("files", {}):
         raise InputError(f"--database: {rec['name']} is not a BLAST database (no blastdb index)")
     if rec.get("molecule") == "protein":
