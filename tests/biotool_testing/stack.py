@@ -69,26 +69,6 @@ def wait_for_record(run: dict, pred, timeout: float = 10) -> dict:
     raise AssertionError(f"no matching audit record; the proxy logged {json.dumps(records)[:2000]}")
 
 
-def make_test_ca(dest: Path, name: str = ALLOWED_HOST) -> dict:
-    """A throw-away CA and a server certificate for `name`, made with the openssl CLI."""
-    dest.mkdir(parents=True, exist_ok=True)
-
-    def ssl(*args):
-        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=dest)
-
-    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=biotool test CA",
-        "-keyout", "ca.key", "-out", "ca.pem", "-addext", "basicConstraints=critical,CA:TRUE",
-        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-    ssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout", "server.key",
-        "-out", "server.csr")
-    (dest / "ext.cnf").write_text(f"subjectAltName=DNS:{name}\nextendedKeyUsage=serverAuth\n")
-    ssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-        "-days", "2", "-out", "server.pem", "-extfile", "ext.cnf")
-    for f in dest.iterdir():
-        f.chmod(0o644)
-    return {"ca": dest / "ca.pem", "cert": dest / "server.pem", "key": dest / "server.key"}
-
-
 # The outside server: HTTPS on 443 (answering as the allowed host), raw TCP listeners on 80
 # and 8443, and a UDP echo on 53. Every contact is printed, so a test can prove none came.
 SERVER = textwrap.dedent(r'''

@@ -16,14 +16,14 @@ import threading
 
 import pytest
 
-from biotool_testing import stack
+from biotool_testing import certificates, stack
 
 HOST = stack.ALLOWED_HOST
 
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
-    return stack.make_test_ca(tmp_path_factory.mktemp("test-ca"))
+    return certificates.server_ca(tmp_path_factory.mktemp("test-ca"), stack.ALLOWED_HOST)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from biotool_testing import stack
+from biotool_testing import certificates, stack
 
 HOST = stack.ALLOWED_HOST
 URL = f"https://{HOST}/blast/Blast.cgi"
@@ -24,7 +24,7 @@ WORK_SIZE = "256m"
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory, images):
-    certs = stack.make_test_ca(tmp_path_factory.mktemp("test-ca"))
+    certs = certificates.server_ca(tmp_path_factory.mktemp("test-ca"), stack.ALLOWED_HOST)
     runs = []
     mock = None
     try:

@@ -11,7 +11,6 @@ remote taxonomies take about a minute together.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -21,7 +20,7 @@ import time
 
 import pytest
 
-from biotool_testing import stack
+from biotool_testing import certificates, stack
 from biotool_testing.images import EGRESS_IMAGE
 
 HOST = stack.ALLOWED_HOST
@@ -31,14 +30,6 @@ RELAY_NAME, RELAY_PORT = "ncbi-relay", 8443
 TAXONOMY_TIMEOUT = 180
 PUT = (f"curl -s -w ' HTTP=%{{http_code}}\\n' --max-time 90 -X POST --data "
        f"'CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3Eq%0AACGTACGTACGTACGTACGTACGT' {URL}")
-
-
-def _relay_certs():
-    spec = importlib.util.spec_from_file_location("relay_certs",
-                                                  stack.REPO / "tests" / "relay_certs.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def start_relay(dc, name: str, tls, extra_ca, nets: list[str]):
@@ -73,9 +64,9 @@ def site(tmp_path_factory, images):
     import docker
 
     dc = docker.from_env()
-    certs = stack.make_test_ca(tmp_path_factory.mktemp("test-ca"))
-    tls = _relay_certs().make(tmp_path_factory.mktemp("site-ca"), RELAY_NAME,
-                              gates=("gate-a", "gate-b", "gate-hpc"))
+    certs = certificates.server_ca(tmp_path_factory.mktemp("test-ca"), stack.ALLOWED_HOST)
+    tls = certificates.relay_site(tmp_path_factory.mktemp("site-ca"), RELAY_NAME,
+                                  gates=("gate-a", "gate-b", "gate-hpc"))
     runs, made = [], []
     net = None
     try:

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from biotool_testing import stack
+from biotool_testing import certificates, stack
 
 HOST = stack.ALLOWED_HOST
 READS = stack.REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq"
@@ -22,7 +22,7 @@ READS = stack.REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq"
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, images):
-    certs = stack.make_test_ca(tmp_path_factory.mktemp("test-ca"))
+    certs = certificates.server_ca(tmp_path_factory.mktemp("test-ca"), stack.ALLOWED_HOST)
     up = stack.launcher("up", "--extra-ca", str(certs["ca"]))
     try:
         up["mock"] = stack.start_mock_ncbi([up], certs, f"{up['run']}-ncbi", "--rtoe", "1")

@@ -2,9 +2,9 @@
 schedule, without docker.
 
 A real gate on loopback, relaying to the real mock NCBI (biotool_testing/mock_ncbi.py) over
-TLS, with two throw-away CAs made by the openssl CLI: the run's CA (what the sandbox trusts)
-and the upstream's. Intervals are shortened (the image uses NCBI's); the mock counts breaches
-of the same shortened rules.
+TLS, with two throw-away CAs (biotool_testing/certificates.py): the run's CA (what the sandbox
+trusts) and the upstream's. Intervals are shortened (the image uses NCBI's); the mock counts
+breaches of the same shortened rules.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import importlib.util
 import json
 import socket
 import ssl
-import subprocess
 import sys
 import threading
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from biotool_testing import mock_ncbi
+from biotool_testing import certificates, mock_ncbi
 
 REPO = Path(__file__).resolve().parents[3]
 HOST = "blast.ncbi.nlm.nih.gov"
@@ -47,27 +46,11 @@ STORES: list = []  # the store fixture's stores: a run made after one records in
 INTERVAL, POLL = 0.6, 2.0
 
 
-def make_ca(dest: Path, name: str) -> dict:
-    dest.mkdir(parents=True, exist_ok=True)
-
-    def ssl_(*args):
-        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=dest)
-
-    ssl_("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={name} CA",
-         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign",
-         "-keyout", "ca.key", "-out", "ca.pem")
-    ssl_("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={HOST}", "-keyout", "host.key",
-         "-out", "host.csr")
-    (dest / "ext").write_text(f"subjectAltName=DNS:{HOST}\nextendedKeyUsage=serverAuth\n")
-    ssl_("x509", "-req", "-in", "host.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-         "-days", "2", "-extfile", "ext", "-out", "host.pem")
-    return {"ca": str(dest / "ca.pem"), "cert": str(dest / "host.pem"), "key": str(dest / "host.key")}
-
-
 @pytest.fixture(scope="module")
 def cas(tmp_path_factory):
     base = tmp_path_factory.mktemp("cas")
-    return {"run": make_ca(base / "run", "run"), "up": make_ca(base / "up", "upstream")}
+    return {"run": certificates.server_ca(base / "run", HOST, ca_name="run CA"),
+            "up": certificates.server_ca(base / "up", HOST, ca_name="upstream CA")}
 
 
 @pytest.fixture()

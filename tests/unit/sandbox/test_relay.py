@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from biotool_testing import mock_ncbi
+from biotool_testing import certificates, mock_ncbi
 
 REPO = Path(__file__).resolve().parents[3]
 EGRESS = REPO / "image" / "egress"
@@ -47,22 +47,18 @@ gate_mod = _module("gate", EGRESS / "gate.py")
 tunnel = _module("tunnel", EGRESS / "tunnel.py")
 upstream = _module("upstream", EGRESS / "upstream.py")
 relay_mod = _module("relay", EGRESS / "relay.py")
-relay_certs = _module("relay_certs", REPO / "tests" / "relay_certs.py")
 
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
     base = tmp_path_factory.mktemp("relay-certs")
-    site = relay_certs.make(base / "site", "localhost", gates=("gate-a", "gate-b"))
-    rogue = relay_certs.make(base / "rogue", "localhost", gates=("gate-x",), ca_name="other CA")
+    site = certificates.relay_site(base / "site", "localhost", gates=("gate-a", "gate-b"))
+    rogue = certificates.relay_site(base / "rogue", "localhost", gates=("gate-x",),
+                                    ca_name="other CA")
     # The run's CA (what a sandbox trusts) and the mock's, each with a certificate for NCBI's name.
-    run = relay_certs.make(base / "run", HOST, gates=(), ca_name="run CA")["relay"]
-    up = relay_certs.make(base / "up", HOST, gates=(), ca_name="upstream CA")["relay"]
     return {**site, "rogue": rogue["gate-x"],
-            "run": {"ca": str(run / "site-ca.pem"), "cert": str(run / "server.pem"),
-                    "key": str(run / "server.key")},
-            "up": {"ca": str(up / "site-ca.pem"), "cert": str(up / "server.pem"),
-                   "key": str(up / "server.key")}}
+            "run": certificates.server_ca(base / "run", HOST, ca_name="run CA"),
+            "up": certificates.server_ca(base / "up", HOST, ca_name="upstream CA")}
 
 
 @pytest.fixture()

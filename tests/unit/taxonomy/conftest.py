@@ -6,12 +6,11 @@ from __future__ import annotations
 import select
 import socket
 import socketserver
-import subprocess
 import threading
 
 import pytest
 
-from biotool_testing import mock_ncbi
+from biotool_testing import certificates, mock_ncbi
 
 
 class FakeClock:
@@ -38,24 +37,8 @@ def clock() -> FakeClock:
 
 @pytest.fixture(scope="session")
 def test_ca(tmp_path_factory) -> dict:
-    """A throwaway CA and a server certificate for `localhost`, made with openssl."""
-    d = tmp_path_factory.mktemp("ca")
-
-    def ssl(*args):
-        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=d)
-
-    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-        "-days", "2", "-subj", "/CN=biotool test CA",
-        "-addext", "basicConstraints=critical,CA:TRUE",
-        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-    ssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-        "-subj", "/CN=localhost")
-    (d / "ext.cnf").write_text("subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n"
-                               "keyUsage=critical,digitalSignature,keyEncipherment\n"
-                               "extendedKeyUsage=serverAuth\n")
-    ssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-        "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf")
-    return {"ca": str(d / "ca.pem"), "cert": str(d / "server.pem"), "key": str(d / "server.key")}
+    """A throwaway CA and a server certificate for `localhost`."""
+    return certificates.server_ca(tmp_path_factory.mktemp("ca"), "localhost")
 
 
 @pytest.fixture
