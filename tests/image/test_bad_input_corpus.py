@@ -11,19 +11,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import tempfile
 import uuid
 from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS))
+from badinput import cases as corpus
+from badinput.contract import problems
+from badinput.tier import failure, report, restore_permissions, selected_ids
 
-from badinput import cases as corpus  # noqa: E402
-from badinput.contract import problems  # noqa: E402
-from badinput.tier import failure, report, restore_permissions, selected_ids  # noqa: E402
+TESTS = Path(__file__).resolve().parents[1]
 
 CASES = corpus.cases()
 TIMEOUT = 60  # per case inside the container (cold imports on a loaded host)

@@ -1,7 +1,6 @@
 """biotool-sandbox keeps the contract of biotool and molperceive (docs/contract.md), checked by
 the one contract check the bad-input tier uses: usage errors and engine failures are one line."""
 
-import json
 import os
 import subprocess
 import sys
@@ -9,22 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from badinput.contract import problems
+from biotool_testing.contract import judged
+from biotool_testing.ran import Ran
+
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "tests"))
-from badinput.contract import problems  # noqa: E402
 
 
 def _run(argv, env=None) -> dict:
     e = {**os.environ, "PYTHONPATH": str(REPO / "entrypoints"), **(env or {})}
     p = subprocess.run([sys.executable, "-m", "biotool_sandbox", *argv], capture_output=True,
                        text=True, env=e, timeout=60)
-    out = p.stdout.strip()
-    try:
-        kind = "empty" if not out else ("object" if isinstance(json.loads(out), dict) else "other")
-    except ValueError:
-        kind = "text"
-    return {"rc": p.returncode, "timed_out": False, "elapsed": 0, "stdout": p.stdout,
-            "stdout_kind": kind, "stderr": p.stderr, "outputs_present": [], "leftovers": []}
+    return judged(Ran(p.returncode, p.stdout, p.stderr))
 
 
 @pytest.mark.parametrize("argv,culprit", [

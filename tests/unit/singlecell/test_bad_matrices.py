@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from biotool_testing.contract import error_line
+
 CSV_HEAD = "cell,CD3E,MS4A1,LYZ\n"
 CASES = {
     "nan.csv": (CSV_HEAD + "c1,1,nan,3\nc2,2,3,4\n", "NaN or infinite (first: cell c1, gene MS4A1)"),
@@ -20,19 +22,12 @@ CASES = {
 }
 
 
-def _one_error_line(r) -> str:
-    assert r.code == 2 and r.stdout == "", (r.code, r.stdout, r.stderr)
-    lines = r.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("biotool: error: "), r.stderr
-    return lines[0]
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_non_finite_and_ragged_tables_are_one_line_exit_2(biotool, tmp_path, name):
     text, message = CASES[name]
     path = tmp_path / name
     path.write_text(text)
-    line = _one_error_line(biotool("celltype", "--matrix", str(path)))
+    line = error_line(biotool("celltype", "--matrix", str(path)), alone=True)
     assert str(path) in line and message in line
 
 
@@ -45,14 +40,14 @@ def test_non_finite_values_in_an_h5ad_are_refused_too(biotool, tmp_path, halves)
     x[3, 5] = np.nan
     q.X = x
     q.write_h5ad(tmp_path / "nan.h5ad")
-    line = _one_error_line(biotool("celltype", "--matrix", str(tmp_path / "nan.h5ad")))
+    line = error_line(biotool("celltype", "--matrix", str(tmp_path / "nan.h5ad")), alone=True)
     assert "1 value(s) are NaN or infinite" in line
 
 
 def test_a_fifo_with_no_writer_is_refused_without_blocking(biotool, tmp_path):
     fifo = tmp_path / "x.csv"
     os.mkfifo(fifo)
-    line = _one_error_line(biotool("celltype", "--matrix", str(fifo), timeout=60))
+    line = error_line(biotool("celltype", "--matrix", str(fifo), timeout=60), alone=True)
     assert "FIFO" in line and str(fifo) in line
 
 

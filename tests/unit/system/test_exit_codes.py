@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from biotool_testing.contract import error_line
+from biotool_testing.ran import Ran
+
 REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "refs" / "demo" / "sarscov2"
 REF = DEMO / "MN908947.3.reference.fasta"
@@ -15,17 +18,9 @@ READS = DEMO / "MT007544.fastq"
 
 def run(*args, env=None, stdin=""):
     e = {**os.environ, "PYTHONPATH": str(REPO / "entrypoints"), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "biotool", *args], capture_output=True,
-                          text=True, env=e, input=stdin, timeout=120)
-
-
-def one_error(r, code: int) -> str:
-    assert r.returncode == code, (r.returncode, r.stderr)
-    assert r.stdout == ""
-    lines = r.stderr.strip().splitlines()
-    assert lines and lines[-1].startswith("biotool: error:"), r.stderr
-    assert "Traceback" not in r.stderr
-    return lines[-1]
+    p = subprocess.run([sys.executable, "-m", "biotool", *args], capture_output=True,
+                       text=True, env=e, input=stdin, timeout=120)
+    return Ran(p.returncode, p.stdout, p.stderr)
 
 
 @pytest.fixture
@@ -38,21 +33,22 @@ def empty_home(tmp_path):
 
 
 def test_usage_errors_are_2():
-    one_error(run("align", "--fastq"), 2)
-    one_error(run("no-such-command"), 2)
-    one_error(run("align", "--fastq", str(READS), "--fastq", str(READS), "--reference", str(REF)), 2)
+    error_line(run("align", "--fastq"), code=2)
+    error_line(run("no-such-command"), code=2)
+    error_line(run("align", "--fastq", str(READS), "--fastq", str(READS), "--reference", str(REF)),
+               code=2)
 
 
 def test_bad_input_file_is_2(tmp_path):
     fifo = tmp_path / "p.fq"
     os.mkfifo(fifo)
-    assert "FIFO" in one_error(run("align", "--fastq", str(fifo), "--reference", str(REF)), 2)
+    assert "FIFO" in error_line(run("align", "--fastq", str(fifo), "--reference", str(REF)), code=2)
 
 
 def test_not_staged_is_2_wherever_it_is_asked(empty_home):
     # A taxonomy database, a gene table: the request cannot be served in this image.
-    one_error(run("taxonomy", "--fastq", str(READS), "--local", env=empty_home), 2)
-    one_error(run("call", "gene_lookup", '{"symbol": "S"}', env=empty_home), 2)
+    error_line(run("taxonomy", "--fastq", str(READS), "--local", env=empty_home), code=2)
+    error_line(run("call", "gene_lookup", '{"symbol": "S"}', env=empty_home), code=2)
 
 
 def test_a_budget_spent_before_any_result_is_2(empty_home):
@@ -60,7 +56,7 @@ def test_a_budget_spent_before_any_result_is_2(empty_home):
     # staged index) is the caller's, so it is the request, not a failed tool.
     r = run("align", "--fastq", str(READS), "--reference", str(REF), "--timeout", "1e-9",
             env=empty_home)
-    line = one_error(r, 2)
+    line = error_line(r, code=2)
     assert f"reference {REF}: its minimap2:map-ont index is not staged" in line
     assert "longer --timeout" in line
 
@@ -69,15 +65,15 @@ def test_a_broken_rules_file_is_4_and_fails_closed(tmp_path):
     bad = tmp_path / "rules.toml"
     bad.write_text("[egress\nallow = 1")
     env = {"BIOTOOL_RULES": str(bad)}
-    one_error(run("call", "translate", '{"sequence": "ATG"}', env=env), 4)
+    error_line(run("call", "translate", '{"sequence": "ATG"}', env=env), code=4)
 
 
 def test_refused_by_the_rules_is_3():
-    one_error(run("call", "pubmed_search", '{"query": "x"}'), 3)
+    error_line(run("call", "pubmed_search", '{"query": "x"}'), code=3)
 
 
 def test_quiet_and_old_option_names_after_the_command():
     r = run("align", "--fastq", str(READS), "--reference", str(REF), "--n-reads", "20", "-q")
-    assert r.returncode == 0, r.stderr
+    assert r.code == 0, r.stderr
     assert r.stderr == ""  # -q after the command silences progress like --quiet
     assert '"n_reads"' in r.stdout
