@@ -10,7 +10,7 @@ def test_help_lists_every_family(sandbox):
     from biotool.cli import FAMILIES
 
     described = {c for f in FAMILIES
-                 for c in importlib.import_module(f"biotool.{f}.cli").describe()["commands"]}
+                 for c in importlib.import_module(f"biotool.{f}.cli").describe().commands}
     ran = sandbox.biotool("--help")
     assert ran.code == 0, ran
     listing = ran.stdout.split("Commands:", 1)[1].splitlines()

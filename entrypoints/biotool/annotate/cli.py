@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from biotool.family import Family
 from biotool.files import read_bounded
 from biotool.output import InputError
 from commandline.spec import Argument, Command, Option
@@ -68,22 +69,27 @@ policy or the allowlist (the rule is named); 4 the tool failed."""
 DEFAULT_MAX_CHARS = 8000
 
 
-def describe() -> dict:
+def describe() -> Family:
+    return Family(
+        commands=("call",),
+        summary="annotation tools via `biotool call NAME JSON`: sequence statistics, "
+                "translation, ORFs, alignment, primer Tm, restriction sites, gene "
+                "look-up, variant annotation (HGVS); ToolUniverse when installed",
+        # Built-in tools' arguments are pydantic models; ToolUniverse's are JSON Schemas.
+        python=("Bio", "pydantic", "jsonschema"), listing=_tools)
+
+
+def _tools() -> dict:
     from biotool.annotate import tooluniverse_bridge
     from biotool.annotate.calls import summary
 
     tools = summary()
-    return {"commands": ["call"],
-            "summary": "annotation tools via `biotool call NAME JSON`: sequence statistics, "
-                       "translation, ORFs, alignment, primer Tm, restriction sites, gene "
-                       "look-up, variant annotation (HGVS); ToolUniverse when installed",
-            # Names only (categories and policy: `biotool call --list`): the listing stays small.
-            "tools": [t["name"] for t in tools if t.get("offered")],
+    # Names only (categories and policy: `biotool call --list`): the listing stays small.
+    return {"tools": [t["name"] for t in tools if t.get("offered")],
             "not_offered": [t["name"] for t in tools if not t.get("offered")],
             # Counting ToolUniverse's offered tools reads ~700 configs; --list does that.
             "tooluniverse": {"installed": tooluniverse_bridge.installed(),
-                             "listed_by": "biotool call --list"},
-            "requires": {"python": ["Bio"]}}
+                             "listed_by": "biotool call --list"}}
 
 
 def call_cmd(name, args, schema, list_, filter_, offered, max_chars) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from biotool.family import Binary, Family
 from commandline.spec import Command, Option
 
 REF_HELP = ("Staged reference name or alias (see `biotool references`, e.g. MN908947.3), or a "
@@ -16,11 +17,14 @@ TIMEOUT_HELP = ("Time budget in seconds: when it runs out the command returns wh
                 "flagged truncated: true, instead of being killed.")
 
 
-def describe() -> dict:
-    return {"commands": ["align", "breakpoints", "variants", "index"],
-            "summary": "reads against a reference: placement, base-exact breakpoints, variants",
-            "requires": {"binaries": ["bwa", "minimap2", "samtools"],
-                         "python": ["mappy", "pysam", "numpy"]}}
+def describe() -> Family:
+    return Family(
+        commands=("align", "breakpoints", "variants", "index"),
+        summary="reads against a reference: placement, base-exact breakpoints, variants",
+        # bcftools is not run here: it is what reads the VCF `variants` writes.
+        binaries=(Binary("minimap2"), Binary("bwa", (), version_line="Version:"),
+                  Binary("samtools"), Binary("bcftools")),
+        python=("mappy", "pysam", "numpy"))
 
 
 REFERENCE = Option(("--reference",), REF_HELP, required=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from biotool.family import Family
 from biotool.output import InputError
 from commandline.spec import Command, Option
 
@@ -65,12 +66,12 @@ image, a --c2s-model folder without tokenizer, out-of-range numbers); 4 model fa
 staged model broken or missing files)."""
 
 
-def describe() -> dict:
-    return {"commands": ["celltype"],
-            "summary": "cell types in single-cell data: CellTypist reference panel by fit, "
-                       "Cell2Sentence per-cell composition",
-            "requires": {"binaries": [],
-                         "python": ["scanpy", "anndata", "celltypist", "torch", "transformers"]}}
+def describe() -> Family:
+    return Family(
+        commands=("celltype",),
+        summary="cell types in single-cell data: CellTypist reference panel by fit, "
+                "Cell2Sentence per-cell composition",
+        python=("scanpy", "anndata", "celltypist", "torch", "transformers"))
 
 
 def celltype_cmd(matrix, genes, model, reference, organism, n_cells, budget_seconds, c2s_model,

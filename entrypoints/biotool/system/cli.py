@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from biotool.family import Family
 from commandline.spec import Command, Option
 
 
-def describe() -> dict:
-    return {"commands": ["list", "references", "doctor", "version"],
-            "summary": "what is staged and usable here, environment checks, versions",
-            "requires": {}}
+def describe() -> Family:
+    return Family(commands=("list", "references", "doctor", "version"),
+                  summary="what is staged and usable here, environment checks, versions")
 
 
 def list_cmd() -> dict:

@@ -8,8 +8,8 @@ import socket
 import tempfile
 from pathlib import Path
 
+from biotool import family, staging
 from biotool import rules as rules_mod
-from biotool import staging
 from biotool.cache import cache_root
 from biotool.output import ToolFailure
 
@@ -17,7 +17,6 @@ from biotool.output import ToolFailure
 # unwritable HOME works (Apptainer runs images that way).
 CACHE_VARS = ("BIOTOOL_CACHE", "XDG_CACHE_HOME", "MPLCONFIGDIR", "NUMBA_CACHE_DIR", "HF_HOME",
               "CELLTYPIST_FOLDER")
-BINARIES = ("minimap2", "bwa", "samtools", "bcftools", "blastn", "makeblastdb")
 
 
 def _check(name: str, ok: bool, detail: str, required: bool = True) -> dict:
@@ -145,7 +144,7 @@ def check_user() -> dict:
 
 
 def check_binaries() -> list[dict]:
-    found = {b: shutil.which(b) for b in BINARIES}
+    found = {b.name: shutil.which(b.name) for b in family.binaries()}
     return [_check(f"binary:{b}", path is not None, path or f"{b} not on PATH")
             for b, path in found.items()]
 

@@ -3,23 +3,22 @@ knows, whether it is usable, and where each staged item came from (`origin`, `so
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import os
 import shutil
 
-from biotool import staging
+from biotool import family, staging
 from biotool.competence import bounded
+from biotool.family import Family
 from biotool.provenance import provenance, used
 
 
-def family_status(family: str) -> dict:
+def family_status(name: str, fam: Family) -> dict:
     """A tool family's commands and whether its binaries and Python packages are present."""
-    desc = dict(importlib.import_module(f"biotool.{family}.cli").describe())
-    req = desc.pop("requires", {})
-    missing = [b for b in req.get("binaries", []) if shutil.which(b) is None]
-    missing += [m for m in req.get("python", []) if importlib.util.find_spec(m) is None]
-    desc.update(family=family, usable=not missing)
+    missing = [b.name for b in fam.binaries if shutil.which(b.name) is None]
+    missing += [m for m in fam.python if importlib.util.find_spec(m) is None]
+    desc = {"commands": list(fam.commands), "summary": fam.summary,
+            **(fam.listing() if fam.listing else {}), "family": name, "usable": not missing}
     if missing:
         desc["reason"] = f"missing here: {', '.join(missing)}"
     return desc
@@ -32,9 +31,7 @@ HOW_TO_STAGE = ("build with --build-arg BIOTOOL_STAGE={set} (make image BIOTOOL_
 
 
 def list_everything() -> dict:
-    from biotool.cli import FAMILIES
-
-    families = [family_status(f) for f in FAMILIES]
+    families = [family_status(name, fam) for name, fam in family.every().items()]
     manifests = staging.load_manifests()
     items = [staging.status(e) for e in manifests]
     # Items a site overlay stages that the image's manifests do not name are listed too.

@@ -7,7 +7,8 @@ import shutil
 import time
 from importlib import metadata
 
-from biotool import __version__
+from biotool import __version__, family
+from biotool.family import Binary
 from biotool.output import ToolFailure
 from biotool.procs import OutOfTime, capture
 from biotool.provenance import build_identity
@@ -19,20 +20,20 @@ from biotool.system.gpu import report as gpu_report
 DIST = "biotool-sandbox"
 IMAGE_EXTRAS = ("science", "tooluniverse")
 RUNTIME = ("tokenizers", "safetensors", "huggingface-hub", "numba")
-BINARIES = {"minimap2": ["--version"], "samtools": ["--version"], "bcftools": ["--version"],
-            "blastn": ["-version"]}
 
 
-def _binary_version(name: str, args: list[str]) -> str | None:
-    path = shutil.which(name)
+def _binary_version(binary: Binary) -> str | None:
+    path = shutil.which(binary.name)
     if not path:
         return None
     try:
-        said = capture([path, *args], time.monotonic() + 10)
+        said = capture([path, *binary.version], time.monotonic() + 10)
     except (OutOfTime, ToolFailure):
         return None
-    first = (said.out or said.err).strip().splitlines()
-    return first[0] if first else None
+    lines = [l.strip() for l in (said.out or said.err).splitlines() if l.strip()]
+    lines = [l[len(binary.version_line):].strip() for l in lines
+             if l.startswith(binary.version_line)]
+    return lines[0] if lines else None
 
 
 def declared() -> list[str]:
@@ -60,7 +61,7 @@ def versions() -> dict:
             pkgs[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             pkgs[name] = None  # named as absent: an extra this environment does not have
-    bins = {name: _binary_version(name, args) for name, args in BINARIES.items()}
+    bins = {b.name: _binary_version(b) for b in family.binaries()}
     return {
         "biotool": __version__,
         "python": platform.python_version(),

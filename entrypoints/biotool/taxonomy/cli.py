@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from biotool.family import Binary, Family
 from commandline.spec import Command, Option
 
 HELP = """Which organisms the reads or sequences come from, by BLAST (blastn).
@@ -57,11 +58,13 @@ Examples:
   biotool taxonomy --fasta contigs.fasta --remote --email you@example.org --timeout 1200"""
 
 
-def describe() -> dict:
-    return {"commands": ["taxonomy"],
-            "summary": "which organisms reads come from: NCBI BLAST within NCBI's rules, or "
-                       "blastn on the staged panel; detection floor; influenza subtype tiers",
-            "requires": {"binaries": ["blastn"], "python": []}}
+def describe() -> Family:
+    return Family(
+        commands=("taxonomy",),
+        summary="which organisms reads come from: NCBI BLAST within NCBI's rules, or "
+                "blastn on the staged panel; detection floor; influenza subtype tiers",
+        # makeblastdb builds the staged panels' databases, and an agent's own.
+        binaries=(Binary("blastn", ("-version",)), Binary("makeblastdb", ("-version",))))
 
 
 def taxonomy_cmd(fasta, fastq, top, sample, timeout, local, remote, database, email, seed,

@@ -69,17 +69,25 @@ def test_doctor_detects_a_tampered_staged_file(biotool, staged_home, tmp_path):
     assert r.stderr.count("\n") == 1 and "staged:reference/phiX174" in r.stderr
 
 
-def test_doctor_checks_every_binary_a_family_needs(biotool):
-    import importlib
+def test_doctor_version_and_list_read_one_declaration_of_the_binaries(biotool, tmp_path):
+    from biotool import family
 
-    from biotool.cli import FAMILIES
-    from biotool.system.doctor import BINARIES
-
-    needed = {b for f in FAMILIES for b in importlib.import_module(f"biotool.{f}.cli")
-              .describe().get("requires", {}).get("binaries", [])}
-    assert "bwa" in needed and needed <= set(BINARIES), needed - set(BINARIES)
-    checks = {c["check"] for c in json.loads(biotool("doctor", "--no-sha").stdout)["checks"]}
-    assert {f"binary:{b}" for b in BINARIES} <= checks
+    names = [b.name for b in family.binaries()]
+    # bwa aligns every short-read library; makeblastdb builds the BLAST databases.
+    assert {"bwa", "minimap2", "samtools", "blastn", "makeblastdb"} <= set(names)
+    checks = [c["check"] for c in json.loads(biotool("doctor", "--no-sha").stdout)["checks"]]
+    assert [c for c in checks if c.startswith("binary:")] == [f"binary:{n}" for n in names]
+    versions = biotool("version").json["binaries"]
+    assert list(versions) == names and versions["bwa"][:1].isdigit(), versions
+    # With none of them on PATH, list says which each family misses, from the same names.
+    (tmp_path / "bin").mkdir()
+    fams = {f["family"]: f for f in biotool("list", env={"PATH": str(tmp_path / "bin")})
+            .json["families"]}
+    for name, fam in family.every().items():
+        missing = [b.name for b in fam.binaries]
+        assert fams[name]["usable"] == (not missing), fams[name]
+        if missing:
+            assert fams[name]["reason"] == f"missing here: {', '.join(missing)}"
 
 
 def test_usage_errors_are_one_line_exit_2(biotool):
