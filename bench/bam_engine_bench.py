@@ -165,13 +165,19 @@ def compare(bam: Path, ref_seq: str, runs: int, threads: int) -> dict:
             "ratio_pysam_over_samtools_awk": round(med["pysam"] / med["peer"], 2)}
 
 
-def demo_bam(d: Path) -> Path:
-    """The demo reads aligned as `biotool breakpoints --fastq` aligns them (cached BAM)."""
+def libraries(d: Path, depths: list[int]) -> tuple[str, dict[str, Path]]:
+    """(the reference's bases, {name: BAM}): the demo reads aligned as `biotool breakpoints
+    --fastq` aligns them (into a cache in d), and the Cas9 library of each depth."""
     from biotool.alignment.reference import resolve
     from biotool.reads.bam import library_bam
 
     os.environ["BIOTOOL_CACHE"] = str(d / "cache")
-    return Path(library_bam([DEMO_FASTQ], resolve(str(REF)), threads=2)["bam"])
+    ref = resolve(str(REF))
+    ref_seq = ref.fetch(CONTIG)
+    bams = {"demo": Path(library_bam([DEMO_FASTQ], ref, threads=2)["bam"])}
+    for depth in depths:
+        bams[f"cuts{depth}"] = cuts_library(sim, ref_seq, d, depth)[0]
+    return ref_seq, bams
 
 
 def main(argv=None) -> int:
@@ -182,13 +188,10 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--out", type=Path, default=None, help="keep the data here")
     args = ap.parse_args(argv)
-    ref_seq = "".join(REF.read_text().splitlines()[1:]).upper()
     with tempfile.TemporaryDirectory() as tmp:
-        d = args.out or Path(tmp)
-        d.mkdir(parents=True, exist_ok=True)
-        bams = {"demo": demo_bam(d)}
-        for depth in args.bp_depth:
-            bams[f"cuts{depth}"] = cuts_library(sim, ref_seq, d, depth)[0]
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+        ref_seq, bams = libraries(args.out or Path(tmp), args.bp_depth)
         result = {"machine": {"cpus": os.cpu_count(), "load_1min": round(os.getloadavg()[0], 2)},
                   "contig": CONTIG,
                   **{name: [compare(bam, ref_seq, args.runs, t) for t in args.threads]
