@@ -17,13 +17,8 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 
-
-def timed(fn):
-    t = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t, out
+from timing import repeated, timed
 
 
 def policy_shipped(tools) -> list[bool]:
@@ -56,11 +51,6 @@ def policy_naive(tools) -> list[bool]:
     return out
 
 
-def best(fn, repeat: int):
-    runs = [timed(fn) for _ in range(repeat)]
-    return min(s for s, _ in runs), runs[0][1]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
@@ -71,9 +61,9 @@ def main() -> None:
     from biotool.annotate import calls, tooluniverse_bridge
 
     t_load, tools = timed(lambda: calls.all_tools())
-    shipped_s, shipped = best(lambda: policy_shipped(tools), args.repeat)
+    shipped_s, shipped = repeated(lambda: policy_shipped(tools), args.repeat, min)
     sample = tools[:: max(1, len(tools) // args.naive_sample)]
-    naive_s, naive = best(lambda: policy_naive(sample), args.repeat)
+    naive_s, naive = repeated(lambda: policy_naive(sample), args.repeat, min)
     assert naive == [shipped[tools.index(t)] for t in sample], "peers disagree"
     per_tool_shipped = shipped_s / len(tools)
     per_tool_naive = naive_s / len(sample)
@@ -81,9 +71,10 @@ def main() -> None:
     def proc(argv):
         return subprocess.run(argv, capture_output=True, text=True, check=True)
 
-    call_s, _ = best(lambda: proc([sys.executable, "-m", "biotool", "call", "seq_stats",
-                                   '{"sequence": "ATGGCCAAGTAA"}']), args.repeat)
-    start_s, _ = best(lambda: proc([sys.executable, "-c", "import biotool.cli"]), args.repeat)
+    call_s, _ = repeated(lambda: proc([sys.executable, "-m", "biotool", "call", "seq_stats",
+                                       '{"sequence": "ATGGCCAAGTAA"}']), args.repeat, min)
+    start_s, _ = repeated(lambda: proc([sys.executable, "-c", "import biotool.cli"]), args.repeat,
+                          min)
 
     print(json.dumps({
         "tools": len(tools), "tooluniverse_installed": tooluniverse_bridge.installed(),

@@ -15,9 +15,10 @@ import json
 import os
 import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
+
+from timing import timed
 
 warnings.simplefilter("ignore")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -29,17 +30,15 @@ def run(weights: Path, tok: Path, prompts: list[str], device: str, batch_size: i
 
     from biotool.singlecell import c2s
 
-    t0 = time.perf_counter()
-    loaded = c2s.load(weights, tok, device=device, cache=False)
-    load_s = time.perf_counter() - t0
-    c2s.generate(loaded, prompts[:batch_size], batch_size=batch_size)  # warm-up (kernels, cache)
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    out = c2s.generate(loaded, prompts, batch_size=batch_size)
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-    gen_s = time.perf_counter() - t0
+    def generate(batch: list[str]) -> dict:
+        out = c2s.generate(loaded, batch, batch_size=batch_size)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()  # the GPU's work is done, not only queued
+        return out
+
+    load_s, loaded = timed(lambda: c2s.load(weights, tok, device=device, cache=False))
+    generate(prompts[:batch_size])  # warm-up (kernels, cache)
+    gen_s, out = timed(lambda: generate(prompts))
     return {"device": device, "dtype": loaded.dtype, "cells": len(prompts),
             "batch_size": batch_size, "load_s": round(load_s, 3), "generate_s": round(gen_s, 3),
             "cells_per_s": round(len(prompts) / gen_s, 2), "answers": out["answers"][:3]}

@@ -18,8 +18,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import timed
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "out"
@@ -44,29 +45,33 @@ networks:
 """
 
 
-def timed(cmd: list[str], **kw) -> tuple[float, subprocess.CompletedProcess]:
-    t0 = time.perf_counter()
+def checked(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:4])} exited {proc.returncode}: {proc.stderr[-500:]}")
-    return time.perf_counter() - t0, proc
+    return proc
+
+
+def launcher(*args: str) -> subprocess.CompletedProcess:
+    return checked([sys.executable, "-m", "biotool_sandbox", *args], cwd=REPO)
 
 
 def launcher_round() -> dict:
-    up_s, proc = timed([sys.executable, "-m", "biotool_sandbox", "up"], cwd=REPO)
+    up_s, proc = timed(lambda: launcher("up"))
     run = json.loads(proc.stdout)["run"]
-    exec_s, _ = timed([sys.executable, "-m", "biotool_sandbox", "exec", run, "--", "true"], cwd=REPO)
-    exec2_s, _ = timed([sys.executable, "-m", "biotool_sandbox", "exec", run, "--", "true"], cwd=REPO)
-    down_s, _ = timed([sys.executable, "-m", "biotool_sandbox", "down", run], cwd=REPO)
+    exec_s, _ = timed(lambda: launcher("exec", run, "--", "true"))
+    exec2_s, _ = timed(lambda: launcher("exec", run, "--", "true"))
+    down_s, _ = timed(lambda: launcher("down", run))
     return {"up_s": up_s, "first_exec_s": exec_s, "second_exec_s": exec2_s, "down_s": down_s}
 
 
 def peer_round(compose: Path, n: int) -> dict:
     project = f"bench-peer-{os.getpid()}-{n}"
     base = ["docker", "compose", "-p", project, "-f", str(compose)]
-    up_s, _ = timed([*base, "up", "-d", "--wait"])
-    down_s, _ = timed([*base, "down", "--volumes", "--timeout", "2"])
-    run_s, _ = timed(["docker", "run", "--rm", "--network", "none", IMAGE, "true"])
+    up_s, _ = timed(lambda: checked([*base, "up", "-d", "--wait"]))
+    down_s, _ = timed(lambda: checked([*base, "down", "--volumes", "--timeout", "2"]))
+    run_s, _ = timed(lambda: checked(["docker", "run", "--rm", "--network", "none", IMAGE,
+                                      "true"]))
     return {"peer_compose_up_s": up_s, "peer_compose_down_s": down_s, "docker_run_true_s": run_s}
 
 

@@ -40,14 +40,13 @@ import argparse
 import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from repo_paths import REPO  # first: it puts tests/ on sys.path
+from timing import repeated, timed
 
 from biotool_testing import simulate as sim
 
@@ -68,15 +67,6 @@ AWK_TALLY = r"""
 END { for (p in S) T[p]+=S[p]; for (p in E) T[p]+=E[p]; for (p in C) T[p]+=C[p]
       for (p in T) print p "\t" T[p] }
 """
-
-
-def _median_time(fn, runs: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(runs):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
 
 
 def _sh(cmd: str, **kw) -> str:
@@ -106,11 +96,11 @@ def bench_variants(sim, ref_seq, d, env, depth, runs):
     fq = sim.write_fastq(d / "variants.fastq", reads)
     bam = sim.align(REF, fq, d / "variants.bam")
     region = f"{CONTIG}:1-{len(ref_seq)}"
-    t_ours, ours = _median_time(lambda: _biotool(env, "variants", "--bam", str(bam), "--reference",
-                                                 str(REF), "--region", region, "--top", "100000"),
-                                runs)
+    t_ours, ours = repeated(lambda: _biotool(env, "variants", "--bam", str(bam), "--reference",
+                                             str(REF), "--region", region, "--top", "100000"),
+                            runs)
     raw = d / "bcftools.vcf"
-    t_peer, _ = _median_time(lambda: _sh(
+    t_peer, _ = repeated(lambda: _sh(
         f"bcftools mpileup -f {REF} -r {region} {bam} 2>/dev/null | "
         f"bcftools call -mv -Ov -o {raw} 2>/dev/null"), runs)
     normed = _sh(f"bcftools norm -f {REF} -m -any {raw} 2>/dev/null | "
@@ -154,19 +144,19 @@ def cuts_library(sim, ref_seq, d, depth) -> tuple[Path, list[int], int]:
 def bench_breakpoints(sim, ref_seq, d, env, depth, runs):
     bam, cuts, n_reads = cuts_library(sim, ref_seq, d, depth)
     region = f"{CONTIG}:1-{len(ref_seq)}"
-    t_ours, ours = _median_time(lambda: _biotool(env, "breakpoints", "--bam", str(bam),
-                                                 "--reference", str(REF), "--region", region,
-                                                 "--top", "5"), runs)
-    t_one, one = _median_time(lambda: _biotool(env, "breakpoints", "--bam", str(bam),
-                                               "--reference", str(REF), "--region", region,
-                                               "--top", "5", "--threads", "1"), runs)
+    t_ours, ours = repeated(lambda: _biotool(env, "breakpoints", "--bam", str(bam),
+                                             "--reference", str(REF), "--region", region,
+                                             "--top", "5"), runs)
+    t_one, one = repeated(lambda: _biotool(env, "breakpoints", "--bam", str(bam),
+                                           "--reference", str(REF), "--region", region,
+                                           "--top", "5", "--threads", "1"), runs)
     assert one["consensus"] == ours["consensus"]  # threads inflate blocks; nothing else changes
     # The command's fixed cost (start-up, input checks, output) on a one-base region.
-    t_floor, _ = _median_time(lambda: _biotool(env, "breakpoints", "--bam", str(bam),
-                                               "--reference", str(REF), "--region",
-                                               f"{CONTIG}:1-1"), runs)
+    t_floor, _ = repeated(lambda: _biotool(env, "breakpoints", "--bam", str(bam),
+                                           "--reference", str(REF), "--region",
+                                           f"{CONTIG}:1-1"), runs)
     # -F 0x704: the alignments biotool counts (supplementary ones included, for hard clips).
-    t_peer, tally = _median_time(lambda: _sh(
+    t_peer, tally = repeated(lambda: _sh(
         f"samtools view -q 20 -F 0x704 {bam} {region} | awk '{AWK_TALLY}'"), runs)
     peer = sorted(((int(n), int(p)) for p, n in (l.split("\t") for l in tally.splitlines())),
                   reverse=True)[:5]
@@ -239,14 +229,11 @@ def bench_alignment(d, threads):
     os.environ["BIOTOOL_CACHE"] = str(d / "cache-align")
     ref = resolve(str(REF))
     ref.index("sr")  # the bwa index, built outside the timing
-    t = time.perf_counter()
-    out = library_bam([fq], ref, "sr", threads=threads)
-    t_bwa = time.perf_counter() - t
-    t = time.perf_counter()
-    _sh(f"minimap2 -a -x sr -t {threads} --secondary=no {REF} {fq} 2>/dev/null | "
+    t_bwa, out = timed(lambda: library_bam([fq], ref, "sr", threads=threads))
+    t_mm2, _ = timed(lambda: _sh(
+        f"minimap2 -a -x sr -t {threads} --secondary=no {REF} {fq} 2>/dev/null | "
         f"samtools sort -@ {max(0, threads - 1)} -o {d / 'mm2.bam'} - 2>/dev/null && "
-        f"samtools index {d / 'mm2.bam'}")
-    t_mm2 = time.perf_counter() - t
+        f"samtools index {d / 'mm2.bam'}"))
     return {"reads_file": fq.name, "threads": threads,
             "biotool_bwa_pipeline_s": round(t_bwa, 3), "minimap2_sr_pipeline_s": round(t_mm2, 3),
             "ratio_bwa_over_minimap2": round(t_bwa / t_mm2, 3),
@@ -277,18 +264,16 @@ def bench_short_reads(d, env, threads, runs):
     }
     out = {"reads": 10000, "reference": "lambda phage NC_001416.1, 48,502 nt"}
     for name, cmd in peers.items():
-        t, _ = _median_time(lambda: _sh(cmd), runs)
+        t, _ = repeated(lambda: _sh(cmd), runs)
         out[name] = {"mapped": _mapped(d / f"{name}.sam"), "s": round(t, 3)}
-    t, aligned = _median_time(lambda: _biotool(env, "align", "--fastq", str(reads), "--reference",
-                                               str(ref), "--sample", "10000"), runs)
+    t, aligned = repeated(lambda: _biotool(env, "align", "--fastq", str(reads), "--reference",
+                                           str(ref), "--sample", "10000"), runs)
     out["biotool_align"] = {"mapped": aligned["mapped"], "s": round(t, 3),
                             "preset": aligned["preset"], "aligner": aligned["aligner"]}
     lib_env = {**env, "BIOTOOL_CACHE": str(d / "cache-lambda")}
-    t = time.perf_counter()
-    whole = _biotool(lib_env, "breakpoints", "--fastq", str(reads), "--reference", str(ref),
-                     "--threads", str(threads))
-    out["biotool_library_bam"] = {"mapped": _mapped(whole["bam"]),
-                                  "s_first_run": round(time.perf_counter() - t, 3)}
+    t, whole = timed(lambda: _biotool(lib_env, "breakpoints", "--fastq", str(reads),
+                                      "--reference", str(ref), "--threads", str(threads)))
+    out["biotool_library_bam"] = {"mapped": _mapped(whole["bam"]), "s_first_run": round(t, 3)}
     for k in ("biotool_align", "biotool_library_bam", "bowtie2", "minimap2_sr"):
         out[k]["fraction"] = round(out[k]["mapped"] / 10000, 4)
         out[k]["minus_bwa_mem_points"] = round(100 * (out[k]["mapped"] - out["bwa_mem"]["mapped"])
@@ -306,9 +291,9 @@ def bench_amplicon(sim, d, env, runs):
     fasta = sim.write_fasta(d / "amplicon.fasta", "amplicon", amp)
     fq = sim.write_fastq(d / "amplicon.fastq", reads)
     bam = sim.align(fasta, fq, d / "amplicon.bam")
-    t_ours, ours = _median_time(lambda: _biotool(env, "breakpoints", "--bam", str(bam),
-                                                 "--reference", str(fasta)), runs)
-    t_peer, tally = _median_time(lambda: _sh(
+    t_ours, ours = repeated(lambda: _biotool(env, "breakpoints", "--bam", str(bam),
+                                             "--reference", str(fasta)), runs)
+    t_peer, tally = repeated(lambda: _sh(
         f"samtools view -q 20 -F 0x704 {bam} | awk '{AWK_TALLY}'"), runs)
     peer_top = max(((int(n), int(p)) for p, n in (l.split("\t") for l in tally.splitlines())),
                    key=lambda x: (x[0], -x[1]))
@@ -342,9 +327,9 @@ def bench_header_m5(sim, d, env, runs):
             for read in src:
                 out.write(pysam.AlignedSegment.fromstring(read.to_string(), out.header))
     pysam.index(str(bam))
-    t_ours, ours = _median_time(lambda: _biotool(env, "variants", "--bam", str(bam),
-                                                 "--reference", str(fasta), "--top", "100"), runs)
-    t_peer, called = _median_time(lambda: _sh(
+    t_ours, ours = repeated(lambda: _biotool(env, "variants", "--bam", str(bam),
+                                             "--reference", str(fasta), "--top", "100"), runs)
+    t_peer, called = repeated(lambda: _sh(
         f"bcftools mpileup -f {fasta} {bam} 2>/dev/null | bcftools call -mv 2>/dev/null | "
         "bcftools query -f '%POS\\n'"), runs)
     want = {t["pos"] for t in truth}
@@ -377,7 +362,7 @@ def main(argv=None) -> int:
         env = {**os.environ, "BIOTOOL_CACHE": str(d / "cache")}
         parts = {
             "variants": lambda: bench_variants(sim, ref_seq, d, env, args.depth, args.runs),
-            "startup": lambda: round(_median_time(lambda: subprocess.run(
+            "startup": lambda: round(repeated(lambda: subprocess.run(
                 [sys.executable, "-m", "biotool", "--help"], capture_output=True, env=env),
                 args.runs)[0], 3),
             "breakpoints": lambda: [bench_breakpoints(sim, ref_seq, d, env, depth, args.runs)

@@ -19,24 +19,13 @@ import json
 import os
 import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
+from timing import repeated
+
 warnings.simplefilter("ignore")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-
-
-def fastest(fn, repeat: int):
-    """(result, seconds) of the fastest of `repeat` calls."""
-    best = None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        dt = time.perf_counter() - t0
-        if best is None or dt < best[1]:
-            best = (out, dt)
-    return best
 
 
 def bench_c2s(work: Path, counts, n_cells: int, batch_size: int, repeat: int) -> dict:
@@ -57,8 +46,8 @@ def bench_c2s(work: Path, counts, n_cells: int, batch_size: int, repeat: int) ->
         loaded = c2s.load(weights, tok, device="cpu", cache=False)
         return c2s.generate(loaded, prompts, batch_size=batch_size)["answers"]
 
-    naive, t_naive = fastest(per_cell, repeat)
-    ours, t_ours = fastest(load_once_batched, repeat)
+    t_naive, naive = repeated(per_cell, repeat, min)
+    t_ours, ours = repeated(load_once_batched, repeat, min)
     return {"cells": len(prompts), "batch_size": batch_size, "per_cell_load_s": round(t_naive, 3),
             "load_once_batched_s": round(t_ours, 3), "ratio": round(t_naive / t_ours, 2),
             "same_answers": naive == ours}
@@ -96,8 +85,8 @@ def bench_panel(work: Path, counts, n_models: int, repeat: int) -> dict:
         norm, _ = matrix.normalise(matrix.load(mtx))
         return [(r["reference"], r["fit"]) for r in ctp.rank(norm, models)]
 
-    naive, t_naive = fastest(reread_per_model, repeat)
-    ours, t_ours = fastest(shared, repeat)
+    t_naive, naive = repeated(reread_per_model, repeat, min)
+    t_ours, ours = repeated(shared, repeat, min)
     return {"cells": int(big.n_obs), "models": n_models, "reread_per_model_s": round(t_naive, 3),
             "shared_preprocessing_s": round(t_ours, 3), "ratio": round(t_naive / t_ours, 2),
             "same_fits": sorted(naive) == sorted(ours)}

@@ -17,24 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import repeated
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIC = REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq"
-
-
-def timed(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main() -> int:
@@ -68,19 +59,19 @@ def main() -> int:
         rec = local.staged_database("demo-viral-panel")
         db = staging.path_of(rec, "blastdb") / "db"
 
-        search_s = timed(lambda: local.local_search(reads, 5, 3600, "demo-viral-panel",
-                                                    threads=args.threads), args.runs)
+        search_s, _ = repeated(lambda: local.local_search(reads, 5, 3600, "demo-viral-panel",
+                                                          threads=args.threads), args.runs)
         blast_cmd = ["blastn", "-db", str(db), "-query", str(fa), "-outfmt",
                      f"6 {local.FIELDS}", "-max_target_seqs", "5", "-max_hsps", "1",
                      "-evalue", "1e-5", "-num_threads", str(args.threads)]
-        blast_s = timed(lambda: subprocess.run(blast_cmd, check=True, capture_output=True),
-                        args.runs)
+        blast_s, _ = repeated(lambda: subprocess.run(blast_cmd, check=True, capture_output=True),
+                              args.runs)
         cli = [sys.executable, "-m", "biotool", "-q", "taxonomy", "--fastq", str(fq), "--local",
                "--sample", str(args.reads), "--threads", str(args.threads)]
         env = {**os.environ}
         env.pop("HTTPS_PROXY", None)
-        cmd_s = timed(lambda: subprocess.run(cli, check=True, capture_output=True, env=env),
-                      args.runs)
+        cmd_s, _ = repeated(lambda: subprocess.run(cli, check=True, capture_output=True, env=env),
+                            args.runs)
         found = local.local_search(reads, 5, 3600, "demo-viral-panel")
         out = {
             "reads": len(reads), "runs": args.runs, "threads": args.threads,
