@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from biotool.alignment.vocabulary import (CONSUMES_QUERY, CONSUMES_REFERENCE, DELETION,
-                                          HARD_CLIP, INSERTION, SOFT_CLIP, UNMAPPED, code_table)
+from biotool.alignment.vocabulary import (CLIPS, CONSUMES_QUERY, CONSUMES_REFERENCE, INDELS,
+                                          SOFT_CLIP, UNMAPPED, code_table)
 from biotool.output import InputError
 from biotool.reads.bam import index_of
 
@@ -35,9 +35,12 @@ MAX_RECORD = 1 << 28    # bytes; a 10 Mb read, its qualities and an operation a 
 BLOCKS_PER_TASK = 8      # BGZF blocks one thread inflates per task
 SEQ_CODES = b"=ACMGRSVTWYHKDBN"
 
-# Per BAM operation code, whether it consumes reference and query bases (the vocabulary's sets).
+# Per BAM operation code, whether it consumes reference and query bases, is a clip, is an
+# indel: the vocabulary's sets as lookup tables.
 REF_OPS = np.array(code_table(CONSUMES_REFERENCE), dtype=np.int64)
 QUERY_OPS = np.array(code_table(CONSUMES_QUERY), dtype=np.int64)
+CLIP_OPS = np.array(code_table(CLIPS), dtype=bool)
+INDEL_OPS = np.array(code_table(INDELS), dtype=bool)
 
 
 @dataclass
@@ -500,7 +503,7 @@ def clip_lengths(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
     """Per row, the bases soft- or hard-clipped at the CIGAR's start and at its end (all of
     them on both sides when every operation is a clip)."""
     idx, starts = _row_ops(batch.n_ops, batch.first_op)
-    clip = (batch.ops[idx] == SOFT_CLIP) | (batch.ops[idx] == HARD_CLIP)
+    clip = CLIP_OPS[batch.ops[idx]]
     lens = batch.lens[idx]
     aligned = (~clip).astype(np.int64)
     cum = np.concatenate([[0], np.cumsum(aligned)])
@@ -524,7 +527,7 @@ def indel_events(batch: Batch, rows: np.ndarray) -> dict:
     row = np.repeat(rows, n_ops)
     ref_at = np.repeat(batch.pos[rows] - ref_cum[starts], n_ops) + ref_cum[:-1]
     query_at = query_cum[:-1] - np.repeat(query_cum[starts], n_ops)
-    pick = ((ops == INSERTION) | (ops == DELETION)) & (lens > 0)  # a 0I or 0D is no event
+    pick = INDEL_OPS[ops] & (lens > 0)  # a 0I or 0D is no event
     return {"row": row[pick], "op": ops[pick], "len": lens[pick], "ref": ref_at[pick],
             "query": query_at[pick]}
 
