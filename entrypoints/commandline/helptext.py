@@ -153,7 +153,9 @@ def command_help(prog: str, command: Command, text: Callable[[str], str] = str) 
     args = [(a.name, text(a.help)) for a in command.arguments] if any(
         a.help for a in command.arguments) else []
     opts = [option_row(o, text) for o in command.options] + [HELP_ROW]
-    return _sections(usage, text(command.help), [("Arguments", args), ("Options", opts)],
+    # A command declared with a short help only shows it on its own page too.
+    return _sections(usage, text(command.help or command.short_help),
+                     [("Arguments", args), ("Options", opts)],
                      text(command.epilog), cols)
 
 
