@@ -27,10 +27,10 @@ import json
 import os
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 from repo_paths import REPO  # first: it puts tests/ on sys.path
+from timing import timed
 
 from biotool_testing import simulate as sim
 from reads_bench import AWK_TALLY, CONTIG, REF, _sh, cuts_library
@@ -146,14 +146,12 @@ def compare(bam: Path, ref_seq: str, runs: int, threads: int) -> dict:
     for i in range(runs + 1):  # the first round warms the page cache
         for name, scan in engines.items():
             with engine(scan):
-                t = time.perf_counter()
-                outs[name] = _tally(bam, ref_seq, threads)
-                if i:
-                    times[name].append(time.perf_counter() - t)
-        t = time.perf_counter()
-        _sh(peer)
+                seconds, outs[name] = timed(lambda: _tally(bam, ref_seq, threads))
+            if i:
+                times[name].append(seconds)
+        seconds, _ = timed(lambda: _sh(peer))
         if i:
-            times["peer"].append(time.perf_counter() - t)
+            times["peer"].append(seconds)
     if not _same(outs["decoder"], outs["pysam"]):
         raise SystemExit(f"{bam}: the two engines tally differently")
     med = {k: statistics.median(v) for k, v in times.items()}
