@@ -10,6 +10,7 @@ go to --cells-out when asked for.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from biotool import staging
 from biotool.competence import bounded, not_applicable
@@ -56,9 +57,19 @@ def _bounded_composition(rows: list[dict]) -> dict:
     return out
 
 
+@dataclass(frozen=True)
+class CellLabels:
+    """CellTypist's label and probability of every cell, in the matrix's order: what the
+    agreement and --cells-out read, never printed."""
+
+    labels: object  # numpy arrays
+    prob: object
+
+
 def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
-                seed: int = 0) -> tuple[dict, list, dict]:
-    """(celltypist block, provenance items, errors by model name)."""
+                seed: int = 0) -> tuple[dict, list, dict, CellLabels | None]:
+    """(celltypist block, provenance items, errors by model name, every cell's labels when a
+    reference answered)."""
     if explicit is not None:
         path, item, rec = explicit
         # A file the agent named is bad input when it is not a model; a staged one is a
@@ -77,8 +88,8 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
                               "species' panel")
         return ({"reference": item["name"], "fit": round(s["fit"], 4), "coverage": cov,
                  **_bounded_composition(ctp.composition(s["labels"], s["max_prob"])),
-                 "competence": comp.explain(), "_labels": s["labels"],
-                 "_prob": s["max_prob"]}, [item], {})
+                 "competence": comp.explain()}, [item], {},
+                CellLabels(s["labels"], s["max_prob"]))
     panel = mdl.celltypist_panel(species)
     errors: dict[str, str] = {}
     loaded = []
@@ -96,7 +107,7 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
                                       "CellTypist panels")
         return {"reference": None, "ranking": unloadable, "composition": [],
                 "reference_is_conclusive": False, "competence": comp.explain(),
-                "caveat": comp.blind_spots[0]}, [], errors
+                "caveat": comp.blind_spots[0]}, [], errors, None
     scored_on, cells_note = ctp.subsample(adata, ctp.PANEL_MAX_CELLS, seed)
     rows = ctp.rank(scored_on, [(rec["name"], model) for rec, model in loaded])
     scored = [r for r in rows if r["fit"] is not None]
@@ -115,7 +126,7 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
                               "check the species and that genes are symbols, not ids")
         return {"reference": None, "ranking": ranking, "panel_cells": panel_cells,
                 "composition": [], "reference_is_conclusive": False,
-                "competence": comp.explain(), "caveat": comp.blind_spots[0]}, items, errors
+                "competence": comp.explain(), "caveat": comp.blind_spots[0]}, items, errors, None
     win = scored[0]
     fit = win["fit"]
     margin = fit - scored[1]["fit"] if len(scored) > 1 else None
@@ -167,10 +178,10 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
            "reference_is_conclusive": conclusive, "coverage": win["coverage"],
            "ranking": ranking, "panel_cells": panel_cells,
            **_bounded_composition(ctp.composition(s["labels"], s["max_prob"])),
-           "competence": comp.explain(), "_labels": s["labels"], "_prob": s["max_prob"]}
+           "competence": comp.explain()}
     if caveat:
         out["caveat"] = caveat
-    return out, items, errors
+    return out, items, errors, CellLabels(s["labels"], s["max_prob"])
 
 
 def _c2s(cells: list[dict], organism: str, spec: dict, deadline: float,
@@ -215,13 +226,12 @@ def _c2s_organism(species: dict) -> str:
     return species["species"]
 
 
-def _agreement(ct: dict, c2s_res: dict, cell_index: dict) -> dict:
+def _agreement(ct: dict, labels: CellLabels | None, c2s_res: dict, cell_index: dict) -> dict:
     """Whether the two models say the same thing, cell by cell; never a merged label."""
     def norm(s: str) -> str:
         return " ".join(s.lower().replace("-", " ").replace(",", " ").split())
 
-    labels = ct.get("_labels")
-    pairs = [(labels[cell_index[c["cell"]]], c["cell_type"]) for c in c2s_res["cells"]
+    pairs = [(labels.labels[cell_index[c["cell"]]], c["cell_type"]) for c in c2s_res["cells"]
              if labels is not None and c["cell"] in cell_index]
     same = sum(norm(a) == norm(b) for a, b in pairs)
     dom_ct = ct["composition"][0]["cell_type"] if ct.get("composition") else None
@@ -234,14 +244,14 @@ def _agreement(ct: dict, c2s_res: dict, cell_index: dict) -> dict:
             "cells_compared": len(pairs), "cells_agreeing": same, "competence": comp.explain()}
 
 
-def _write_cells(path, norm, ct: dict | None, c2s_res: dict | None) -> None:
+def _write_cells(path, norm, celltypist: CellLabels | None, c2s_res: dict | None) -> None:
     """Every cell's labels as TSV: CellTypist's label and probability, Cell2Sentence's answer
     for the cells it was asked about."""
     from biotool.files import published
 
     answers = {c["cell"]: c["cell_type"] for c in (c2s_res or {}).get("cells", [])}
-    labels = (ct or {}).get("_labels")
-    prob = (ct or {}).get("_prob")
+    labels, prob = ((celltypist.labels, celltypist.prob) if celltypist is not None
+                    else (None, None))
     with published(path) as tmp:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write("cell\tcelltypist_label\tcelltypist_probability\tc2s_cell_type\n")
@@ -289,9 +299,10 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
                       "normalisation": note},
            "species": species, "model": model}
     used_items: list = []
+    labels = None
     if model in ("celltypist", "all"):
-        out["celltypist"], items, ct_errors = _celltypist(norm, species["species"], reference,
-                                                          explicit, seed)
+        out["celltypist"], items, ct_errors, labels = _celltypist(norm, species["species"],
+                                                                  reference, explicit, seed)
         errors.update(ct_errors)
         used_items += items
     if spec is not None:
@@ -315,13 +326,10 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
             out["truncated"] = res["truncated"]
     if model == "all" and "c2s" in out:
         index = {str(n): i for i, n in enumerate(norm.obs_names)}
-        out["agreement"] = _agreement(out["celltypist"], out["c2s"], index)
+        out["agreement"] = _agreement(out["celltypist"], labels, out["c2s"], index)
     if cells_path is not None:
-        _write_cells(cells_path, norm, out.get("celltypist"), out.get("c2s"))
+        _write_cells(cells_path, norm, labels, out.get("c2s"))
         out["cells_file"] = str(cells_path)
-    if "celltypist" in out:
-        out["celltypist"].pop("_labels", None)
-        out["celltypist"].pop("_prob", None)
     if "c2s" in out and len(out["c2s"]["cells"]) > MAX_INLINE_CELLS:
         out["c2s"]["cells_not_listed"] = len(out["c2s"]["cells"]) - MAX_INLINE_CELLS
         out["c2s"]["cells"] = out["c2s"]["cells"][:MAX_INLINE_CELLS]
