@@ -1,13 +1,10 @@
 """The two lock files the image installs from agree with pyproject.toml and with each other
 (no docker needed; these guard the inputs of the build)."""
 
-import importlib.util
-
+from biotool_testing import scripts
 from biotool_testing.paths import REPO
 
-_spec = importlib.util.spec_from_file_location("lockfile", REPO / "image" / "lockfile.py")
-lockfile = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(lockfile)
+lockfile = scripts.module(REPO / "image" / "lockfile.py")
 
 CPU = REPO / "image" / "requirements-cpu.lock"
 CUDA = REPO / "image" / "requirements-cuda.lock"

@@ -9,38 +9,28 @@ breaches of the same shortened rules.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
 import ssl
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from biotool_testing import certificates, mock_ncbi
+from biotool_testing import certificates, mock_ncbi, scripts
 
 REPO = Path(__file__).resolve().parents[3]
 HOST = "blast.ncbi.nlm.nih.gov"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-sys.path.insert(0, str(REPO / "image" / "egress"))
-schedule = _load("schedule", REPO / "image" / "egress" / "schedule.py")
-audit = _load("audit", REPO / "image" / "egress" / "audit.py")
-serving = _load("serving", REPO / "image" / "egress" / "serving.py")
-rids = _load("rids", REPO / "image" / "egress" / "rids.py")
-gate_mod = _load("gate", REPO / "image" / "egress" / "gate.py")
-tunnel = _load("tunnel", REPO / "image" / "egress" / "tunnel.py")
+EGRESS = REPO / "image" / "egress"
+schedule = scripts.module(EGRESS / "schedule.py")
+audit = scripts.module(EGRESS / "audit.py")
+serving = scripts.module(EGRESS / "serving.py")
+rids = scripts.module(EGRESS / "rids.py")
+gate_mod = scripts.module(EGRESS / "gate.py")
+tunnel = scripts.module(EGRESS / "tunnel.py")
 STORES: list = []  # the store fixture's stores: a run made after one records into the last
 
 INTERVAL, POLL = 0.6, 2.0
@@ -477,7 +467,7 @@ def test_odd_heads_are_denied_with_a_record(runs, mock, capsys, head):
 
 @pytest.fixture()
 def store(tmp_path):
-    auditstore = _load("auditstore", REPO / "image" / "egress" / "auditstore.py")
+    auditstore = scripts.module(EGRESS / "auditstore.py")
     made = []
 
     def make(**kw):
@@ -556,7 +546,7 @@ def test_a_cut_off_report_reaches_the_client_as_cut_off_and_the_batch_is_halved(
 
 
 def test_a_header_only_fasta_record_is_refused():
-    blastapi = _load("blastapi", REPO / "image" / "egress" / "blastapi.py")
+    blastapi = scripts.module(EGRESS / "blastapi.py")
     with pytest.raises(blastapi.Refused, match="holds none"):
         blastapi.parse("POST", b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3ENM_000546.6%0A%3Ex%0AACGT")
     assert blastapi.parse("POST", b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3Ex%0AACGTN%0A").kind == "put"

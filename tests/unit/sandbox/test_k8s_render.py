@@ -27,6 +27,7 @@ import yaml
 from biotool.rules import REPO_RULES
 from biotool_sandbox import budget, k8s
 from biotool_sandbox.errors import LauncherError
+from biotool_testing import scripts
 
 REPO = Path(__file__).resolve().parents[3]
 COMPOSE = REPO / "compose.yaml"
@@ -355,10 +356,7 @@ def test_the_example_task_hands_inspects_k8s_provider_this_values_file(chart):
     from inspect_ai.util._sandbox.registry import registry_find_sandboxenv
     from k8s_sandbox import _helm, _sandbox_environment as env
 
-    spec = importlib.util.spec_from_file_location("inspect_k8s",
-                                                  REPO / "examples" / "inspect_k8s.py")
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = scripts.module(REPO / "examples" / "inspect_k8s.py")
     box = example.artic_deletion_k8s().sandbox
     assert registry_find_sandboxenv(box.type) is env.K8sSandboxEnvironment
     resolved = env._validate_and_resolve_k8s_sandbox_config(box.config)

@@ -8,12 +8,10 @@ relay. Intervals are shortened; the mock counts breaches of the same shortened r
 from __future__ import annotations
 
 import http.client
-import importlib.util
 import json
 import re
 import socket
 import ssl
-import sys
 import threading
 import time
 from pathlib import Path
@@ -21,7 +19,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from biotool_testing import certificates, mock_ncbi
+from biotool_testing import certificates, mock_ncbi, scripts
 
 REPO = Path(__file__).resolve().parents[3]
 EGRESS = REPO / "image" / "egress"
@@ -29,24 +27,11 @@ HOST = "blast.ncbi.nlm.nih.gov"
 INTERVAL, POLL = 0.6, 2.0
 
 
-def _module(name: str, path: Path):
-    """The module loaded from path (the one test_gate.py loaded, if it did)."""
-    mod = sys.modules.get(name)
-    if mod is not None and Path(getattr(mod, "__file__", "") or "").resolve() == path.resolve():
-        return mod
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-sys.path.insert(0, str(EGRESS))
-schedule = _module("schedule", EGRESS / "schedule.py")
-gate_mod = _module("gate", EGRESS / "gate.py")
-tunnel = _module("tunnel", EGRESS / "tunnel.py")
-upstream = _module("upstream", EGRESS / "upstream.py")
-relay_mod = _module("relay", EGRESS / "relay.py")
+schedule = scripts.module(EGRESS / "schedule.py")
+gate_mod = scripts.module(EGRESS / "gate.py")
+tunnel = scripts.module(EGRESS / "tunnel.py")
+upstream = scripts.module(EGRESS / "upstream.py")
+relay_mod = scripts.module(EGRESS / "relay.py")
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -10,12 +9,11 @@ from pathlib import Path
 import pytest
 
 from biotool import rules
+from biotool_testing import scripts
 
 REPO = Path(__file__).resolve().parents[3]
 RENDER = REPO / "image" / "egress" / "render.py"
-_spec = importlib.util.spec_from_file_location("egress_render", RENDER)
-render = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(render)
+render = scripts.module(RENDER)
 
 
 def conf_for(*allow: str) -> str:
