@@ -46,7 +46,7 @@ def parse_cds(text: str) -> list[tuple[int, int]]:
 _ROWS: dict[str, list[dict]] = {}
 
 
-def _read_table(path: str, prov: dict) -> list[dict]:
+def _read_table(path: str) -> list[dict]:
     if path not in _ROWS:
         with open(path, newline="") as fh:
             lines = [ln for ln in fh if not ln.startswith("#")]
@@ -54,23 +54,23 @@ def _read_table(path: str, prov: dict) -> list[dict]:
         for row in csv.DictReader(lines, delimiter="\t"):
             row["segments"] = parse_cds(row["cds"])
             row["synonym_list"] = [s for s in row["synonyms"].split(";") if s]
-            row["_prov"] = prov
             out.append(row)
         _ROWS[path] = out
     return _ROWS[path]
 
 
-def rows() -> tuple[list[dict], dict]:
-    """All rows of every staged table, each with parsed `segments` and its table's provenance
-    item (`_prov`), and the provenance item of the first table."""
+def tables() -> list[tuple[dict, list[dict]]]:
+    """Every staged table as (its provenance item, its rows, each with parsed `segments`)."""
     from biotool import staging
 
-    out, first = [], None
-    for rec in table_records():
-        prov = used("database", rec["name"], rec["sha256"])
-        first = first or prov
-        out += _read_table(str(staging.path_of(rec)), prov)
-    return out, first
+    return [(used("database", rec["name"], rec["sha256"]),
+             _read_table(str(staging.path_of(rec)))) for rec in table_records()]
+
+
+def rows() -> tuple[list[dict], dict]:
+    """All rows of every staged table, and the provenance item of the first table."""
+    groups = tables()
+    return [r for _, table in groups for r in table], groups[0][0]
 
 
 def _norm(text: str) -> str:
@@ -93,12 +93,14 @@ def describe_row(row: dict) -> dict:
 
 def find(query: str, reference: str | None = None) -> tuple[list[dict], str, list[dict], dict]:
     """(matching rows, how they matched, all rows considered, provenance item)."""
-    table, prov = rows()
+    groups = tables()
     if reference:
         from biotool.annotate.sequences import staged_reference
 
         ref = staged_reference(reference)
-        table = [r for r in table if r["reference"] == ref.name or r["seqid"] == reference]
+        groups = [(p, [r for r in t if r["reference"] == ref.name or r["seqid"] == reference])
+                  for p, t in groups]
+    table = [r for _, t in groups for r in t]
     q = _norm(query)
     for how, test in (
         ("symbol", lambda r: _norm(r["symbol"]) == q),
@@ -106,10 +108,11 @@ def find(query: str, reference: str | None = None) -> tuple[list[dict], str, lis
         ("id", lambda r: any(r[c] and _norm(r[c]) == q for c in ID_COLUMNS)),
         ("synonym", lambda r: any(_norm(s) == q for s in r["synonym_list"])),
     ):
-        hits = [r for r in table if test(r)]
+        # Each hit with its table's provenance: the first hit's table is the one used.
+        hits = [(p, r) for p, t in groups for r in t if test(r)]
         if hits:
-            return hits, how, table, hits[0]["_prov"]
-    return [], "", table, prov
+            return [r for _, r in hits], how, table, hits[0][0]
+    return [], "", table, groups[0][0]
 
 
 def gene_lookup(args: arguments.GeneLookup) -> dict:
