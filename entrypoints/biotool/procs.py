@@ -256,7 +256,8 @@ def _start(cmd: list[str], err, *, stdin=subprocess.DEVNULL, stdout=subprocess.D
     except FileNotFoundError:
         raise ToolFailure(f"{cmd[0]} is not installed (not found on PATH)") from None
     except (OSError, subprocess.SubprocessError) as exc:
-        raise ToolFailure(f"{cmd[0]} cannot be started ({getattr(exc, 'strerror', None) or exc})") from None
+        why = getattr(exc, "strerror", None) or exc
+        raise ToolFailure(f"{cmd[0]} cannot be started ({why})") from None
 
 
 def how_it_ended(rc: int) -> str:
