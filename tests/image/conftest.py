@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,9 +17,6 @@ import pytest
 from biotool_testing.images import (APPTAINER_SHAPE, EGRESS_IMAGE, SANDBOX_IMAGE, TEST_LABEL,
                                     Runner)
 from biotool_testing.paths import REPO
-
-# Helper modules beside these tests, outside biotool_testing, import by plain name.
-sys.path.insert(0, str(Path(__file__).parent))
 
 
 def pytest_collection_modifyitems(config, items):

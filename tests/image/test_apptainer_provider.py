@@ -17,8 +17,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import inspect_checks
 import pytest
+
+from biotool_testing import inspect_checks
 from biotool_testing.paths import REPO
 
 SHIM = Path(__file__).with_name("apptainer_shim.py")

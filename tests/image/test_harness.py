@@ -12,8 +12,9 @@ import sys
 import time
 import uuid
 
-import inspect_checks
 import pytest
+
+from biotool_testing import inspect_checks
 from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE, TEST_LABEL
 from biotool_testing.paths import REPO
 
@@ -278,7 +279,7 @@ def test_inspect_provider_names_a_missing_image_and_its_make_target(images, monk
 # ---------------------------------------------------------------- Inspect's conformance suite
 
 # Inspect's portable checks (inspect_ai.util._sandbox.self_check), on one sample's
-# `sandbox="biotool"` stack shared by the module (tests/image/inspect_checks.py).
+# `sandbox="biotool"` stack shared by the module (biotool_testing/inspect_checks.py).
 # The provider's documented limitation (docs/harnesses.md, Inspect AI):
 KNOWN_FAILURES = {
     "test_exec_as_user": "adduser cannot write /etc or /run on the sandbox's read-only root (by "
