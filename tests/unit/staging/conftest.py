@@ -83,16 +83,10 @@ def pinned(world, tmp_path_factory):
 
     root, _ = world
     lock = tmp_path_factory.mktemp("lock") / "pins.lock.toml"
-    old = os.environ.get("BIOTOOL_SOURCE_MIRROR")
-    with FakeSources(root) as srv:
-        os.environ["BIOTOOL_SOURCE_MIRROR"] = srv.url
-        try:
-            pins.pin(REPO / "refs", ["production"], lock, only=ITEMS)
-        finally:
-            if old is None:
-                os.environ.pop("BIOTOOL_SOURCE_MIRROR", None)
-            else:
-                os.environ["BIOTOOL_SOURCE_MIRROR"] = old
+    # A session fixture has no monkeypatch of its own; the mirror is unset again after.
+    with FakeSources(root) as srv, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BIOTOOL_SOURCE_MIRROR", srv.url)
+        pins.pin(REPO / "refs", ["production"], lock, only=ITEMS)
     return lock
 
 
@@ -103,16 +97,10 @@ def prod_home(world, pinned, tmp_path_factory):
 
     root, _ = world
     home = tmp_path_factory.mktemp("home")
-    old = os.environ.get("BIOTOOL_SOURCE_MIRROR")
-    with FakeSources(root) as srv:
-        os.environ["BIOTOOL_SOURCE_MIRROR"] = srv.url
-        try:
-            build.stage(REPO / "refs", home, ["production"], lock=pinned, only=ITEMS)
-        finally:
-            if old is None:
-                os.environ.pop("BIOTOOL_SOURCE_MIRROR", None)
-            else:
-                os.environ["BIOTOOL_SOURCE_MIRROR"] = old
+    # A session fixture has no monkeypatch of its own; the mirror is unset again after.
+    with FakeSources(root) as srv, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BIOTOOL_SOURCE_MIRROR", srv.url)
+        build.stage(REPO / "refs", home, ["production"], lock=pinned, only=ITEMS)
     return home
 
 
