@@ -5,6 +5,4 @@ from __future__ import annotations
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-TESTS = REPO / "tests"
 REFS = REPO / "refs"
-DEMO = REFS / "demo"
