@@ -157,7 +157,8 @@ def check_allowed(url: str) -> tuple[str, int, str]:
     except rules_mod.RulesError as exc:
         # A broken rules file is a broken environment (exit 4); nothing is contacted.
         raise ToolFailure(f"rules unavailable, nothing is contacted: {exc}") from None
-    if not (rules_mod.HOSTNAME.fullmatch(host) or _is_ip(host)) or not rules.egress_allows(host, port):
+    plain = rules_mod.HOSTNAME.fullmatch(host) or _is_ip(host)
+    if not plain or not rules.egress_allows(host, port):
         allowed = ", ".join(f"{h}:{p}" for h, p in rules.egress_allow) or "nothing"
         raise RefusedError(f"host {host or '(none)'}:{port} is not on the egress allowlist in "
                            f"{rules.path} (allowed: {allowed})")
