@@ -32,6 +32,7 @@ from pathlib import Path
 
 from biotool.cache import sha256_tree
 from biotool.output import InputError
+from biotool.staging.item import StagedItem
 
 IMAGE_HOME = Path("/opt/biotool")
 REPO_REFS = Path(__file__).resolve().parents[3] / "refs"
@@ -110,71 +111,70 @@ def _load(root: Path) -> dict:
         return {"items": {}}
 
 
-def usable(item: dict | None) -> bool:
-    """The one rule for a staged record a command may use: it has files, and staging
-    recorded no error for it."""
-    return bool(item) and bool(item.get("files")) and not item.get("error")
+def usable(item: StagedItem | None) -> bool:
+    """Whether a looked-up item (None: there is none) is one a command may use
+    (StagedItem.usable, the one rule)."""
+    return item is not None and item.usable
 
 
-def not_staged(what: str, item: dict) -> InputError:
-    """The one refusal of a staged record that is not usable here, `what` naming it as the
+def not_staged(what: str, item: StagedItem) -> InputError:
+    """The one refusal of a staged item that is not usable here, `what` naming it as the
     caller was given it (`--reference X`, `model X`)."""
-    return InputError(f"{what}: not staged here ({item.get('error') or 'no files'}); see "
+    return InputError(f"{what}: not staged here ({item.error or 'no files'}); see "
                       "`biotool list`")
 
 
 @lru_cache(maxsize=8)
 def _merged(home_dir: str, home_mtime: float, site: str | None, site_mtime: float) -> dict:
-    merged: dict = {}
+    merged: dict[str, StagedItem] = {}
     base = _load(Path(home_dir))
-    for key, item in base.get("items", {}).items():
-        merged[key] = {**item, "origin": "image", "root": home_dir}
+    for key, record in base.get("items", {}).items():
+        merged[key] = StagedItem.from_record(record, "image", Path(home_dir))
     if site is not None:
-        for key, item in _load(Path(site)).get("items", {}).items():
-            if key not in merged or (not usable(merged[key]) and usable(item)):
-                merged[key] = {**item, "origin": "site", "root": site}
+        for key, record in _load(Path(site)).get("items", {}).items():
+            item = StagedItem.from_record(record, "site", Path(site))
+            if key not in merged or (not merged[key].usable and item.usable):
+                merged[key] = item
     return {**base, "items": merged, "site": site}
 
 
 def inventory() -> dict:
-    """The image's staged.json merged with the site overlay's, as {"items": {kind/name: record}}.
+    """The image's staged.json merged with the site overlay's, as {"items": {kind/name: item}}.
 
-    Every record carries `origin` and `root` (the directory its file paths are relative to);
-    a site item fills a key the image lacks or could not stage, never replaces a usable one.
+    A site item fills a key the image lacks or could not stage, never replaces a usable one.
     """
     site = site_dir()
     return _merged(str(home()), _mtime(home() / INVENTORY), str(site) if site else None,
                    _mtime(site / INVENTORY) if site else -1.0)
 
 
-def staged_items(kind: str | None = None) -> list[dict]:
+def staged_items(kind: str | None = None) -> list[StagedItem]:
     items = inventory().get("items", {}).values()
-    return [i for i in items if kind is None or i["kind"] == kind]
+    return [i for i in items if kind is None or i.kind == kind]
 
 
-def find(kind: str, name: str) -> dict | None:
+def find(kind: str, name: str) -> StagedItem | None:
     """A staged item by name or alias (case-insensitive), or None."""
     want = name.strip().lower()
     for item in staged_items(kind):
-        names = [item["name"], *item.get("aliases", [])]
-        if want in (n.lower() for n in names):
+        if want in (n.lower() for n in item.names):
             return item
     return None
 
 
-def path_of(item: dict, file_key: str = "main") -> Path:
+def path_of(item: StagedItem, file_key: str = "main") -> Path:
     """Absolute path of one of a staged item's files ("main", "faidx", "bwa": a folder, ...)."""
-    return Path(item.get("root") or home()) / item["files"][file_key]["path"]
+    return item.path(file_key)
 
 
-def verify(item: dict) -> list[str]:
+def verify(item: StagedItem) -> list[str]:
     """Problems with a staged item's files on disk: missing, or sha256 not as recorded."""
     problems = []
-    for key, rec in item.get("files", {}).items():
-        p = path_of(item, key)
+    for key, rec in item.files.items():
+        p = item.path(key)
         if not p.exists():
             problems.append(f"{key}: {p} is missing")
-        elif sha256_tree(p) != rec["sha256"]:
+        elif sha256_tree(p) != rec.sha256:
             problems.append(f"{key}: {p} does not match its recorded sha256")
     return problems
 
@@ -187,26 +187,26 @@ def status(entry: dict) -> dict:
     if staged is None:
         out.update(staged=False, usable=False, reason=_unstaged_reason(entry))
         return out
-    out["origin"] = staged["origin"]
-    if staged.get("error"):
-        out.update(staged=False, usable=False, reason=staged["error"])
+    out["origin"] = staged.origin
+    if staged.error:
+        out.update(staged=False, usable=False, reason=staged.error)
         return out
-    missing = [k for k in staged["files"] if not path_of(staged, k).exists()]
-    out.update(staged=True, usable=not missing, sha256=staged["sha256"],
-               path=str(path_of(staged)), source=staged.get("fetched_from") or
+    missing = [k for k in staged.files if not staged.path(k).exists()]
+    out.update(staged=True, usable=not missing, sha256=staged.sha256,
+               path=str(staged.path()), source=list(staged.fetched_from or ()) or
                entry.get("source") or entry.get("builder"))
-    if staged.get("use") and not missing:
-        out["use"] = use_line(staged)
-    if staged.get("tofu"):
+    if staged.use and not missing:
+        out["use"] = staged.use_line()
+    if staged.tofu:
         out["tofu"] = True
     if missing:
         out["reason"] = f"staged files missing: {', '.join(missing)}"
     return out
 
 
-def use_line(item: dict) -> str:
+def use_line(item: StagedItem) -> str:
     """How a tool is pointed at a staged item (`use`, recorded at staging), with its paths."""
-    return item["use"].format(**{k: path_of(item, k) for k in item["files"]})
+    return item.use_line()
 
 
 def _unstaged_reason(entry: dict) -> str:

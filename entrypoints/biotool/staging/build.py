@@ -36,6 +36,7 @@ from biotool.staging import (INVENTORY, LOCK, REPO_REFS, StagingError, home, hoo
                              load_manifests, usable)
 from biotool.staging import pins as pinning
 from biotool.staging.fetch import PinMismatch, download, head_size
+from biotool.staging.item import StagedItem
 from biotool.staging.prepare import Beside, prepare
 
 
@@ -211,6 +212,12 @@ def _summary(items: dict, dest: Path) -> str:
     return "\n".join(lines)
 
 
+def _still_there(record: dict, dest_home: Path) -> bool:
+    """Whether an earlier run's record is usable and its files are all still in dest_home."""
+    item = StagedItem.from_record(record, "image", dest_home)
+    return usable(item) and all(item.path(k).exists() for k in item.files)
+
+
 def stage(refs_dir: Path, dest_home: Path, sets: list[str], lock: Path | None = None,
           tofu: bool = False, keep_going: bool = False, only: list[str] | None = None) -> dict:
     """Stage every manifest item in `sets`; StagingError at the end if any did not stage
@@ -279,8 +286,7 @@ def stage(refs_dir: Path, dest_home: Path, sets: list[str], lock: Path | None = 
             shutil.rmtree(item.work, ignore_errors=True)
     shutil.copytree(refs_dir, dest_home / "manifests", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("demo", "__pycache__"))
-    kept = {k: v for k, v in earlier.items() if k not in items and usable(v) and
-            all((dest_home / f["path"]).exists() for f in v["files"].values())}
+    kept = {k: v for k, v in earlier.items() if k not in items and _still_there(v, dest_home)}
     inv = {"sets": sets + sorted({v["set"] for v in kept.values() if v.get("set")} - set(sets)),
            "items": {**kept, **items}}
     with atomic_path(dest_home / INVENTORY) as tmp:

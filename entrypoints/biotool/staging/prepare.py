@@ -34,6 +34,7 @@ from biotool.alignment.vocabulary import NOT_PRIMARY
 from biotool.output import ToolFailure
 from biotool.procs import capture
 from biotool.staging import StagingError, hook, usable
+from biotool.staging.item import StagedItem
 from biotool.staging.pins import prebuilt_name
 
 @dataclass(frozen=True)
@@ -43,13 +44,15 @@ class Beside:
     home: Path
     items: dict  # "kind/name" -> staged record, its file paths relative to home
 
-    def record(self, kind: str, name: str) -> dict | None:
+    def item(self, kind: str, name: str) -> StagedItem | None:
+        """The usable item staged there so far (its origin is moot while staging)."""
         rec = self.items.get(f"{kind}/{name}")
-        return rec if usable(rec) else None
+        item = StagedItem.from_record(rec, "image", self.home) if rec else None
+        return item if usable(item) else None
 
     def file(self, kind: str, name: str, key: str) -> Path | None:
-        rec = self.record(kind, name)
-        path = self.home / rec["files"][key]["path"] if rec and key in rec["files"] else None
+        item = self.item(kind, name)
+        path = item.path(key) if item and key in item.files else None
         return path if path is not None and path.exists() else None
 
 
@@ -319,7 +322,7 @@ def _gtf(entry: dict, fetched: list[Path], item_dir: Path, beside: Beside | None
     fetched[0].unlink()
     entry["genes"] = len(check.genes)
     entry["contigs"] = {**check.record(), "genome": ref,
-                        "genome_sha256": beside.record("reference", ref)["sha256"]}
+                        "genome_sha256": beside.item("reference", ref).sha256}
     entry["use"] = "featureCounts -a {main} -o counts.txt sample.bam"
     return {"main": out}
 

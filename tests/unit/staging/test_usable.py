@@ -1,7 +1,8 @@
-"""One rule for a staged record a command may use (files, and no staging error), and one
-refusal of one that is not: every family that resolves staged items (references, gene
-tables, CellTypist and C2S models, BLAST databases) applies the same rule to an inventory
-that records failed items as `staging.build --keep-going` does, and refuses in the same words."""
+"""One rule for a staged record a command may use (files, and no staging error; the rule
+itself: test_staged_item.py), and one refusal of one that is not: every family that resolves
+staged items (references, gene tables, CellTypist and C2S models, BLAST databases) applies
+the same rule to an inventory that records failed items as `staging.build --keep-going`
+does, and refuses in the same words."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def failed_home(tmp_path, monkeypatch):
     """A home whose inventory holds only failed items, one per family's kind."""
     items = [_record("reference", "broken-ref"),
              _record("database", "broken-table", format="gene-table"),
-             _record("database", "broken-blast", taxa=["x"]),
+             _record("database", "broken-blast", taxa={"x": {"sciname": "x"}}),
              _record("model", "broken-celltypist", framework="celltypist"),
              _record("model", "broken-c2s", framework="cell2sentence")]
     (tmp_path / staging.INVENTORY).write_text(json.dumps(
@@ -33,15 +34,6 @@ def failed_home(tmp_path, monkeypatch):
     monkeypatch.setenv("BIOTOOL_HOME", str(tmp_path))
     monkeypatch.delenv("BIOTOOL_SITE_DIR", raising=False)
     return tmp_path
-
-
-@pytest.mark.parametrize("record, ok", [
-    (None, False), ({}, False), ({"files": {}}, False),
-    ({"files": {"main": {"path": "x"}}, "error": "failed"}, False),
-    ({"files": {"main": {"path": "x"}}}, True),
-])
-def test_the_usable_rule(record, ok):
-    assert staging.usable(record) is ok
 
 
 def test_every_family_skips_a_failed_item(failed_home):
