@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from biotool import staging
 from biotool.competence import bounded, not_applicable
 from biotool.output import BiotoolError, InputError, ToolFailure
 from biotool.provenance import provenance, used
@@ -78,7 +77,7 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
         cov = ctp.coverage(model, adata.var_names)
         ctp.require_coverage(reference, cov)
         s = ctp.score(adata, model)
-        tissue = (rec or {}).get("tissue", "unknown tissue")
+        tissue = rec.tissue if rec and rec.tissue is not None else "unknown tissue"
         spots = [f"{item['name']} was trained on {tissue}; cells of types it never saw are "
                  "still given one of its labels (out-of-domain cells are not flagged)"]
         if cov["fraction"] < 0.5:
@@ -95,9 +94,9 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
     loaded = []
     for rec in panel:
         try:
-            loaded.append((rec, ctp.load_model(staging.path_of(rec))))
+            loaded.append((rec, ctp.load_model(rec.path())))
         except ToolFailure as exc:
-            errors[rec["name"]] = f"{exc}; skipped: not evidence either way"
+            errors[rec.name] = f"{exc}; skipped: not evidence either way"
     unloadable = [{"reference": name, "fit": None, "skipped": "could not be loaded: not "
                    "evidence either way (see errors)"} for name in errors]
     if not loaded:
@@ -109,11 +108,10 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
                 "reference_is_conclusive": False, "competence": comp.explain(),
                 "caveat": comp.blind_spots[0]}, [], errors, None
     scored_on, cells_note = ctp.subsample(adata, ctp.PANEL_MAX_CELLS, seed)
-    rows = ctp.rank(scored_on, [(rec["name"], model) for rec, model in loaded])
+    rows = ctp.rank(scored_on, [(rec.name, model) for rec, model in loaded])
     scored = [r for r in rows if r["fit"] is not None]
-    items = [used("model", rec["name"], rec["sha256"], framework="celltypist")
-             for rec, _ in loaded]
-    tissues = {rec["name"]: rec.get("tissue", "") for rec, _ in loaded}
+    items = [used("model", rec.name, rec.sha256, framework="celltypist") for rec, _ in loaded]
+    tissues = {rec.name: rec.tissue or "" for rec, _ in loaded}
     ranking = [{k: v for k, v in r.items() if k != "_score"} | {"tissue": tissues[r["reference"]]}
                for r in rows] + unloadable
     panel_cells = {**cells_note, "basis": (
@@ -169,7 +167,7 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
                                                 "for a conclusive reference, stage one for this "
                                                 "tissue or check the species")
     if cells_note["scored"] < cells_note["cells"]:
-        model = dict((rec["name"], m) for rec, m in loaded)[win["reference"]]
+        model = dict((rec.name, m) for rec, m in loaded)[win["reference"]]
         s = ctp.score(adata, model)
     else:
         s = win["_score"]

@@ -14,6 +14,7 @@ from pathlib import Path
 from biotool import staging
 from biotool.output import InputError, ToolFailure
 from biotool.provenance import used
+from biotool.staging.item import StagedItem
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
@@ -21,20 +22,20 @@ WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.ind
 DEFAULT_C2S = "c2s-celltype"
 
 
-def _organisms(record: dict) -> set[str]:
-    return set(str(record.get("organism", "")).lower().replace(",", "+").split("+")) - {""}
+def _organisms(item: StagedItem) -> set[str]:
+    return set((item.organism or "").lower().replace(",", "+").split("+")) - {""}
 
 
-def celltypist_panel(species: str) -> list[dict]:
+def celltypist_panel(species: str) -> list[StagedItem]:
     """Staged, usable CellTypist models for a species; "unknown" means every species' models."""
     out = []
     for rec in staging.staged_items("model"):
-        if rec.get("framework") != "celltypist" or not staging.usable(rec):
+        if rec.framework != "celltypist" or not rec.usable:
             continue
         if species in ("human", "mouse") and species not in _organisms(rec):
             continue
         out.append(rec)
-    return sorted(out, key=lambda r: r["name"])
+    return sorted(out, key=lambda r: r.name)
 
 
 def unstaged_reason(name: str) -> str | None:
@@ -47,17 +48,16 @@ def unstaged_reason(name: str) -> str | None:
     return None
 
 
-def celltypist_model(name_or_path: str) -> tuple[Path, dict, dict | None]:
-    """(path, provenance item, staged record or None) for `--reference NAME|PATH.pkl`."""
+def celltypist_model(name_or_path: str) -> tuple[Path, dict, StagedItem | None]:
+    """(path, provenance item, staged item or None) for `--reference NAME|PATH.pkl`."""
     rec = staging.find("model", name_or_path)
     if rec is not None:
-        if not staging.usable(rec):
+        if not rec.usable:
             raise staging.not_staged(f"--reference {name_or_path}", rec)
-        if rec.get("framework") != "celltypist":
-            raise InputError(f"--reference {name_or_path}: is a {rec.get('framework')} model, "
+        if rec.framework != "celltypist":
+            raise InputError(f"--reference {name_or_path}: is a {rec.framework} model, "
                              "not a CellTypist model")
-        path = staging.path_of(rec)
-        return path, used("model", rec["name"], rec["sha256"], framework="celltypist"), rec
+        return rec.path(), used("model", rec.name, rec.sha256, framework="celltypist"), rec
     path = Path(name_or_path)
     if "/" in name_or_path or path.suffix == ".pkl":
         from biotool.cache import sha256_file
@@ -66,7 +66,7 @@ def celltypist_model(name_or_path: str) -> tuple[Path, dict, dict | None]:
         input_file(path, "--reference", allow_empty=False)  # a FIFO is refused, never opened
 
         return path, used("model", path.name, sha256_file(path), framework="celltypist"), None
-    known = ", ".join(r["name"] for r in celltypist_panel("unknown")) or "none staged"
+    known = ", ".join(r.name for r in celltypist_panel("unknown")) or "none staged"
     why = unstaged_reason(name_or_path)
     raise InputError(f"--reference {name_or_path}: " + (
         f"{why}; staged CellTypist models: {known}" if why else
@@ -98,18 +98,18 @@ def c2s_model(name_or_path: str = DEFAULT_C2S) -> dict:
         weights, tok, err = path, path, InputError
         items = [used("model", path.name, sha256_tree(path), framework="cell2sentence")]
     else:
-        if not staging.usable(rec):
-            raise staging.not_staged(f"model {rec['name']}", rec)
-        weights, err = staging.path_of(rec), ToolFailure
-        items = [used("model", rec["name"], rec["sha256"], framework="cell2sentence")]
-        tok_spec = rec.get("tokenizer")
+        if not rec.usable:
+            raise staging.not_staged(f"model {rec.name}", rec)
+        weights, err = rec.path(), ToolFailure
+        items = [used("model", rec.name, rec.sha256, framework="cell2sentence")]
+        tok_spec = rec.tokenizer
         if not tok_spec:
             tok = weights
         else:
             tok_rec = staging.find("model", tok_spec)
             if staging.usable(tok_rec):
-                tok = staging.path_of(tok_rec)
-                items.append(used("tokenizer", tok_rec["name"], tok_rec["sha256"]))
+                tok = tok_rec.path()
+                items.append(used("tokenizer", tok_rec.name, tok_rec.sha256))
             else:
                 tok = weights / tok_spec
     has_weights = any((weights / f).is_file() for f in WEIGHT_FILES)
