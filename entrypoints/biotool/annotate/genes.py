@@ -8,31 +8,30 @@ from __future__ import annotations
 
 import csv
 import difflib
+from typing import TYPE_CHECKING
 
 from biotool.annotate import arguments
 from biotool.competence import bounded, not_applicable
 from biotool.output import InputError
 from biotool.provenance import provenance, used
 
+if TYPE_CHECKING:  # staging is imported where a table is read, not when annotate loads
+    from biotool.staging.item import StagedItem
+
 TABLE_FORMAT = "gene-table"
 ID_COLUMNS = ("gene_id", "locus_tag", "protein_id", "seqid")
 
 
-def table_records() -> list[dict]:
-    """Every staged gene table's inventory record (demo, production, site); InputError if none."""
+def table_records() -> list[StagedItem]:
+    """Every staged gene table's inventory item (demo, production, site); InputError if none."""
     from biotool import staging
 
     found = [item for item in staging.staged_items("database")
-             if item.get("format") == TABLE_FORMAT and staging.usable(item)]
+             if item.format == TABLE_FORMAT and item.usable]
     if not found:
         raise InputError("reference: no gene annotation table is staged here (manifest "
                          "refs/annotations.toml, database demo-gene-annotation); see `biotool list`")
-    return sorted(found, key=lambda i: (i.get("set") != "demo", i["name"]))
-
-
-def table_record() -> dict:
-    """The first staged gene table's inventory record (the demo table where staged)."""
-    return table_records()[0]
+    return sorted(found, key=lambda i: (i.set != "demo", i.name))
 
 
 def parse_cds(text: str) -> list[tuple[int, int]]:
@@ -61,10 +60,8 @@ def _read_table(path: str) -> list[dict]:
 
 def tables() -> list[tuple[dict, list[dict]]]:
     """Every staged table as (its provenance item, its rows, each with parsed `segments`)."""
-    from biotool import staging
-
-    return [(used("database", rec["name"], rec["sha256"]),
-             _read_table(str(staging.path_of(rec)))) for rec in table_records()]
+    return [(used("database", rec.name, rec.sha256), _read_table(str(rec.path())))
+            for rec in table_records()]
 
 
 def rows() -> tuple[list[dict], dict]:
