@@ -147,7 +147,7 @@ def identify(fasta: str | None = None, fastq: str | None = None, top: int = 5,
         result["truncated_reason"] = (f"--timeout {timeout:g} s ran out: {len(searched)} of "
                                       f"{len(queries)} queries searched")
     flu = influenza.tiers({q: hits.get(q, []) for q in searched}, panel=local_db,
-                          panel_subtypes=influenza.database_subtypes(panel_rec.get("taxa", {}))
+                          panel_subtypes=influenza.database_subtypes(panel_rec.taxa or {})
                           if panel_rec else None)
     if flu:
         result["influenza"] = flu

@@ -6,10 +6,13 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from biotool.output import InputError, ToolFailure
 from biotool.procs import OutOfTime, run_bounded
+
+if TYPE_CHECKING:  # staging is imported where a database is looked up
+    from biotool.staging.item import StagedItem
 
 FIELDS = "qseqid saccver stitle pident length evalue bitscore qstart qend sstart send qlen"
 CHUNK = 500         # queries in the first blastn call: --timeout stops between calls with a
@@ -17,33 +20,33 @@ CHUNK = 500         # queries in the first blastn call: --timeout stops between 
 MAX_CHUNK = 20000   # later calls grow to about a quarter of the time left, up to this
 
 
-def staged_database(name: str | None) -> dict:
-    """The staged record of a BLAST database by name or alias (the first staged one if None)."""
+def staged_database(name: str | None) -> StagedItem:
+    """The staged item of a BLAST database by name or alias (the first staged one if None)."""
     from biotool import staging
 
     if name:
         rec = staging.find("database", name)
         if rec is None:
-            names = [i["name"] for i in staging.staged_items("database") if staging.usable(i)]
+            names = [i.name for i in staging.staged_items("database") if i.usable]
             raise InputError(f"--database: {name!r} is not a staged BLAST database "
                              f"(staged: {', '.join(names) or 'none'}; see `biotool list`)")
     else:
         # A taxonomy panel carries its organisms (`taxa`); other BLAST databases (gene
         # annotation sets) would name no organism, so they are never the default here.
-        usable = [i for i in staging.staged_items("database") if staging.usable(i)
-                  and "blastdb" in i["files"] and i.get("taxa")]
+        usable = [i for i in staging.staged_items("database")
+                  if i.usable and "blastdb" in i.files and i.taxa]
         if not usable:
             raise InputError(f"no taxonomy BLAST database is staged under {staging.home()}; "
                              f"local search is impossible here (see `biotool list`)")
-        rec = sorted(usable, key=lambda i: (i.get("set") != "production", i["name"]))[0]
-    if not staging.usable(rec):
-        raise staging.not_staged(f"database {rec['name']}", rec)
-    if "blastdb" not in rec.get("files", {}):
-        raise InputError(f"--database: {rec['name']} is not a BLAST database (no blastdb index)")
-    if rec.get("molecule") == "protein":
-        raise InputError(f"--database: {rec['name']} is a protein database and taxonomy "
+        rec = sorted(usable, key=lambda i: (i.set != "production", i.name))[0]
+    if not rec.usable:
+        raise staging.not_staged(f"database {rec.name}", rec)
+    if "blastdb" not in rec.files:
+        raise InputError(f"--database: {rec.name} is not a BLAST database (no blastdb index)")
+    if rec.molecule == "protein":
+        raise InputError(f"--database: {rec.name} is a protein database and taxonomy "
                          f"searches nucleotides (blastn); search proteins with blastp or "
-                         f"diamond: {staging.use_line(rec)}")
+                         f"diamond: {rec.use_line()}")
     return rec
 
 
@@ -57,14 +60,13 @@ def _organism(acc: str, title: str, taxa: dict) -> tuple[str, int | None]:
 def local_search(queries: list, top: int, timeout: float, database: str | None,
                  threads: int = 1, clock: Callable[[], float] = time.monotonic) -> dict:
     """blastn of `queries` [(id, seq)] against the staged database; hits in the remote shape."""
-    from biotool import staging
     from biotool.taxonomy.sequences import to_fasta
 
     if shutil.which("blastn") is None:
         raise ToolFailure("blastn is not on PATH (ncbi-blast+ is missing from this environment)")
     rec = staged_database(database)
-    db_prefix = staging.path_of(rec, "blastdb") / "db"
-    taxa = rec.get("taxa", {})
+    db_prefix = rec.path("blastdb") / "db"
+    taxa = rec.taxa or {}
     deadline = clock() + timeout
     hits: dict[str, list] = {}
     searched: list[str] = []
@@ -90,7 +92,7 @@ def local_search(queries: list, top: int, timeout: float, database: str | None,
                 truncated = True
                 break
             if rc != 0:
-                raise ToolFailure(f"blastn on {rec['name']} failed (exit {rc}): {said}")
+                raise ToolFailure(f"blastn on {rec.name} failed (exit {rc}): {said}")
             for line in opath.read_text().splitlines():
                 f = line.split("\t")
                 if len(f) != 12:
@@ -113,6 +115,5 @@ def local_search(queries: list, top: int, timeout: float, database: str | None,
         hits.setdefault(q, [])
         hits[q] = sorted(hits[q], key=lambda h: -h["bit_score"])[:top]
     return {"hits": hits, "searched": searched, "truncated": truncated,
-            "database": rec["name"], "database_sha256": rec["sha256"],
-            "database_title": rec.get("title", ""),
-            "blastdb_sha256": rec["files"]["blastdb"]["sha256"]}
+            "database": rec.name, "database_sha256": rec.sha256,
+            "database_title": rec.title or "", "blastdb_sha256": rec.files["blastdb"].sha256}
