@@ -24,6 +24,7 @@ from biotool.cache import atomic_path, entry_dir
 from biotool.files import input_file, magic
 from biotool.output import InputError, ToolFailure
 from biotool.provenance import used
+from biotool.staging.item import StagedItem
 
 PRESETS = ("sr", "map-ont", "map-pb")
 
@@ -33,7 +34,7 @@ class Reference:
     name: str
     fasta: Path
     sha256: str
-    staged: dict | None = None
+    staged: StagedItem | None = None
     _index_cache: dict = field(default_factory=dict)
 
     def index(self, preset: str, deadline: float | None = None) -> tuple[Path, str]:
@@ -50,15 +51,15 @@ class Reference:
             return self._index_cache[label]
         indexes.check_kind(label)
         if self.is_staged(label):
-            path = indexes.aligner_path(label, staging.path_of(self.staged, label))
-            out = (path, self.staged["files"][label]["sha256"])
+            path = indexes.aligner_path(label, self.staged.path(label))
+            out = (path, self.staged.files[label].sha256)
         else:
             out = indexes.cached(self.name, self.fasta, self.sha256, label, deadline)
         self._index_cache[label] = out
         return out
 
     def is_staged(self, label: str) -> bool:
-        return bool(self.staged and label in self.staged.get("files", {}))
+        return self.staged is not None and label in self.staged.files
 
     @cached_property
     def _faidx(self):
@@ -96,18 +97,18 @@ class Reference:
 
 def staged(name: str) -> Reference | None:
     """The usable staged reference of that name or alias, or None."""
-    record = staging.find("reference", name)
-    if not staging.usable(record):
+    item = staging.find("reference", name)
+    if not staging.usable(item):
         return None
-    fasta = staging.path_of(record, "main")
+    fasta = item.path()
     if not Path(str(fasta) + ".fai").exists():
-        raise ToolFailure(f"reference {record['name']}: staged faidx missing beside {fasta}")
-    return Reference(record["name"], fasta, record["sha256"], staged=record)
+        raise ToolFailure(f"reference {item.name}: staged faidx missing beside {fasta}")
+    return Reference(item.name, fasta, item.sha256, staged=item)
 
 
 def staged_names() -> list[str]:
     """Names of the usable staged references, for error lines that say what there is."""
-    return sorted(i["name"] for i in staging.staged_items("reference") if staging.usable(i))
+    return sorted(i.name for i in staging.staged_items("reference") if i.usable)
 
 
 def resolve(reference: str) -> Reference:
