@@ -131,7 +131,7 @@ t0 = time.perf_counter()
 import scanpy as sc, celltypist
 t1 = time.perf_counter()
 from biotool import staging
-model = staging.path_of(staging.find("model", "demo-pbmc68k-celltypist"))
+model = staging.find("model", "demo-pbmc68k-celltypist").path()
 folder = "%(pbmc)s"
 adata = sc.read_mtx(folder + "/counts.mtx.gz").T
 adata.var_names = [l.strip() for l in gzip.open(folder + "/genes.tsv.gz", "rt")]

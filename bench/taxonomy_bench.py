@@ -57,7 +57,7 @@ def main() -> int:
         fa = tmp / "reads.fa"
         fa.write_text(sequences.to_fasta(reads))
         rec = local.staged_database("demo-viral-panel")
-        db = staging.path_of(rec, "blastdb") / "db"
+        db = rec.path("blastdb") / "db"
 
         search_s, _ = repeated(lambda: local.local_search(reads, 5, 3600, "demo-viral-panel",
                                                           threads=args.threads), args.runs)
@@ -75,7 +75,7 @@ def main() -> int:
         found = local.local_search(reads, 5, 3600, "demo-viral-panel")
         out = {
             "reads": len(reads), "runs": args.runs, "threads": args.threads,
-            "database": rec["name"], "blastn": subprocess.run(
+            "database": rec.name, "blastn": subprocess.run(
                 ["blastn", "-version"], capture_output=True, text=True).stdout.split("\n")[0],
             "search_s": round(search_s, 3), "blastn_s": round(blast_s, 3),
             "command_s": round(cmd_s, 3),

@@ -27,8 +27,11 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
 
 from biotool.cache import sha256_tree
 from biotool.output import InputError
@@ -124,8 +127,16 @@ def not_staged(what: str, item: StagedItem) -> InputError:
                       "`biotool list`")
 
 
+@dataclass(frozen=True)
+class Inventory:
+    """The staged items a command may look up, by "kind/name", and the site overlay merged
+    into them (None without one)."""
+    items: Mapping[str, StagedItem]
+    site: str | None
+
+
 @lru_cache(maxsize=8)
-def _merged(home_dir: str, home_mtime: float, site: str | None, site_mtime: float) -> dict:
+def _merged(home_dir: str, home_mtime: float, site: str | None, site_mtime: float) -> Inventory:
     merged: dict[str, StagedItem] = {}
     base = _load(Path(home_dir))
     for key, record in base.get("items", {}).items():
@@ -135,11 +146,11 @@ def _merged(home_dir: str, home_mtime: float, site: str | None, site_mtime: floa
             item = StagedItem.from_record(record, "site", Path(site))
             if key not in merged or (not merged[key].usable and item.usable):
                 merged[key] = item
-    return {**base, "items": merged, "site": site}
+    return Inventory(MappingProxyType(merged), site)
 
 
-def inventory() -> dict:
-    """The image's staged.json merged with the site overlay's, as {"items": {kind/name: item}}.
+def inventory() -> Inventory:
+    """The image's staged.json merged with the site overlay's.
 
     A site item fills a key the image lacks or could not stage, never replaces a usable one.
     """
@@ -149,7 +160,7 @@ def inventory() -> dict:
 
 
 def staged_items(kind: str | None = None) -> list[StagedItem]:
-    items = inventory().get("items", {}).values()
+    items = inventory().items.values()
     return [i for i in items if kind is None or i.kind == kind]
 
 
@@ -160,11 +171,6 @@ def find(kind: str, name: str) -> StagedItem | None:
         if want in (n.lower() for n in item.names):
             return item
     return None
-
-
-def path_of(item: StagedItem, file_key: str = "main") -> Path:
-    """Absolute path of one of a staged item's files ("main", "faidx", "bwa": a folder, ...)."""
-    return item.path(file_key)
 
 
 def verify(item: StagedItem) -> list[str]:
@@ -181,7 +187,7 @@ def verify(item: StagedItem) -> list[str]:
 
 def status(entry: dict) -> dict:
     """How a manifest item stands here: staged and usable, or why not, and where it came from."""
-    staged = inventory().get("items", {}).get(f"{entry['kind']}/{entry['name']}")
+    staged = inventory().items.get(f"{entry['kind']}/{entry['name']}")
     out = {"kind": entry["kind"], "name": entry["name"], "set": entry.get("set", "production"),
            "title": entry.get("title", "")}
     if staged is None:
@@ -202,11 +208,6 @@ def status(entry: dict) -> dict:
     if missing:
         out["reason"] = f"staged files missing: {', '.join(missing)}"
     return out
-
-
-def use_line(item: StagedItem) -> str:
-    """How a tool is pointed at a staged item (`use`, recorded at staging), with its paths."""
-    return item.use_line()
 
 
 def _unstaged_reason(entry: dict) -> str:

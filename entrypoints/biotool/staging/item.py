@@ -100,10 +100,3 @@ class StagedItem:
                            dict(value) if isinstance(value, MappingProxyType) else value)
         out["files"] = {k: {"path": f.path, "sha256": f.sha256} for k, f in self.files.items()}
         return out
-
-    # Transitional: the record's keys for the call sites not yet moved to attributes.
-    def __getitem__(self, key: str) -> Any:
-        return {**self.record(), "origin": self.origin, "root": str(self.root)}[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return {**self.record(), "origin": self.origin, "root": str(self.root)}.get(key, default)

@@ -12,6 +12,7 @@ from biotool import family, staging
 from biotool import rules as rules_mod
 from biotool.cache import cache_root
 from biotool.output import ToolFailure
+from biotool.staging.item import StagedItem
 
 # Every cache a library may write, pointed somewhere writable so an arbitrary UID with an
 # unwritable HOME works (Apptainer runs images that way).
@@ -43,13 +44,13 @@ def check_rules() -> dict:
                   f"{len(r.deny_categories)} denied tool categories")
 
 
-def _check_item(key: str, item: dict, verify_sha: bool) -> dict:
-    if item.get("error"):
+def _check_item(key: str, item: StagedItem, verify_sha: bool) -> dict:
+    if item.error:
         # A production item the build host could not reach is reported, not a failure.
-        return _check(f"staged:{key}", False, item["error"], required=False)
+        return _check(f"staged:{key}", False, item.error, required=False)
     problems = staging.verify(item) if verify_sha else []
     return _check(f"staged:{key}", not problems,
-                  "; ".join(problems) or f"{len(item['files'])} files, sha256 match")
+                  "; ".join(problems) or f"{len(item.files)} files, sha256 match")
 
 
 class StagedChecks:
@@ -57,7 +58,7 @@ class StagedChecks:
     keeps one core busy, runs while the toolbox's tools start on the others."""
 
     def __init__(self, verify_sha: bool = True):
-        self._items = sorted(staging.inventory().get("items", {}).items())
+        self._items = sorted(staging.inventory().items.items())
         self._verify = verify_sha
         self.checks = [] if self._items else [
             _check("staged", False, f"no staged inventory at {staging.home()}/staged.json")]

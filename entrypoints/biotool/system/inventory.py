@@ -72,7 +72,7 @@ def list_everything() -> dict:
         "tools": summary(),
         "items": items,
         "home": str(staging.home()),
-        "site": staging.inventory().get("site"),
+        "site": staging.inventory().site,
         "staged": sum(1 for i in items if i["usable"]),
         "not_staged": len(unusable),
         "how_to_stage": how,
@@ -84,8 +84,8 @@ def list_everything() -> dict:
 
 def _annotations(reference: str) -> dict[str, str]:
     """{database name: GTF path} of the gene annotations staged on this reference's names."""
-    return {i["name"]: str(staging.path_of(i)) for i in staging.staged_items("database")
-            if i.get("format") == "gtf" and i.get("reference") == reference and staging.usable(i)}
+    return {i.name: str(i.path()) for i in staging.staged_items("database")
+            if i.format == "gtf" and i.reference == reference and i.usable}
 
 
 def references() -> dict:
@@ -98,7 +98,7 @@ def references() -> dict:
     out, usable_used = [], []
     entries = [e for e in staging.load_manifests() if e["kind"] == "reference"]
     named = {e["name"] for e in entries}
-    entries += [i for i in staging.staged_items("reference") if i["name"] not in named]
+    entries += [i.record() for i in staging.staged_items("reference") if i.name not in named]
     for entry in entries:
         st = staging.status(entry)
         rec = staging.find("reference", entry["name"]) if st["staged"] else None
@@ -110,21 +110,20 @@ def references() -> dict:
             if key in st and (key == "origin" or st.get("origin") == "site"):
                 row[key] = st[key]
         if rec:
-            main = staging.path_of(rec)
+            main = rec.path()
             row["path"] = str(main)
-            row["sha256"] = rec["sha256"]
+            row["sha256"] = rec.sha256
             row["indexes"] = {k: {"path": os.path.relpath(indexes.aligner_path(
-                                  k, staging.path_of(rec, k)), main.parent),
-                                  "sha256": v["sha256"]}
-                              for k, v in rec["files"].items() if k != "main"}
-            gtfs = _annotations(rec["name"])
+                                  k, rec.path(k)), main.parent), "sha256": v.sha256}
+                              for k, v in rec.files.items() if k != "main"}
+            gtfs = _annotations(rec.name)
             if gtfs:
                 row["annotation"] = gtfs
             if st["usable"]:
-                usable_used.append(used("reference", rec["name"], rec["sha256"]))
+                usable_used.append(used("reference", rec.name, rec.sha256))
         if "reason" in st:
             row["reason"] = st["reason"]
         out.append(row)
     return {"references": out, "home": str(staging.home()),
-            "site": staging.inventory().get("site"),
+            "site": staging.inventory().site,
             "provenance": provenance(*usable_used)}

@@ -69,12 +69,12 @@ def test_the_staged_bwa_index_is_used_without_a_build(biotool_env, monkeypatch, 
 
     _no_build(monkeypatch)
     rec = staging.find("reference", "MN908947.3")
-    assert "minimap2:sr" not in rec["files"]
-    folder = staging.path_of(rec, "bwa")
+    assert "minimap2:sr" not in rec.files
+    folder = rec.path("bwa")
     assert sorted(p.name for p in folder.iterdir()) == [
         f"reference.{x}" for x in ("amb", "ann", "bwt", "pac", "sa")]
     prefix, digest = resolve("sars-cov-2").index("sr")
-    assert prefix == folder / "reference" and digest == rec["files"]["bwa"]["sha256"]
+    assert prefix == folder / "reference" and digest == rec.files["bwa"].sha256
     assert not (tmp_path / "cache" / "reference").exists()
 
 
@@ -97,7 +97,7 @@ def test_a_built_index_has_the_staged_digest(biotool_env):
 
     built = resolve(str(SARS)).index("sr")
     assert built[0].parent.parent.parent.name == "reference"
-    assert built[1] == staging.find("reference", "MN908947.3")["files"]["bwa"]["sha256"]
+    assert built[1] == staging.find("reference", "MN908947.3").files["bwa"].sha256
 
 
 def test_a_tool_past_the_deadline_is_killed_with_its_children(tmp_path, gone_within):

@@ -73,7 +73,7 @@ def test_demo_model_labels_its_held_out_sample(biotool, staged_home, split_cells
 
     norm, note = matrix.normalise(matrix.load(staged_home / "samples" / PBMC))
     assert note["input"] == "counts"
-    model = ctp.load_model(staging.path_of(staging.find("model", "demo-pbmc68k-celltypist")))
+    model = ctp.load_model(staging.find("model", "demo-pbmc68k-celltypist").path())
     labels = ctp.score(norm, model)["labels"]
     truth = split_cells[1].obs["bulk_labels"].loc[list(norm.obs_names)].to_numpy()
     # 177 of 209 (85%, as docs/singlecell.md says) on the pinned stack; a little slack for solvers.

@@ -102,4 +102,4 @@ def test_each_large_part_gets_a_layer_and_the_demo_merges_over_them(prod_home, t
             "reference/MN908947.3"} <= set(inv["items"])
     use_home(image)
     for item in staging.staged_items():
-        assert staging.verify(item) == [], item["name"]
+        assert staging.verify(item) == [], item.name

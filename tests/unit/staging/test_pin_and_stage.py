@@ -41,8 +41,8 @@ def test_staging_from_the_lock_stages_every_item(prod_home, use_home):
     inv = json.loads((prod_home / "staged.json").read_text())
     assert sorted(i["name"] for i in inv["items"].values() if not i.get("error")) == sorted(ITEMS)
     for item in staging.staged_items():
-        assert staging.verify(item) == [], item["name"]
-        assert item["origin"] == "image" and not item.get("tofu")
+        assert staging.verify(item) == [], item.name
+        assert item.origin == "image" and not item.tofu
     # No work folders or partial downloads left.
     assert not list(prod_home.rglob("*.part")) and not list(prod_home.rglob(".*.staging"))
 
@@ -52,10 +52,10 @@ def test_staged_celltypist_models_are_real_and_load(prod_home, use_home):
 
     use_home(prod_home)
     panel = models.celltypist_panel("human")
-    assert [r["name"] for r in panel] == ["Healthy_COVID19_PBMC", "Human_Lung_Atlas",
+    assert [r.name for r in panel] == ["Healthy_COVID19_PBMC", "Human_Lung_Atlas",
                                           "Immune_All_High"]
     for rec in panel:
-        model = celltypist_panel.load_model(models.staging.path_of(rec))
+        model = celltypist_panel.load_model(rec.path())
         assert len(model.cell_types) >= 5 and len(model.features) > 100
 
 
@@ -65,14 +65,14 @@ def test_the_genome_is_plain_fasta_with_a_faidx(prod_home, use_home, world):
     use_home(prod_home)
     _, truth = world
     rec = staging.find("reference", "hg38")
-    fasta = staging.path_of(rec)
+    fasta = rec.path()
     assert fasta.read_bytes()[:1] == b">"
-    fai = staging.path_of(rec, "faidx").read_text().split("\t")
+    fai = rec.path("faidx").read_text().split("\t")
     assert fai[0] == "chr17" and int(fai[1]) == len(truth["genomes"]["GRCh38"]["sequence"])
     # bwa's index is staged too: a human genome's takes an hour, past any command's --timeout,
     # so NCBI's own is used, once it matches the FASTA.
-    assert (staging.path_of(rec, "bwa") / "reference.bwt").is_file()
-    assert rec["index_origin"]["bwa"].startswith("prebuilt: the publisher's index, with the "
+    assert (rec.path("bwa") / "reference.bwt").is_file()
+    assert rec.extra["index_origin"]["bwa"].startswith("prebuilt: the publisher's index, with the "
                                                  "FASTA's 1 sequence names and lengths")
 
 
@@ -83,7 +83,7 @@ def test_the_c2s_model_stages_with_a_tokenizer_that_encodes(prod_home, use_home)
     found = models.c2s_model()
     assert (found["weights"] / "model.safetensors").is_file()
     rec = models.staging.find("model", "c2s-celltype")
-    assert rec["tokenizer_probe_ids"] > 20 and rec["pin"]["revision"]
+    assert rec.extra["tokenizer_probe_ids"] > 20 and rec.extra["pin"]["revision"]
 
 
 def test_the_lock_records_the_md5_ncbi_lists_beside_each_genome_file(pinned, world):

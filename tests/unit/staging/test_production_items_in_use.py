@@ -119,4 +119,4 @@ def test_a_site_item_never_replaces_a_usable_image_item(staged_home, tmp_path, u
     site = tmp_path / "site"
     shutil.copytree(staged_home, site)
     use_home(staged_home, site=site)
-    assert staging.find("reference", "MN908947.3")["origin"] == "image"
+    assert staging.find("reference", "MN908947.3").origin == "image"

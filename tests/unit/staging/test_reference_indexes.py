@@ -33,7 +33,7 @@ def test_the_bwa_index_is_one_folder_checked_by_its_sha256(tmp_path, monkeypatch
     monkeypatch.setenv("BIOTOOL_HOME", str(home))
     monkeypatch.delenv("BIOTOOL_SITE_DIR", raising=False)
     rec = staging.find("reference", "phix")
-    folder = staging.path_of(rec, "bwa")
+    folder = rec.path("bwa")
     assert folder == home / "references" / "phix" / "bwa" and folder.is_dir()
     assert (folder / "reference.bwt").is_file()
     assert staging.verify(rec) == []

@@ -101,15 +101,16 @@ def test_featurecounts_counts_reads_per_gene_with_the_staged_gtf(prod_home, use_
     _, truth = world
     use_home(prod_home)
     rec = staging.find("database", "gencode-46")
-    assert rec["reference"] == "GRCh38" and rec["genes"] == 2
-    assert rec["contigs"]["dropped"] == 0 and rec["contigs"]["on_genome"] == rec["contigs"]["lines"]
-    assert rec["contigs"]["genome_sha256"] == staging.find("reference", "GRCh38")["sha256"]
-    gtf = staging.path_of(rec)
+    contigs = rec.extra["contigs"]
+    assert rec.reference == "GRCh38" and rec.extra["genes"] == 2
+    assert contigs["dropped"] == 0 and contigs["on_genome"] == contigs["lines"]
+    assert contigs["genome_sha256"] == staging.find("reference", "GRCh38").sha256
+    gtf = rec.path()
     assert {l.split("\t")[0] for l in gtf.read_text().splitlines() if not l.startswith("#")} \
         == {truth["genomes"]["GRCh38"]["seqid"]}
     reads, want = gene_reads(truth, "GRCh38", random.Random(3))
     ref = staging.find("reference", "GRCh38")
-    bam = _bam(reads, staging.path_of(ref, "bwa") / "reference", tmp_path)
+    bam = _bam(reads, ref.path("bwa") / "reference", tmp_path)
     subprocess.run(["featureCounts", "-a", str(gtf), "-g", "gene_name", "-o",
                     str(tmp_path / "counts.txt"), str(bam)], check=True, capture_output=True)
     rows = [l.split("\t") for l in (tmp_path / "counts.txt").read_text().splitlines()[2:]]
@@ -222,10 +223,10 @@ def test_blastp_and_diamond_find_a_protein_offline(prod_home, use_home, world, t
     _, truth = world
     use_home(prod_home)
     rec = staging.find("database", "swissprot")
-    assert rec["sequences"] == len(truth["proteins"]) and "taxa" not in rec
-    db = staging.path_of(rec, "blastdb") / "db"
-    dmnd = staging.path_of(rec, "diamond")
-    assert staging.status(rec)["use"] == (f"blastp -db {db} -query proteins.faa; "
+    assert rec.extra["sequences"] == len(truth["proteins"]) and rec.taxa is None
+    db = rec.path("blastdb") / "db"
+    dmnd = rec.path("diamond")
+    assert staging.status(rec.record())["use"] == (f"blastp -db {db} -query proteins.faa; "
                                           f"diamond blastp -d {dmnd} -q proteins.faa")
     queries = protein_queries(truth, random.Random(7))
     assert len(queries) >= 4
@@ -247,7 +248,7 @@ def test_the_protein_database_is_never_taken_for_a_taxonomy_search(prod_home, us
     from biotool.taxonomy import local
 
     use_home(prod_home)
-    assert local.staged_database(None)["name"] == "ref_viruses_rep_genomes"
+    assert local.staged_database(None).name == "ref_viruses_rep_genomes"
     with pytest.raises(InputError, match="swissprot is a protein database .* blastp -db "):
         local.staged_database("swissprot")
 
@@ -261,12 +262,12 @@ def test_kraken2_classifies_reads_of_real_viruses_with_the_staged_database(
     _, truth = world
     use_home(prod_home)
     rec = staging.find("database", "kraken2-viral")
-    assert rec["kraken2"]["options"].startswith("nucleotide db, k = 35, l = 31")
+    assert rec.extra["kraken2"]["options"].startswith("nucleotide db, k = 35, l = 31")
     reads = virus_reads(truth, ("MN908947.3", "NC_001802.1", "NC_001422.1", "NC_002017.1"),
                         random.Random(11))
     fa = tmp_path / "reads.fa"
     fa.write_text("".join(f">{n}\n{s}\n" for n, s in reads))
-    out = subprocess.run(["kraken2", "--db", str(staging.path_of(rec)), "--report",
+    out = subprocess.run(["kraken2", "--db", str(rec.path()), "--report",
                           str(tmp_path / "report.txt"), str(fa)], check=True,
                          capture_output=True, text=True).stdout
     called = {f[1]: (f[0], int(f[2])) for f in (l.split("\t") for l in out.splitlines())}
@@ -300,10 +301,10 @@ def test_references_and_list_say_where_each_lives(prod_home, use_home):
 
     use_home(prod_home)
     rows = {r["name"]: r for r in inventory.references()["references"]}
-    gtf = staging.path_of(staging.find("database", "human-gtf"))
+    gtf = staging.find("database", "human-gtf").path()
     assert rows["GRCh38"]["annotation"] == {"human-gtf": str(gtf)} and gtf.is_file()
     items = {i["name"]: i for i in inventory.list_everything()["items"]}
     assert items["human-gtf"]["use"] == f"featureCounts -a {gtf} -o counts.txt sample.bam"
-    kraken = staging.path_of(staging.find("database", "k2_viral"))
+    kraken = staging.find("database", "k2_viral").path()
     assert items["k2_viral"]["use"] == f"kraken2 --db {kraken} reads.fq"
     assert (kraken / "hash.k2d").is_file()

@@ -40,8 +40,8 @@ def test_a_changed_staged_file_still_fails_doctor_when_checked_in_steps(biotool_
     from biotool import staging
     from biotool.system import doctor
 
-    item = next(i for i in staging.inventory()["items"].values() if not i.get("error"))
-    path = staging.path_of(item)
+    item = next(i for i in staging.inventory().items.values() if not i.error)
+    path = item.path()
     target = path if path.is_file() else next(p for p in path.rglob("*") if p.is_file())
     original = target.read_bytes()
     try:
@@ -49,7 +49,7 @@ def test_a_changed_staged_file_still_fails_doctor_when_checked_in_steps(biotool_
         checks = doctor.StagedChecks()
         checks.finish()
         bad = [c for c in checks.checks if not c["ok"]]
-        assert [c["check"] for c in bad] == [f"staged:{item['kind']}/{item['name']}"]
+        assert [c["check"] for c in bad] == [f"staged:{item.kind}/{item.name}"]
         assert "does not match its recorded sha256" in bad[0]["detail"]
     finally:
         target.write_bytes(original)
