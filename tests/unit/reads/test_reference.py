@@ -65,12 +65,14 @@ def test_unknown_reference_is_bad_input_in_both_families(biotool_env):
 def test_a_broken_staged_index_is_a_tool_failure(biotool_env, tmp_path, monkeypatch):
     from biotool import staging
     from biotool.alignment.reference import Reference, staged
+    from biotool.staging.item import StagedItem
 
     fasta = tmp_path / "ref.fasta"
     fasta.write_text(">x\nACGT\n")
-    record = {"name": "broken", "kind": "reference", "sha256": "0" * 64, "root": str(tmp_path),
-              "files": {"main": {"path": "ref.fasta", "sha256": "0" * 64}}}
-    monkeypatch.setattr(staging, "find", lambda kind, name: record)
+    item = StagedItem.from_record({"name": "broken", "kind": "reference", "sha256": "0" * 64,
+                                   "files": {"main": {"path": "ref.fasta", "sha256": "0" * 64}}},
+                                  "image", tmp_path)
+    monkeypatch.setattr(staging, "find", lambda kind, name: item)
     with pytest.raises(ToolFailure, match="reference broken: staged faidx missing beside"):
         staged("broken")
     Path(str(fasta) + ".fai").write_text("not an index\n")
