@@ -1,10 +1,12 @@
-"""Parse the egress container's log into audit records.
+"""Parse the egress's records into one run's audit.
 
-Two sources, one log: Squid's `BIOTOOL_EGRESS ...` lines (every attempt Squid ends itself:
-denials, and connections closed before a request; format rendered by image/egress/render.py)
-and the gate's `BIOTOOL_GATE {json}` lines (image/egress/tunnel.py and gate.py: each tunnel's
-opening and close, each request inside a tunnel, each refused TLS hello). A line that carries either
-prefix but does not parse is counted, never dropped silently.
+Two kinds of line: Squid's `BIOTOOL_EGRESS ...` (every attempt Squid ends itself: denials,
+and connections closed before a request; format rendered by image/egress/render.py) and the
+gate's `BIOTOOL_GATE {json}` (image/egress/tunnel.py and gate.py: each tunnel's opening and
+close, each request inside a tunnel, each refused TLS hello). Both are in the container log
+and both are kept in the gate's bounded store (image/egress/auditstore.py; a store begun
+before Squid's records went there holds the gate's only, and says so by having no header).
+A line that carries either prefix but does not parse is counted, never dropped silently.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import urllib.parse
 
 PREFIX = "BIOTOOL_EGRESS"
 GATE_PREFIX = "BIOTOOL_GATE"
+STORE_HEADER = "BIOTOOL_STORE"  # the store's first line: {"holds": [...]}
 FIELDS = ("time", "client", "method", "url", "host", "port", "status", "http_status", "error",
           "bytes_sent", "bytes_received")
 ESCAPED = {"method", "url", "host"}
@@ -97,7 +100,8 @@ def parse_gate(line: str) -> dict | None:
 
 def _gate_record(doc: dict) -> dict:
     rec = dict.fromkeys(RECORD_KEYS)
-    rec["source"] = "gate"
+    # The store's records about Squid's lines (a flood counted, a cut line) are the proxy's.
+    rec["source"] = "proxy" if doc.get("source") == "proxy" else "gate"
     for key in RECORD_KEYS:
         if key in doc and key != "source":
             value = doc[key]
@@ -191,13 +195,42 @@ def summarise(records: list[dict]) -> dict:
     return counts
 
 
+def store_holds(store_text: str | None) -> tuple[str, ...]:
+    """Whose records a store keeps, from its header; () when unread, the gate's without one."""
+    if store_text is None:
+        return ()
+    first = store_text.split("\n", 1)[0]
+    if first.startswith(STORE_HEADER + " "):
+        try:
+            holds = json.loads(first[len(STORE_HEADER) + 1:])["holds"]
+            if isinstance(holds, list) and all(isinstance(h, str) for h in holds):
+                return tuple(holds)
+        except (ValueError, KeyError, TypeError):
+            pass
+    return ("gate",)
+
+
 def merge(log_text: str, store_text: str | None) -> str:
-    """The text to parse: the gate's records from its bounded store when it was read (the
-    container log can be flooded and rotated), Squid's from the log; else the log alone."""
+    """The text to parse: the records the bounded store keeps (the container log can be
+    flooded and rotated), and from the log only those the store does not keep: Squid's, for
+    a store without them; the whole log when the store was not read."""
     if store_text is None:
         return log_text
+    if "proxy" in store_holds(store_text):
+        return store_text
     squid = [l for l in log_text.splitlines() if not l.startswith(GATE_PREFIX + " ")]
     return "\n".join(squid + store_text.splitlines())
+
+
+def _proxy_log(log_text: str | None, store_text: str | None) -> dict:
+    """Where Squid's records were read from: "store", "log", or nowhere (with a note)."""
+    source = "store" if "proxy" in store_holds(store_text) else \
+        "log" if log_text is not None else None
+    return {"read": source is not None, "from": source,
+            "note": None if source else
+            "Squid's records (denials before the gate) were not read: this run's store does not "
+            "keep them and they are in the egress container's log (on Kubernetes "
+            "`kubectl logs POD -c egress`)"}
 
 
 def report(run: str | None, log_text: str | None, store_text: str | None, egress: dict) -> dict:
@@ -213,12 +246,9 @@ def report(run: str | None, log_text: str | None, store_text: str | None, egress
             "records": records, "counts": summarise(records),
             "tunnels": parsed["tunnels"], "open_tunnels": parsed["open_tunnels"],
             "unparsed_lines": parsed["unparsed"],
-            # Squid's own records (its denials of hosts off the allowlist, plain HTTP) are in
-            # the log only: the gate never sees those attempts.
-            "proxy_log": {"read": log_text is not None,
-                          "note": None if log_text is not None else
-                          "Squid's records (denials before the gate) were not read: they are "
-                          "in the egress container's log (on Kubernetes `kubectl logs POD`)"},
+            # Squid's own records (its denials of hosts off the allowlist, plain HTTP): from
+            # the store where it keeps them, else from the log where it was read.
+            "proxy_log": _proxy_log(log_text, store_text),
             "store": {"read": store_text is not None, "path": STORE,
                       "bytes": len(store_text.encode()) if store_text is not None else None,
                       "full": any(r.get("event") == "audit_full" for r in records),

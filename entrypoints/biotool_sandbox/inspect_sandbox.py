@@ -203,8 +203,9 @@ async def egress_audit(name: str | None = None) -> dict:
 
 async def sandbox_audit(egress: SandboxEnvironment, run: str | None = None) -> dict:
     """The audit through any provider's sandbox API, from the egress service's sandbox: the
-    gate's bounded store, summarised as agent.audit summarises it. Squid's own records are
-    in the container's log only and are not read: the result's `proxy_log` says so."""
+    gate's bounded store, which keeps Squid's records too, summarised as agent.audit
+    summarises it. A store begun by an older egress lacks Squid's records, which are then in
+    the container's log only: the result's `proxy_log` says so."""
     try:
         text = await egress.read_file(audit.STORE)
     except (OSError, RuntimeError, OutputLimitExceededError) as exc:

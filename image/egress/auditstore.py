@@ -14,12 +14,18 @@ the sandbox), with three rules:
     (503) after one final `audit_full` record, for which room is kept;
   - a record that could not be stored means its request is not relayed (the gate checks).
 
-Standard library only (it runs in the egress image beside gatekeeper.py); the lines are
-audit.py's.
+Squid's own records (its denials, which never reach the gate) come in too, through
+squidlog.py, as Squid wrote them, under the same three rules. A store that keeps them says so
+in its first line (`BIOTOOL_STORE {"holds": ["gate", "proxy"]}`), so a reader takes Squid's
+records from the store rather than from the container log, and never counts one twice.
+
+Standard library only (it runs in the egress image beside gatekeeper.py); the gate's lines
+are audit.py's, Squid's are render.py's.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -30,6 +36,20 @@ BURST = 20          # denied records kept per reason per window
 WINDOW = 60.0       # seconds
 RESERVE = 4096      # bytes kept for the final audit_full record
 MAX_BYTES = 16 << 20
+HEADER = "BIOTOOL_STORE"  # the store's first line: which records it holds
+FLUSH_EVERY = 2.0   # seconds between writes of what a flood's counters hold (flush_every)
+
+
+def _holds(path: str) -> tuple[str, ...]:
+    """What an existing store says it holds: a store without the header holds the gate's only."""
+    with open(path, "rb") as fh:
+        first = fh.readline(4096).decode("ascii", "replace")
+    if first.startswith(HEADER + " "):
+        try:
+            return tuple(json.loads(first[len(HEADER) + 1:])["holds"])
+        except (ValueError, KeyError, TypeError):
+            pass
+    return ("gate",)
 
 
 def _ends_full(path: str) -> bool:
@@ -40,18 +60,24 @@ def _ends_full(path: str) -> bool:
 
 class Store:
     def __init__(self, path: str, max_bytes: int = MAX_BYTES, burst: int = BURST,
-                 window: float = WINDOW, clock=time.time):
+                 window: float = WINDOW, clock=time.time, holds: tuple[str, ...] = ("gate",)):
         self.path, self.max_bytes, self.burst, self.window = path, max_bytes, burst, window
         self.clock = clock
         self.lock = threading.Lock()
         self.window_start = clock()
-        self.denied: dict[tuple, int] = {}      # (decision, reason) -> records in this window
-        self.suppressed: dict[tuple, list] = {}  # (decision, reason) -> [count, first, last, status]
+        self.denied: dict[tuple, int] = {}      # (source, decision, reason) -> records this window
+        self.suppressed: dict[tuple, list] = {}  # (source, decision, reason) -> [count, first, last, status]
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self.fh = os.fdopen(fd, "a", encoding="ascii")
         # A restarted gate appends to what its run already recorded, and a full store stays full.
         self.size = os.fstat(fd).st_size
+        self.reopened = self.size > 0
         self.full = _ends_full(path)
+        # The header only on a new store: an older one's readers already take Squid's records
+        # from the log, and a restart must not change what the store is said to hold.
+        self.holds = _holds(path) if self.reopened else holds
+        if not self.reopened:
+            self._append(f"{HEADER} {json.dumps({'holds': list(holds)}, separators=(',', ':'))}\n")
         if not self.full and self.size > self.max_bytes - RESERVE:
             self._close(clock())
 
@@ -68,9 +94,11 @@ class Store:
         return True
 
     def _flush_suppressed(self) -> bool:
-        for (decision, reason), (n, first, last, status) in sorted(self.suppressed.items()):
+        for (source, decision, reason), (n, first, last, status) in sorted(self.suppressed.items()):
             rec = {"time": round(last, 3), "event": "suppressed", "decision": decision,
                    "reason": reason, "count": n, "first": round(first, 3), "http_status": status}
+            if source != "gate":
+                rec["source"] = source
             if not self._append(self._line(rec)):
                 return False
         self.suppressed.clear()
@@ -78,21 +106,35 @@ class Store:
 
     def write(self, rec: dict) -> bool:
         """Keep `rec` (a finished gate record); False when the store is full (nothing kept)."""
+        flood = None
+        if rec.get("decision") in ("denied", "paced") and rec.get("event") == "request":
+            flood = ("gate", rec["decision"], str(rec.get("reason"))[:200])
+        return self._keep(lambda: self._line(rec), rec.get("time") or self.clock(), flood,
+                          rec.get("http_status"))
+
+    def write_proxy(self, line: str, reason: str, status: int | None,
+                    decision: str = "denied") -> bool:
+        """Keep one of Squid's records, `line` as Squid wrote it (squidlog.py has checked it),
+        counted past the burst under `reason`. A store that does not say it holds them (one
+        begun before this version) leaves them to the container log."""
+        if "proxy" not in self.holds:
+            return True
+        return self._keep(lambda: line, self.clock(), ("proxy", decision, reason[:200]), status)
+
+    def _keep(self, text, now: float, flood: tuple | None, status) -> bool:
+        """Append text() unless the store is full or `flood` (its key) is past its burst."""
         with self.lock:
             if self.full:
                 return False
-            now = rec.get("time") or self.clock()
             if now - self.window_start >= self.window:
                 self.window_start, self.denied = now, {}
-            if rec.get("decision") in ("denied", "paced") and rec.get("event") == "request":
-                key = (rec["decision"], str(rec.get("reason"))[:200])
-                self.denied[key] = self.denied.get(key, 0) + 1
-                if self.denied[key] > self.burst:
-                    n, first, _, _ = self.suppressed.get(key, [0, now, now, None])
-                    self.suppressed[key] = [n + 1, first, now, rec.get("http_status")]
+            if flood is not None:
+                self.denied[flood] = self.denied.get(flood, 0) + 1
+                if self.denied[flood] > self.burst:
+                    n, first, _, _ = self.suppressed.get(flood, [0, now, now, None])
+                    self.suppressed[flood] = [n + 1, first, now, status]
                     return True
-            if (self.suppressed and not self._flush_suppressed()) or \
-                    not self._append(self._line(rec)):
+            if (self.suppressed and not self._flush_suppressed()) or not self._append(text()):
                 self._close(now)
                 return False
             return True
@@ -109,3 +151,10 @@ class Store:
         with self.lock:
             if not self.full and self.suppressed and not self._flush_suppressed():
                 self._close(self.clock())
+
+
+def flush_every(store: Store, stop: threading.Event, interval: float = FLUSH_EVERY) -> None:
+    """Write a flood's counts every `interval` seconds until `stop` is set: a reader of the
+    file (Inspect's sandbox API reads it as it stands) sees them within that, not at exit."""
+    while not stop.wait(interval):
+        store.flush()

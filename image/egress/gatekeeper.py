@@ -11,6 +11,7 @@ The gate is in parts, one job each, all beside this file in the egress image:
   upstream.py     the HTTPS client to NCBI or to the site's relay (relay.py)
   serving.py      the TLS server pieces the gate and the relay share (deadlines, budgets)
   audit.py        the `BIOTOOL_GATE {json}` records; auditstore.py: the run's bounded store
+  squidlog.py     Squid's own records (its denials), received on loopback into that store
 and, copied from biotool by the Dockerfile, biotool/rules.py (the allowlist),
 biotool/ncbirule.py (NCBI's interval rule) and biotool/lockedstate.py (the schedule's file).
 Standard library only.
@@ -22,15 +23,17 @@ import argparse
 import os
 import ssl
 import sys
+import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))  # its modules beside it (also in the repository)
 import audit  # noqa: E402
 import auditstore  # noqa: E402
 import gate as gate_mod  # noqa: E402
+import squidlog  # noqa: E402
 import tunnel  # noqa: E402
 from biotool import rules as rules_mod  # noqa: E402 - copied beside it in the image
-from render import GATE_PORT  # noqa: E402 - Squid's cache_peer names the same port
+from render import GATE_PORT, SQUID_LOG_PORT  # noqa: E402 - squid.conf names the same ports
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--extra-ca", help="an extra CA the gate trusts upstream (tests only)")
     ap.add_argument("--ready-file")
     ap.add_argument("--audit", help="this run's bounded audit store (auditstore.py)")
+    ap.add_argument("--squid-log", default=f"127.0.0.1:{SQUID_LOG_PORT}",
+                    help="with --audit: where Squid's records come in to the store (squidlog.py)")
     ap.add_argument("--run-state", help="this run's own state dir (its RIDs), kept across restarts")
     ap.add_argument("--relay", default=os.environ.get("BIOTOOL_NCBI_RELAY") or None,
                     help="https://HOST:PORT of the site's NCBI relay (default BIOTOOL_NCBI_RELAY)")
@@ -63,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"egress gate: state dir {args.state_dir} is not writable ({exc})", file=sys.stderr)
         return 2
-    records = audit.Records(audit.GATE, auditstore.Store(args.audit) if args.audit else None)
+    store = auditstore.Store(args.audit, holds=("gate", "proxy")) if args.audit else None
+    records = audit.Records(audit.GATE, store)
     try:
         gate = gate_mod.Gate(allow, args.cert, args.key, args.state_dir, extra,
                              run_state=args.run_state, relay=args.relay,
@@ -71,12 +77,22 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, ssl.SSLError) as exc:  # a relay set but unusable: no egress
         print(f"egress gate: the NCBI relay is not usable ({exc})", file=sys.stderr)
         return 2
-    if records.store is not None and records.store.size:  # a restart: the audit says so
+    if records.store is not None and records.store.reopened:  # a restart: the audit says so
         gate.log({"event": "gate_restart", "decision": "allowed",
                   "rids_kept": len(gate.rids.known),
                   "reason": "the gate started again in this run; its RIDs, CA and audit were kept"})
     host, _, port = args.listen.rpartition(":")
     server = tunnel.GateServer((host, int(port)), gate)
+    if store is not None:
+        log_host, _, log_port = args.squid_log.rpartition(":")
+        try:  # bound before the ready file: Squid starts only after it
+            squidlog.start((log_host, int(log_port)), store)
+        except OSError as exc:
+            print(f"egress gate: cannot listen for Squid's records on {args.squid_log} ({exc})",
+                  file=sys.stderr)
+            return 2
+        threading.Thread(target=auditstore.flush_every, args=(store, threading.Event()),
+                         name="store-flush", daemon=True).start()
     if args.ready_file:
         Path(args.ready_file).write_text("gate up\n")
     via = f", through the site's NCBI relay {args.relay}" if gate.relay else ""

@@ -46,10 +46,13 @@ IPV6_LITERAL = r"^\[?[0-9a-fA-F]*:[0-9a-fA-F:.]*\]?$"
 
 # The loopback-only port of the gate (gatekeeper.py) that allowed CONNECTs are relayed to.
 GATE_PORT = 3130
+# The loopback-only port where the gate keeps Squid's records in the run's store (squidlog.py).
+SQUID_LOG_PORT = 3131
 
 
 def render(allow: tuple[tuple[str, int], ...], *, rules_path: str = "<rules>", access_log: str = "stdio:/dev/stdout",
-           cache_log: str = "stdio:/dev/stderr", port: int = 3128, gate_port: int = GATE_PORT) -> str:
+           cache_log: str = "stdio:/dev/stderr", port: int = 3128, gate_port: int = GATE_PORT,
+           store_port: int = SQUID_LOG_PORT) -> str:
     """squid.conf text that relays only CONNECTs to allowlisted host:port pairs to the gate.
 
     Squid does no TLS work at all: a denied CONNECT gets a plain 403 on the agent's port, an
@@ -58,6 +61,8 @@ def render(allow: tuple[tuple[str, int], ...], *, rules_path: str = "<rules>", a
     never connects anywhere itself (never_direct), so nothing reaches the outside but what
     the gate sends. `allow` is `Rules.egress_allow`: rules.py has proved each host a plain
     DNS name and each port a TCP port, so no entry can change a line's meaning.
+    With an allowlist (so a gate, and its store) each record also goes to the gate's
+    `store_port`, to be kept in the run's store (squidlog.py).
     """
     lines = [
         f"# Rendered from {rules_path} at container start by render.py; do not edit.",
@@ -94,6 +99,10 @@ def render(allow: tuple[tuple[str, int], ...], *, rules_path: str = "<rules>", a
         "# tunnel opening, each request, the close). The start-up warm-up is no agent's attempt.",
         f"logformat biotool {LOG_FORMAT}",
         f"access_log {access_log} logformat=biotool !to_gate !from_loopback",
+        *(["# The same records to the run's store, through the gate; dropped, never waited",
+           "# for, when the gate is not reading (Squid reconnects on the next record).",
+           f"access_log tcp://127.0.0.1:{store_port} logformat=biotool buffer-size=1MB "
+           f"on-error=drop !to_gate !from_loopback"] if allow else []),
         f"cache_log {cache_log}",
         "cache_store_log none",
         "logfile_rotate 0",

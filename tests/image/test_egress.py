@@ -220,13 +220,14 @@ def test_connect_to_a_bad_port_is_denied(run, target):
     assert rec["decision"] == "denied", rec
 
 
-def test_gate_port_is_not_reachable_from_the_sandbox(run):
+@pytest.mark.parametrize("port", ["3130", "3131"])  # the gate; where Squid's records go in
+def test_gate_ports_are_not_reachable_from_the_sandbox(run, port):
     # The gate listens on the proxy's loopback only; asked for by name or address through
     # the agent port, it is just another non-allowlisted target.
-    proxy_host = stack.probe(run, "connect", "egress:3130")["proxy"].split(":")[0]
-    res = stack.probe(run, "tcp", proxy_host, "3130")
+    proxy_host = stack.probe(run, "connect", f"egress:{port}")["proxy"].split(":")[0]
+    res = stack.probe(run, "tcp", proxy_host, port)
     assert not res["ok"], res
-    for target in ("localhost:3130", "127.0.0.1:3130"):
+    for target in (f"localhost:{port}", f"127.0.0.1:{port}"):
         res = stack.probe(run, "connect", target)
         assert res["status"] == 403, (target, res)
 

@@ -1,14 +1,13 @@
 """egress_audit() read two ways on one real run, in an Inspect eval with mockllm scripting the
 agent's egress attempts: from the engine (biotool's provider: the egress container's log and
 the gate's store) and through the sandbox API from the `egress` sandbox (sandbox_audit, the
-path on Inspect's k8s sandbox and any other provider). The same gate records, the same shape.
+path on Inspect's k8s sandbox and any other provider). The same records, Squid's denials
+among them (the store keeps those too), the same shape.
 """
 
 from __future__ import annotations
 
 import pytest
-
-from biotool_sandbox.audit import summarise
 
 NCBI = "blast.ncbi.nlm.nih.gov"
 # A Squid denial (a host off the allowlist), two gate denials inside allowed tunnels (a path
@@ -65,29 +64,31 @@ def audits(images, tmp_path_factory) -> dict:
     return {**next(iter(sample.scores.values())).metadata, "tools": tools}
 
 
-def test_the_sandbox_api_reads_the_gates_records_as_the_engine_does(audits):
+def test_the_sandbox_api_reads_the_whole_audit_as_the_engine_does(audits):
+    # Squid's denials are kept in the gate's store too, so both paths read every record.
     engine, api = audits["engine"], audits["api"]
     assert set(api) == set(engine) and set(api["store"]) == set(engine["store"])
     assert set(api["egress"]) == set(engine["egress"])
     gate = [r for r in engine["records"] if r["source"] == "gate"]
     reasons = " | ".join(str(r["reason"]) for r in gate)
     assert "is not the BLAST URL API" in reasons and "was not created by this run" in reasons
-    assert api["records"] == gate
-    assert api["tunnels"] == engine["tunnels"] and api["tunnels"]
-    assert api["store"] == engine["store"] and api["store"]["read"] and api["store"]["bytes"] > 0
-    assert api["unparsed_lines"] == engine["unparsed_lines"] == 0
+    for key in ("records", "counts", "tunnels", "open_tunnels", "unparsed_lines", "store",
+                "proxy_log"):
+        assert api[key] == engine[key], key
+    assert api["tunnels"] and api["store"]["read"] and api["store"]["bytes"] > 0
+    assert api["unparsed_lines"] == 0
     assert api["run"] == engine["run"] == audits["by_name_run"]
 
 
-def test_squids_denials_are_the_engines_alone_and_the_api_result_says_so(audits):
+def test_squids_denials_come_from_the_store_on_both_paths(audits):
     engine, api = audits["engine"], audits["api"]
-    proxy = [r for r in engine["records"] if r["source"] == "proxy"]
+    proxy = [r for r in api["records"] if r["source"] == "proxy"]
     assert {"denied.invalid", NCBI} <= {r["host"] for r in proxy}, proxy    # CONNECT, plain GET
-    assert not [r for r in api["records"] if r["source"] == "proxy"]
-    assert engine["proxy_log"] == {"read": True, "note": None}
-    assert api["proxy_log"]["read"] is False and "kubectl logs" in api["proxy_log"]["note"]
-    # Counts are of the records each read: the engine's are the API's and Squid's together.
-    assert summarise(api["records"] + proxy) == engine["counts"] != api["counts"]
+    assert {r["decision"] for r in proxy} == {"denied"}
+    assert api["proxy_log"] == engine["proxy_log"] == {"read": True, "from": "store", "note": None}
+    assert api["counts"]["denied"] == len(ATTEMPTS)  # each attempt is one denial on record
+    # A fresh gate is no restart, although its store begins with a header line.
     assert api["egress"] == {"running": True, "restarts": None, "oom_killed": None,
-                             "gate_restarts": engine["egress"]["gate_restarts"]}
-    assert engine["egress"]["running"] is True and engine["egress"]["restarts"] == 0
+                             "gate_restarts": 0}
+    assert engine["egress"] == {"running": True, "restarts": 0, "oom_killed": False,
+                                "gate_restarts": 0}

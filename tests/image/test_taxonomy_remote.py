@@ -117,6 +117,45 @@ def test_a_flood_of_denied_requests_cannot_empty_the_audit(run):
     assert out["counts"]["denied"] >= n
 
 
+
+SQUID_FLOOD = r'''
+import os, socket, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
+refused = 0
+for i in range({n}):  # a CONNECT to a new host off the allowlist each time
+    with socket.create_connection((proxy.hostname, proxy.port), timeout=60) as sock:
+        sock.sendall(f"CONNECT h{i}.denied.invalid:443 HTTP/1.1\r\nHost: h{i}.denied.invalid:443\r\n\r\n".encode())
+        refused += sock.recv(4096).startswith(b"HTTP/1.1 403")
+print(refused)
+'''
+
+
+def test_a_flood_of_squids_denials_is_counted_in_the_store_and_keeps_what_came_before(run):
+    # Squid ends these itself (the gate never sees them); the gate's store keeps its records
+    # too, so a flood is counted there and the earlier records stay, as for the gate's own.
+    first = stack.launcher("audit", run["run"])
+    before = [(r["source"], r["event"], r["time"]) for r in first["records"]]
+    denied_before = first["counts"]["denied"]
+    n = 3000
+    res = stack.launcher("exec", run["run"], "--timeout", "300", "--", "python3", "-c",
+                         SQUID_FLOOD.replace("{n}", str(n)))
+    assert res["exit_code"] == 0 and int(res["stdout"].split()[-1]) == n, res["stderr"][-2000:]
+    deadline = time.monotonic() + 15   # a flood's counts reach the store every 2 s
+    while True:
+        out = stack.launcher("audit", run["run"])
+        if out["counts"]["denied"] - denied_before >= n or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert out["proxy_log"] == {"read": True, "from": "store", "note": None}
+    assert [(r["source"], r["event"], r["time"]) for r in out["records"]][:len(before)] == before
+    flood = [r for r in out["records"][len(before):] if r["source"] == "proxy"]
+    kept = [r for r in flood if r["event"] == "connect"]
+    assert kept and {r["reason"] for r in kept} == {"CONNECT target is not an allowlisted host:port"}
+    # Every denial is on record, one by one or counted, and no more than that.
+    assert out["counts"]["denied"] - denied_before == n
+    assert sum(r["count"] for r in flood if r["event"] == "suppressed") == n - len(kept)
+    assert out["store"]["bytes"] < first["store"]["bytes"] + 200_000
+
 TUNNEL = r'''
 import os, socket, ssl, sys, threading, urllib.parse
 proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])

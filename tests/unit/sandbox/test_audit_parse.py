@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from biotool_sandbox import audit
 
 DENIED_CONNECT = ("BIOTOOL_EGRESS 1796113593.097 172.18.0.3 CONNECT example.com:443 example.com 443 "
@@ -175,9 +177,49 @@ def test_a_report_read_from_the_store_alone_has_the_engines_shape_and_says_what_
     assert api["records"] == engine["records"][1:] and api["tunnels"] == engine["tunnels"]
     assert api["store"] == engine["store"] == {"read": True, "path": audit.STORE,
                                                "bytes": len(store), "full": False, "suppressed": 0}
-    assert engine["proxy_log"] == {"read": True, "note": None}
-    assert api["proxy_log"]["read"] is False and "Squid's records" in api["proxy_log"]["note"]
+    assert engine["proxy_log"] == {"read": True, "from": "log", "note": None}
+    assert api["proxy_log"]["read"] is False and api["proxy_log"]["from"] is None
+    assert "Squid's records" in api["proxy_log"]["note"]
     assert (engine["counts"]["denied"], api["counts"]["denied"]) == (2, 1)
     # No store read: the log's own gate lines are the record, and the store says it was unread.
     unread = audit.report("run-1", "\n".join([DENIED_CONNECT, GATE_NOT_TLS]), None, {})
     assert unread["store"]["read"] is False and unread["counts"]["denied"] == 2
+
+
+HOLDS_BOTH = 'BIOTOOL_STORE {"holds":["gate","proxy"]}'
+
+
+def test_a_store_that_keeps_squids_records_is_the_whole_audit_on_both_paths():
+    # The store (header first) keeps Squid's denial and a counted flood of them; the log
+    # holds the same denial, the gate's lines and chatter, and more of the flood than kept.
+    flood = _gate(event="suppressed", source="proxy", decision="denied", count=300,
+                  reason="the proxy ended it: CONNECT, TCP_DENIED, ERR_ACCESS_DENIED",
+                  first=1796113593.3, http_status=403)
+    store = "\n".join([HOLDS_BOTH, DENIED_CONNECT, GATE_OPEN, GATE_NOT_TLS, GATE_CLOSE, flood])
+    log = "\n".join([DENIED_CONNECT] * 5 + [SQUID_CHATTER, GATE_OPEN, GATE_NOT_TLS, GATE_CLOSE])
+    engine = audit.report("run-1", log, store, {"running": True, "restarts": 0, "oom_killed": False})
+    api = audit.report(None, None, store, {"running": True, "restarts": None, "oom_killed": None})
+    for key in ("records", "counts", "tunnels", "open_tunnels", "unparsed_lines", "store",
+                "proxy_log"):
+        assert api[key] == engine[key], key
+    assert [r["source"] for r in api["records"]] == ["proxy", "gate", "proxy"]
+    assert api["records"][-1]["event"] == "suppressed" and api["records"][-1]["count"] == 300
+    assert api["counts"] == {"allowed": 0, "denied": 302, "error": 0, "paced": 0}
+    assert api["proxy_log"] == {"read": True, "from": "store", "note": None}
+    assert api["unparsed_lines"] == 0  # the header is no record and no unparsed line
+
+
+@pytest.mark.parametrize("first, holds", [
+    (HOLDS_BOTH, ("gate", "proxy")),
+    ('BIOTOOL_STORE {"holds":["gate"]}', ("gate",)),
+    ("BIOTOOL_STORE not json", ("gate",)),
+    ('BIOTOOL_STORE {"holds":[1]}', ("gate",)),
+    (GATE_OPEN, ("gate",)),          # a store begun before the header
+    ("", ("gate",)),
+])
+def test_what_a_store_holds_is_read_from_its_header_and_nothing_else(first, holds):
+    assert audit.store_holds(first + "\n" + GATE_CLOSE) == holds
+    # Squid's records are taken from the log unless the store says it keeps them.
+    from_log = audit.merge(DENIED_CONNECT, first + "\n" + GATE_CLOSE).count("BIOTOOL_EGRESS")
+    assert from_log == (0 if "proxy" in holds else 1)
+    assert audit.store_holds(None) == ()

@@ -31,6 +31,7 @@ serving = scripts.module(EGRESS / "serving.py")
 rids = scripts.module(EGRESS / "rids.py")
 gate_mod = scripts.module(EGRESS / "gate.py")
 tunnel = scripts.module(EGRESS / "tunnel.py")
+auditstore = scripts.module(EGRESS / "auditstore.py")
 STORES: list = []  # the store fixture's stores: a run made after one records into the last
 
 INTERVAL, POLL = 0.6, 2.0
@@ -467,7 +468,6 @@ def test_odd_heads_are_denied_with_a_record(runs, mock, capsys, head):
 
 @pytest.fixture()
 def store(tmp_path):
-    auditstore = scripts.module(EGRESS / "auditstore.py")
     made = []
 
     def make(**kw):
@@ -482,7 +482,8 @@ def store(tmp_path):
 
 def _stored(s) -> list[dict]:
     s.flush()
-    return [json.loads(l.split(" ", 1)[1]) for l in Path(s.path).read_text().splitlines()]
+    return [json.loads(l.split(" ", 1)[1]) for l in Path(s.path).read_text().splitlines()
+            if not l.startswith(auditstore.HEADER + " ")]
 
 
 def test_a_denied_flood_is_counted_and_cannot_push_out_earlier_records(runs, mock, store):
@@ -674,8 +675,10 @@ def test_a_reopened_store_appends_and_a_full_one_stays_full(store, tmp_path):
     s.write({"time": 1.0, "event": "request", "decision": "allowed", "reason": "BLAST put"})
     again = store(max_bytes=9000)
     assert again.path != s.path
+    assert not s.reopened and not again.reopened  # the header alone is no earlier record
     reopened = type(s)(s.path, max_bytes=9000)
     assert reopened.size == Path(s.path).stat().st_size and not reopened.full
+    assert reopened.reopened and Path(s.path).read_text().count(auditstore.HEADER) == 1
     while reopened.write({"time": 2.0, "event": "request", "decision": "allowed",
                           "reason": "x" * 500}):
         pass

@@ -50,10 +50,20 @@ def test_squid_does_no_tls_and_never_goes_direct():
 
 
 def test_squid_logs_what_it_ends_and_leaves_relayed_tunnels_to_the_gate():
+    # The same records twice: to the container log, and to the gate, which keeps them in the
+    # run's store (squidlog.py); Squid drops what the gate cannot take rather than wait.
     lines = directives(conf_for("blast.ncbi.nlm.nih.gov:443"))
     assert [l for l in lines if l.startswith("access_log")] == [
-        "access_log stdio:/dev/stdout logformat=biotool !to_gate !from_loopback"]
+        "access_log stdio:/dev/stdout logformat=biotool !to_gate !from_loopback",
+        f"access_log tcp://127.0.0.1:{render.SQUID_LOG_PORT} logformat=biotool buffer-size=1MB "
+        "on-error=drop !to_gate !from_loopback"]
     assert "acl to_gate hier_code FIRSTUP_PARENT ANY_OLD_PARENT DEFAULT_PARENT" in lines
+    assert render.SQUID_LOG_PORT not in (render.GATE_PORT, 3128)
+
+
+def test_without_an_allowlist_there_is_no_gate_and_no_store_to_log_to():
+    assert [l for l in directives(conf_for()) if l.startswith("access_log")] == [
+        "access_log stdio:/dev/stdout logformat=biotool !to_gate !from_loopback"]
 
 
 def test_every_log_field_has_a_width_cap_that_keeps_a_line_under_squids_limit():

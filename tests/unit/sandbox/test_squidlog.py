@@ -1,0 +1,140 @@
+"""Squid's own records kept in the run's audit store (image/egress/squidlog.py): the lines
+Squid's TCP logger sends, split anywhere, checked, kept as written, a flood counted, and read
+back by the host's audit parser as the container log's lines are."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from biotool_sandbox import audit as host_audit
+from biotool_testing import scripts
+
+EGRESS = Path(__file__).resolve().parents[3] / "image" / "egress"
+auditstore = scripts.module(EGRESS / "auditstore.py")
+squidlog = scripts.module(EGRESS / "squidlog.py")
+
+DENIED = ("BIOTOOL_EGRESS 1796113593.100 172.18.0.3 CONNECT {host}:443 {host} 443 "
+          "TCP_DENIED 403 ERR_ACCESS_DENIED 3900 97")
+PLAIN = ("BIOTOOL_EGRESS 1796113594.200 172.18.0.3 GET http://blast.ncbi.nlm.nih.gov/ "
+         "blast.ncbi.nlm.nih.gov 80 TCP_DENIED 403 ERR_ACCESS_DENIED 3900 120")
+
+
+@pytest.fixture()
+def listening(tmp_path):
+    """(store, send): a store that keeps Squid's records, and a sender standing for Squid's
+    TCP logger, one connection per call."""
+    store = auditstore.Store(str(tmp_path / "audit.jsonl"), holds=("gate", "proxy"), burst=5)
+    listener = squidlog.start(("127.0.0.1", 0), store)
+
+    def send(*chunks: bytes, lines: int) -> None:
+        with socket.create_connection(listener.server_address, timeout=5) as sock:
+            for chunk in chunks:
+                sock.sendall(chunk)
+                time.sleep(0.01)   # separate segments: a line may arrive in pieces
+        deadline = time.monotonic() + 5   # every line handled is counted under its flood key
+        while sum(store.denied.values()) < lines and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    yield store, send
+    listener.shutdown()
+    listener.server_close()
+
+
+def _text(store) -> str:
+    store.flush()
+    return Path(store.path).read_text()
+
+
+def test_squids_lines_are_kept_as_written_and_read_back_as_the_logs_are(listening):
+    store, send = listening
+    line = DENIED.format(host="denied.invalid")
+    data = f"{line}\n{PLAIN}\n".encode()
+    send(data[:17], data[17:90], data[90:], lines=2)
+    text = _text(store)
+    assert text.splitlines() == ['BIOTOOL_STORE {"holds":["gate","proxy"]}', line, PLAIN]
+    report = host_audit.report(None, None, text, {})
+    assert [(r["source"], r["host"], r["decision"]) for r in report["records"]] == [
+        ("proxy", "denied.invalid", "denied"), ("proxy", "blast.ncbi.nlm.nih.gov", "denied")]
+    assert report["records"] == host_audit.parse_log(f"{line}\n{PLAIN}")
+    assert report["proxy_log"] == {"read": True, "from": "store", "note": None}
+
+
+@pytest.mark.parametrize("bad", [
+    b"BIOTOOL_EGRESS too few fields\n",
+    b"BIOTOOL_GATE " + json.dumps({"event": "request", "decision": "allowed"}).encode() + b"\n",
+    DENIED.format(host="caf\xc3\xa9.invalid").encode() + b"\n",          # not Squid's escaping
+    DENIED.format(host="a\x1b[2J.invalid").encode() + b"\n",            # a control character
+    DENIED.format(host="x" * 9000).encode() + b"\n",                     # past Squid's limit
+    DENIED.format(host="cut.invalid").encode()[:60],                    # the connection ended
+])
+def test_what_is_not_one_of_squids_records_is_kept_as_a_record_saying_so(listening, bad):
+    store, send = listening
+    after = DENIED.format(host="after.invalid")
+    if bad.endswith(b"\n"):
+        send(bad, after.encode() + b"\n", lines=2)
+    else:
+        send(bad, lines=1)
+    lines = _text(store).splitlines()[1:]
+    kept = json.loads(lines[0].split(" ", 1)[1])
+    assert kept["event"] == "unparsed" and kept["source"] == "proxy" and kept["decision"] == "error"
+    assert bad.decode("latin-1")[:40] not in lines[0]  # the line itself is never kept
+    # A forged gate line is no gate record; what follows a bad line is still kept.
+    assert lines[1:] == ([after] if bad.endswith(b"\n") else [])
+    records = host_audit.report(None, None, _text(store), {})["records"]
+    unparsed = [r for r in records if r["event"] == "unparsed"]
+    assert [(r["source"], r["decision"]) for r in unparsed] == [("proxy", "error")]
+    assert not [r for r in records if r["source"] == "gate"]
+
+
+def test_a_flood_of_denials_is_counted_under_keys_no_agent_can_vary(listening):
+    # 400 hosts off the allowlist, 100 plain GETs: each is one key (CONNECT or not, Squid's
+    # status and error), so the host names cannot make keys of their own.
+    store, send = listening
+    lines = [DENIED.format(host=f"h{i}.invalid") for i in range(400)] + [PLAIN] * 100
+    send("".join(l + "\n" for l in lines).encode(), lines=500)
+    report = host_audit.report(None, None, _text(store), {})
+    kept = [r for r in report["records"] if r["event"] != "suppressed"]
+    suppressed = [r for r in report["records"] if r["event"] == "suppressed"]
+    assert len(kept) == 10 and {r["source"] for r in report["records"]} == {"proxy"}
+    assert sorted(r["count"] for r in suppressed) == [95, 395]
+    assert {r["reason"] for r in suppressed} == {
+        "the proxy ended it: CONNECT, TCP_DENIED, ERR_ACCESS_DENIED",
+        "the proxy ended it: not CONNECT, TCP_DENIED, ERR_ACCESS_DENIED"}
+    assert report["counts"]["denied"] == 500 and report["store"]["suppressed"] == 490
+
+
+def test_a_store_begun_without_squids_records_stays_without_them(tmp_path):
+    # A store an older gate began (no header): its readers take Squid's records from the log,
+    # so a line kept here as well would be counted twice.
+    path = tmp_path / "audit.jsonl"
+    path.write_text('BIOTOOL_GATE {"time":1.0,"event":"request","decision":"allowed"}\n')
+    store = auditstore.Store(str(path), holds=("gate", "proxy"))
+    assert store.holds == ("gate",) and store.reopened
+    assert store.write_proxy(DENIED.format(host="x.invalid") + "\n", "r", 403)
+    assert "BIOTOOL_EGRESS" not in path.read_text()
+    reopened = auditstore.Store(str(tmp_path / "new.jsonl"), holds=("gate", "proxy"))
+    assert auditstore.Store(reopened.path).holds == ("gate", "proxy")
+
+
+def test_a_floods_counts_reach_the_file_without_waiting_for_another_record(tmp_path):
+    store = auditstore.Store(str(tmp_path / "audit.jsonl"), holds=("gate", "proxy"), burst=1)
+    for i in range(30):
+        store.write_proxy(DENIED.format(host=f"h{i}.invalid") + "\n", "k", 403)
+    assert "suppressed" not in Path(store.path).read_text()
+    stop = threading.Event()
+    flusher = threading.Thread(target=auditstore.flush_every, args=(store, stop, 0.05))
+    flusher.start()
+    deadline = time.monotonic() + 5
+    while "suppressed" not in Path(store.path).read_text() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    flusher.join(5)
+    counted = [json.loads(l.split(" ", 1)[1]) for l in Path(store.path).read_text().splitlines()
+               if '"suppressed"' in l]
+    assert [(r["count"], r["source"]) for r in counted] == [(29, "proxy")]
