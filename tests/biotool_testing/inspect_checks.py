@@ -4,9 +4,13 @@ collected as Inspect's own runner collects them: every check on one sample the m
 an entry and the docs that state the limitation go together if the check ever passes.
 
     globals().update(inspect_checks.suite(KNOWN_FAILURES))
+
+and the module's fixture makes its sample with `one_sample(ProviderClass, environ)`.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import pytest
 
@@ -39,3 +43,19 @@ def suite(known_failures: dict[str, str]) -> dict:
     return {**checks, "anyio_backend": anyio_backend, "sandbox_env": sandbox_env,
             "test_inspect_self_check_is_collected_with_its_known_failures":
                 test_inspect_self_check_is_collected_with_its_known_failures}
+
+
+@contextlib.asynccontextmanager
+async def one_sample(provider, environ: dict[str, str]):
+    """The `default` sandbox of one sample of `provider` (a SandboxEnvironment class) with
+    `environ` set, as Inspect makes it; the sample and its task are cleaned up after."""
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in environ.items():
+            mp.setenv(key, value)
+        await provider.task_init("self_check", None)
+        envs = await provider.sample_init("self_check", None, {})
+        try:
+            yield envs["default"]
+        finally:
+            await provider.sample_cleanup("self_check", None, envs, False)
+            await provider.task_cleanup("self_check", None, True)

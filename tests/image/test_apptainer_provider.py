@@ -211,13 +211,5 @@ async def provider_sample(images, tmp_path_factory):
     from biotool_sandbox.apptainer_sandbox import ApptainerSandboxEnvironment as Box
 
     environ = _setup(tmp_path_factory.mktemp("self-check"), images["sandbox"])
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in environ.items():
-            mp.setenv(key, value)
-        await Box.task_init("self_check", None)
-        envs = await Box.sample_init("self_check", None, {})
-        try:
-            yield envs["default"]
-        finally:
-            await Box.sample_cleanup("self_check", None, envs, False)
-            await Box.task_cleanup("self_check", None, True)
+    async with inspect_checks.one_sample(Box, environ) as env:
+        yield env

@@ -292,16 +292,9 @@ globals().update(inspect_checks.suite(KNOWN_FAILURES))
 async def provider_sample(images):
     from biotool_sandbox.inspect_sandbox import BiotoolSandboxEnvironment as Box
 
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BIOTOOL_IMAGE", images["sandbox"])
-        mp.setenv("BIOTOOL_EGRESS_IMAGE", images["egress"])
-        await Box.task_init("self_check", None)
-        envs = await Box.sample_init("self_check", None, {})
-    try:
-        yield envs["default"]
-    finally:
-        await Box.sample_cleanup("self_check", None, envs, False)
-        await Box.task_cleanup("self_check", None, True)
+    environ = {"BIOTOOL_IMAGE": images["sandbox"], "BIOTOOL_EGRESS_IMAGE": images["egress"]}
+    async with inspect_checks.one_sample(Box, environ) as env:
+        yield env
 
 
 @pytest.mark.anyio
