@@ -300,7 +300,7 @@ EOF
     "conda install -c bioconda trinity",
     "mamba install busco",
     "Rscript -e 'install.packages(\"Seurat\")'",
-    "R -q -e 'utils::install.packages(\"BiocManager\", repos = \"https://cloud.r-project.org\")'",
+    "R -q -e 'utils::install.packages(\"BiocManager\", repos = \"https://cran-mirror.invalid\")'",
 ])
 def test_installing_anyway_fails_at_once_saying_why(sandbox, attempt):
     ran = sandbox.run(["bash", "-lc", f"timeout 60 {attempt}"], **AGENT)

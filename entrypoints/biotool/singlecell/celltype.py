@@ -108,12 +108,11 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
                 "reference_is_conclusive": False, "competence": comp.explain(),
                 "caveat": comp.blind_spots[0]}, [], errors, None
     scored_on, cells_note = ctp.subsample(adata, ctp.PANEL_MAX_CELLS, seed)
-    rows = ctp.rank(scored_on, [(rec.name, model) for rec, model in loaded])
+    rows, scores = ctp.rank(scored_on, [(rec.name, model) for rec, model in loaded])
     scored = [r for r in rows if r["fit"] is not None]
     items = [used("model", rec.name, rec.sha256, framework="celltypist") for rec, _ in loaded]
     tissues = {rec.name: rec.tissue or "" for rec, _ in loaded}
-    ranking = [{k: v for k, v in r.items() if k != "_score"} | {"tissue": tissues[r["reference"]]}
-               for r in rows] + unloadable
+    ranking = [r | {"tissue": tissues[r["reference"]]} for r in rows] + unloadable
     panel_cells = {**cells_note, "basis": (
         f"every panel model scored the same {cells_note['scored']} cells" +
         (f" (a seeded subsample of {cells_note['cells']}; at most {ctp.PANEL_MAX_CELLS} per "
@@ -170,7 +169,7 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
         model = dict((rec.name, m) for rec, m in loaded)[win["reference"]]
         s = ctp.score(adata, model)
     else:
-        s = win["_score"]
+        s = scores[win["reference"]]
     out = {"reference": win["reference"], "tissue": tissues[win["reference"]], "fit": fit,
            "margin": None if margin is None else round(margin, 4),
            "reference_is_conclusive": conclusive, "coverage": win["coverage"],

@@ -99,9 +99,10 @@ def subsample(adata_norm, max_cells: int = PANEL_MAX_CELLS, seed: int = 0):
     return adata_norm[idx].copy(), note
 
 
-def rank(adata_norm, models: list[tuple[str, object]]) -> list[dict]:
-    """Score every (name, model) on the shared data; best fit first; skipped ones last."""
-    rows = []
+def rank(adata_norm, models: list[tuple[str, object]]) -> tuple[list[dict], dict[str, dict]]:
+    """(ranking rows, each scored model's `score` by name): every (name, model) scored on the
+    shared data, the rows best fit first and skipped ones last."""
+    rows, scores = [], {}
     for name, model in models:
         cov = coverage(model, adata_norm.var_names)
         if too_little_coverage(cov):
@@ -109,10 +110,10 @@ def rank(adata_norm, models: list[tuple[str, object]]) -> list[dict]:
                          "skipped": f"the data cover {cov['covered']} of the model's "
                                     f"{cov['model_features']} genes"})
             continue
-        s = score(adata_norm, model)
-        rows.append({"reference": name, "fit": round(s["fit"], 4), "coverage": cov,
-                     "_score": s})
-    return sorted(rows, key=lambda r: (r["fit"] is None, -(r["fit"] or 0.0), r["reference"]))
+        scores[name] = score(adata_norm, model)
+        rows.append({"reference": name, "fit": round(scores[name]["fit"], 4), "coverage": cov})
+    rows.sort(key=lambda r: (r["fit"] is None, -(r["fit"] or 0.0), r["reference"]))
+    return rows, scores
 
 
 def require_coverage(name: str, cov: dict) -> None:
