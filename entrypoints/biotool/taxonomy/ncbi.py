@@ -198,7 +198,8 @@ class BlastClient:
             if resp.status != 429 or resp.headers.get("x-biotool-egress") != "paced":
                 return resp
             try:
-                wait = min(60.0, max(1.0, float(resp.headers.get("retry-after"))))
+                # The gate's longest wait is a poll of one RID; more is no wait it meant.
+                wait = min(ncbirule.POLL_INTERVAL_S, max(1.0, float(resp.headers.get("retry-after"))))
             except (TypeError, ValueError):  # no usable Retry-After: one NCBI interval
                 wait = ncbirule.MIN_INTERVAL_S
             self.paced += 1
