@@ -199,7 +199,8 @@ class BlastClient:
                 return resp
             try:
                 # The gate's longest wait is a poll of one RID; more is no wait it meant.
-                wait = min(ncbirule.POLL_INTERVAL_S, max(1.0, float(resp.headers.get("retry-after"))))
+                wait = min(ncbirule.POLL_INTERVAL_S,
+                           max(1.0, float(resp.headers.get("retry-after"))))
             except (TypeError, ValueError):  # no usable Retry-After: one NCBI interval
                 wait = ncbirule.MIN_INTERVAL_S
             self.paced += 1
