@@ -40,6 +40,8 @@ import sys
 import time
 from pathlib import Path
 
+import timing
+
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "out"
 IMAGE = os.environ.get("BIOTOOL_IMAGE", "biotool-sandbox:latest")
@@ -71,8 +73,9 @@ CELLTYPE_PEER_GOAL = 2.0
 SHAPE = {"user": "12345:12345", "read_only": True, "network_mode": "none",
          "tmpfs": {"/tmp": ""}, "environment": {"HOME": "/nonexistent"}}
 
-# Runs in the container: each call of the command, timed; what it wrote under /tmp/.cache.
-TIMER = r"""
+# Runs in the container after timing.py's own text (the image holds no bench/): each call of
+# the command, timed; what it wrote under /tmp/.cache.
+TIMER = timing.source() + r"""
 import json, os, resource, subprocess, sys, time
 cmd, calls, peer = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 settle = float(sys.argv[4])
@@ -103,9 +106,10 @@ rows = []
 for i in range(calls):
     env = dict(os.environ, BIOTOOL_CACHE=f"/tmp/bench-biotool-cache-{i}")
     before = written()
-    (c0, b0), t0 = usage(), time.perf_counter()
-    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    wall, (c1, b1) = time.perf_counter() - t0, usage()
+    c0, b0 = usage()
+    wall, p = timed(lambda: subprocess.run(cmd, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.PIPE, env=env))
+    c1, b1 = usage()
     rows.append({"wall_s": wall, "cpu_s": c1 - c0, "disk_reads": b1 - b0, "rc": p.returncode,
                  "stderr": p.stderr.decode(errors="replace")[-300:] if p.returncode else "",
                  "cache_files_written": sorted(f[len(LIBS) + 1:] for f in written() - before)})
@@ -122,28 +126,31 @@ print(json.dumps({"calls": rows, "peer": peers, "cores": os.cpu_count(),
 """
 
 # The peer of celltype: what an agent's own script does with the same libraries, cells and
-# model. Import and CellTypist's annotate are timed; reading and normalising are not (biotool
-# does both inside its own figure, so leaving them out only makes the peer faster).
-PEER = r"""
-import contextlib, gzip, json, sys, time, warnings
+# model, after timing.py's own text. Import and CellTypist's annotate are timed; reading and
+# normalising are not (biotool does both inside its own figure, so leaving them out only makes
+# the peer faster).
+PEER = timing.source() + r"""
+import contextlib, gzip, importlib, json, sys, warnings
 warnings.simplefilter("ignore")
-t0 = time.perf_counter()
-import scanpy as sc, celltypist
-t1 = time.perf_counter()
-from biotool import staging
-model = staging.find("model", "demo-pbmc68k-celltypist").path()
-folder = "%(pbmc)s"
-adata = sc.read_mtx(folder + "/counts.mtx.gz").T
-adata.var_names = [l.strip() for l in gzip.open(folder + "/genes.tsv.gz", "rt")]
-adata.obs_names = [l.strip() for l in gzip.open(folder + "/cells.tsv.gz", "rt")]
-sc.pp.normalize_total(adata, target_sum=1e4)
-sc.pp.log1p(adata)
-t2 = time.perf_counter()
+import_s, (sc, celltypist) = timed(lambda: (importlib.import_module("scanpy"),
+                                            importlib.import_module("celltypist")))
+
+def prepare():
+    from biotool import staging
+    model = staging.find("model", "demo-pbmc68k-celltypist").path()
+    folder = "%(pbmc)s"
+    adata = sc.read_mtx(folder + "/counts.mtx.gz").T
+    adata.var_names = [l.strip() for l in gzip.open(folder + "/genes.tsv.gz", "rt")]
+    adata.obs_names = [l.strip() for l in gzip.open(folder + "/cells.tsv.gz", "rt")]
+    sc.pp.normalize_total(adata, target_sum=1e4)
+    sc.pp.log1p(adata)
+    return model, adata
+
+prepare_s, (model, adata) = timed(prepare)
 with contextlib.redirect_stdout(sys.stderr):
-    pred = celltypist.annotate(adata, model=str(model))
-t3 = time.perf_counter()
+    annotate_s, pred = timed(lambda: celltypist.annotate(adata, model=str(model)))
 assert pred.predicted_labels.shape[0] == adata.n_obs == 209
-print(json.dumps({"import_s": t1 - t0, "annotate_s": t3 - t2, "prepare_s": t2 - t1}))
+print(json.dumps({"import_s": import_s, "annotate_s": annotate_s, "prepare_s": prepare_s}))
 """ % {"pbmc": PBMC}
 
 

@@ -16,17 +16,19 @@ import argparse
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
+
+import timing
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "out"
 IMAGE = os.environ.get("BIOTOOL_IMAGE", "biotool-sandbox:latest")
 EGRESS = os.environ.get("BIOTOOL_EGRESS_IMAGE", "biotool-egress:latest")
 
-# Runs inside the container with the image's python; prints per-command wall times.
-TIMER = """
-import json, statistics, subprocess, sys, time
+# Runs inside the container with the image's python, after timing.py's own text (the image
+# holds no bench/): prints per-command wall times.
+TIMER = timing.source() + """
+import json, statistics, subprocess, sys
 runs = int(sys.argv[1])
 cmds = {"biotool --help": ["biotool", "--help"], "python3 -c pass": ["python3", "-c", "pass"],
         "biotool version": ["biotool", "version"]}
@@ -35,9 +37,9 @@ for cmd in cmds.values():  # one warm-up each: page cache, not interpreter state
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
 for _ in range(runs):
     for name, cmd in cmds.items():
-        t0 = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        times[name].append(time.perf_counter() - t0)
+        seconds, _proc = timed(lambda: subprocess.run(cmd, stdout=subprocess.DEVNULL,
+                                                      stderr=subprocess.DEVNULL, check=True))
+        times[name].append(seconds)
 print(json.dumps({k: {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v)}
                   for k, v in times.items()}))
 """
@@ -65,11 +67,11 @@ def sizes(client) -> dict:
 
 
 def rebuild() -> dict:
-    t0 = time.perf_counter()
-    proc = subprocess.run(["make", "image"], cwd=REPO, capture_output=True, text=True)
+    seconds, proc = timing.timed(lambda: subprocess.run(["make", "image"], cwd=REPO,
+                                                        capture_output=True, text=True))
     if proc.returncode != 0:
         raise SystemExit(f"make image failed: {proc.stderr[-2000:]}")
-    return {"make_image_s": round(time.perf_counter() - t0, 1)}
+    return {"make_image_s": round(seconds, 1)}
 
 
 def main() -> None:

@@ -46,6 +46,7 @@ import tempfile
 from pathlib import Path
 
 from repo_paths import REPO  # first: it puts tests/ on sys.path
+import timing
 from timing import repeated, timed
 
 from biotool_testing import simulate as sim
@@ -176,11 +177,11 @@ def bench_breakpoints(sim, ref_seq, d, env, depth, runs):
     }
 
 
-# Runs inside the image with its python: each BAM's breakpoints, its floor and the peer,
-# alternated, medians of `runs` (as agents run them: the image's start-up, not this host's).
-IMAGE_TIMER = """
+# Runs inside the image with its python, after timing.py's own text (the image holds no
+# bench/): each BAM's breakpoints, its floor and the peer, alternated, medians of `runs` (as
+# agents run them: the image's start-up, not this host's).
+IMAGE_TIMER = timing.source() + """
 import json, statistics, subprocess, sys
-import time
 awk, runs, bams = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 ref, region = "/ref/MN908947.3.reference.fasta", "MN908947.3:1-29903"
 out = {}
@@ -194,9 +195,9 @@ for bam in bams:
     times = {k: [] for k in cmds}
     for _ in range(runs + 1):  # the first round warms the page cache and biotool's cache
         for k, cmd in cmds.items():
-            t = time.perf_counter()
-            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            times[k].append(time.perf_counter() - t)
+            seconds, _proc = timed(lambda: subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
+                                                          stderr=subprocess.DEVNULL))
+            times[k].append(seconds)
     med = {k: statistics.median(v[1:]) for k, v in times.items()}
     out[bam] = {**{f"{k}_s": round(v, 3) for k, v in med.items()},
                 "ratio_biotool_over_samtools_awk": round(med["biotool"] / med["peer"], 3)}

@@ -16,6 +16,8 @@ import json
 import os
 from pathlib import Path
 
+import timing
+
 REPO = Path(__file__).resolve().parents[1]
 IMAGE = os.environ.get("BIOTOOL_IMAGE", "biotool-sandbox:latest")
 
@@ -30,20 +32,19 @@ ATTEMPTS = {
     "biotool doctor --no-sha (starts every tool)": "biotool doctor --no-sha",
     "biotool --help": "biotool --help",
 }
-TIMER = """
-import json, statistics, subprocess, sys, time
+# Runs inside the container after timing.py's own text (the image holds no bench/).
+TIMER = timing.source() + """
+import json, statistics, subprocess, sys
 attempts, runs = json.loads(sys.argv[1]), int(sys.argv[2])
 out = {}
 for name, cmd in attempts.items():
-    times, codes = [], set()
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        p = subprocess.run(["bash", "-c", cmd], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - t0)
-        codes.add(p.returncode)
-    out[name] = {"median_s": round(statistics.median(times), 3), "max_s": round(max(times), 3),
-                 "exit": sorted(codes)}
+    codes = set()
+    summary, _ = repeated(
+        lambda: codes.add(subprocess.run(["bash", "-c", cmd], stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL).returncode), runs,
+        lambda times: {"median_s": round(statistics.median(times), 3),
+                       "max_s": round(max(times), 3)})
+    out[name] = {**summary, "exit": sorted(codes)}
 print(json.dumps(out))
 """
 
