@@ -137,6 +137,18 @@ def parse_audit(text: str) -> dict:
             unparsed += 1
             continue
         event = doc["event"]
+        if event == "suppressed" and doc.get("source") == "proxy":
+            # Squid's lines the store counted: each reads as the one it kept of them does.
+            n = doc.get("count") if isinstance(doc.get("count"), int) else 1
+            sample = parse_line(str(doc.get("line") or ""))
+            if sample is None:
+                unparsed += n
+                continue
+            rec = _gate_record(doc)
+            rec.update(decision=sample["decision"], reason=sample["reason"],
+                       method=sample["method"] if sample["method"] == "CONNECT" else rec["method"])
+            records.append(rec)
+            continue
         if event in ("open", "close"):
             tid = str(doc.get("tunnel"))[:64]
             if tid not in tunnels:
@@ -187,7 +199,7 @@ def summarise(records: list[dict]) -> dict:
     stands for its count."""
     counts = {"allowed": 0, "denied": 0, "error": 0, "paced": 0}
     for rec in records:
-        if rec.get("event") == "gate_restart":  # an event of the proxy, not an attempt
+        if rec.get("event") in ("gate_restart", "audit_full"):  # events, not attempts
             continue
         n = rec.get("count") if rec.get("event") == "suppressed" and isinstance(rec.get("count"), int) else 1
         counts[rec["decision"]] += n
@@ -210,27 +222,70 @@ def store_holds(store_text: str | None) -> tuple[str, ...]:
     return ("gate",)
 
 
+def _full_since(store_text: str) -> float | None:
+    """When the store filled up (its final `audit_full` record), or None."""
+    for line in reversed(store_text.splitlines()[-3:]):
+        doc = parse_gate(line)
+        if doc and doc["event"] == "audit_full" and isinstance(doc.get("time"), (int, float)):
+            return float(doc["time"])
+    return None
+
+
+def _squid_lines(log_text: str, after: float | None = None) -> list[str]:
+    """The log's lines that are not the gate's; with `after`, only Squid records newer."""
+    lines = [l for l in log_text.splitlines() if not l.startswith(GATE_PREFIX + " ")]
+    if after is None:
+        return lines
+    return [l for l in lines if (rec := parse_line(l)) is not None and (rec["time"] or 0) > after]
+
+
 def merge(log_text: str, store_text: str | None) -> str:
     """The text to parse: the records the bounded store keeps (the container log can be
-    flooded and rotated), and from the log only those the store does not keep: Squid's, for
-    a store without them; the whole log when the store was not read."""
+    flooded and rotated), and from the log those the store does not keep: Squid's, for a
+    store without them, or those after a full store stopped keeping them; the whole log
+    when the store was not read."""
     if store_text is None:
         return log_text
-    if "proxy" in store_holds(store_text):
+    if "proxy" not in store_holds(store_text):
+        return "\n".join(_squid_lines(log_text) + store_text.splitlines())
+    full = _full_since(store_text)
+    if full is None or not log_text:
         return store_text
-    squid = [l for l in log_text.splitlines() if not l.startswith(GATE_PREFIX + " ")]
-    return "\n".join(squid + store_text.splitlines())
+    return "\n".join(store_text.splitlines() + _squid_lines(log_text, after=full))
+
+
+def _dropped(log_text: str | None, store_text: str | None) -> int | None:
+    """How many of Squid's records the log holds beyond what the store accounts for (kept,
+    counted or unparsed): lines Squid dropped while the gate was not reading. A lower bound,
+    as a rotated log holds fewer; None when the two cannot be compared."""
+    if log_text is None or "proxy" not in store_holds(store_text):
+        return None
+    in_log = sum(1 for l in log_text.splitlines() if l.startswith(PREFIX + " "))
+    in_store = 0
+    for line in store_text.splitlines():
+        if line.startswith(PREFIX + " "):
+            in_store += 1
+        elif (doc := parse_gate(line)) and doc["event"] == "suppressed" and \
+                doc.get("source") == "proxy" and isinstance(doc.get("count"), int):
+            in_store += doc["count"]
+    return max(0, in_log - in_store)
 
 
 def _proxy_log(log_text: str | None, store_text: str | None) -> dict:
-    """Where Squid's records were read from: "store", "log", or nowhere (with a note)."""
+    """Where Squid's records were read from ("store", "log", or nowhere, with a note), and
+    how many the store missed that the log has (`dropped`; None where the log is unread)."""
     source = "store" if "proxy" in store_holds(store_text) else \
         "log" if log_text is not None else None
-    return {"read": source is not None, "from": source,
-            "note": None if source else
-            "Squid's records (denials before the gate) were not read: this run's store does not "
-            "keep them and they are in the egress container's log (on Kubernetes "
-            "`kubectl logs POD -c egress`)"}
+    dropped = _dropped(log_text, store_text)
+    note = None
+    if not source:
+        note = ("Squid's records (denials before the gate) were not read: this run's store does "
+                "not keep them and they are in the egress container's log (on Kubernetes "
+                "`kubectl logs POD -c egress`)")
+    elif dropped:
+        note = (f"{dropped} of Squid's records in the container log are not in the store (Squid "
+                "drops what the gate is not reading): the log has them")
+    return {"read": source is not None, "from": source, "dropped": dropped, "note": note}
 
 
 def report(run: str | None, log_text: str | None, store_text: str | None, egress: dict) -> dict:

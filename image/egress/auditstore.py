@@ -95,11 +95,14 @@ class Store:
         return True
 
     def _flush_suppressed(self) -> bool:
-        for (source, decision, reason), (n, first, last, status) in sorted(self.suppressed.items()):
+        for (source, decision, reason), (n, first, last, status, *sample) in \
+                sorted(self.suppressed.items()):
             rec = {"time": round(last, 3), "event": "suppressed", "decision": decision,
                    "reason": reason, "count": n, "first": round(first, 3), "http_status": status}
             if source != "gate":
-                rec["source"] = source
+                # One of the lines counted, as written: the reader classifies it as it does a
+                # kept one (every line under one key reads the same).
+                rec.update(source=source, line=sample[0].rstrip("\n") if sample else None)
             if not self._append(self._line(rec)):
                 return False
         self.suppressed.clear()
@@ -111,7 +114,7 @@ class Store:
         if rec.get("decision") in ("denied", "paced") and rec.get("event") == "request":
             flood = ("gate", rec["decision"], str(rec.get("reason"))[:200])
         return self._keep(lambda: self._line(rec), rec.get("time") or self.clock(), flood,
-                          rec.get("http_status"))
+                          rec.get("http_status"), None)
 
     def write_proxy(self, line: str, reason: str, status: int | None,
                     decision: str = "denied") -> bool:
@@ -120,9 +123,10 @@ class Store:
         begun before this version) leaves them to the container log."""
         if "proxy" not in self.holds:
             return True
-        return self._keep(lambda: line, self.clock(), ("proxy", decision, reason[:200]), status)
+        return self._keep(lambda: line, self.clock(), ("proxy", decision, reason[:200]), status,
+                          line)
 
-    def _keep(self, text, now: float, flood: tuple | None, status) -> bool:
+    def _keep(self, text, now: float, flood: tuple | None, status, sample: str | None) -> bool:
         """Append text() unless the store is full or `flood` (its key) is past its burst."""
         with self.lock:
             if self.full:
@@ -132,8 +136,9 @@ class Store:
             if flood is not None:
                 self.denied[flood] = self.denied.get(flood, 0) + 1
                 if self.denied[flood] > self.burst:
-                    n, first, _, _ = self.suppressed.get(flood, [0, now, now, None])
-                    self.suppressed[flood] = [n + 1, first, now, status]
+                    n, first = self.suppressed.get(flood, [0, now])[:2]
+                    self.suppressed[flood] = [n + 1, first, now, status] + \
+                        ([sample] if sample is not None else [])
                     return True
             if (self.suppressed and not self._flush_suppressed()) or not self._append(text()):
                 self._close(now)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import ssl
 import sys
 import threading
@@ -93,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         threading.Thread(target=auditstore.flush_every, args=(store, threading.Event()),
                          name="store-flush", daemon=True).start()
+
+        def stop(signum, frame):  # the container stopping: what a flood's counters hold is kept
+            store.flush()
+            raise SystemExit(0)
+
+        signal.signal(signal.SIGTERM, stop)
     if args.ready_file:
         Path(args.ready_file).write_text("gate up\n")
     via = f", through the site's NCBI relay {args.relay}" if gate.relay else ""

@@ -17,22 +17,26 @@ from __future__ import annotations
 
 import socketserver
 import threading
-import time
 
-import audit
 import render
 
 LINE_MAX = 8192    # Squid's own log-line limit; render.py keeps every record well under it
 FIELDS = len(render.LOG_FIELDS) + 1
 PRINTABLE = frozenset(range(0x20, 0x7F))
 CUT = "a line of Squid's log that did not parse (cut or malformed)"
+# What is kept for such a line: a line with Squid's prefix that no reader parses, so the
+# audit counts it among its unparsed lines, as it would the same line read from the log.
+UNPARSED = f"{render.LOG_PREFIX} -unparsed-\n"
 
 
-def check(raw: bytes) -> tuple[str, str, int | None] | None:
-    """(line, flood reason, HTTP status) for one of Squid's records, or None.
+def check(raw: bytes) -> tuple[str, str, int | None, str] | None:
+    """(line, flood key, HTTP status, decision) for one of Squid's records, or None.
 
-    The reason a flood is counted under names only fields of bounded range (CONNECT or not,
-    Squid's status and error code), so no agent-chosen text makes a key of its own."""
+    The key names only fields of bounded range (the method as CONNECT, none or another,
+    Squid's status and error code, the HTTP status), so no agent-chosen text makes a key of
+    its own, and every line under one key is read alike (the audit's classify). The decision
+    only keeps a connection closed before any request (no method: an error, not a denial)
+    apart in the store's counting; the reader decides each record from its line."""
     if len(raw) > LINE_MAX or not set(raw) <= PRINTABLE:
         return None
     line = raw.decode("ascii")
@@ -40,17 +44,16 @@ def check(raw: bytes) -> tuple[str, str, int | None] | None:
     if len(parts) != FIELDS or parts[0] != render.LOG_PREFIX:
         return None
     named = dict(zip((name for name, _ in render.LOG_FIELDS), parts[1:]))
-    kind = "CONNECT" if named["method"] == "CONNECT" else "not CONNECT"
-    reason = f"the proxy ended it: {kind}, {named['status']}, {named['error']}"
+    method = named["method"]
+    kind = "CONNECT" if method == "CONNECT" else "no method" if method == "-" else "other method"
+    key = f"the proxy ended it: {kind}, {named['status']}, {named['error']}, {named['http_status']}"
     status = int(named["http_status"]) if named["http_status"].isdigit() else None
-    return line + "\n", reason, status
+    return line + "\n", key, status, "error" if method == "-" else "denied"
 
 
 def _unparsed(store) -> None:
-    """A line that is not one of Squid's records is kept as a record that says so, not as is."""
-    rec = {"time": round(time.time(), 3), "event": "unparsed", "source": "proxy",
-           "decision": "error", "reason": CUT}
-    store.write_proxy(audit.line(audit.GATE, rec), CUT, None, decision="error")
+    """A line that is not one of Squid's records is kept as a line that says so, not as is."""
+    store.write_proxy(UNPARSED, CUT, None, decision="error")
 
 
 class SquidLog(socketserver.StreamRequestHandler):

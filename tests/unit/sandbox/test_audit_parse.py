@@ -177,7 +177,7 @@ def test_a_report_read_from_the_store_alone_has_the_engines_shape_and_says_what_
     assert api["records"] == engine["records"][1:] and api["tunnels"] == engine["tunnels"]
     assert api["store"] == engine["store"] == {"read": True, "path": audit.STORE,
                                                "bytes": len(store), "full": False, "suppressed": 0}
-    assert engine["proxy_log"] == {"read": True, "from": "log", "note": None}
+    assert engine["proxy_log"] == {"read": True, "from": "log", "dropped": None, "note": None}
     assert api["proxy_log"]["read"] is False and api["proxy_log"]["from"] is None
     assert "Squid's records" in api["proxy_log"]["note"]
     assert (engine["counts"]["denied"], api["counts"]["denied"]) == (2, 1)
@@ -193,19 +193,19 @@ def test_a_store_that_keeps_squids_records_is_the_whole_audit_on_both_paths():
     # The store (header first) keeps Squid's denial and a counted flood of them; the log
     # holds the same denial, the gate's lines and chatter, and more of the flood than kept.
     flood = _gate(event="suppressed", source="proxy", decision="denied", count=300,
-                  reason="the proxy ended it: CONNECT, TCP_DENIED, ERR_ACCESS_DENIED",
-                  first=1796113593.3, http_status=403)
+                  reason="the proxy ended it: CONNECT, TCP_DENIED, ERR_ACCESS_DENIED, 403",
+                  first=1796113593.3, http_status=403, line=DENIED_CONNECT)
     store = "\n".join([HOLDS_BOTH, DENIED_CONNECT, GATE_OPEN, GATE_NOT_TLS, GATE_CLOSE, flood])
     log = "\n".join([DENIED_CONNECT] * 5 + [SQUID_CHATTER, GATE_OPEN, GATE_NOT_TLS, GATE_CLOSE])
     engine = audit.report("run-1", log, store, {"running": True, "restarts": 0, "oom_killed": False})
     api = audit.report(None, None, store, {"running": True, "restarts": None, "oom_killed": None})
-    for key in ("records", "counts", "tunnels", "open_tunnels", "unparsed_lines", "store",
-                "proxy_log"):
+    for key in ("records", "counts", "tunnels", "open_tunnels", "unparsed_lines", "store"):
         assert api[key] == engine[key], key
     assert [r["source"] for r in api["records"]] == ["proxy", "gate", "proxy"]
     assert api["records"][-1]["event"] == "suppressed" and api["records"][-1]["count"] == 300
     assert api["counts"] == {"allowed": 0, "denied": 302, "error": 0, "paced": 0}
-    assert api["proxy_log"] == {"read": True, "from": "store", "note": None}
+    assert api["proxy_log"] == {"read": True, "from": "store", "dropped": None, "note": None}
+    assert engine["proxy_log"]["dropped"] == 0  # the log's 5 denials are the store's 1 + 300
     assert api["unparsed_lines"] == 0  # the header is no record and no unparsed line
 
 

@@ -62,7 +62,10 @@ def test_squids_lines_are_kept_as_written_and_read_back_as_the_logs_are(listenin
     assert [(r["source"], r["host"], r["decision"]) for r in report["records"]] == [
         ("proxy", "denied.invalid", "denied"), ("proxy", "blast.ncbi.nlm.nih.gov", "denied")]
     assert report["records"] == host_audit.parse_log(f"{line}\n{PLAIN}")
-    assert report["proxy_log"] == {"read": True, "from": "store", "note": None}
+    assert report["proxy_log"] == {"read": True, "from": "store", "dropped": None, "note": None}
+    # Read beside the log that holds the same two lines, nothing is missing or counted twice.
+    engine = host_audit.report("run", f"{line}\n{PLAIN}", text, {})
+    assert engine["records"] == report["records"] and engine["proxy_log"]["dropped"] == 0
 
 
 @pytest.mark.parametrize("bad", [
@@ -73,7 +76,7 @@ def test_squids_lines_are_kept_as_written_and_read_back_as_the_logs_are(listenin
     DENIED.format(host="x" * 9000).encode() + b"\n",                     # past Squid's limit
     DENIED.format(host="cut.invalid").encode()[:60],                    # the connection ended
 ])
-def test_what_is_not_one_of_squids_records_is_kept_as_a_record_saying_so(listening, bad):
+def test_what_is_not_one_of_squids_records_is_counted_unparsed_as_from_the_log(listening, bad):
     store, send = listening
     after = DENIED.format(host="after.invalid")
     if bad.endswith(b"\n"):
@@ -81,20 +84,16 @@ def test_what_is_not_one_of_squids_records_is_kept_as_a_record_saying_so(listeni
     else:
         send(bad, lines=1)
     lines = _text(store).splitlines()[1:]
-    kept = json.loads(lines[0].split(" ", 1)[1])
-    assert kept["event"] == "unparsed" and kept["source"] == "proxy" and kept["decision"] == "error"
-    assert bad.decode("latin-1")[:40] not in lines[0]  # the line itself is never kept
-    # A forged gate line is no gate record; what follows a bad line is still kept.
-    assert lines[1:] == ([after] if bad.endswith(b"\n") else [])
-    records = host_audit.report(None, None, _text(store), {})["records"]
-    unparsed = [r for r in records if r["event"] == "unparsed"]
-    assert [(r["source"], r["decision"]) for r in unparsed] == [("proxy", "error")]
-    assert not [r for r in records if r["source"] == "gate"]
+    assert lines == [squidlog.UNPARSED.strip()] + ([after] if bad.endswith(b"\n") else [])
+    report = host_audit.report(None, None, _text(store), {})
+    # Counted among the unparsed lines, as a cut line in the log is: no record, no gate record.
+    assert report["unparsed_lines"] == 1 and report["counts"]["error"] == 0
+    assert [r["host"] for r in report["records"]] == (["after.invalid"] if bad.endswith(b"\n") else [])
 
 
 def test_a_flood_of_denials_is_counted_under_keys_no_agent_can_vary(listening):
-    # 400 hosts off the allowlist, 100 plain GETs: each is one key (CONNECT or not, Squid's
-    # status and error), so the host names cannot make keys of their own.
+    # 400 hosts off the allowlist, 100 plain GETs: each is one key (the method as CONNECT or
+    # another, Squid's status, error and HTTP status), so host names make no keys of their own.
     store, send = listening
     lines = [DENIED.format(host=f"h{i}.invalid") for i in range(400)] + [PLAIN] * 100
     send("".join(l + "\n" for l in lines).encode(), lines=500)
@@ -103,10 +102,24 @@ def test_a_flood_of_denials_is_counted_under_keys_no_agent_can_vary(listening):
     suppressed = [r for r in report["records"] if r["event"] == "suppressed"]
     assert len(kept) == 10 and {r["source"] for r in report["records"]} == {"proxy"}
     assert sorted(r["count"] for r in suppressed) == [95, 395]
-    assert {r["reason"] for r in suppressed} == {
-        "the proxy ended it: CONNECT, TCP_DENIED, ERR_ACCESS_DENIED",
-        "the proxy ended it: not CONNECT, TCP_DENIED, ERR_ACCESS_DENIED"}
+    # A counted record reads as the kept ones of its kind do.
+    assert {r["reason"] for r in suppressed} == {r["reason"] for r in kept} == {
+        "CONNECT target is not an allowlisted host:port",
+        "plain GET: only CONNECT to an allowlisted host:port is tunnelled"}
     assert report["counts"]["denied"] == 500 and report["store"]["suppressed"] == 490
+    assert report["counts"] == host_audit.report(None, "\n".join(lines), None, {})["counts"]
+
+
+def test_connections_closed_before_a_request_are_errors_however_many(listening):
+    # Squid's record of a connection opened and closed (a reachability check): an error, not
+    # a denial, kept or counted, as the log's own reading says.
+    store, send = listening
+    closed = "BIOTOOL_EGRESS 1796113595.000 172.18.0.3 - - - - NONE_NONE 000 ERR_CLIENT_GONE 0 0"
+    lines = [closed] * 30 + [DENIED.format(host="x.invalid")] * 12
+    send("".join(l + "\n" for l in lines).encode(), lines=42)
+    report = host_audit.report(None, None, _text(store), {})
+    assert report["counts"] == host_audit.report(None, "\n".join(lines), None, {})["counts"] == {
+        "allowed": 0, "denied": 12, "error": 30, "paced": 0}
 
 
 def test_a_store_begun_without_squids_records_stays_without_them(tmp_path):
@@ -137,4 +150,23 @@ def test_a_floods_counts_reach_the_file_without_waiting_for_another_record(tmp_p
     flusher.join(5)
     counted = [json.loads(l.split(" ", 1)[1]) for l in Path(store.path).read_text().splitlines()
                if '"suppressed"' in l]
-    assert [(r["count"], r["source"]) for r in counted] == [(29, "proxy")]
+    assert [(r["count"], r["source"], r["line"]) for r in counted] == [
+        (29, "proxy", DENIED.format(host="h29.invalid"))]
+
+
+def test_a_full_store_leaves_later_denials_to_the_log_and_a_gap_is_said(tmp_path):
+    store = auditstore.Store(str(tmp_path / "audit.jsonl"), holds=("gate", "proxy"),
+                             max_bytes=6000, burst=1000, clock=lambda: 1796113595.0)
+    lines = [DENIED.format(host=f"h{i}.invalid") for i in range(40)]
+    while store.write_proxy(lines[0] + "\n", "k", 403):
+        pass
+    text = Path(store.path).read_text()
+    kept = text.count("BIOTOOL_EGRESS")
+    later = [l.replace("1796113593.100", "1796113600.000") for l in lines]  # after it filled
+    engine = host_audit.report("run", "\n".join(lines[:kept] + later), text, {})
+    assert engine["store"]["full"] and engine["counts"]["denied"] == kept + 40
+    api = host_audit.report(None, None, text, {})
+    assert api["counts"]["denied"] == kept  # the full store, not an attempt, and no more
+    # Squid lines the log has beyond the store's: counted and said, on the engine's path.
+    missing = host_audit.report("run", "\n".join([lines[0]] * (kept + 7)), text, {})
+    assert missing["proxy_log"]["dropped"] == 7 and "7 of Squid's records" in missing["proxy_log"]["note"]
