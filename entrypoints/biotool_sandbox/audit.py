@@ -145,8 +145,9 @@ def parse_audit(text: str) -> dict:
                 unparsed += n
                 continue
             rec = _gate_record(doc)
+            # The method only where the key fixes it (CONNECT); another may vary within it.
             rec.update(decision=sample["decision"], reason=sample["reason"],
-                       method=sample["method"] if sample["method"] == "CONNECT" else rec["method"])
+                       method="CONNECT" if sample["method"] == "CONNECT" else None)
             records.append(rec)
             continue
         if event in ("open", "close"):

@@ -66,7 +66,8 @@ class Store:
         self.lock = threading.Lock()
         self.window_start = clock()
         self.denied: dict[tuple, int] = {}      # (source, decision, reason) -> records this window
-        # (source, decision, reason) -> [count, first, last, status]
+        # (source, decision, reason) -> [count, first, last, status], and for Squid's lines
+        # the last one counted
         self.suppressed: dict[tuple, list] = {}
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self.fh = os.fdopen(fd, "a", encoding="ascii")
