@@ -88,7 +88,8 @@ def _kill_when_running(argv: list[str], env: dict, tools: set[str],
         until = time.monotonic() + 120
         while True:
             running = _children(proc.pid)
-            if tools <= {cmd.split()[0] for cmd in running.values()}:
+            # A child caught mid-exec has no command line yet.
+            if tools <= {cmd.split()[0] for cmd in running.values() if cmd}:
                 break
             assert proc.poll() is None, proc.stderr.read().decode()
             assert time.monotonic() < until, f"the tools never ran together: {running}"
