@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 import time
 from dataclasses import dataclass
@@ -10,7 +11,7 @@ from pathlib import Path, PurePosixPath
 
 from . import stack
 from .errors import EngineError, LauncherError
-from .timeouts import TIMEOUT_BIN, host_deadline, timed_out, with_timeout, wrapper_refused
+from .timeouts import TIMEOUT_BIN, checked, host_deadline, timed_out, with_timeout, wrapper_refused
 
 AGENT_UID = 1000
 
@@ -40,10 +41,22 @@ class Ran:
 
 def exec_(run: str, cmd: list[str], *, workdir: str = "/work", env: dict | None = None,
           timeout: float | None = None, user: str | None = None) -> dict:
-    """Run cmd as the agent; exit code, stdout, stderr and wall time (run_in's bounds)."""
-    if not cmd:
-        raise LauncherError("exec needs a command after the run id (biotool-sandbox exec RUN -- CMD...)")
+    """Run cmd as the agent; exit code, stdout, stderr and wall time (run_in's bounds).
+
+    Its own options are checked before the engine is asked, and a command that never started
+    (no such command, an unusable --workdir) is an error of its own (exit 2), never an
+    exit_code the command could have returned."""
+    if not cmd or not cmd[0]:
+        raise LauncherError("exec needs a command after the run id (biotool-sandbox exec RUN -- CMD...)"
+                            if not cmd else "exec: the command word is empty")
+    timeout = checked(timeout)
+    if not workdir or not PurePosixPath(workdir).is_absolute() or "\0" in workdir:
+        raise LauncherError(f"--workdir {workdir!r} is not an absolute path in the sandbox")
     ran = run_in(_sandbox(run), cmd, workdir=workdir, env=env, user=user, timeout=timeout)
+    why = not_started(ran.code, ran.stdout, ran.stderr, cmd, wrapped=bool(timeout))
+    if why:
+        culprit = f"--workdir {workdir}" if "chdir" in why or "cwd" in why else f"command {cmd[0]!r}"
+        raise LauncherError(f"exec: {culprit} did not start in run {run}: {why[:300]}")
     return {"run": run, "command": list(cmd), "exit_code": ran.code, "timed_out": ran.timed_out,
             "stdout": ran.stdout.decode("utf-8", "replace"),
             "stderr": ran.stderr.decode("utf-8", "replace"), "duration_s": round(ran.duration_s, 3)}
@@ -78,6 +91,25 @@ def _exec_refusal(code: int, out: bytes, err: bytes, cmd: list[str], wrapped: bo
     if not wrapped:
         return line if line.lower().startswith("oci runtime exec failed") else None
     return line if wrapper_refused(line, TIMEOUT_BIN, cmd[0]) else None
+
+
+def not_started(code: int, out: bytes, err: bytes, cmd: list[str], wrapped: bool) -> str | None:
+    """The engine's (runc's) or our timeout wrapper's one line saying cmd never started (not
+    found, not executable, no such working directory), else None. Exit 126/127 is also what a
+    shell says of a script it cannot run, so only these exact senders count."""
+    if code not in (126, 127) or (out and err) or not cmd:
+        return None
+    line = (out or err).decode("utf-8", "replace").strip()
+    if not line or "\n" in line:
+        return None
+    if line.lower().startswith("oci runtime exec failed"):
+        return line
+    if wrapped:
+        quoted = re.fullmatch(f"{re.escape(TIMEOUT_BIN)}: failed to run command [‘'](.*)[’']: (.*)",
+                              line, re.IGNORECASE)
+        if quoted and quoted.group(1) == cmd[0]:
+            return line
+    return None
 
 
 def _unknown_user(container, user: str) -> bytes | None:
@@ -165,9 +197,37 @@ def cp(src: str, dest: str) -> dict:
     return _copy_out(src_run, src_path, Path(dest_path))
 
 
-def _copy_in(run: str, src: Path, dest: str) -> dict:
-    if not src.exists():
+def _copyable(src: Path) -> Path:
+    """src (a link at the top followed) when it and everything under it is a regular file or a
+    directory: what cp out admits (_safe_members), so no FIFO, device, socket or link enters
+    a sandbox either."""
+    import os
+    import stat
+
+    if not os.path.lexists(src):
         raise LauncherError(f"{src} does not exist")
+    try:
+        top = src.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise LauncherError(f"{src} is a broken link or a link loop") from None
+    paths = [top]
+    if top.is_dir():
+        for dirpath, dirnames, filenames in os.walk(top):
+            paths += [Path(dirpath) / n for n in dirnames + filenames]
+    for path in paths:
+        try:
+            mode = path.lstat().st_mode
+        except OSError as exc:
+            raise LauncherError(f"{path}: cannot read it ({exc.strerror})") from None
+        if stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            kind = ("a link" if stat.S_ISLNK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket")
+            raise LauncherError(f"{path} is {kind}: cp copies regular files and directories only")
+    return top
+
+
+def _copy_in(run: str, src: Path, dest: str) -> dict:
+    path = _copyable(src)
     c = _sandbox(run)
     # Into a directory (trailing slash or existing dir) keeps the name; otherwise rename.
     probe = c.exec_run(["test", "-d", dest])
@@ -184,7 +244,7 @@ def _copy_in(run: str, src: Path, dest: str) -> dict:
             info.uname = info.gname = ""
             files += info.isfile()
             return info
-        tar.add(str(src), arcname=name, filter=owned)
+        tar.add(str(path), arcname=name, filter=owned)
     try:
         ok = c.put_archive(parent, buf.getvalue())
     except Exception as exc:

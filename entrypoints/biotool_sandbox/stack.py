@@ -82,12 +82,13 @@ def compose_cmd(run: str, files: list[Path], *args: str) -> list[str]:
     return cmd + list(args)
 
 
-def _run_compose(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
+def _run_compose(cmd: list[str], env: dict, timeout: float,
+                 check: bool = True) -> subprocess.CompletedProcess:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise EngineError(f"docker compose timed out after {timeout:.0f}s: {' '.join(cmd[1:])}") from None
-    if proc.returncode != 0:
+    if check and proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise EngineError(f"docker compose {' '.join(cmd[cmd.index('-p') + 2:][-4:])} failed: {last}")
     return proc
@@ -134,10 +135,9 @@ def relay_settings(relay: str | None, relay_tls: str | None) -> tuple[str | None
             relay_tls or os.environ.get("BIOTOOL_NCBI_RELAY_TLS") or None)
 
 
-def _relay_override(run_dir: Path, url: str, tls_dir: str | None) -> Path:
-    """A compose override sending the run's NCBI traffic through the site's relay: the URL and
-    a copy of the gate's client certificate, readable by the egress's proxy user only through
-    the run's own 0700 directory."""
+def check_relay(url: str, tls_dir: str | None) -> None:
+    """--relay is https://HOST[:PORT] and --relay-tls holds the gate's certificates (checked
+    before anything of the run exists)."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
@@ -148,6 +148,13 @@ def _relay_override(run_dir: Path, url: str, tls_dir: str | None) -> Path:
     if missing:
         raise LauncherError(f"--relay needs --relay-tls DIR holding {', '.join(RELAY_TLS_FILES)}"
                             f" (missing: {', '.join(missing)})")
+
+
+def _relay_override(run_dir: Path, url: str, tls_dir: str | None) -> Path:
+    """A compose override sending the run's NCBI traffic through the site's relay: the URL and
+    a copy of the gate's client certificate, readable by the egress's proxy user only through
+    the run's own 0700 directory."""
+    check_relay(url, tls_dir)
     holder = run_dir / "relay"
     holder.mkdir(mode=0o700, exist_ok=True)
     tls = holder / "tls"
@@ -212,6 +219,109 @@ def check_limits(limits: dict) -> dict:
     return out
 
 
+ENGINE_MIN_CPUS = 0.01  # the daemon refuses a CPU limit below this (NanoCPUs < 1e7)
+
+
+def limit_source(var: str, given: dict) -> str:
+    """Who set the compose variable var: the option, the caller's environment, or compose.yaml."""
+    option = {v: f"--{k.replace('_', '-')}" for k, v in LIMIT_ENV.items()}.get(var)
+    if var in given and option:
+        return option
+    return var if os.environ.get(var) else f"{var} (the compose file's value)"
+
+
+def check_host_limits(env: dict, defaults: dict, given: dict, ncpu: int, memtotal: int) -> None:
+    """Refuse before anything is created what the engine would refuse when it creates the
+    containers (a CPU limit outside [0.01, the host's CPUs]) or could never honour (a memory
+    limit over the host's memory): the engine's own refusal comes only after compose has
+    made the run's volumes and networks, and compose does not always report it."""
+    cpus_var, mem_var = LIMIT_ENV["cpus"], LIMIT_ENV["memory"]
+    raw = env.get(cpus_var) or defaults.get(cpus_var)
+    if raw and ncpu:
+        try:
+            cpus = float(raw)
+        except ValueError:
+            raise LauncherError(f"{limit_source(cpus_var, given)} {raw!r} is not a number of CPUs") from None
+        if not ENGINE_MIN_CPUS <= cpus <= ncpu:
+            raise LauncherError(f"{limit_source(cpus_var, given)} {raw}: this engine allows "
+                                f"{ENGINE_MIN_CPUS:g} to {ncpu} CPUs (the host has {ncpu})")
+    raw = env.get(mem_var) or defaults.get(mem_var)
+    if raw and memtotal and budget.to_bytes(raw) > memtotal:
+        raise LauncherError(f"{limit_source(mem_var, given)} {raw} is more than this host's "
+                            f"{budget.shown(memtotal)} of memory")
+
+
+def run_images(mode: str, env: dict, defaults: dict, image: str | None,
+               egress_image: str | None) -> dict[str, str]:
+    """{the option or variable that chose it: image} for every image the run's containers use."""
+    var = "BIOTOOL_CUDA_IMAGE" if mode == "gpu" else "BIOTOOL_IMAGE"
+    out = {("--image" if image else var): env.get(var) or defaults.get(var, "")}
+    if mode != "offline":
+        out["--egress-image" if egress_image else "BIOTOOL_EGRESS_IMAGE"] = \
+            env.get("BIOTOOL_EGRESS_IMAGE") or defaults.get("BIOTOOL_EGRESS_IMAGE", "")
+    return out
+
+
+def check_images(dc, images: dict[str, str]) -> None:
+    """Each image is on this engine: `up` never pulls or builds, and compose does not always
+    say that it created no container for want of one."""
+    import docker.errors
+
+    for source, name in images.items():
+        try:
+            dc.images.get(name)
+        except docker.errors.ImageNotFound:
+            raise LauncherError(f"{source} {name}: no such image on this engine (up never pulls "
+                                f"or builds: `make image`, or docker pull/load it first)") from None
+        except docker.errors.APIError as exc:
+            raise LauncherError(f"{source} {name!r} is not an image name ({exc.explanation or exc})") from None
+
+
+# What the daemon's refusal to create or start a container is about, so its line names the
+# option it came from (Docker 20.10's wording; anything else stays the engine's failure).
+REFUSAL_CULPRITS = (("cpu", "cpus"), ("nanocpus", "cpus"), ("memory", "memory"))
+
+
+def refusal_error(said: str, given: dict, images: dict[str, str]) -> LauncherError:
+    """The daemon's one-line refusal, naming the option it came from: exit 2 when that is an
+    option (or variable) the caller set, else the engine's failure (exit 4)."""
+    line = " ".join(said.split())[:400] or "no message"
+    low = line.lower()
+    for source, name in images.items():
+        if name and name.lower() in low and any(w in low for w in ("no such image", "not found",
+                                                                     "pull access denied")):
+            return LauncherError(f"{source} {name}: the engine refused it: {line}")
+    for word, limit in REFUSAL_CULPRITS:
+        if word in low:
+            var = LIMIT_ENV[limit]
+            return LauncherError(f"{limit_source(var, given)}: the engine refused it: {line}")
+    return EngineError(f"the engine refused the run: {line}")
+
+
+def _daemon_said(stderr: str) -> str:
+    """The daemon's own refusal among compose's progress lines (its last 'Error ...' line)."""
+    lines = [ln.strip() for ln in stderr.splitlines() if "error" in ln.lower()]
+    return lines[-1] if lines else ""
+
+
+def check_started(run: str, dc, services: tuple[str, ...], compose_stderr: str,
+                  given: dict, images: dict[str, str]) -> None:
+    """Every container the run needs exists and runs: compose v2 on Docker 20.10 exits 0 when
+    the daemon refuses to create a container, or leaves one created and never started."""
+    by_service = {c.labels.get(SERVICE_LABEL): c for c in containers(run, dc)}
+    for service in services:
+        c = by_service.get(service)
+        if c is None:
+            said = _daemon_said(compose_stderr) or f"compose made no {service} container"
+            raise refusal_error(said, given, images)
+        c.reload()
+        if c.status not in ("running", "restarting"):
+            state = c.attrs.get("State") or {}
+            said = state.get("Error") or _daemon_said(compose_stderr) or \
+                f"its {service} container is {c.status} (exit {state.get('ExitCode')})"
+            raise refusal_error(said, given, images)
+
+
 def up(mode: str = "default", *, image: str | None = None, egress_image: str | None = None,
        extra_ca: str | None = None, compose: str | None = None, timeout: float = 180,
        site: str | None = None, limits: dict | None = None, relay: str | None = None,
@@ -228,8 +338,21 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
     limit_env = check_limits(limits or {})
     base = compose_file(compose)
     env = {**os.environ, **limit_env}
+    if image:  # gpu mode runs the CUDA image's own variable (compose.yaml sandbox-gpu)
+        env["BIOTOOL_CUDA_IMAGE" if mode == "gpu" else "BIOTOOL_IMAGE"] = image
+    if egress_image:
+        env["BIOTOOL_EGRESS_IMAGE"] = egress_image
+    relay, relay_tls = relay_settings(relay, relay_tls)
+    if relay and mode != "offline":
+        check_relay(relay, relay_tls)
     sizes = budget.run_memory(base, env)  # its tmpfs leave room for processes, or refused
+    defaults = budget.compose_defaults(base)
     dc = client()
+    info = dc.info()
+    check_host_limits(env, defaults, limit_env, int(info.get("NCPU") or 0),
+                      int(info.get("MemTotal") or 0))
+    images = run_images(mode, env, defaults, image, egress_image)
+    check_images(dc, images)
     ensure_schedule_volume(dc)
     service = MODES[mode]
     run = new_run_id()
@@ -237,26 +360,27 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
     need = sizes["sandbox"] + (0 if mode == "offline" else sizes["egress"])
     memory = budget.reserve(dc, run_dir, need, env, PROJECT_LABEL)
     files = [base]
-    if extra_ca and mode != "offline":
-        files.append(_override(run_dir, Path(extra_ca)))
-    if site_dir:
-        files.append(_site_override(run_dir, service, site_dir))
-    relay, relay_tls = relay_settings(relay, relay_tls)
-    if relay and mode != "offline":
-        files.append(_relay_override(run_dir, relay, relay_tls))
-    if image:  # gpu mode runs the CUDA image's own variable (compose.yaml sandbox-gpu)
-        env["BIOTOOL_CUDA_IMAGE" if mode == "gpu" else "BIOTOOL_IMAGE"] = image
-    if egress_image:
-        env["BIOTOOL_EGRESS_IMAGE"] = egress_image
     args = ["up", "-d", "--no-build", "--pull", "never", service]
     if mode != "default":
         args = ["--profile", mode, *args]
     deadline = time.monotonic() + timeout
+    # From the reservation on, a failure of any kind leaves nothing: no state folder, no
+    # reservation, no volume, network or container of the run.
     try:
-        _run_compose(compose_cmd(run, files, *args), env, timeout)
+        if extra_ca and mode != "offline":
+            files.append(_override(run_dir, Path(extra_ca)))
+        if site_dir:
+            files.append(_site_override(run_dir, service, site_dir))
+        if relay and mode != "offline":
+            files.append(_relay_override(run_dir, relay, relay_tls))
+        proc = _run_compose(compose_cmd(run, files, *args), env, timeout, check=False)
+        services = (service,) if mode == "offline" else ("egress", service)
+        check_started(run, dc, services, proc.stderr, limit_env, images)
+        if proc.returncode != 0:  # every container runs, yet compose failed: say why
+            raise EngineError(f"docker compose up failed: {_daemon_said(proc.stderr) or 'no message'}")
         if mode != "offline":
             wait_ready(run, dc, deadline)
-    except LauncherError:
+    except BaseException:
         down(run, quiet=True)
         raise
     return {"run": run, "project": run, "mode": mode, "service": service,
@@ -308,6 +432,10 @@ def runs(docker_client=None) -> list[str]:
     return sorted(n for n in names if n.startswith(RUN_PREFIX))
 
 
+def _run_volumes(dc, label: dict) -> list:
+    return [v for v in dc.volumes.list(filters=label) if v.name != SCHEDULE_VOLUME]
+
+
 def down(run: str, *, quiet: bool = False) -> dict:
     """Remove the run's containers, networks and volumes (never the host-wide schedule volume).
 
@@ -323,8 +451,11 @@ def down(run: str, *, quiet: bool = False) -> dict:
     run_dir = state_root() / run
     label = {"label": f"{PROJECT_LABEL}={run}"}
     found = dc.containers.list(all=True, filters=label)
-    existed = bool(found)
-    if not existed and not dc.networks.list(filters=label) and not quiet:
+    # A run is whatever its id left in any state: a failed start may have left only a volume,
+    # a network, or a state folder holding its memory reservation.
+    existed = bool(found or dc.networks.list(filters=label) or _run_volumes(dc, label)
+                   or run_dir.exists())
+    if not existed and not quiet:
         raise LauncherError(f"no run {run} on this engine (it was never started or is down)")
 
     def quietly(remove) -> None:
@@ -339,10 +470,9 @@ def down(run: str, *, quiet: bool = False) -> dict:
     with ThreadPoolExecutor(8) as pool:  # each step done before the next: networks need no endpoints
         list(pool.map(quietly, [partial(c.remove, force=True, v=True) for c in found]))
         list(pool.map(quietly, [n.remove for n in dc.networks.list(filters=label)]))
-        list(pool.map(quietly, [partial(v.remove, force=True) for v in dc.volumes.list(filters=label)
-                                if v.name != SCHEDULE_VOLUME]))
+        list(pool.map(quietly, [partial(v.remove, force=True) for v in _run_volumes(dc, label)]))
     shutil.rmtree(run_dir, ignore_errors=True)
     left = {"containers": len(dc.containers.list(all=True, filters=label)),
             "networks": len(dc.networks.list(filters=label)),
-            "volumes": len([v for v in dc.volumes.list(filters=label) if v.name != SCHEDULE_VOLUME])}
+            "volumes": len(_run_volumes(dc, label))}
     return {"run": run, "removed": existed, "left": left}

@@ -3,7 +3,10 @@ path, never through the image's PATH), and the host's own wait on the stream bes
 
 from __future__ import annotations
 
+import math
 import re
+
+from .errors import LauncherError
 
 TIMEOUT_BIN = "/usr/bin/timeout"
 KILL_AFTER = 5
@@ -31,3 +34,13 @@ def wrapper_refused(line: str, wrapper: str, cmd0: str) -> bool:
     quoted = re.fullmatch(f"{re.escape(wrapper)}: (?:failed to run command )?[‘'](.*)[’']: "
                           "permission denied", line, re.IGNORECASE)
     return bool(quoted) and quoted.group(1) == cmd0
+
+
+def checked(timeout: float | None, option: str = "--timeout") -> float | None:
+    """A timeout as GNU timeout and the host's wait can honour it: finite and >= 0 (0, as for
+    timeout(1), is no limit); NaN, infinity and negatives are refused naming the option."""
+    if timeout is None:
+        return None
+    if not math.isfinite(timeout) or timeout < 0:
+        raise LauncherError(f"{option} {timeout:g} is not a number of seconds >= 0")
+    return timeout

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import os
 import json
 import re
 import subprocess
 import sys
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -193,3 +195,84 @@ def test_work_larger_than_memory_exits_2_before_docker_in_one_line():
                                "DOCKER_HOST": "unix:///nonexistent.sock"})
     assert proc.returncode == 2 and "--work-size 4.0g is too large for --memory 2.0g" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+# ------------------------------------------------ what the engine would refuse, checked first
+
+def test_cpu_limits_are_held_to_the_hosts_cpus_and_the_engines_floor():
+    given = {"BIOTOOL_CPUS": "3"}
+    with pytest.raises(LauncherError, match=r"^--cpus 3: this engine allows 0.01 to 2 CPUs"):
+        stack.check_host_limits(given, {}, given, ncpu=2, memtotal=8 << 30)
+    with pytest.raises(LauncherError, match=r"^--cpus 0.001"):
+        stack.check_host_limits({"BIOTOOL_CPUS": "0.001"}, {}, {"BIOTOOL_CPUS": "0.001"}, 2, 8 << 30)
+    # compose.yaml's own default is held to the same host
+    with pytest.raises(LauncherError, match="BIOTOOL_CPUS .the compose file's value. 1.5"):
+        stack.check_host_limits({}, {"BIOTOOL_CPUS": "1.5"}, {}, ncpu=1, memtotal=8 << 30)
+    stack.check_host_limits({}, {"BIOTOOL_CPUS": "1.5", "BIOTOOL_MEM_LIMIT": "8g"}, {}, 2, 16 << 30)
+
+
+def test_a_memory_limit_over_the_hosts_memory_is_refused_naming_memory():
+    given = {"BIOTOOL_MEM_LIMIT": "64g"}
+    with pytest.raises(LauncherError, match=r"^--memory 64g is more than this host's 16.0g"):
+        stack.check_host_limits(given, {}, given, ncpu=2, memtotal=16 << 30)
+
+
+@pytest.mark.parametrize("said,culprit,code", [
+    ("Error response from daemon: Range of CPUs is from 0.01 to 2.00, as there are only 2 CPUs "
+     "available", "--cpus", 2),
+    ("Minimum memory limit allowed is 6MB", "--memory", 2),
+    ("Error response from daemon: No such image: nope:1", "--image nope:1", 2),
+    ("Error response from daemon: driver failed programming external connectivity", "the engine", 4),
+])
+def test_the_daemons_refusal_names_the_option_it_came_from(said, culprit, code):
+    err = stack.refusal_error(said, {"BIOTOOL_CPUS": "3", "BIOTOOL_MEM_LIMIT": "5m"},
+                              {"--image": "nope:1", "BIOTOOL_EGRESS_IMAGE": "biotool-egress:latest"})
+    assert culprit in err.message and err.exit_code == code and "\n" not in err.message
+
+
+RUNC_MISSING = (b'OCI runtime exec failed: exec failed: container_linux.go:380: starting container '
+                b'process caused: exec: "nope": executable file not found in $PATH: unknown\r\n')
+
+
+@pytest.mark.parametrize("code,out,err,cmd,wrapped,started", [
+    (126, RUNC_MISSING, b"", ["nope"], False, False),
+    (127, b"", b"/usr/bin/timeout: failed to run command \xe2\x80\x98nope\xe2\x80\x99: No such file "
+     b"or directory\n", ["nope"], True, False),
+    (126, b'OCI runtime exec failed: exec failed: container_linux.go:380: starting container '
+     b'process caused: chdir to cwd ("/nope") set in config.json failed: no such file or '
+     b'directory: unknown\r\n', b"", ["true"], True, False),
+    # the command's own 126/127: a shell, or the caller's own timeout, is no refusal
+    (127, b"", b"sh: 1: nope: not found\n", ["sh", "-c", "nope"], False, True),
+    (127, b"", b"timeout: failed to run command 'nope': No such file or directory\n",
+     ["timeout", "5", "nope"], True, True),
+    (127, b"", b"", ["sh", "-c", "exit 127"], False, True),
+], ids=["runc-missing", "wrapper-missing", "workdir", "own-shell", "own-timeout", "own-exit"])
+def test_a_command_that_never_started_is_told_from_its_own_exit_code(code, out, err, cmd, wrapped,
+                                                                    started):
+    assert (agent.not_started(code, out, err, cmd, wrapped) is None) is started
+
+
+@pytest.mark.parametrize("value", [-1.0, float("nan"), float("inf"), -float("inf")])
+def test_exec_timeouts_must_be_finite_and_not_negative(value):
+    from biotool_sandbox import timeouts
+
+    with pytest.raises(LauncherError, match="^--timeout"):
+        timeouts.checked(value)
+    assert timeouts.checked(0.0) == 0.0 and timeouts.checked(None) is None
+
+
+def test_cp_in_refuses_fifos_devices_and_links_as_cp_out_does(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "a.txt").write_text("a\n")
+    assert agent._copyable(folder) == folder.resolve()
+    os.symlink("/etc/hostname", folder / "link")
+    for src, kind in ((fifo, "a FIFO"), (Path("/dev/null"), "a device"), (folder, "a link"),
+                      (tmp_path / "missing", "does not exist")):
+        with pytest.raises(LauncherError, match=kind):
+            agent._copyable(src)
+    # a link at the top is followed: the file it names is what is copied
+    os.symlink(folder / "a.txt", tmp_path / "top")
+    assert agent._copyable(tmp_path / "top") == (folder / "a.txt").resolve()
