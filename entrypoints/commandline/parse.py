@@ -156,7 +156,23 @@ def value(opt: Option, raw: str, where: str) -> Any:
     return out
 
 
+def _utf8(arguments: Sequence[Argument], words: list[str], where: str) -> None:
+    """Every positional word is valid UTF-8 text, as every option value is: a byte the shell
+    passed through (0xFF arrives as a lone surrogate) must not reach a tool name, a SMILES or
+    a JSON document, nor be echoed back raw."""
+    names = [a.name.upper() for a in arguments if not a.many]
+    rest = next((a.name.upper() for a in arguments if a.many), None)
+    for i, word in enumerate(words):
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            name = names[i] if i < len(names) else (rest or "argument")
+            raise UsageError(f"argument {name} {ascii(word)[:60]}: not valid UTF-8 text",
+                             where) from None
+
+
 def _arguments(arguments: Sequence[Argument], words: list[str], where: str) -> dict[str, Any]:
+    _utf8(arguments, words, where)
     out: dict[str, Any] = {}
     words = list(words)
     for arg in arguments:

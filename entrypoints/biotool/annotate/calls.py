@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import json
+import re
 
 from biotool.annotate import policy, tooluniverse_bridge
 from biotool.annotate.registry import BUILTIN, Tool
@@ -52,6 +53,17 @@ def decision_for(tool: Tool, rules_=None, requested: str | None = None) -> polic
     return policy.decide(names, tool.category, tool.hosts, rules_, tool.labels, tool.endpoints)
 
 
+_DISPATCH_SEP = re.compile(r"[-_.\s]+")
+
+
+def dispatch_key(name: str) -> str:
+    """What must equal a tool's name for a call to run it: case and the separators - _ . and
+    spaces aside, the same characters. The policy's fold (look-alikes, fullwidth, invisibles)
+    decides refusals only: a name that only looks like a tool's is answered with "did you
+    mean", never run as that tool."""
+    return _DISPATCH_SEP.sub("", name.casefold())
+
+
 def resolve(requested: str) -> Tool:
     """The tool a requested name means; RefusedError if the name itself is forbidden,
     InputError with close names if there is no such tool."""
@@ -67,7 +79,7 @@ def resolve(requested: str) -> Tool:
         raise RefusedError(f"tool {requested!r} refused: {verdict.reason} "
                            f"(rule: {verdict.rule})")
     bare, source = _strip_prefix(requested)
-    want = policy.key(bare)
+    want = dispatch_key(bare)
     # Built-ins first, and ToolUniverse's ~3000 configs read only when the name is not one.
     loaders = []
     if source != "tooluniverse":
@@ -78,14 +90,14 @@ def resolve(requested: str) -> Tool:
     for load in loaders:
         pools.append(load())
         for tool in pools[-1]:
-            if any(policy.key(n) == want for n in tool.names()):
+            if any(dispatch_key(n) == want for n in tool.names()):
                 return tool
     candidates = [t.name for pool in pools for t in pool]
     close = difflib.get_close_matches(bare, candidates, n=3, cutoff=0.6)
-    if not close:
+    if not close:  # a look-alike or fullwidth spelling: the name it folds to is the hint
         by_key = {policy.key(c): c for c in candidates}
-        close = [by_key[k] for k in difflib.get_close_matches(want, list(by_key), n=3,
-                                                               cutoff=0.6)]
+        close = [by_key[k] for k in difflib.get_close_matches(policy.key(bare), list(by_key),
+                                                               n=3, cutoff=0.6)]
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     extra = "" if tooluniverse_bridge.installed() else \
         " (ToolUniverse tools need the optional extra biotool[tooluniverse])"
