@@ -311,6 +311,9 @@ def test_installing_anyway_fails_at_once_saying_why(sandbox, attempt):
         assert "No matching distribution found for pysradb" in said, ran
     else:
         assert NO_INSTALL in said and "biotool list" in said, ran
+    if attempt.startswith("R"):  # one line, as every shim says it (no "Execution halted")
+        lines = ran.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"install.packages: {NO_INSTALL}"), ran
 
 
 def test_read_only_package_commands_still_work(sandbox):

@@ -51,12 +51,19 @@ exit 1
 # utils namespace, which is loaded after the site profile runs).
 R_PROFILE = """
 ## biotool sandbox, written at build by biotool.system.toolbox: nothing can be installed here.
+## One line on stderr, as every installer shim says it: stop() would add "Execution halted".
 local({{
-    refuse <- function(...) stop("{MESSAGE}", call. = FALSE)
+    refuser <- function(f) {{
+        force(f)
+        function(...) {{
+            message(f, ": {MESSAGE}")
+            if (interactive()) invokeRestart("abort") else quit(save = "no", status = 1, runLast = FALSE)
+        }}
+    }}
     replace <- function(...) {{
         ns <- asNamespace("utils")
         for (f in c("install.packages", "update.packages", "download.packages")) {{
-            unlockBinding(f, ns); assign(f, refuse, envir = ns); lockBinding(f, ns)
+            unlockBinding(f, ns); assign(f, refuser(f), envir = ns); lockBinding(f, ns)
         }}
     }}
     if (isNamespaceLoaded("utils")) replace() else setHook(packageEvent("utils", "onLoad"), replace)
