@@ -40,10 +40,21 @@ def _depth(obj) -> int:
     return deepest
 
 
+def _unique(pairs: list) -> dict:
+    """A JSON object whose keys are all different: with a key given twice (`"id"` twice), which
+    value counts is the parser's choice, so the line is refused instead."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"key {twice[:40]!r} given twice")
+    return obj
+
+
 def _parse(line: str):
     """(object, None) or (None, why) for one line; never raises."""
     try:
-        obj = json.loads(line)
+        obj = json.loads(line, object_pairs_hook=_unique)
     except RecursionError:
         return None, f"nested deeper than {MAX_DEPTH} levels"
     except ValueError as exc:

@@ -18,9 +18,27 @@ def _int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+# Every key a corpus row may hold (what `molperceive build` writes): a row carrying another is
+# not a corpus row, whatever its other keys say.
+ROW_KEYS = frozenset({"id", "slice", "status", "reason", "input", "request", "fields",
+                      "families", "args", "labels", "reported", "inchikey", "heavy_atom_count",
+                      "source", "mutation"})
+INPUT_KEYS = frozenset({"smiles", "graph"})
+
+
+def _keys(found, allowed, where: str) -> list[str]:
+    extra = sorted(set(found) - allowed)
+    if not extra:
+        return []
+    shown = ", ".join(repr(k[:40]) for k in extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+    return [f"{where} key(s) not in the contract: {shown}"]
+
+
 def shape_problems(row: dict) -> list[str]:
     """What is wrong with the row's shape, one phrase per key; empty when it is well formed."""
-    out = []
+    out = _keys(row, ROW_KEYS, "row")
+    if isinstance(row.get("input"), dict):
+        out += _keys(row["input"], INPUT_KEYS, "input")
     if not isinstance(row.get("id"), str) or not row.get("id"):
         out.append("id must be a non-empty string")
     if row.get("slice") not in contract.SLICES:

@@ -199,6 +199,13 @@ def _rows_and_predictions(root: Path) -> None:
     _write(root, "rows-nan.jsonl", json.dumps(first).replace(
         f'"heavy_atom_count": {first["heavy_atom_count"]}', '"heavy_atom_count": NaN') + "\n")
     _write(root, "rows.jsonl.gz", gzip.compress((root / "rows.jsonl").read_bytes()))
+    # Rows the gate must refuse though every contract key is right: a key the contract does not
+    # know, and "id" given twice (which value counts would be the parser's choice).
+    _write(root, "rows-extra-key.jsonl", json.dumps({**first, "answer_hint": "C6H6O"}) + "\n")
+    _write(root, "rows-extra-input-key.jsonl",
+           json.dumps({**first, "input": {**first["input"], "hint": "x"}}) + "\n")
+    _write(root, "rows-duplicate-id.jsonl",
+           '{"id": "mp-999998", ' + json.dumps(first)[1:] + "\n")
     _write(root, "preds-unknown-id.jsonl", '{"id": "mp-999999", "answers": {}}\n')
     _write(root, "preds-deep.jsonl", '{"id": "' + first["id"] + '", "answers": ' + deep + "}\n")
     _write(root, "preds-bigint.jsonl", '{"id": "' + first["id"] + '", "answers": '
@@ -688,6 +695,20 @@ def cases() -> list[dict]:
         culprit="pubmed", cls="refused")
     add("call.name.refused-lookalike", "annotate", [bt, "call", "\uff30ub\uff2ded_search", "{}"],
         expect=3, culprit="pubmed", cls="refused")
+    # A name that only looks like a tool's is answered "did you mean", never run as that tool.
+    for tag, name in (("fullwidth", "\uff53\uff45\uff51_\uff53\uff54\uff41\uff54\uff53"),
+                      ("cyrillic", "s\u0435q_stats"), ("zero-width", "seq\u200b_stats"),
+                      ("not-utf8", "seq_stats\udcff")):
+        add(f"call.name.lookalike-{tag}", "annotate", [bt, "call", name, '{"sequence": "ACGT"}'],
+            culprit="did you mean seq_stats" if tag != "not-utf8" else "not valid UTF-8",
+            cls="option")
+    # Echoed input is cut to a bound and control characters are escaped, never sent raw.
+    add("call.stdin.5MB-key", "annotate", [bt, "call", "seq_stats", "-"],
+        culprit="characters cut", cls="json",
+        stdin='{"' + "k" * 5_000_000 + '": 1, "sequence": "ACGT"}')
+    add("align.fastq.escape-in-name", "reads",
+        [bt, "align", "--fastq", "no-such-\x1b[31m.fastq", "--reference", STAGED],
+        culprit="\\x1b[31m", cls="special")
     add("call.schema.unknown", "annotate", [bt, "call", "nope_tool", "--schema"],
         culprit="nope_tool", cls="option")
     add("call.max-chars.negative", "annotate", [bt, "call", "seq_stats", '{"sequence": "A"}',
@@ -775,6 +796,11 @@ def cases() -> list[dict]:
         ("gate.blank-lines", [mp, "gate", "rows-blank.jsonl"], "rows-blank.jsonl", 2),
         ("gate.nan", [mp, "gate", "rows-nan.jsonl"], "rows-nan.jsonl", 2),
         ("gate.gzip", [mp, "gate", "rows.jsonl.gz"], "rows.jsonl.gz", 2),
+        ("gate.extra-key", [mp, "gate", "rows-extra-key.jsonl"], "answer_hint", 2),
+        ("gate.extra-input-key", [mp, "gate", "rows-extra-input-key.jsonl"], "hint", 2),
+        ("gate.duplicate-id", [mp, "gate", "rows-duplicate-id.jsonl"], "'id' given twice", 2),
+        ("label.smiles-not-utf8", [mp, "label", "C\udcffC"], "SMILES", 2),
+        ("label.smiles-not-utf8-second", [mp, "label", "CCO", "C\udcffC"], "not valid UTF-8", 2),
         ("gate.predictions-given", [mp, "gate", "preds.jsonl"], "preds.jsonl", 2),
         ("gate.smiles-given", [mp, "gate", "smiles.smi"], "smiles.smi", 2),
         ("score.predictions-as-corpus", [mp, "score", "preds.jsonl", "preds.jsonl"], "preds.jsonl", 2),
