@@ -293,6 +293,14 @@ def materialise(root: str | os.PathLike) -> Path:
     w("empty-record.fasta", ">a\n>b\n" + ref_seq[:5000] + "\n")
     w("dup-names.fasta", f">x\n{ref_seq[:3000]}\n>x\n{ref_seq[3000:6000]}\n")
     w("ragged.fasta", ">x\n" + ref_seq[:60] + "\n" + ref_seq[60:80] + "\n" + ref_seq[80:140] + "\n")
+    # References an indexer is known to crash or fail on (biotool.alignment.indexes): a record
+    # name past what bwa reads back (1 MB segfaults bwa mem, 10,000 fails), all N for bowtie2
+    # and hisat2, no record longer than salmon's k.
+    w("name-1MB.fasta", ">" + "n" * 1_000_000 + "\n" + ref_seq[:5000] + "\n")
+    w("name-10k.fasta", ">" + "n" * 10_000 + "\n" + ref_seq[:5000] + "\n")
+    w("all-n.fasta", ">allN\n" + "N" * 5000 + "\n")
+    w("4bp.fasta", ">tiny\nACGT\n")
+    w("31bp.fasta", ">short\n" + ref_seq[:31] + "\n")
     w("nul.fasta", ">x\n" + ref_seq[:2000] + "\x00" + ref_seq[2001:4000] + "\n")
     w("ref.fasta.gz", gzip.compress(ref_text.encode()))
     w("ref.fasta.bz2", bz2.compress(ref_text.encode()))
@@ -628,6 +636,26 @@ def cases() -> list[dict]:
         cls="option")
     add("celltype.neither", "singlecell", [bt, "celltype", "--model", "celltypist"],
         culprit="--matrix", cls="option")
+
+    # -------- references a tool is known to crash on: refused before it runs, naming the
+    # --reference the caller gave (never the cache's copy)
+    for tag, argv, culprit in [
+        ("align.reference.name-1MB", [bt, "align", "--fastq", "good.fastq", "--preset", "sr",
+                                      "--reference", "name-1MB.fasta"], "name-1MB.fasta"),
+        ("align.reference.name-10k", [bt, "align", "--fastq", "good.fastq", "--preset", "sr",
+                                      "--reference", "name-10k.fasta"], "name-10k.fasta"),
+        ("index.bwa.name-1MB", [bt, "index", "--kind", "bwa", "--reference", "name-1MB.fasta"],
+         "name-1MB.fasta"),
+        ("index.bowtie2.all-n", [bt, "index", "--kind", "bowtie2", "--reference", "all-n.fasta"],
+         "all-n.fasta"),
+        ("index.hisat2.all-n", [bt, "index", "--kind", "hisat2", "--reference", "all-n.fasta"],
+         "all-n.fasta"),
+        ("index.salmon.4bp", [bt, "index", "--kind", "salmon", "--reference", "4bp.fasta"],
+         "4bp.fasta"),
+        ("index.salmon.31bp", [bt, "index", "--kind", "salmon", "--reference", "31bp.fasta"],
+         "31bp.fasta"),
+    ]:
+        add(tag, "reads", argv, culprit=culprit, cls="content")
 
     # -------- annotate (`biotool call`)
     for tag, path in {"deep-nesting": "deep.json", "5000-digit-int": "bigint.json",

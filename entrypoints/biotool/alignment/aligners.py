@@ -9,7 +9,11 @@ with the reference or built once into the cache (biotool.alignment.indexes).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
+
+from biotool.output import ToolFailure
 
 SHORT = "sr"  # the preset name of the short-read path, kept from minimap2's vocabulary
 # Seconds past --timeout that an aligner (and its sort) has to finish the reads it was given.
@@ -47,3 +51,14 @@ def finish_by(deadline: float | None) -> float | None:
     the feeding having stopped at it, so the reads given are aligned into a partial result
     while nothing runs on unbounded."""
     return None if deadline is None else deadline + FINISH_GRACE
+
+
+@contextmanager
+def naming(reference: str, fastqs) -> Iterator[None]:
+    """An aligner's failure names the caller's inputs (--reference as given, --fastq), not
+    only the tool: a crash on the input is read as being about that input."""
+    try:
+        yield
+    except ToolFailure as exc:
+        reads = ", ".join(str(f) for f in fastqs)
+        raise ToolFailure(f"--reference {reference} with --fastq {reads}: {exc.message}") from None

@@ -52,9 +52,67 @@ def artifact_name(label: str, stem: str = PREFIX) -> str:
     return label
 
 
-def build(label: str, fasta: Path, out: Path, deadline: float | None = None) -> None:
+# Inputs an indexer or its aligner is known to crash or fail on, refused before it runs.
+# bwa 0.7.17 reads each name back from its .ann with fscanf("%s") into char[8192] (bntseq.c,
+# bns_restore_core): a longer name overruns that buffer (from 8,201 characters `bwa mem`
+# fails, a 1 MB name is a SIGSEGV).
+BWA_NAME_MAX = 8191
+# salmon 1.10 (k = 31) aborts (SIGABRT, "terminate called without an active exception")
+# when no record is longer than k: 31 bases or fewer everywhere, 32 is indexed.
+MIN_LONGEST = {"salmon": 32}
+# bowtie2-build and hisat2-build drop every N: with no A, C, G or T left they fail ("empty
+# reference").
+NEEDS_BASES = ("bowtie2", "hisat2")
+_NOT_ACGT = bytes(b for b in range(256) if b not in b"ACGTacgt")
+
+
+def _acgt_bases(fasta: Path) -> int:
+    """A, C, G and T in the sequence lines of fasta (names left out), in one streaming pass."""
+    import re
+
+    header = re.compile(rb"(?m)^>.*$")
+    total, carry = 0, b""
+    with open(fasta, "rb") as fh:
+        while chunk := fh.read(1 << 22):
+            data = carry + chunk
+            cut = data.rfind(b"\n") + 1
+            data, carry = (data[:cut], data[cut:]) if cut else (b"", data)
+            total += len(header.sub(b"", data).translate(None, _NOT_ACGT))
+            if total:
+                return total  # one is enough to know it is not all N
+    return total + len(header.sub(b"", carry).translate(None, _NOT_ACGT))
+
+
+def check_indexable(label: str, fasta: Path, shown: str) -> None:
+    """Refuse (exit 2, naming the caller's reference) what `label`'s tool is known to crash or
+    fail on, before it runs: names longer than bwa reads back, no record longer than
+    salmon's k, no A/C/G/T at all for bowtie2 and hisat2."""
+    lengths = {}
+    with open(str(fasta) + ".fai", "rb") as fai:  # written beside every usable reference
+        for line in fai:
+            name, length = line.split(b"\t", 2)[:2]
+            lengths[name] = int(length)
+    if label == BWA:
+        longest = max(lengths, key=len)
+        if len(longest) > BWA_NAME_MAX:
+            raise InputError(f"{shown}: a record name of {len(longest):,} characters "
+                             f"({longest[:40].decode(errors='replace')}...); bwa reads names of at "
+                             f"most {BWA_NAME_MAX:,}: shorten the names")
+    need = MIN_LONGEST.get(label)
+    if need and max(lengths.values()) < need:
+        raise InputError(f"{shown}: no record is {need} bases long (the longest is "
+                         f"{max(lengths.values())}); {label} indexes 31-mers and needs a "
+                         f"record of at least {need}")
+    if label in NEEDS_BASES and not _acgt_bases(fasta):
+        raise InputError(f"{shown}: no A, C, G or T in any record (all N); {label} has nothing "
+                         f"to index")
+
+
+def build(label: str, fasta: Path, out: Path, deadline: float | None = None,
+          shown: str | None = None) -> None:
     """Build index `label` of `fasta` at `out` (a new folder, or one file) by `deadline`
-    (OutOfTime once the tool is killed); ToolFailure if the tool fails."""
+    (OutOfTime once the tool is killed); ToolFailure if the tool fails, naming `shown` (the
+    caller's --reference) rather than the cache's copy."""
     check_kind(label)
     if label in PREFIXED:
         out.mkdir()
@@ -70,8 +128,9 @@ def build(label: str, fasta: Path, out: Path, deadline: float | None = None) -> 
         cmd = ["minimap2", "-x", label.split(":", 1)[1], "-d", str(out), str(fasta)]
     rc, said = run_bounded(cmd, deadline)
     if rc != 0:
-        raise ToolFailure(f"{cmd[0]} could not index {fasta} for {label} ({how_it_ended(rc)}): "
-                          f"{said}")
+        shown = shown or str(fasta)
+        raise ToolFailure(f"{shown}: {cmd[0]} could not index it for {label} "
+                          f"({how_it_ended(rc)}): {said.replace(str(fasta), 'it')}")
 
 
 def aligner_path(label: str, path: Path) -> Path:
@@ -87,8 +146,10 @@ def cached(name: str, fasta: Path, digest: str, label: str,
     d = entry_dir("reference", digest[:32])
     final = d / artifact_name(label)
     if not _complete(final):
+        shown = f"--reference {name}"
+        check_indexable(label, fasta, shown)
         try:
-            _build_once(fasta, label, final, deadline)
+            _build_once(fasta, label, final, deadline, shown)
         except OutOfTime as why:
             raise InputError(
                 f"reference {name}: its {label} index is not staged and was not built within "
@@ -104,7 +165,8 @@ def _complete(final: Path) -> bool:
     return final.is_dir() or (final.is_file() and final.stat().st_size > 0)
 
 
-def _build_once(fasta: Path, label: str, final: Path, deadline: float | None) -> None:
+def _build_once(fasta: Path, label: str, final: Path, deadline: float | None,
+                shown: str | None = None) -> None:
     """Build `final` unless another run did while this one waited for the lock; the wait and
     the build together end at the deadline."""
     from filelock import FileLock, Timeout
@@ -119,7 +181,7 @@ def _build_once(fasta: Path, label: str, final: Path, deadline: float | None) ->
             return
         with work_dir(final.parent) as work:
             out = work / final.name
-            build(label, fasta, out, deadline)
+            build(label, fasta, out, deadline, shown)
             try:
                 os.replace(out, final)
             except OSError:  # another host sharing the cache without working flocks was first

@@ -7,7 +7,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from biotool.alignment.aligners import SHORT, aligner_of
+from biotool.alignment.aligners import SHORT, aligner_of, naming
 from biotool.alignment.reference import resolve
 from biotool.competence import bounded
 from biotool.output import ToolFailure
@@ -49,10 +49,11 @@ def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
     recs, total = fastq.sample(fastq_path, n_reads, seed)
     preset, why = fastq.choose_preset(recs, preset)
     index, _ = ref.index(preset, deadline)
-    if preset == SHORT:
-        placed, n, truncated = map_sample(index, recs, fastq.as_text, deadline=deadline)
-    else:
-        placed, n, truncated = _minimap2_sample(index, preset, recs, deadline, reference)
+    with naming(reference, [fastq_path]):
+        if preset == SHORT:
+            placed, n, truncated = map_sample(index, recs, fastq.as_text, deadline=deadline)
+        else:
+            placed, n, truncated = _minimap2_sample(index, preset, recs, deadline, reference)
     loci: Counter = Counter()
     strands: Counter = Counter()
     mapq_sum = mapped = 0

@@ -15,7 +15,7 @@ from itertools import islice
 from pathlib import Path
 
 from biotool.alignment import aligners
-from biotool.alignment.aligners import SHORT, aligner_command, aligner_of, finish_by
+from biotool.alignment.aligners import SHORT, aligner_command, aligner_of, finish_by, naming
 from biotool.alignment.reference import Reference
 from biotool.alignment.vocabulary import (ALIGNED, CONSUMES_QUERY, CONSUMES_REFERENCE,
                                           SKIP_FOR_DIVERGENCE)
@@ -98,7 +98,8 @@ def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
         done = _published(d / "full", preset, why)
         if done:
             return done
-        return _align_and_publish(fastqs, index, preset, why, threads, d, deadline, start)
+        with naming(ref.name, fastqs):
+            return _align_and_publish(fastqs, index, preset, why, threads, d, deadline, start)
     finally:
         if locked:
             lock.release()
