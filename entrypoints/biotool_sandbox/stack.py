@@ -315,11 +315,17 @@ def check_started(run: str, dc, services: tuple[str, ...], compose_stderr: str,
             said = _daemon_said(compose_stderr) or f"compose made no {service} container"
             raise refusal_error(said, given, images)
         c.reload()
-        if c.status not in ("running", "restarting"):
-            state = c.attrs.get("State") or {}
-            said = state.get("Error") or _daemon_said(compose_stderr) or \
-                f"its {service} container is {c.status} (exit {state.get('ExitCode')})"
-            raise refusal_error(said, given, images)
+        if c.status in ("running", "restarting"):
+            continue
+        state = c.attrs.get("State") or {}
+        if state.get("Error") or c.status == "created":  # never started: the daemon says why
+            raise refusal_error(state.get("Error") or _daemon_said(compose_stderr)
+                                or f"its {service} container was created and never started",
+                                given, images)
+        tail = c.logs(tail=3).decode("utf-8", "replace")
+        said = " | ".join(line.strip() for line in tail.splitlines() if line.strip())
+        raise EngineError(f"the {service} container of run {run} {c.status} (exit "
+                          f"{state.get('ExitCode')}) as it started: {said[:300] or 'no output'}")
 
 
 def up(mode: str = "default", *, image: str | None = None, egress_image: str | None = None,
