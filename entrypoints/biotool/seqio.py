@@ -29,10 +29,9 @@ _NUCLEOTIDES = b"ACGTUNRYKMSWBDHVacgtunrykmswbdhv.-"
 # A query FASTA may also mark a stop with '*'; a FASTQ may not (SAM reads a lone '*' as "no
 # sequence").
 _FASTA_LETTERS = _NUCLEOTIDES + b"*"
-# Longest name line and sequence line read: a file of one endless line (a sparse file, a
-# binary blob) is refused after this many bytes instead of being read whole into memory; a
-# genome on one line still fits.
-MAX_HEAD = 1 << 16
+# Longest line read, a name line or a sequence line, FASTQ and FASTA alike: a file of one
+# endless line (a sparse file, a binary blob) is refused after this many bytes instead of
+# being read whole into memory; a genome on one line still fits.
 MAX_LINE = 1 << 26
 
 T = TypeVar("T")
@@ -123,7 +122,7 @@ def fastq(path: str | Path, what: str = "--fastq") -> Iterator[Record]:
         with fh:
             readline = fh.readline
             while True:
-                head = readline(MAX_HEAD)
+                head = readline(MAX_LINE)
                 if not head:
                     break
                 if head[:1] != b"@":
@@ -141,15 +140,15 @@ def fastq(path: str | Path, what: str = "--fastq") -> Iterator[Record]:
                         raise InputError(f"{at}: not FASTQ text (starts with "
                                          f"{_bad_bytes(head[:64])})")
                     raise InputError(f"{at}: record {n + 1} does not start with '@'")
-                if len(head) >= MAX_HEAD and not head.endswith(b"\n"):
+                if len(head) >= MAX_LINE and not head.endswith(b"\n"):
                     raise InputError(f"{at}: record {n + 1}'s name line is longer than "
-                                     f"{MAX_HEAD:,} bytes (not FASTQ?)")
+                                     f"{MAX_LINE:,} bytes (not FASTQ?)")
                 seq = readline(MAX_LINE)
                 if len(seq) >= MAX_LINE and not seq.endswith(b"\n"):
                     raise InputError(f"{at}: record {n + 1}'s sequence is longer than "
                                      f"{MAX_LINE:,} bases (not FASTQ?)")
                 seq = seq.rstrip(b"\r\n")
-                plus = readline(MAX_HEAD)
+                plus = readline(MAX_LINE)
                 qual = readline(MAX_LINE).rstrip(b"\r\n")
                 if not plus or plus[:1] != b"+" or (not qual and seq):
                     name = head[1:].split()

@@ -113,3 +113,13 @@ def test_stdin_is_read_once_even_gzipped():
                               input=data, capture_output=True)
         first = "4dfb1b24-eed4-4bb6-b32c-839d0c758fa9"
         assert proc.stdout.decode().split() == ["200", first], proc.stderr
+
+
+@pytest.mark.parametrize("length", [70_000, 1_000_000])
+def test_a_long_read_name_is_read_alike_in_fastq_and_fasta(tmp_path, length):
+    """One line bound for both formats (seqio.MAX_LINE): a name FASTA takes, FASTQ takes."""
+    name, seq = "r" + "n" * length, "ACGTACGTTGCA" * 5
+    fq, fa = tmp_path / "long.fq", tmp_path / "long.fa"
+    fq.write_text(f"@{name} x\n{seq}\n+\n{'I' * len(seq)}\n")
+    fa.write_text(f">{name} x\n{seq}\n")
+    assert list(sequences.read_fastq(str(fq))) == list(sequences.read_fasta(str(fa))) == [(name, seq)]
