@@ -7,7 +7,7 @@ import sys
 import unicodedata
 from typing import Any, Callable, NoReturn
 
-from commandline.errors import EXIT_FAILED, EXIT_OK, ProgramError
+from commandline.errors import EXIT_FAILED, EXIT_INPUT, EXIT_OK, ProgramError
 
 
 MAX_LINE_CHARS = 2_000  # an error or progress line an agent reads into its context
@@ -37,6 +37,17 @@ def fail_line(prog: str, message: str, code: int) -> NoReturn:
     raise SystemExit(code)
 
 
+def no_temp_dir(exc: BaseException) -> str | None:
+    """The folders Python's tempfile tried, when exc is its "No usable temporary directory"
+    (every candidate, TMPDIR and /tmp included, unwritable), else None."""
+    said = exc.args[1] if len(exc.args) > 1 else ""
+    prefix = "No usable temporary directory found in "
+    if not isinstance(exc, FileNotFoundError) or not str(said).startswith(prefix):
+        return None
+    tried = str(said)[len(prefix):].strip("[]")
+    return tried if os.environ.get("TMPDIR") else f"TMPDIR (unset), {tried}"
+
+
 def finish(prog: str, fn: Callable[[], Any], emit: Callable[[Any], None]) -> NoReturn:
     """Call `fn`, `emit` its result and exit 0; every exception becomes one line and its code.
 
@@ -53,6 +64,10 @@ def finish(prog: str, fn: Callable[[], Any], emit: Callable[[Any], None]) -> NoR
     except (MemoryError, RecursionError) as exc:
         fail_line(prog, f"out of resources: {type(exc).__name__}", EXIT_FAILED)
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+        tried = no_temp_dir(exc)
+        if tried:  # a read-only root with no tmpfs: the caller's setup, as an unwritable cache
+            fail_line(prog, f"no writable temporary folder: {tried} are read-only or missing; "
+                      "mount a tmpfs at /tmp or set TMPDIR to a writable folder", EXIT_INPUT)
         if os.environ.get("BIOTOOL_DEBUG"):
             raise
         fail_line(prog, f"internal error: {type(exc).__name__}: {exc}", EXIT_FAILED)

@@ -20,6 +20,7 @@ import pytest
 from badinput import cases as corpus
 from badinput.contract import problems
 from badinput.tier import failure, report, restore_permissions, selected_ids
+from biotool_testing.contract import error_line
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -74,3 +75,17 @@ def test_bad_input_in_image(case, image_results):
     result = image_results[case["id"]]
     bad = problems(case, result)
     assert not bad, failure(case, result, bad)
+
+
+@pytest.mark.parametrize("argv", [
+    ["variants", "--fastq", "/opt/biotool/samples/demo-sarscov2-artic-reads/MT007544.fastq", "--reference",
+     "MN908947.3"],
+    ["doctor"],
+], ids=["variants", "doctor"])
+def test_a_read_only_root_with_no_tmpfs_is_exit_2_naming_what_is_not_writable(sandbox, argv):
+    """The Apptainer shape without its private /tmp (a read-only root, nothing writable): the
+    caller's setup, refused in one line as an unwritable cache is, never an internal error."""
+    ran = sandbox.run(["biotool", *argv], user="12345:12345", read_only=True, working_dir="/",
+                      environment={"HOME": "/home/agent"})
+    line = error_line(ran, "/tmp", code=2)
+    assert "internal error" not in line and ("writable" in line or "read-only" in line.lower()), ran
