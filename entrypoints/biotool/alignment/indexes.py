@@ -83,15 +83,21 @@ def _acgt_bases(fasta: Path) -> int:
     return total + len(header.sub(b"", carry).translate(None, _NOT_ACGT))
 
 
+def _lengths(fasta: Path) -> dict[bytes, int]:
+    """Record name -> length, from the .fai written beside every usable reference."""
+    lengths = {}
+    with open(str(fasta) + ".fai", "rb") as fai:
+        for line in fai:
+            name, length = line.split(b"\t", 2)[:2]
+            lengths[name] = int(length)
+    return lengths
+
+
 def check_indexable(label: str, fasta: Path, shown: str) -> None:
     """Refuse (exit 2, naming the caller's reference) what `label`'s tool is known to crash or
     fail on, before it runs: names longer than bwa reads back, no record longer than
     salmon's k, no A/C/G/T at all for bowtie2 and hisat2."""
-    lengths = {}
-    with open(str(fasta) + ".fai", "rb") as fai:  # written beside every usable reference
-        for line in fai:
-            name, length = line.split(b"\t", 2)[:2]
-            lengths[name] = int(length)
+    lengths = _lengths(fasta)
     if label == BWA:
         longest = max(lengths, key=len)
         if len(longest) > BWA_NAME_MAX:
@@ -148,6 +154,16 @@ def cached(name: str, fasta: Path, digest: str, label: str,
     if not _complete(final):
         shown = f"--reference {name}"
         check_indexable(label, fasta, shown)
+        _background_failure(final)
+        bases = sum(_lengths(fasta).values())
+        if deadline is None and bases >= background_from(label):
+            building = start_background(label, fasta, final, shown)
+            raise InputError(
+                f"{shown}: its {label} index ({bases / 1e6:.1f} Mb) is not staged; it is "
+                f"{'now being' if building else 'still being'} built in the background (one "
+                f"this large takes minutes) and kept in the cache once built: run the same "
+                f"command again in a few minutes, or give --timeout SECONDS to wait for the "
+                f"build in this command instead")
         try:
             _build_once(fasta, label, final, deadline, shown)
         except OutOfTime as why:
@@ -165,6 +181,70 @@ def _complete(final: Path) -> bool:
     return final.is_dir() or (final.is_file() and final.stat().st_size > 0)
 
 
+# First use of an index of a reference this large (bases, from its .fai) with no --timeout:
+# built in the background, and the command returns at once saying to run it again. bwa
+# indexes ~30 Mb in 74-200 s on a loaded 2-core host (docs/reads.md), past what an agent's
+# command may take; minimap2 indexes a genome of that size in seconds.
+BACKGROUND_FROM = 8_000_000
+BACKGROUND_FROM_MINIMAP2 = 256_000_000
+FAILED_SUFFIX = ".failed"  # beside `final`: a background build's error line, said once
+
+
+def background_from(label: str) -> int:
+    return BACKGROUND_FROM_MINIMAP2 if label.startswith("minimap2:") else BACKGROUND_FROM
+
+
+def start_background(label: str, fasta: Path, final: Path, shown: str) -> bool:
+    """Start the build of `final` in a process of its own session, which outlives this
+    command; False when a build is already under way. The index's lock is taken here and
+    handed to that process (an inherited descriptor), so a run that comes meanwhile finds it
+    held: it is told the build is under way, or waits within its --timeout."""
+    import fcntl
+    import subprocess
+    import sys
+
+    fd = os.open(f"{final}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        subprocess.Popen([sys.executable, "-m", "biotool.alignment.background", label,
+                          str(fasta), str(final), shown, str(fd)], pass_fds=(fd,),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+        return True
+    finally:
+        os.close(fd)  # the lock stays with the background process's copy
+
+
+def _background_failure(final: Path) -> None:
+    """The error of a background build that failed, raised once (the next run tries again)."""
+    failed = Path(str(final) + FAILED_SUFFIX)
+    try:
+        code, _, message = failed.read_text(encoding="utf-8").partition("\t")
+        failed.unlink()
+    except OSError:
+        return
+    cls = InputError if code.strip() == "2" else ToolFailure
+    raise cls(f"{message.strip()} (in the background build started by an earlier run)")
+
+
+def build_in_background(label: str, fasta: Path, final: Path, shown: str) -> None:
+    """The background process, holding the index's lock (start_background): build `final`;
+    a failure is left beside it (FAILED_SUFFIX) for the next run to say."""
+    try:
+        _build_locked(fasta, label, final, None, shown)
+    except Exception as exc:  # noqa: BLE001 - whatever it was, the next run says it
+        from biotool.cache import atomic_path
+
+        code = getattr(exc, "exit_code", 4)
+        message = getattr(exc, "message", None) or f"{shown}: {label} index build failed " \
+            f"({type(exc).__name__}: {exc})"
+        with atomic_path(Path(str(final) + FAILED_SUFFIX)) as tmp:
+            Path(tmp).write_text(f"{code}\t{' '.join(message.split())}\n", encoding="utf-8")
+
+
 def _build_once(fasta: Path, label: str, final: Path, deadline: float | None,
                 shown: str | None = None) -> None:
     """Build `final` unless another run did while this one waited for the lock; the wait and
@@ -177,15 +257,21 @@ def _build_once(fasta: Path, label: str, final: Path, deadline: float | None,
     except Timeout:
         raise OutOfTime("another run is still building it") from None
     try:
-        if _complete(final):
-            return
-        with work_dir(final.parent) as work:
-            out = work / final.name
-            build(label, fasta, out, deadline, shown)
-            try:
-                os.replace(out, final)
-            except OSError:  # another host sharing the cache without working flocks was first
-                if not _complete(final):
-                    raise ToolFailure(f"could not publish the {label} index into {final}") from None
+        _build_locked(fasta, label, final, deadline, shown)
     finally:
         lock.release()
+
+
+def _build_locked(fasta: Path, label: str, final: Path, deadline: float | None,
+                  shown: str | None) -> None:
+    """Build and publish `final`, its lock held, unless a run before got there."""
+    if _complete(final):
+        return
+    with work_dir(final.parent) as work:
+        out = work / final.name
+        build(label, fasta, out, deadline, shown)
+        try:
+            os.replace(out, final)
+        except OSError:  # another host sharing the cache without working flocks was first
+            if not _complete(final):
+                raise ToolFailure(f"could not publish the {label} index into {final}") from None

@@ -164,3 +164,40 @@ def test_a_second_build_waits_for_the_first_and_reuses_it(biotool, biotool_env, 
     used = next(u for u in json.loads(out)["provenance"]["used"] if u["name"] == "bwa")
     assert (used["path"], used["sha256"]) == (str(prefix), digest)
     assert len(list(cache.rglob("reference.bwt"))) == 1
+
+
+def test_a_large_first_use_index_is_built_in_the_background_and_the_command_returns_at_once(
+        biotool_env, slow, tmp_path, monkeypatch):
+    """Past BACKGROUND_FROM bases and with no --timeout, the build goes on in a process of its
+    own (holding the same lock) and the command says to run again; the next run uses it."""
+    from biotool.alignment import indexes
+    from biotool.alignment.reference import resolve
+
+    monkeypatch.setattr(indexes, "BACKGROUND_FROM", SLOW_MB * 1_000_000 // 2)
+    with pytest.raises(InputError, match="now being built in the background") as first:
+        resolve(str(slow["fasta"])).index("sr")
+    assert f"--reference {slow['fasta']}" in str(first.value) and "run the same command again" \
+        in str(first.value)
+    with pytest.raises(InputError, match="still being built in the background"):
+        resolve(str(slow["fasta"])).index("sr")
+    entry = next((tmp_path / "cache" / "reference").iterdir())
+    from filelock import FileLock
+
+    with FileLock(str(entry / "bwa.lock")).acquire(timeout=300):  # the build is over
+        assert (entry / "bwa").is_dir(), sorted(p.name for p in entry.iterdir())
+    prefix, digest = resolve(str(slow["fasta"])).index("sr")
+    assert prefix == entry / "bwa" / "reference" and len(digest) == 64
+    assert not list(entry.glob(".work.*")) and not list(entry.glob("*.failed"))
+
+
+def test_a_failed_background_build_is_said_once_by_the_next_run(tmp_path):
+    from biotool.alignment import indexes
+    from biotool.output import ToolFailure
+
+    final = tmp_path / "bwa"
+    indexes.build_in_background("bwa", tmp_path / "gone.fasta", final, "--reference mine.fa")
+    assert not final.exists()
+    with pytest.raises(ToolFailure, match=r"^--reference mine.fa: bwa could not index it for "
+                                          r"bwa .*in the background build"):
+        indexes._background_failure(final)
+    indexes._background_failure(final)  # said once: the next run builds again
