@@ -22,7 +22,7 @@ def quiet() -> bool:
 
 def log(message: str) -> None:
     if not quiet():
-        from commandline.ladder import one_line  # a file name's ESC never reaches a terminal
+        from commandline.errors import one_line  # a file name's ESC never reaches a terminal
 
         sys.stderr.write(f"biotool: {one_line(message)}\n")
         sys.stderr.flush()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 EXIT_OK = 0
@@ -33,3 +34,22 @@ class UsageError(ProgramError):
     def __init__(self, message: str, command: str = ""):
         super().__init__(message)
         self.command = command
+
+
+MAX_LINE_CHARS = 2_000  # an error or progress line an agent reads into its context
+_HEAD, _TAIL = 1_500, 300
+
+
+def one_line(message: object) -> str:
+    """message as one line an agent and a terminal can take: whitespace runs flattened,
+    control characters (ESC, DEL, C1) and lone surrogates escaped rather than sent to the
+    terminal, and input it echoes cut to MAX_LINE_CHARS (its start, which names the culprit,
+    and its end kept)."""
+    text = " ".join(str(message).split())
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in text):
+        text = "".join(ascii(ch)[1:-1] if unicodedata.category(ch) in ("Cc", "Cs") else ch
+                       for ch in text)
+    if len(text) > MAX_LINE_CHARS:
+        cut = len(text) - _HEAD - _TAIL
+        text = f"{text[:_HEAD]} ... [{cut:,} characters cut] ... {text[-_TAIL:]}"
+    return text
