@@ -12,8 +12,13 @@ gives the numbers of that run by hand).
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -136,3 +141,82 @@ def test_every_launcher_command_on_an_unknown_run_is_one_line_exit_2(tmp_path):
                               capture_output=True, text=True, cwd=stack.REPO, timeout=60)
         error_line(Ran(proc.returncode, proc.stdout, proc.stderr), f"unknown run {run}",
                    prog="biotool-sandbox", alone=True)
+
+
+def _enforced_episode(tmp_path, line: str, during) -> tuple[subprocess.CompletedProcess, Path]:
+    """hpc/run-enforced.sh with `line`; `during(run_id, egress)` is done to the run while the
+    line runs (the run found by the egress the episode brought up)."""
+    import docker
+
+    episode, work = tmp_path / "episode", tmp_path / "work"
+    episode.mkdir()
+    work.mkdir()
+    launcher = shutil.which("biotool-sandbox")
+    if launcher is None:  # the console script's equivalent where the project is not installed
+        launcher = tmp_path / "biotool-sandbox"
+        launcher.write_text(f"#!/bin/sh\nexec {sys.executable} -m biotool_sandbox \"$@\"\n")
+        launcher.chmod(0o755)
+    env = {**os.environ, "BIOTOOL_IMAGE": stack.SANDBOX_IMAGE, "BIOTOOL_EGRESS_IMAGE": stack.EGRESS_IMAGE,
+           "BIOTOOL_SANDBOX": str(launcher), "BIOTOOL_EPISODE_DIR": str(episode),
+           "BIOTOOL_EPISODE_TIMEOUT": "300"}
+    before = set(stack.launcher("ps")["runs"])
+    proc = subprocess.Popen([str(stack.REPO / "hpc" / "run-enforced.sh"), str(work), line], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=stack.REPO)
+    dc = docker.from_env()
+    deadline = time.monotonic() + 120
+    while True:
+        egress = [c for r in sorted(set(stack.launcher("ps")["runs"]) - before)
+                  for c in dc.containers.list(filters={"label": [
+                      f"com.docker.compose.project={r}", "com.docker.compose.service=egress"]})]
+        if egress and b"egress: ready" in egress[0].logs(stdout=False, stderr=True):
+            break
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.5)
+    run_id = egress[0].labels["com.docker.compose.project"]
+    during(run_id, egress[0])
+    out, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), episode
+
+
+def test_run_enforced_with_a_dead_egress_keeps_a_real_audit(tmp_path, images):
+    def kill(run_id, egress):
+        stack.launcher("exec", run_id, "--", "python3", "-c", stack.PROBE, "connect",
+                       "example.net:443")
+        time.sleep(1)
+        egress.kill()
+
+    ran, episode = _enforced_episode(tmp_path, "sleep 15; echo done", kill)
+    assert ran.returncode == 0 and ran.stdout == "done\n", ran.stderr
+    audit = json.loads((episode / "audit.json").read_text())
+    assert audit["egress"]["running"] is False and audit["store"]["read"]
+    assert any(r["host"] == "example.net" for r in audit["records"]), audit["records"]
+
+
+def test_run_enforced_fails_loudly_when_no_audit_can_be_read(tmp_path, images):
+    import docker
+
+    kept = {}
+
+    def unreadable(run_id, egress):
+        # The store made unreadable to its reader (as a corrupted volume would be), then the
+        # egress killed: neither exec nor the volume can give the audit.
+        volume = next(m["Name"] for m in egress.attrs["Mounts"]
+                      if m["Destination"] == "/var/lib/biotool-egress-run")
+        docker.from_env().containers.run(egress.attrs["Image"], entrypoint=["chmod", "000",
+                                          "/s/audit.jsonl"], user="0", network_mode="none",
+                                          volumes={volume: {"bind": "/s", "mode": "rw"}},
+                                          remove=True)
+        egress.kill()
+        kept.update(run=run_id, volume=volume)
+
+    ran, episode = _enforced_episode(tmp_path, "sleep 10; echo done", unreadable)
+    try:
+        assert ran.returncode == 4 and ran.stdout == "done\n", ran.stderr
+        assert not (episode / "audit.json").exists() and not list(episode.iterdir())
+        assert f"the egress audit of {kept['run']} could not be read" in ran.stderr
+        docker.from_env().volumes.get(kept["volume"])  # the store is kept, not deleted
+        again = stack.launcher("audit", kept["run"], check=False)
+        assert again["_code"] == 4 and "cannot be read" in again["_stderr"]
+    finally:
+        gone = stack.launcher("down", kept["run"], check=False)
+    assert gone["_code"] == 0 and gone["left"]["volumes"] == 0
