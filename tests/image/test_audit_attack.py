@@ -94,6 +94,10 @@ def _gate_pids_killed(egress) -> int:
     return egress.exec_run(["python3", "-c", kill], user="proxy").exit_code
 
 
+def _readies(egress) -> int:
+    return egress.logs(stdout=False, stderr=True).count(b"egress: ready")
+
+
 def _wait(egress, until, seconds: float = 60) -> dict:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -114,14 +118,16 @@ def test_the_audit_outlives_a_killed_egress_and_one_out_of_restarts(run):
     killed = stack.launcher("audit", up["run"])
     assert killed["egress"]["running"] is False and killed["store"]["read"]
     assert killed["counts"]["allowed"] == before["counts"]["allowed"] > 0
-    # Started again, then its gate killed (as an OOM kill would) until on-failure:5 gives up.
+    # Started again, then its gate killed (as an OOM kill would) until on-failure:5 gives up:
+    # each kill waits for the gate that came back ("egress: ready" once more).
+    ready = _readies(egress)
     egress.start()
-    for _ in range(6):
-        _wait(egress, lambda s: s["Running"] and not s["Restarting"])
-        time.sleep(1.5)
+    while True:
+        state = _wait(egress, lambda s: s["Status"] == "exited" or _readies(egress) > ready)
+        if state["Status"] == "exited":
+            break
+        ready = _readies(egress)
         assert _gate_pids_killed(egress) == 0
-        _wait(egress, lambda s: s["Restarting"] or not s["Running"])
-    state = _wait(egress, lambda s: s["Status"] == "exited")
     assert state["ExitCode"] != 0
     dead = stack.launcher("audit", up["run"])
     assert dead["egress"]["running"] is False and dead["egress"]["restarts"] >= 5
