@@ -87,8 +87,8 @@ class Gate:
         self.server_ctx.set_alpn_protocols(["http/1.1"])
         self.upstream_ctx = upstream.verified_context(extra_ca)
 
-    def log(self, rec: dict, how: str = "flood") -> str:
-        return self.records.write(rec, how)
+    def log(self, rec: dict, how: str = "flood", echo: bool = True) -> str:
+        return self.records.write(rec, how, echo)
 
 
 def refusal_code(exc: "blastapi.Refused") -> str:
@@ -309,10 +309,13 @@ class Requests(serving.Handler):
 
     def decided(self, method: str, url: str, what: str) -> bool:
         """The request's `decided` record (the store keeps room for its outcome); False when
-        the store is full."""
+        the store is full. Written to the store alone: it lies between the slot's grant and
+        the send, where a blocked write to the container log would delay the request (its
+        outcome record, with the same fields, goes to both)."""
         self.owed = bool(self.gate.log({**self.rec, "event": "decided", "method": method,
                                         "url": url, "decision": "allowed",
-                                        "reason": f"BLAST {what} decided; relaying"}))
+                                        "reason": f"BLAST {what} decided; relaying"},
+                                       echo=False))
         return self.owed
 
     def via_relay(self, path: str, form: str, request: "blastapi.Request") -> None:
