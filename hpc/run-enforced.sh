@@ -6,6 +6,9 @@
 # the agent, and the run is brought down whatever happens. The line's stdout and stderr come
 # out as the other runtimes' do, with its exit code; the run's egress audit goes to
 # $BIOTOOL_EPISODE_DIR/audit.json (the episode's results folder) when the template sets it.
+# The audit is read before anything is removed, from the store's volume if the egress died;
+# one that cannot be read fails the episode (exit 4, no audit.json) and the run is brought
+# down with its store kept (`biotool-sandbox audit RUN` reads it later, `down RUN` ends it).
 set -euo pipefail
 work=$1 line=$2
 launcher=${BIOTOOL_SANDBOX:-biotool-sandbox}
@@ -18,10 +21,20 @@ field() { python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])
 
 run=$("$launcher" up "${up[@]}" | field run)
 down() {
+    local status=$? keep=()
     if [[ -n "${BIOTOOL_EPISODE_DIR:-}" ]]; then
-        "$launcher" audit "$run" > "$BIOTOOL_EPISODE_DIR/audit.json" || true
+        local out="$BIOTOOL_EPISODE_DIR/audit.json"
+        if "$launcher" audit "$run" > "$out.part"; then
+            mv -- "$out.part" "$out"
+        else
+            rm -f -- "$out.part"
+            echo "run-enforced: the egress audit of $run could not be read; its store is kept" \
+                 "(biotool-sandbox audit $run, then biotool-sandbox down $run)" >&2
+            keep=(--keep-audit) status=4
+        fi
     fi
-    "$launcher" down "$run" > /dev/null || echo "run-enforced: $run was not brought down" >&2
+    "$launcher" down "${keep[@]}" "$run" > /dev/null || echo "run-enforced: $run was not brought down" >&2
+    exit "$status"
 }
 trap down EXIT
 trap 'exit 143' TERM INT  # the template's timeout: still down the run (the EXIT trap)

@@ -19,7 +19,7 @@ AGENT_UID = 1000
 def _sandbox(run: str):
     c = stack.container_of(run, "sandbox")
     if c is None:
-        raise LauncherError(f"run {run} has no sandbox container")
+        raise stack.unknown_run(run, "it has no sandbox container")
     if c.status != "running":
         raise EngineError(f"sandbox of run {run} is {c.status}, not running")
     return c
@@ -285,23 +285,73 @@ def _copy_out(run: str, src: str, dest: Path) -> dict:
 
 
 def audit(run: str) -> dict:
-    """Every egress attempt the run's proxy logged, as records, with counts."""
-    from .audit import STORE, report, summarise
+    """Every egress attempt the run's proxy logged, as records, with counts.
 
-    eg = stack.container_of(run, "egress")
+    The store is read where it lies, whatever became of the egress: by exec while the
+    container runs, else from its volume (the egress stopped, killed, restarting, or out of
+    restarts), so the audit outlives the egress. A store that cannot be read is an error
+    (EngineError, exit 4), never an empty audit."""
+    from .audit import report, summarise
+
+    found = stack.containers(run)
+    eg = stack.container_of(run, "egress") if found else None
+    if not found:
+        volume = stack.state_volume(run)
+        if volume is None:
+            raise stack.unknown_run(run)
+        # Brought down with its audit kept (down --keep-audit): the store alone remains.
+        return report(run, None, read_store(run, None, volume), {"running": False,
+                                                                 "restarts": None,
+                                                                 "oom_killed": None})
     if eg is None:
         sb = stack.container_of(run, "sandbox")
+        if sb is None:
+            raise stack.unknown_run(run)
         return {"run": run, "offline": True, "records": [], "counts": summarise([]),
                 "tunnels": [], "open_tunnels": [], "unparsed_lines": 0,
                 "note": f"run {run} has no egress proxy ({sb.labels.get(stack.SERVICE_LABEL)}): "
                         "there is no way out to log"}
     text = eg.logs(stdout=True, stderr=False).decode("utf-8", "replace")
     # The gate's own bounded store: what an agent's flood of the container log cannot evict.
-    code, out = eg.exec_run(["cat", "--", STORE], user="proxy", demux=False)
+    store = read_store(run, eg, stack.state_volume(run))
+    if not store:  # the gate writes the store's header before it serves anything
+        raise EngineError(f"the audit of run {run} cannot be read: its store is empty")
     state = eg.attrs.get("State") or {}
     # A restarted proxy kept the run's state (compose.yaml); one that stayed down ended the run.
-    return report(run, text, out.decode("utf-8", "replace") if code == 0 else None,
-                  {"running": bool(state.get("Running")), "restarts": eg.attrs.get("RestartCount", 0),
+    return report(run, text, store,
+                  {"running": bool(state.get("Running")) and not state.get("Restarting"),
+                   "restarts": eg.attrs.get("RestartCount", 0),
                    "oom_killed": bool(state.get("OOMKilled"))})
 
 
+def read_store(run: str, egress, volume: str | None) -> str:
+    """The gate's store as text: by exec in a running egress, else from the run's state
+    volume through a throw-away container (read-only, no network, no capabilities) on the
+    egress's own image; EngineError when neither way reads it."""
+    from .audit import RUN_STATE, STORE
+
+    why = []
+    state = (egress.attrs.get("State") or {}) if egress is not None else {}
+    if state.get("Running") and not state.get("Restarting"):
+        try:
+            code, out = egress.exec_run(["cat", "--", STORE], user="proxy", demux=False)
+            if code == 0:
+                return out.decode("utf-8", "replace")
+            why.append(f"cat in the egress exited {code}")
+        except Exception as exc:  # the SDK's APIError: it stopped or restarted meanwhile
+            why.append(f"exec in the egress failed ({exc})")
+    if volume is None:
+        raise EngineError(f"the audit of run {run} cannot be read: its egress is "
+                          f"{state.get('Status') or 'gone'} and its state volume is missing"
+                          + (f" ({'; '.join(why)})" if why else ""))
+    image = egress.attrs.get("Image") if egress is not None else stack.egress_image()
+    try:
+        out = stack.client().containers.run(
+            image, entrypoint=["cat", "--", STORE], user="proxy", network_mode="none",
+            read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges:true"],
+            mem_limit="128m", volumes={volume: {"bind": RUN_STATE, "mode": "ro"}},
+            labels={"org.biotool.audit-of": run}, remove=True, stdout=True, stderr=False)
+    except Exception as exc:  # ContainerError (cat failed), ImageNotFound, APIError
+        raise EngineError(f"the audit of run {run} cannot be read from its state volume "
+                          f"{volume} ({' '.join(str(exc).split())[:300]})") from None
+    return out.decode("utf-8", "replace")

@@ -27,7 +27,11 @@ STORE = f"{RUN_STATE}/audit.jsonl"
 RECORD_KEYS = ("time", "source", "event", "client", "method", "url", "host", "port", "sni",
                "status", "http_status", "error", "decision", "reason", "bytes_sent",
                "bytes_received", "tunnel", "what", "rid", "count",
-               "relay")  # relay: the site's NCBI relay the gate sent the request to, if any
+               "relay",  # relay: the site's NCBI relay the gate sent the request to, if any
+               "code",   # the gate's fixed reason code (what the store's flood counting keys on)
+               # what an allowed Put searched: never the query, its digests
+               "program", "database", "query_records", "query_sha256", "titles_sha256",
+               "destinations")  # a counted flood of Squid's lines: its distinct destinations
 CAP = 600  # characters of any text field in a record, whatever the line held
 
 
@@ -118,13 +122,16 @@ def _gate_record(doc: dict) -> dict:
 
 
 def parse_audit(text: str) -> dict:
-    """{"records", "tunnels", "open_tunnels", "unparsed"} from a whole egress log text.
+    """{"records", "tunnels", "open_tunnels", "unparsed", "tunnels_counted"} from a whole
+    egress log text.
 
     records: one per attempt (a request in a tunnel, a refused hello, a Squid denial), oldest
     first. tunnels: each relayed CONNECT with its totals; open ones have "open": true.
-    unparsed: lines that carry a record prefix but do not parse (cut, or forged)."""
+    unparsed: lines that carry a record prefix but do not parse (cut, or forged).
+    tunnels_counted: tunnels opened and closed that a flood's counting kept no record of."""
     records, tunnels, order, unparsed = [], {}, [], 0
     decided, outcomes = {}, set()
+    counted = {"opened": 0, "closed": 0}
     for line in text.splitlines():
         if PREFIX not in line and GATE_PREFIX not in line:
             continue
@@ -147,8 +154,15 @@ def parse_audit(text: str) -> dict:
             rec = _gate_record(doc)
             # The method only where the key fixes it (CONNECT); another may vary within it.
             rec.update(decision=sample["decision"], reason=sample["reason"],
-                       method="CONNECT" if sample["method"] == "CONNECT" else None)
+                       method="CONNECT" if sample["method"] == "CONNECT" else None,
+                       destinations=_destinations(doc))
             records.append(rec)
+            continue
+        if event == "suppressed" and doc.get("of") in ("open", "close"):
+            # Tunnels the store counted rather than listed: no attempt of their own (the
+            # requests inside them have their records), so they are counted apart.
+            n = doc.get("count") if isinstance(doc.get("count"), int) else 0
+            counted["opened" if doc["of"] == "open" else "closed"] += n
             continue
         if event in ("open", "close"):
             tid = str(doc.get("tunnel"))[:64]
@@ -187,7 +201,18 @@ def parse_audit(text: str) -> dict:
     records.sort(key=lambda r: r["time"] or 0)
     listed = [tunnels[t] for t in order]
     return {"records": records, "tunnels": listed,
-            "open_tunnels": [t for t in listed if t["open"]], "unparsed": unparsed}
+            "open_tunnels": [t for t in listed if t["open"]], "unparsed": unparsed,
+            "tunnels_counted": counted}
+
+
+def _destinations(doc: dict) -> dict | None:
+    """A counted flood's distinct destinations (Squid's URL field, decoded), as the store
+    kept them, and how many more there were; None from a store that kept one line only."""
+    kept = doc.get("destinations")
+    if not isinstance(kept, list):
+        return None
+    return {"kept": [_text(urllib.parse.unquote(str(d))) for d in kept[:64]],
+            "more": doc.get("destinations_more") if isinstance(doc.get("destinations_more"), int) else 0}
 
 
 def parse_log(text: str) -> list[dict]:
@@ -224,8 +249,11 @@ def store_holds(store_text: str | None) -> tuple[str, ...]:
 
 
 def _full_since(store_text: str) -> float | None:
-    """When the store filled up (its final `audit_full` record), or None."""
-    for line in reversed(store_text.splitlines()[-3:]):
+    """When the store filled up (its final `audit_full` record), or None. Searched from the
+    end, not only the last line: the outcomes the store kept room for may follow it."""
+    for line in reversed(store_text.splitlines()):
+        if '"audit_full"' not in line:
+            continue
         doc = parse_gate(line)
         if doc and doc["event"] == "audit_full" and isinstance(doc.get("time"), (int, float)):
             return float(doc["time"])
@@ -278,15 +306,35 @@ def _proxy_log(log_text: str | None, store_text: str | None) -> dict:
     source = "store" if "proxy" in store_holds(store_text) else \
         "log" if log_text is not None else None
     dropped = _dropped(log_text, store_text)
+    rotated = _rotated_after_full(log_text, store_text)
     note = None
-    if not source:
+    if rotated:
+        note = ("the store filled up and the container log no longer reaches back to that "
+                "moment (Docker rotated it): Squid's denials in between are in no record")
+    elif not source:
         note = ("Squid's records (denials before the gate) were not read: this run's store does "
                 "not keep them and they are in the egress container's log (on Kubernetes "
                 "`kubectl logs POD -c egress`)")
     elif dropped:
         note = (f"{dropped} of Squid's records in the container log are not in the store (Squid "
                 "drops what the gate is not reading): the log has them")
-    return {"read": source is not None, "from": source, "dropped": dropped, "note": note}
+    return {"read": source is not None, "from": source, "dropped": dropped,
+            "rotated_after_full": rotated, "note": note}
+
+
+def _rotated_after_full(log_text: str | None, store_text: str | None) -> bool | None:
+    """Whether the log, the one place Squid's denials go once the store is full, begins after
+    the store filled (rotated: what came between is lost); None where that cannot be told
+    (no full store, or no log read)."""
+    full = _full_since(store_text) if store_text else None
+    if full is None or log_text is None:
+        return None
+    for line in log_text.splitlines():
+        rec = parse_line(line) if line.startswith(PREFIX + " ") else parse_gate(line)
+        when = rec.get("time") if rec else None
+        if isinstance(when, (int, float)):
+            return when > full
+    return True  # a log with no record at all holds nothing from before the store filled
 
 
 def report(run: str | None, log_text: str | None, store_text: str | None, egress: dict) -> dict:
@@ -301,6 +349,7 @@ def report(run: str | None, log_text: str | None, store_text: str | None, egress
                                                       for r in records)},
             "records": records, "counts": summarise(records),
             "tunnels": parsed["tunnels"], "open_tunnels": parsed["open_tunnels"],
+            "tunnels_counted": parsed["tunnels_counted"],
             "unparsed_lines": parsed["unparsed"],
             # Squid's own records (its denials of hosts off the allowlist, plain HTTP): from
             # the store where it keeps them, else from the log where it was read.

@@ -74,10 +74,10 @@ def audit(run) -> dict:
     return agent.audit(run)
 
 
-def down(run) -> dict:
+def down(run, keep_audit) -> dict:
     from . import stack
 
-    return stack.down(run)
+    return stack.down(run, keep_audit=keep_audit)
 
 
 def ps() -> dict:
@@ -160,9 +160,14 @@ def commands() -> list[Command]:
                 "path ending in /) the name is kept.",
                 arguments=(Argument("src", required=True), Argument("dest", required=True))),
         Command("audit", audit, short_help="every allowed and denied egress attempt of a run, "
-                "from the proxy log", arguments=(run,)),
+                "from the gate's store and the proxy log; read from the store's volume when the "
+                "egress is stopped, dead or restarting; exit 4 when it cannot be read",
+                arguments=(run,)),
         Command("down", down, short_help="remove a run's containers, networks and volumes (not "
-                "the host-wide NCBI schedule volume)", arguments=(run,)),
+                "the host-wide NCBI schedule volume)", arguments=(run,),
+                options=(Option(("--keep-audit",), "keep the run's egress state volume (its "
+                                "audit store) for a later `audit RUN`; a later `down RUN` "
+                                "removes it", flag=True),)),
         Command("ps", ps, short_help="list the runs on this engine"),
         Command("k8s-values", k8s_values, short_help="print the values file for Inspect's k8s "
                 "sandbox (agent-env chart), rendered from the rules file and compose.yaml's "

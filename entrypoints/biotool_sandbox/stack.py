@@ -30,6 +30,8 @@ RELAY_TLS_FILES = ("site-ca.pem", "client.pem", "client.key")  # image/egress/up
 LIMIT_ENV = {"cpus": "BIOTOOL_CPUS", "memory": "BIOTOOL_MEM_LIMIT", "work_size": "BIOTOOL_WORK_SIZE"}
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
+VOLUME_LABEL = "com.docker.compose.volume"
+STATE_VOLUME = "egress-state"  # compose.yaml: the run's certificate, RIDs and audit store
 
 
 def client():
@@ -420,11 +422,31 @@ def containers(run: str, docker_client=None) -> list:
     return dc.containers.list(all=True, filters={"label": f"{PROJECT_LABEL}={check_run_name(run)}"})
 
 
+def unknown_run(run: str, why: str = "no such run on this engine (never started, or down)"
+                ) -> LauncherError:
+    """The one refusal of every launcher command given a run id that names no run (exit 2)."""
+    return LauncherError(f"unknown run {run}: {why}")
+
+
+def state_volume(run: str, docker_client=None) -> str | None:
+    """The name of the run's egress state volume (its certificate, RIDs and audit store),
+    or None when it is gone."""
+    dc = docker_client or client()
+    found = dc.volumes.list(filters={"label": [f"{PROJECT_LABEL}={check_run_name(run)}",
+                                               f"{VOLUME_LABEL}={STATE_VOLUME}"]})
+    return found[0].name if found else None
+
+
+def egress_image() -> str:
+    """The egress image a run is started on by default (compose.yaml's BIOTOOL_EGRESS_IMAGE)."""
+    return os.environ.get("BIOTOOL_EGRESS_IMAGE") or "biotool-egress:latest"
+
+
 def container_of(run: str, service: str, docker_client=None):
     """The run's container for service ('sandbox' means whichever sandbox variant runs)."""
     found = containers(run, docker_client)
     if not found:
-        raise LauncherError(f"no run {run} on this engine (it was never started or is down)")
+        raise unknown_run(run)
     wanted = SANDBOX_SERVICES if service == "sandbox" else (service,)
     for c in found:
         if c.labels.get(SERVICE_LABEL) in wanted:
@@ -438,15 +460,19 @@ def runs(docker_client=None) -> list[str]:
     return sorted(n for n in names if n.startswith(RUN_PREFIX))
 
 
-def _run_volumes(dc, label: dict) -> list:
-    return [v for v in dc.volumes.list(filters=label) if v.name != SCHEDULE_VOLUME]
+def _run_volumes(dc, label: dict, keep_audit: bool = False) -> list:
+    """The run's volumes but the host-wide schedule (and its audit store, when kept)."""
+    return [v for v in dc.volumes.list(filters=label) if v.name != SCHEDULE_VOLUME and not (
+        keep_audit and (v.attrs.get("Labels") or {}).get(VOLUME_LABEL) == STATE_VOLUME)]
 
 
-def down(run: str, *, quiet: bool = False) -> dict:
+def down(run: str, *, quiet: bool = False, keep_audit: bool = False) -> dict:
     """Remove the run's containers, networks and volumes (never the host-wide schedule volume).
 
     By label through the engine, containers killed and removed at once and in parallel: a run
-    that is over has nothing to stop gracefully, and compose's stop would wait on Squid."""
+    that is over has nothing to stop gracefully, and compose's stop would wait on Squid.
+    keep_audit: leave the egress state volume (the audit store) for `audit RUN` to read
+    later; a later `down RUN` removes it."""
     from concurrent.futures import ThreadPoolExecutor
     from functools import partial
 
@@ -462,7 +488,7 @@ def down(run: str, *, quiet: bool = False) -> dict:
     existed = bool(found or dc.networks.list(filters=label) or _run_volumes(dc, label)
                    or run_dir.exists())
     if not existed and not quiet:
-        raise LauncherError(f"no run {run} on this engine (it was never started or is down)")
+        raise unknown_run(run)
 
     def quietly(remove) -> None:
         try:
@@ -476,9 +502,12 @@ def down(run: str, *, quiet: bool = False) -> dict:
     with ThreadPoolExecutor(8) as pool:  # each step done before the next: networks need no endpoints
         list(pool.map(quietly, [partial(c.remove, force=True, v=True) for c in found]))
         list(pool.map(quietly, [n.remove for n in dc.networks.list(filters=label)]))
-        list(pool.map(quietly, [partial(v.remove, force=True) for v in _run_volumes(dc, label)]))
+        list(pool.map(quietly, [partial(v.remove, force=True)
+                                for v in _run_volumes(dc, label, keep_audit)]))
     shutil.rmtree(run_dir, ignore_errors=True)
     left = {"containers": len(dc.containers.list(all=True, filters=label)),
             "networks": len(dc.networks.list(filters=label)),
-            "volumes": len(_run_volumes(dc, label))}
-    return {"run": run, "removed": existed, "left": left}
+            "volumes": len(_run_volumes(dc, label, keep_audit))}
+    kept = state_volume(run, dc) if keep_audit else None
+    return {"run": run, "removed": existed, "left": left,
+            **({"kept_audit_volume": kept} if keep_audit else {})}

@@ -37,15 +37,20 @@ class Records:
         self.prefix, self.store = prefix, store
         self.lock = threading.Lock()
 
-    def write(self, rec: dict) -> bool:
-        """Timestamp, cut and write `rec`; False when the store is full and did not keep it."""
+    def write(self, rec: dict, how: str = "flood", echo: bool = True) -> str:
+        """Timestamp, cut and write `rec`: "kept", "counted" (a flood past its burst, see
+        auditstore.Store.write for `how`), or "" when the store is full and did not keep it.
+        echo=False: to the store alone, not stdout, for a record written while a request
+        holds its NCBI slot (a container log the engine drains slowly can block a write);
+        without a store it goes to stdout all the same."""
         rec = {"time": round(time.time(), 3),
                **{k: cap(v, URL_CAP if k == "url" else FIELD_CAP) for k, v in rec.items()}}
-        text = line(self.prefix, rec)
-        with self.lock:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        return self.store.write(rec) if self.store is not None else True
+        if echo or self.store is None:
+            text = line(self.prefix, rec)
+            with self.lock:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+        return self.store.write(rec, how) if self.store is not None else "kept"
 
     @property
     def full(self) -> bool:

@@ -5,7 +5,12 @@ Each request inside a tunnel (tunnel.py has vetted the CONNECT, the SNI and the 
   - checked against the BLAST request policy (blastapi.py), with one Host header naming the
     tunnel's host, and bounded bodies (per request, and held at once per run);
   - a poll or fetch only of a RID this run created, one poll per RID per minute (rids.py);
-  - recorded as decided before anything is relayed, and again with its outcome;
+  - recorded as decided once it holds this run's pending lock and its NCBI slot (so a request
+    refused there is never on record as decided), and again with its outcome, for which the
+    store keeps room; an allowed Put's records say what was searched (PROGRAM, DATABASE, the
+    number of records, sha256 digests of QUERY and of its titles), never the query itself;
+  - refused with a fixed reason code beside the reason's text, the code alone keying the
+    store's flood counting (auditstore.flood_key);
   - paced host-wide: at most one request every NCBI interval across every run (schedule.py,
     on a volume only egress containers mount, shared fairly); a request over the rules gets
     429 with Retry-After and X-Biotool-Egress: paced;
@@ -19,6 +24,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
 import secrets
@@ -70,6 +76,7 @@ class Gate:
         self.rids = rids_mod.Rids(run_state, poll_interval)
         self.bodies = serving.ByteBudget(BODY_BUDGET)
         self.pending = threading.Lock()   # one request of this run waits for a slot at a time
+        self.relay_not_before = 0.0       # monotonic: the relay's last Retry-After, when it paced
         self.tunnels = threading.BoundedSemaphore(MAX_TUNNELS)
         self.ids = itertools.count(1)
         self.hold_s = hold_s
@@ -80,8 +87,32 @@ class Gate:
         self.server_ctx.set_alpn_protocols(["http/1.1"])
         self.upstream_ctx = upstream.verified_context(extra_ca)
 
-    def log(self, rec: dict) -> bool:
-        return self.records.write(rec)
+    def log(self, rec: dict, how: str = "flood", echo: bool = True) -> str:
+        return self.records.write(rec, how, echo)
+
+
+def refusal_code(exc: "blastapi.Refused") -> str:
+    """A refusal's fixed code: its own, or the place that raised it. blastapi raises one
+    Refused per rule, so the raising line names the rule without any of the request's text."""
+    code = getattr(exc, "code", None)
+    if isinstance(code, str) and code:
+        return code
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"blastapi.{tb.tb_frame.f_code.co_name}:{tb.tb_lineno}" if tb else "blastapi"
+
+
+def searched(request: "blastapi.Request") -> dict:
+    """What an allowed Put searched, for its records: the program, the database, how many
+    records, and digests of the query and of its titles (the query itself is not kept)."""
+    query = request.params.get("QUERY", "")
+    titles = [line.strip(" \t\r") for line in query.split("\n")
+              if line.lstrip(" \t\r").startswith(">")]
+    return {"program": request.params.get("PROGRAM"), "database": request.params.get("DATABASE"),
+            "query_records": len(titles) or 1,
+            "query_sha256": hashlib.sha256(query.encode("utf-8")).hexdigest(),
+            "titles_sha256": hashlib.sha256("\n".join(titles).encode("utf-8")).hexdigest()}
 
 
 class Requests(serving.Handler):
@@ -106,33 +137,37 @@ class Requests(serving.Handler):
                 # Part of a request line came, the rest never did: a denial, not an idle close.
                 self.new_record(self.reader.got)
                 self.finish_record("denied", f"request line not read within "
-                                             f"{serving.IDLE_S:.0f} s", None)
+                                             f"{serving.IDLE_S:.0f} s", None, code="line-timeout")
             return
         if not self.raw_requestline:
             self.close_connection = True
             return
         self.new_record(len(self.raw_requestline))
-        if len(self.raw_requestline) > 65536:
-            return self.deny(414, "request line too long", close=True)
+        # From here every way out records the request once: an over-long line, a head the
+        # parser refuses (or raises on), an agent gone before its answer included.
         try:
-            parsed = self.parse_request()
-        except (TimeoutError, socket.timeout):
-            self.close_connection = True
-            return self.finish_record("denied", f"request head not read within "
-                                                f"{serving.IDLE_S:.0f} s", None)
-        if not parsed:   # it has answered 400/505 itself
-            self.close_connection = True
-            return self.finish_record("denied", "malformed HTTP request", self.wfile.n and 400)
-        self.sent += len(str(self.headers).encode("latin-1", "replace"))
-        try:
+            if len(self.raw_requestline) > 65536:
+                return self.deny(414, "request line too long", code="line-too-long", close=True)
+            try:
+                parsed = self.parse_request()
+            except (TimeoutError, socket.timeout):
+                self.close_connection = True
+                return self.finish_record("denied", f"request head not read within "
+                                                    f"{serving.IDLE_S:.0f} s", None,
+                                          code="head-timeout")
+            if not parsed:   # it has answered 400/505 itself
+                self.close_connection = True
+                return self.finish_record("denied", "malformed HTTP request",
+                                          self.wfile.n and 400, code="malformed-head")
+            self.sent += len(str(self.headers).encode("latin-1", "replace"))
             self.gatekeep()
         except blastapi.Refused as exc:
-            self.deny(exc.status, exc.reason, close=exc.close)
+            self.deny(exc.status, exc.reason, code=refusal_code(exc), close=exc.close)
         except (TimeoutError, socket.timeout) as exc:
             self.close_connection = True
             if not self.recorded:
                 self.finish_record("denied", f"request not read within {serving.IDLE_S:.0f} s "
-                                   f"({type(exc).__name__})", None)
+                                   f"({type(exc).__name__})", None, code="request-timeout")
         except Exception as exc:  # noqa: BLE001 - a request the checks did not foresee is still recorded
             self.close_connection = True
             if not self.recorded and self.relayed:  # it went upstream: never call it denied
@@ -141,9 +176,9 @@ class Requests(serving.Handler):
             elif not self.recorded:
                 why = f"request not understood ({type(exc).__name__})"
                 try:
-                    self.deny(400, why, close=True)
+                    self.deny(400, why, code="not-understood", close=True)
                 except OSError:
-                    self.finish_record("denied", why, None)
+                    pass  # recorded all the same (deny)
         finally:
             self.gate.bodies.give(self.held)
             self.held = 0
@@ -154,11 +189,14 @@ class Requests(serving.Handler):
 
     def new_record(self, sent: int) -> None:
         self.sent, self.wfile.n, self.held = sent, 0, 0
-        self.recorded = self.relayed = False
+        self.recorded = self.relayed = self.owed = False
         self.rec = {**self.base, "event": "request", "request": next(self.gate.ids),
                     "host": self.tunnel_host, "port": self.tunnel_port, "sni": self.sni}
 
-    def finish_record(self, decision: str, reason: str, status, **extra) -> None:
+    def finish_record(self, decision: str, reason: str, status, code: str | None = None,
+                      **extra) -> None:
+        """The request's one outcome record; a decided request's is written into the room
+        the store kept for it, never counted away (its `decided` record must not stand alone)."""
         self.recorded = True
         self.stats["requests"] += 1
         self.stats["bytes_sent"] += self.sent
@@ -166,13 +204,18 @@ class Requests(serving.Handler):
         self.gate.log({**self.rec, "method": getattr(self, "command", None),
                        "url": f"https://{self.tunnel_host}{getattr(self, 'path', '')}",
                        "decision": decision, "reason": reason, "http_status": status,
-                       "bytes_sent": self.sent, "bytes_received": self.wfile.n, **extra})
+                       "bytes_sent": self.sent, "bytes_received": self.wfile.n,
+                       **({"code": code} if code else {}), **extra},
+                      "owed" if self.owed else "flood")
+        self.owed = False
 
-    def deny(self, status: int, reason: str, *, retry_after: float | None = None,
+    def deny(self, status: int, reason: str, *, code: str, retry_after: float | None = None,
              close: bool = False, **extra) -> None:
         decision = "paced" if status == 429 else "denied"
-        self.refuse(status, reason, decision, retry_after=retry_after, close=close)
-        self.finish_record(decision, reason, status, **extra)
+        try:
+            self.refuse(status, reason, decision, retry_after=retry_after, close=close)
+        finally:  # recorded even when the agent left before its answer
+            self.finish_record(decision, reason, status, code=code, **extra)
 
     def read_body(self, length: int) -> bytes | None:
         """The body, held against the run's budget; None when refused or cut short (answered
@@ -189,14 +232,14 @@ class Requests(serving.Handler):
             self.sent += length - left
             self.deny(503, f"this run's gate already holds {gate.bodies.used} bytes of "
                            f"request bodies (at most {BODY_BUDGET}); send one at a time",
-                      retry_after=gate.schedule.min_interval, close=True)
+                      code="body-budget", retry_after=gate.schedule.min_interval, close=True)
             return None
         self.held = length
         body = self.rfile.read(length) if length else b""
         self.sent += len(body)
         if len(body) < length:
             self.close_connection = True
-            self.finish_record("denied", "request body cut short", None)
+            self.finish_record("denied", "request body cut short", None, code="body-cut")
             return None
         self.request_read(serving.IDLE_S)
         return body
@@ -209,53 +252,71 @@ class Requests(serving.Handler):
         named = hosts[0].strip().lower().rstrip(".") if len(hosts) == 1 else None
         if named not in (self.tunnel_host, f"{self.tunnel_host}:{self.tunnel_port}"):
             return self.deny(403, f"Host header {hosts!r} is not the tunnel's host "
-                                  f"{self.tunnel_host}", close=True)
+                                  f"{self.tunnel_host}", code="host-header", close=True)
         body = self.read_body(blastapi.body_length(self.headers))
         if body is None:
             return
         raw = blastapi.raw_params(method, parts, self.headers.get("Content-Type"), body)
         if gate.records.full:  # checked once the body is read: a clean answer
-            return self.deny(503, _FULL, close=True)
+            return self.deny(503, _FULL, code="store-full", close=True)
         request = blastapi.parse(method, raw)
         what, rid = request.kind, request.rid
-        self.rec.update(what=what, rid=rid)
+        self.rec.update(what=what, rid=rid, **(searched(request) if what == "put" else {}))
         if what != "put":
             if gate.rids.get(rid) is None:
-                return self.deny(403, f"RID {rid} was not created by this run")
+                return self.deny(403, f"RID {rid} was not created by this run", code="rid-unknown")
             wait = gate.rids.poll_wait(rid, what)
             if wait > 0:
                 return self.deny(429, f"RID {rid} was asked about "
                                       f"{gate.rids.poll_interval - wait:.1f} s ago; NCBI allows "
                                       f"one poll per RID every {ncbirule.POLL_INTERVAL_S:.0f} s "
-                                      f"(a fetch before READY counts as one)", retry_after=wait)
-        # Decided, and recorded so, before the wait for NCBI's slot: once the slot is granted
-        # the request leaves at once, so the host-wide interval holds at NCBI's end too.
+                                      f"(a fetch before READY counts as one)",
+                                 code="rid-poll-early", retry_after=wait)
         form = request.encoded()
         url = f"https://{self.tunnel_host}{upstream.target(parts.path, method, form)}"
-        if not gate.log({**self.rec, "event": "decided", "method": method,
-                         "url": url, "decision": "allowed",
-                         "reason": f"BLAST {what} decided; relaying"}):
-            return self.deny(503, _FULL, close=True)
         if not gate.pending.acquire(blocking=False):
             return self.deny(429, "this run already has a request waiting for its NCBI slot",
-                             retry_after=gate.schedule.min_interval)
+                             code="run-pending", retry_after=gate.schedule.min_interval)
         if gate.relay is not None:  # the site's relay holds NCBI's interval, not this host
             try:
+                wait = gate.relay_not_before - time.monotonic()
+                if wait > 0:  # the relay said when: asking it sooner only fills the audit
+                    return self.deny(429, f"the site's NCBI relay paced this run; it may ask "
+                                          f"again in {wait:.1f} s", code="relay-retry-after",
+                                     retry_after=wait)
+                if not self.decided(method, url, what):
+                    return self.deny(503, _FULL, code="store-full", close=True)
                 return self.via_relay(parts.path, form, request)
             finally:
                 gate.pending.release()
         try:
             slot = gate.schedule.acquire(gate.run, gate.hold_s)
         except schedule_mod.Busy as exc:
-            return self.deny(429, str(exc), retry_after=exc.retry_after)
+            return self.deny(429, str(exc), code="slot-busy", retry_after=exc.retry_after)
         except OSError as exc:
             return self.deny(503, f"the host-wide NCBI schedule is unusable ({exc.strerror or exc})",
-                             retry_after=gate.schedule.min_interval)
+                             code="schedule-unusable", retry_after=gate.schedule.min_interval)
         finally:
             gate.pending.release()
+        # Decided, and recorded so, once the slot is granted (one line, then the request
+        # leaves at once, so the host-wide interval holds at NCBI's end too); a request
+        # refused at the lock or the slot above never has a `decided` record.
+        if not self.decided(method, url, what):
+            return self.deny(503, _FULL, code="store-full", close=True)
         if gate.rids.counts_as_poll(rid, what):
             gate.rids.mark(rid, last_poll=slot)
         self.relay(parts.path, form, request)
+
+    def decided(self, method: str, url: str, what: str) -> bool:
+        """The request's `decided` record (the store keeps room for its outcome); False when
+        the store is full. Written to the store alone: it lies between the slot's grant and
+        the send, where a blocked write to the container log would delay the request (its
+        outcome record, with the same fields, goes to both)."""
+        self.owed = bool(self.gate.log({**self.rec, "event": "decided", "method": method,
+                                        "url": url, "decision": "allowed",
+                                        "reason": f"BLAST {what} decided; relaying"},
+                                       echo=False))
+        return self.owed
 
     def via_relay(self, path: str, form: str, request: "blastapi.Request") -> None:
         """The decided request through the site's relay, the run's poll rule still kept here:
@@ -287,13 +348,13 @@ class Requests(serving.Handler):
             if via:  # fail closed: no way to NCBI but the relay
                 self.deny(502, f"the site's NCBI relay {via[0]}:{via[1]} failed or is "
                                f"unreachable ({exc}); nothing else is tried",
-                          close=True, sent_upstream=False)
+                          code="relay-failed", close=True, sent_upstream=False)
                 return False
-            self.deny(502, f"upstream {self.tunnel_host} failed: {exc}", close=True,
-                      sent_upstream=True)
+            self.deny(502, f"upstream {self.tunnel_host} failed: {exc}", code="upstream-failed",
+                      close=True, sent_upstream=True)
             return False
         except upstream.TooLarge as exc:
-            self.deny(502, str(exc), close=True, sent_upstream=True)
+            self.deny(502, str(exc), code="reply-too-large", close=True, sent_upstream=True)
             return False
         if via and reply.status == 429 and reply.header("X-Biotool-Egress") == "paced":
             return self.relay_paced(reply)  # the relay's own answer: not a report, no RID
@@ -321,12 +382,18 @@ class Requests(serving.Handler):
         return False
 
     def relay_paced(self, reply: "upstream.Reply") -> bool:
-        """The relay's 429 passed on as it came (Retry-After included), recorded as paced."""
+        """The relay's 429 passed on as it came (Retry-After included), recorded as paced;
+        until that Retry-After this run's gate answers 429 itself."""
+        try:
+            after = float(reply.header("Retry-After") or 0)
+        except ValueError:
+            after = 0.0
+        self.gate.relay_not_before = time.monotonic() + min(max(after, 1.0), 120.0)
         try:
             self.reply(reply.status, reply.reason, reply.headers, reply.data)
         except OSError:
             self.close_connection = True
         self.finish_record("paced", f"the site's NCBI relay paced it ({ncbirule.RULE}, and "
                                     f"a site leaves through one address)", reply.status,
-                           sent_upstream=False)
+                           code="relay-paced", sent_upstream=False)
         return True

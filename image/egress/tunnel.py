@@ -5,7 +5,10 @@ Squid relays each allowed CONNECT here (a loopback-only cache_peer). The tunnel 
 ClientHello's SNI itself (clienthello.py: absent, repeated, malformed, with a NUL, or not the
 CONNECT host: the tunnel is closed before any handshake), then ends TLS with a certificate
 from this run's own CA (the sandbox trusts that CA and nothing else) and hands the requests
-inside to gate.Requests. Each tunnel is recorded when it opens and when it closes.
+inside to gate.Requests. Each tunnel is recorded when it opens and when it closes: the two
+records are counted in the store's flood windows like any other, and a close is counted
+exactly when its opening was (so the audit never holds half a tunnel). Once the run's audit
+store is full no tunnel opens (503): nothing the store cannot record gets in.
 Standard library only.
 """
 
@@ -53,13 +56,21 @@ class Tunnel(socketserver.BaseRequestHandler):
         if parts[0] != "CONNECT" or not port.isdigit() or (host, int(port)) not in gate.allow:
             sock.sendall(b"HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
             gate.log({**base, "event": "tunnel", "method": parts[0], "url": target, "decision": "denied",
-                      "reason": "not an allowlisted CONNECT target", "http_status": 403})
+                      "reason": "not an allowlisted CONNECT target", "http_status": 403,
+                      "code": "connect-target"})
+            return
+        if gate.records.full:
+            sock.sendall(b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
+                         b"Content-Length: 0\r\n\r\n")
+            gate.log({**base, "event": "tunnel", "method": "CONNECT", "url": target, "host": host,
+                      "decision": "denied", "http_status": 503, "code": "store-full",
+                      "reason": "this run's audit store is full: no tunnel opens"})
             return
         if not gate.tunnels.acquire(blocking=False):
             sock.sendall(b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
                          b"Content-Length: 0\r\n\r\n")
             gate.log({**base, "event": "tunnel", "method": "CONNECT", "url": target, "host": host,
-                      "decision": "denied", "http_status": 503,
+                      "decision": "denied", "http_status": 503, "code": "tunnels-max",
                       "reason": f"more than {gate_mod.MAX_TUNNELS} tunnels open at once"})
             return
         try:
@@ -70,9 +81,11 @@ class Tunnel(socketserver.BaseRequestHandler):
     def _tunnel(self, sock, gate: "gate_mod.Gate", base: dict, host: str, port: int,
                 internal: bool) -> None:
         sock.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        opened = ""
         if not internal:
-            gate.log({**base, "event": "open", "method": "CONNECT", "url": f"{host}:{port}", "host": host,
-                      "port": port, "decision": "allowed", "reason": "tunnel open"})
+            opened = gate.log({**base, "event": "open", "method": "CONNECT", "url": f"{host}:{port}",
+                               "host": host, "port": port, "decision": "allowed",
+                               "reason": "tunnel open"})
         stats = {"requests": 0, "bytes_sent": 0, "bytes_received": 0}
         reason = "closed"
         try:
@@ -96,7 +109,7 @@ class Tunnel(socketserver.BaseRequestHandler):
                         pass
                 if kind != "closed":
                     gate.log({**base, "event": "tls", "host": host, "port": port, "sni": shown,
-                              "decision": "denied", "reason": why})
+                              "decision": "denied", "reason": why, "code": f"tls-{kind}"})
                 reason = why
                 return
             try:
@@ -104,15 +117,16 @@ class Tunnel(socketserver.BaseRequestHandler):
             except (OSError, ssl.SSLError) as exc:
                 reason = f"TLS handshake failed ({type(exc).__name__})"
                 gate.log({**base, "event": "tls", "host": host, "port": port, "sni": shown,
-                          "decision": "denied", "reason": reason})
+                          "decision": "denied", "reason": reason, "code": "tls-handshake"})
                 return
             tls.settimeout(serving.IDLE_S)
             serving.serve_then_close(tls, lambda: gate_mod.Requests(
                 tls, base, self.server, host=host, port=port, sni=shown, stats=stats))
         finally:
-            if not internal:
+            if not internal:  # kept where its opening was (room kept), counted where it was
                 gate.log({**base, "event": "close", "url": f"{host}:{port}", "host": host, "port": port,
-                          "decision": "allowed", "reason": reason, **stats})
+                          "decision": "allowed", "reason": reason, **stats},
+                         "owed" if opened == "kept" else "count")
 
 
 class GateServer(serving.Server):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import json
 import random
 import re
@@ -188,8 +189,11 @@ class MockNCBI:
                 self.violations.append(f"RID {rid} polled before its RTOE")
             info["last_poll"] = now
         n_queries = len(parse_fasta(params.get("QUERY", ""))) if what == "put" else 0
+        # The query's digest (not the query): what an egress audit's Put record must match.
+        digest = hashlib.sha256(params["QUERY"].encode("utf-8")).hexdigest() \
+            if what == "put" and "QUERY" in params else None
         self.requests.append({"t": now, "method": method, "what": what, "rid": rid,
-                              "queries": n_queries,
+                              "queries": n_queries, "query_sha256": digest,
                               "params": {k: v for k, v in params.items() if k != "QUERY"},
                               "headers": dict(headers or {})})
         return now

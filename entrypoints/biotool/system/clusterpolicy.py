@@ -17,6 +17,11 @@ KUBERNETES_SERVICE_HOST/PORT (it always listens, so a refusal can only be a poli
 each allowlisted host of the rules file on its port, where its name resolves here. All are
 tried at once; nothing waits longer than PROBE_SECONDS. What it cannot see: addresses not
 tried (another pod, a node's other ports, UDP), which the policy alone answers for.
+
+Before any of it (enforcement.py): every interface must be a pod's kind (POD_LINK_KINDS; a
+host network is refused), and each IPv4 default gateway must answer at the link layer, the
+evidence that must answer beside the probes that must not (on a dead link every probe would
+get nowhere too).
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ from dataclasses import dataclass
 from biotool import rules as rules_mod
 
 POLICY_VAR = "BIOTOOL_EGRESS_POLICY"
+# A pod's own network links (the pod's end of its CNI's pair or slave device); a host's
+# network shows a plain device (a NIC), a bridge, a tunnel or a bond beside or instead.
+POD_LINK_KINDS = ("veth", "ipvlan", "macvlan", "netkit")
 PROBE_SECONDS = 1.0
 KUBELET_PORT = 10250
 # connect() failures that say a packet was refused on the way (ICMP unreachable, a local

@@ -273,7 +273,31 @@ def status(proc_net: Path = Path("/proc/net"), env: dict | None = None, solicit=
     policy = clusterpolicy.declared(env)
     if policy and proxy and ifaces:
         # A pod's gateway answers and its proxy is a Service off its subnets: the declared
-        # policy is judged by trying it (clusterpolicy.py), never by the rules below.
+        # policy is judged by trying it (clusterpolicy.py), never by the rules below. Two
+        # things first, so that a host's network cannot pass for a pod's: its links must be
+        # a pod's kind, and its default gateway must answer at the link layer (evidence that
+        # must answer), so the silence of the direct probes is a policy's, not a dead link's.
+        where = f"the cluster policy declared by {clusterpolicy.POLICY_VAR} ({policy})"
+        kinds = links()
+        if kinds is None:
+            return unenforced(f"{where} cannot be checked: this namespace's interfaces could not "
+                              f"be read from netlink, so nothing shows it is a pod's")
+        out["links"] = {name: kinds.get(name, "") for name in ifaces}
+        foreign = [f"{n} ({kinds.get(n) or 'a device'})" for n in ifaces
+                   if kinds.get(n) not in clusterpolicy.POD_LINK_KINDS]
+        if foreign:
+            return unenforced(f"{where} cannot hold here: interface {', '.join(foreign)} is not "
+                              f"a pod's own link, so this is likely a host's network "
+                              f"(hostNetwork), which no pod policy confines")
+        silent = [f"{gw} (dev {dev})" for fam, gw, dev in routes
+                  if fam == "ipv4" and gw != "0.0.0.0"
+                  and not gateway_answers(gw, proc_net, solicit, gave_up=gave_up)]
+        if silent or not routes:
+            return unenforced(f"{where} cannot be checked: "
+                              + (f"the default gateway {', '.join(silent)} does not answer at the "
+                                 f"link layer" if silent else "there is no default route")
+                              + ", so direct connections getting nowhere would show a dead link, "
+                                "not a policy")
         return {**out, **clusterpolicy.status(policy, proxy, proxy_address(proxy), routes, env,
                                               resolve)}
     for fam, gw, dev in routes:

@@ -177,7 +177,8 @@ def test_a_report_read_from_the_store_alone_has_the_engines_shape_and_says_what_
     assert api["records"] == engine["records"][1:] and api["tunnels"] == engine["tunnels"]
     assert api["store"] == engine["store"] == {"read": True, "path": audit.STORE,
                                                "bytes": len(store), "full": False, "suppressed": 0}
-    assert engine["proxy_log"] == {"read": True, "from": "log", "dropped": None, "note": None}
+    assert engine["proxy_log"] == {"read": True, "from": "log", "dropped": None,
+                                   "rotated_after_full": None, "note": None}
     assert api["proxy_log"]["read"] is False and api["proxy_log"]["from"] is None
     assert "Squid's records" in api["proxy_log"]["note"]
     assert (engine["counts"]["denied"], api["counts"]["denied"]) == (2, 1)
@@ -204,7 +205,8 @@ def test_a_store_that_keeps_squids_records_is_the_whole_audit_on_both_paths():
     assert [r["source"] for r in api["records"]] == ["proxy", "gate", "proxy"]
     assert api["records"][-1]["event"] == "suppressed" and api["records"][-1]["count"] == 300
     assert api["counts"] == {"allowed": 0, "denied": 302, "error": 0, "paced": 0}
-    assert api["proxy_log"] == {"read": True, "from": "store", "dropped": None, "note": None}
+    assert api["proxy_log"] == {"read": True, "from": "store", "dropped": None,
+                                   "rotated_after_full": None, "note": None}
     assert engine["proxy_log"]["dropped"] == 0  # the log's 5 denials are the store's 1 + 300
     assert api["unparsed_lines"] == 0  # the header is no record and no unparsed line
 

@@ -432,9 +432,10 @@ def test_a_fetch_before_ready_counts_as_a_poll(runs, mock):
     assert a.https("GET", fetch)[0] == 200 and a.https("GET", fetch)[0] == 200  # READY: fetches
 
 
-def test_a_put_abandoned_mid_relay_is_recorded_before_it_leaves(runs, mock, capsys):
+def test_a_put_abandoned_mid_relay_is_recorded_before_it_leaves(runs, mock, store):
     from urllib.parse import urlencode
 
+    s = store()
     a = runs()
     a.put()  # takes the schedule's slot, so the next Put waits for its turn
     body = urlencode({"CMD": "Put", "PROGRAM": "blastn", "DATABASE": "nt",
@@ -446,13 +447,18 @@ def test_a_put_abandoned_mid_relay_is_recorded_before_it_leaves(runs, mock, caps
     tls.close()  # the agent leaves while the gate waits for the slot
     time.sleep(INTERVAL * 3)
     assert [r["what"] for r in mock.requests] == ["put", "put"]
-    decided = [r for r in records(capsys) if r["event"] == "decided"]
+    decided = [r for r in _stored(s) if r["event"] == "decided"]
     assert len(decided) == 2 and all(r["what"] == "put" for r in decided)
 
 
 @pytest.mark.parametrize("head", [
     "POST /blast/Blast.cgi HTTP/1.1\r\nHost: {host}\r\nContent-Length: \u00b2\r\n\r\n",
     "GET /blast/Blast.cgi?CMD=Get HTTP/1.1\r\nHost: {host}\r\nX-A: a\x0bb\r\n\r\n",
+    # Python's line rules split on these where HTTP does not (issue 38 item 6)
+    "GET /blast/Blast.cgi?CMD=Get HTTP/1.1\r\nHost: {host}\x1c\r\n\r\n",
+    "GET /blast/Blast.cgi?CMD=Get HTTP/1.1\r\nHost: {host}\r\nX\x0c: 1\r\n\r\n",
+    "GET /blast/Blast.cgi?CMD=Get HTTP/1.1\r\nHost: {host}\r\n\x0bX: 1\r\n\r\n",
+    "GET /blast/Blast.cgi?CMD=Get HTTP/1.1\r\nHost: {host}\x0c\r\nContent-Length: 1\x1c\r\n\r\n",
 ])
 def test_odd_heads_are_denied_with_a_record(runs, mock, capsys, head):
     a = runs()
@@ -462,6 +468,34 @@ def test_odd_heads_are_denied_with_a_record(runs, mock, capsys, head):
     tls.close()
     recs = [r for r in records(capsys) if r["event"] == "request"]
     assert recs and recs[0]["decision"] == "denied" and mock.requests == []
+
+
+@pytest.mark.parametrize("head", [
+    "GET /blast/Blast.cgi?CMD=Get&x=" + "A" * 70000 + " HTTP/1.1\r\n\r\n",
+    "GET /blast/Blast.cgi?CMD=Get HTTP/1.1\r\nHost\x1c: x\r\n\r\n",
+    "GET /blast/Blast.cgi?CMD=Get HTTP/1.1\r\nHost: {host}\r\nX: \x0b\x0c\r\n\r\n",
+    "GET /blast/Blast.cgi?CMD=Get HTTP/1.1\r\nHost: {host}\r\nContent-Length: 1\x1c\r\n\r\n",
+])
+def test_a_refused_head_whose_sender_is_gone_still_has_its_record(runs, mock, capsys, head,
+                                                                 monkeypatch):
+    # The answer cannot be written (the agent has reset the connection): the record still is.
+    def gone(*args, **kwargs):
+        raise ConnectionResetError("the agent reset the connection")
+
+    monkeypatch.setattr(gate_mod.Requests, "refuse", gone)
+    monkeypatch.setattr(gate_mod.Requests, "send_error", gone)
+    a = runs()
+    tls = a.ctx.wrap_socket(a.tunnel(), server_hostname=HOST)
+    tls.sendall(head.format(host=HOST).encode("latin-1"))
+    tls.settimeout(5)
+    try:
+        tls.recv(100)
+    except OSError:
+        pass
+    tls.close()
+    recs = [r for r in records(capsys) if r["event"] == "request"]
+    assert len(recs) == 1, [(r["event"], r.get("reason")) for r in records(capsys)]
+    assert recs[0]["decision"] == "denied" and recs[0]["code"] and mock.requests == []
 
 
 # ---- the run's own audit store: floods counted, never rotated away, bounded
@@ -506,21 +540,37 @@ def test_a_denied_flood_is_counted_and_cannot_push_out_earlier_records(runs, moc
 
 
 def test_a_full_store_refuses_the_runs_requests_with_a_final_record(runs, mock, store):
-    s = store(max_bytes=12_000, burst=1000)
+    s = store(max_bytes=16_000, burst=1000)
     a = runs()
     a.put()
-    refused = None
+    held = a.ctx.wrap_socket(a.tunnel(), server_hostname=HOST)  # opened before it fills
     for _ in range(60):  # denied requests until the store has no room left
-        status, _, text = a.https("GET", "/blast/Blast.cgi?CMD=DisplayRIDs&x=" + "B" * 300)
-        if status == 503:
-            refused = text
+        if s.full:
             break
-    assert refused and "audit store is full" in refused
+        try:
+            a.https("GET", "/blast/Blast.cgi?CMD=DisplayRIDs&x=" + "B" * 300)
+        except AssertionError:  # its tunnel refused: the last one's record filled the store
+            break
+    assert s.full
     before = len(mock.requests)
-    status, _, text = a.put()
-    assert status == 503 and "audit store is full" in text and len(mock.requests) == before
+    body = b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=ACGTACGT"
+    held.sendall(_raw_put_head(len(body)) + body)
+    refused = b""
+    while chunk := held.recv(4096):
+        refused += chunk
+    refused = refused.decode()
+    held.close()
+    assert " 503 " in refused and "audit store is full" in refused
+    # Once the store is full no tunnel opens: the CONNECT itself is answered 503.
+    sock = socket.create_connection(("127.0.0.1", a.port), timeout=20)
+    sock.sendall(f"CONNECT {HOST}:443 HTTP/1.1\r\nHost: {HOST}:443\r\n\r\n".encode())
+    assert sock.recv(4096).startswith(b"HTTP/1.1 503") and len(mock.requests) == before
+    sock.close()
     recs = _stored(s)
-    assert recs[-1]["event"] == "audit_full" and Path(s.path).stat().st_size <= 12_000
+    # After the final record, only what room was kept for: closes of tunnels opened before.
+    full = [r["event"] for r in recs].index("audit_full")
+    assert {r["event"] for r in recs[full + 1:]} <= {"close"}
+    assert Path(s.path).stat().st_size <= 16_000
     assert any(r.get("new_rid") for r in recs)  # the first Put is still on record
 
 
@@ -685,3 +735,77 @@ def test_a_reopened_store_appends_and_a_full_one_stays_full(store, tmp_path):
     assert type(s)(s.path, max_bytes=9000).full
     recs = _stored(reopened)
     assert recs[0]["reason"] == "BLAST put" and [r["event"] for r in recs].count("audit_full") == 1
+
+
+# ---- an audit that counts only what happened (issue 38 item 5)
+
+def _store_report(s) -> dict:
+    from biotool_sandbox import audit as host_audit
+
+    s.flush()
+    return host_audit.report(None, None, Path(s.path).read_text(), {})
+
+
+def test_puts_refused_at_the_lock_or_slot_are_never_counted_as_allowed(runs, mock, store):
+    # Parallel Puts: most are refused at the run's pending lock or the slot (429); their
+    # paced records are counted past a tiny burst. Only the ones that reached the mock may
+    # read as allowed, each with what it searched.
+    s = store(burst=2, window=600)
+    a = runs(hold_s=1.0)
+    seqs = [("ACGT" * 30)[:100 + i] for i in range(16)]
+    threads = [threading.Thread(target=a.put, args=(seq,)) for seq in seqs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    report = _store_report(s)
+    allowed = [r for r in report["records"] if r["decision"] == "allowed"]
+    puts = [r for r in mock.requests if r["what"] == "put"]
+    assert 1 <= len(puts) < 16 and report["counts"]["allowed"] == len(allowed) == len(puts)
+    # Each attempt counted once, kept or counted (under load one may fail upstream: denied).
+    assert report["counts"]["allowed"] + report["counts"]["denied"] == 16
+    assert sorted(r["query_sha256"] for r in allowed) == sorted(r["query_sha256"] for r in puts)
+    assert all((r["program"], r["database"], r["query_records"]) == ("blastn", "nt", 1)
+               for r in allowed)
+    text = Path(s.path).read_text()
+    assert "ACGTACGT" not in text and '"decided"' in text  # digests only, never the query
+    # Every decided record has its outcome: none is read as "may have reached NCBI".
+    assert not [r for r in report["records"] if "no outcome" in (r["reason"] or "")]
+
+
+def test_flood_keys_are_codes_so_agent_text_makes_no_key_of_its_own(runs, mock, store):
+    s = store(burst=5, window=600)
+    a = runs()
+    tls = a.ctx.wrap_socket(a.tunnel(), server_hostname=HOST)
+    for i in range(150):  # pipelined, a new parameter name each time: one code
+        tls.sendall(f"GET /blast/Blast.cgi?CMD=Get&p{i}x=1 HTTP/1.1\r\nHost: {HOST}\r\n\r\n"
+                    .encode())
+    time.sleep(1.0)
+    tls.close()
+    for i in range(20):  # a new path, then a new Host, each time (each closes its tunnel)
+        for head in (f"GET /x{i} HTTP/1.1\r\nHost: {HOST}\r\n\r\n",
+                     f"GET /blast/Blast.cgi?CMD=Get HTTP/1.1\r\nHost: h{i}.example\r\n\r\n"):
+            tls = a.ctx.wrap_socket(a.tunnel(), server_hostname=HOST)
+            tls.sendall(head.encode())
+            tls.recv(100)
+            tls.close()
+    time.sleep(0.5)
+    report = _store_report(s)
+    kept = [r for r in report["records"] if r["event"] == "request"]
+    counted = [r for r in report["records"] if r["event"] == "suppressed"]
+    assert len(kept) == 5 * 3 and sum(r["count"] for r in counted) == 175
+    assert len({r["code"] for r in kept}) == 3 and all(r["code"] for r in counted)
+    assert report["counts"]["denied"] == 190 and len(counted) == 3
+
+
+def test_tunnel_openings_and_closes_are_counted_together(runs, mock, store):
+    s = store(burst=4, window=600)
+    a = runs()
+    for _ in range(30):
+        sock = a.tunnel()
+        sock.close()
+    time.sleep(1.0)
+    report = _store_report(s)
+    assert len(report["tunnels"]) == 4 and report["open_tunnels"] == []
+    assert report["tunnels_counted"] == {"opened": 26, "closed": 26}
+    assert report["counts"]["allowed"] == 0  # a tunnel is no attempt; its requests are

@@ -62,7 +62,8 @@ def test_squids_lines_are_kept_as_written_and_read_back_as_the_logs_are(listenin
     assert [(r["source"], r["host"], r["decision"]) for r in report["records"]] == [
         ("proxy", "denied.invalid", "denied"), ("proxy", "blast.ncbi.nlm.nih.gov", "denied")]
     assert report["records"] == host_audit.parse_log(f"{line}\n{PLAIN}")
-    assert report["proxy_log"] == {"read": True, "from": "store", "dropped": None, "note": None}
+    assert report["proxy_log"] == {"read": True, "from": "store", "dropped": None,
+                                   "rotated_after_full": None, "note": None}
     # Read beside the log that holds the same two lines, nothing is missing or counted twice.
     engine = host_audit.report("run", f"{line}\n{PLAIN}", text, {})
     assert engine["records"] == report["records"] and engine["proxy_log"]["dropped"] == 0
@@ -150,8 +151,16 @@ def test_a_floods_counts_reach_the_file_without_waiting_for_another_record(tmp_p
     flusher.join(5)
     counted = [json.loads(l.split(" ", 1)[1]) for l in Path(store.path).read_text().splitlines()
                if '"suppressed"' in l]
+    # The first line counted, and each distinct destination up to the store's bound: the
+    # agent cannot choose one destination to stand for the rest.
     assert [(r["count"], r["source"], r["line"]) for r in counted] == [
-        (29, "proxy", DENIED.format(host="h29.invalid"))]
+        (29, "proxy", DENIED.format(host="h1.invalid"))]
+    assert counted[0]["destinations"] == [f"h{i}.invalid:443" for i in range(1, 17)]
+    assert counted[0]["destinations_more"] == 13
+    read = host_audit.report(None, None, Path(store.path).read_text(), {})
+    flood = [r for r in read["records"] if r["event"] == "suppressed"][0]
+    assert flood["destinations"] == {"kept": [f"h{i}.invalid:443" for i in range(1, 17)],
+                                     "more": 13}
 
 
 def test_a_full_store_leaves_later_denials_to_the_log_and_a_gap_is_said(tmp_path):

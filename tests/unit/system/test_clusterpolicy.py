@@ -176,3 +176,21 @@ def test_the_verdict_needs_a_probe_and_counts_only_known_blocks():
                                                      (f"allowlisted host {NCBI}", NCBI_AT)]
     assert clusterpolicy.targets([], {"KUBERNETES_SERVICE_HOST": API,
                                       "KUBERNETES_SERVICE_PORT": "99999"}, [], set()) == []
+
+
+def test_a_host_network_or_a_dead_gateway_is_never_read_as_a_policy(pod):
+    # issue 38 item 6: the proxy answers and every direct probe gets nowhere, yet the pod's
+    # links or its gateway show that the silence is not a policy's.
+    ns, router = pod
+    drop_all_but_the_proxy(router)
+    assert status_in(ns)["enforced"] is True  # the pod as it should be
+    _run("ip", "-n", ns, "link", "add", "nic0", "type", "bridge")  # a host's bridge
+    st = status_in(ns)
+    assert st["enforced"] is False and "nic0" in st["reason"] and "host" in st["reason"]
+    _run("ip", "-n", ns, "link", "del", "nic0")
+    # The default route via a gateway nobody answers for; the proxy alone on a route of its own.
+    _run("ip", "-n", ns, "route", "replace", "default", "via", "10.79.0.99")
+    _run("ip", "-n", ns, "route", "add", f"{PROXY}/32", "via", GW)
+    st = status_in(ns)
+    assert st["enforced"] is False and "10.79.0.99" in st["reason"], st
+    assert "does not answer at the link layer" in st["reason"]
