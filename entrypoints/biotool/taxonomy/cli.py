@@ -74,12 +74,11 @@ def describe() -> Family:
 
 def taxonomy_cmd(fasta, fastq, top, sample, timeout, local, remote, database, email, seed,
                  threads, hits_out) -> dict:
-    from biotool.budget import process_started
     from biotool.taxonomy.identify import identify
 
     return identify(fasta=fasta, fastq=fastq, top=top, sample=sample, timeout=timeout,
                     local=local, remote=remote, database=database, email=email or "",
-                    seed=seed, threads=threads, hits_out=hits_out, started=process_started())
+                    seed=seed, threads=threads, hits_out=hits_out)
 
 
 def commands() -> list[Command]:

@@ -73,15 +73,12 @@ def choose_mode(local: bool, remote: bool) -> tuple[str, str]:
 def identify(fasta: str | None = None, fastq: str | None = None, top: int = 5,
              sample: int = 100, timeout: float = 600.0, local: bool = False,
              remote: bool = False, database: str | None = None, email: str = "",
-             seed: int = 0, threads: int = 1, hits_out: str | None = None,
-             started: float | None = None) -> dict:
-    """`started` (time.monotonic()) is when --timeout began: the command line passes the
-    process's start (biotool.budget), so start-up counts; a library caller's starts here."""
+             seed: int = 0, threads: int = 1, hits_out: str | None = None) -> dict:
     from biotool.files import output_file
     from biotool.provenance import provenance, used
     from biotool.taxonomy import influenza, sequences, summary
 
-    started = time.monotonic() if started is None else started
+    started = time.monotonic()
     if top < 1 or top > 50:
         raise InputError(f"--top: must be between 1 and 50, got {top}")
     if database is not None and not database.strip():
