@@ -9,12 +9,13 @@ can never leak the other across the split.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from collections import Counter
 from pathlib import Path
 
 from biotool import files
-from biotool.output import InputError
+from biotool.output import InputError, ToolFailure
 
 from molperceive import contract, corrupt, jsonl, label, requests, smiles_syntax
 
@@ -161,6 +162,13 @@ def rows_for(m: dict, seed: int, rows_per_molecule: int, graph_fraction: float,
     return rows
 
 
+def row_id(row: dict, seed: int, n: int) -> str:
+    """An id that carries no molecule order: a hash of the row with its labels (which a model
+    never sees, so it cannot recompute the id and sort by it), the seed and its position."""
+    blob = json.dumps([seed, n, row], sort_keys=True, default=str)
+    return "mp-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
 def build(smiles_path: str | Path, out_path: str | Path, seed: int = 0, eval_fraction: float = 0.2,
           rows_per_molecule: int = 1, graph_fraction: float = 0.25, invalid_fraction: float = 0.1,
           para_fraction: float = 0.3, limit: int | None = None, fields=None) -> dict:
@@ -197,9 +205,9 @@ def build(smiles_path: str | Path, out_path: str | Path, seed: int = 0, eval_fra
     for m in mols:
         rows.extend(rows_for(m, seed, rows_per_molecule, graph_fraction, invalid_fraction,
                              para_fraction, fields))
-    for n, row in enumerate(rows, 1):
-        row["id"] = f"mp-{n:06d}"
-    rows = [{"id": r.pop("id"), **r} for r in rows]
+    rows = [{"id": row_id(r, seed, n), **r} for n, r in enumerate(rows, 1)]
+    if len({r["id"] for r in rows}) != len(rows):  # 48 bits: never expected, still refused
+        raise ToolFailure(f"row ids collided for --seed {seed}; build with another seed")
     jsonl.write(out_path, rows)
     by_slice = Counter(r["slice"] for r in rows)
     by_reason = Counter(r["reason"] for r in rows if r["reason"])

@@ -35,9 +35,9 @@ Typical use:
 EPILOG_SCORE = """Prediction file: one JSON object per line, either
 
 \b
-  {"id": "mp-000001", "answers": {"formula": "C6H6O", "atom_at_index": "O"}}
+  {"id": "mp-3f9a0c2b71de", "answers": {"formula": "C6H6O", "atom_at_index": "O"}}
 or, to abstain on an invalid structure,
-  {"id": "mp-000002", "abstain": true, "reason": "valence_error"}.
+  {"id": "mp-08c4e1b9a6f2", "abstain": true, "reason": "valence_error"}.
 
 Fields: element_counts (a map symbol -> count, hydrogen included), formula (Hill notation with
 charge suffix), heavy_atom_count, bond_count, atom_at_index (element symbol), path_len (bonds),
@@ -160,9 +160,9 @@ def cmd_gate(rows):
     raise InputError(f"gate failed on {rows}: {shown}", result=result)
 
 
-def cmd_prompts(rows, out):
+def cmd_prompts(rows, out, seed):
     from molperceive import score
-    return score.prompts(rows, out)
+    return score.prompts(rows, out, seed=seed)
 
 
 def cmd_score(rows, predictions, slices, no_recompute, strict, lenient_fields):
@@ -263,8 +263,12 @@ def commands() -> list[Command]:
                 help="Write what a model is shown of each corpus row: its id, the request prose "
                 "and the input (SMILES or graph). The fields a request asks, its families, "
                 "arguments, labels and status stay with the grader: recovering the fields is "
-                "part of the task.",
-                arguments=(rows,), options=(out,)),
+                "part of the task. Rows come shuffled with --seed (recorded in the answer as "
+                "seed) and their ids carry no molecule order: a molecule's SMILES, graph and "
+                "invalid-mutant rows are all in the file, so present every row to the model on "
+                "its own, never batched with its neighbours or with other rows as context.",
+                arguments=(rows,), options=(out, Option(("--seed",), "shuffle seed", kind=int,
+                                                        default=0))),
         Command("score", cmd_score, short_help="Score predictions (JSONL) against corpus rows.",
                 epilog=EPILOG_SCORE,
                 arguments=(rows, Argument("predictions", "predictions JSONL", required=True)),

@@ -208,17 +208,28 @@ def _bin(heavy) -> str:
     return f"{lo}-{lo + BIN - 1}"
 
 
-def prompts(rows_path: str | Path, out_path: str | Path) -> dict:
+def prompts(rows_path: str | Path, out_path: str | Path, seed: int = 0) -> dict:
     """The model-facing projection of a corpus: per row its id, request prose and input
     (SMILES or graph) only. Which fields a request asks is part of the task, so `fields`,
-    `families`, `args`, labels and status stay with the grader."""
+    `families`, `args`, labels and status stay with the grader.
+
+    Rows are shuffled (seeded; the seed is in the answer): the corpus keeps each molecule's
+    rows together (its SMILES row, its graph row, the invalid mutant of its SMILES), and a
+    harness that batched neighbours or used them as few-shot context would let a graph or an
+    abstention row be answered by look-up. Row ids carry no order either (build.row_id)."""
+    import random
+
     from molperceive import jsonl
 
     out = jsonl.check_output(out_path)
-    rows = read_corpus(rows_path)
+    rows = list(read_corpus(rows_path).values())
+    random.Random(seed).shuffle(rows)
     n = jsonl.write(out, ({"id": r["id"], "request": r["request"], "input": r["input"]}
-                          for r in rows.values()))
-    return {"prompts": str(out), "rows": n, "keys": ["id", "request", "input"]}
+                          for r in rows))
+    return {"prompts": str(out), "rows": n, "keys": ["id", "request", "input"],
+            "order": "shuffled", "seed": seed,
+            "presentation": "present each row on its own (no batching of neighbours, no other "
+                            "row as context): rows of one molecule are in the file"}
 
 
 def score(rows_path: str | Path, predictions_path: str | Path, slices=None,

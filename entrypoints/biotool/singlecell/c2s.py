@@ -42,6 +42,11 @@ def pick_device(device: str | None = None) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def loaded_already(weights: Path, tokenizer: Path, device: str | None = None) -> bool:
+    """Whether this process holds the model already (load() will cost nothing)."""
+    return (str(weights), str(tokenizer), pick_device(device)) in _LOADED
+
+
 def load(weights: Path, tokenizer: Path, device: str | None = None, cache: bool = True) -> Loaded:
     """Load once per process (cache=True); bf16 on CUDA, float32 on CPU."""
     import sys
@@ -106,43 +111,56 @@ def _encode(tok, batch: list[str], device: str):
 
 
 def generate(loaded: Loaded, prompts: list[str], batch_size: int = 8,
-             max_new_tokens: int = MAX_NEW_TOKENS, deadline: float | None = None) -> dict:
+             max_new_tokens: int = MAX_NEW_TOKENS, deadline: float | None = None,
+             per_cell_estimate: float | None = None) -> dict:
     """Greedy answers for prompts, in batches of at most `batch_size`.
 
     The budget is checked before every batch, as the design checks it before every cell: the
     first batch is one cell (it measures a cell's cost), and each later one is sized so that
     it fits in what is left of `deadline` (time.monotonic()) and takes at most about
-    CHECK_EVERY_S. When not even one more cell fits, the answers so far come back flagged
-    `truncated` (a partial composition beats a tool the caller has to abandon); at least one
-    cell is always answered."""
+    CHECK_EVERY_S. The first cell runs only when what an earlier run measured for one cell
+    (`per_cell_estimate`) fits, or, with no measurement, when any time is left; and the
+    deadline rings inside a batch too (budget.alarm), losing only that batch. When not even
+    one more cell fits, the answers so far come back flagged `truncated` (a partial
+    composition beats a tool the caller has to abandon); `per_cell` is what one cell took."""
     import torch
+
+    from biotool import budget
 
     tok, model = loaded.tokenizer, loaded.model
     answers: list[str] = []
     per_cell = None
     truncated = False
-    while len(answers) < len(prompts):
-        size = 1 if per_cell is None else max(1, min(batch_size, int(CHECK_EVERY_S / per_cell)))
-        if answers and deadline is not None:
-            fits = int((deadline - time.monotonic()) / per_cell)
-            if fits < 1:
-                truncated = True
-                break
-            size = min(size, fits)
-        t0 = time.monotonic()
-        batch = prompts[len(answers):len(answers) + size]
-        enc = _encode(tok, batch, loaded.device)
-        with torch.inference_mode():
-            out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                 num_beams=1, pad_token_id=tok.pad_token_id,
-                                 eos_token_id=tok.eos_token_id)
-        # The answer is what follows the prompt: slice ids at the (left-padded) prompt length.
-        new = out[:, enc["input_ids"].shape[1]:]
-        answers += [clean_answer(t) for t in tok.batch_decode(new, skip_special_tokens=True)]
-        per_cell = max(1e-6, (time.monotonic() - t0) / len(batch))
-        log(f"cell2sentence: {len(answers)}/{len(prompts)} cells")
+    try:
+        with budget.alarm(deadline):
+            while len(answers) < len(prompts):
+                size = (1 if per_cell is None
+                        else max(1, min(batch_size, int(CHECK_EVERY_S / per_cell))))
+                cost = per_cell or per_cell_estimate
+                if deadline is not None:
+                    fits = (int(budget.left(deadline) / cost) if cost
+                            else int(budget.left(deadline) > 0))
+                    if fits < 1:
+                        truncated = True
+                        break
+                    size = min(size, fits)
+                t0 = time.monotonic()
+                batch = prompts[len(answers):len(answers) + size]
+                enc = _encode(tok, batch, loaded.device)
+                with torch.inference_mode():
+                    out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
+                                         num_beams=1, pad_token_id=tok.pad_token_id,
+                                         eos_token_id=tok.eos_token_id)
+                # The answer follows the prompt: slice ids at the (left-padded) prompt length.
+                new = out[:, enc["input_ids"].shape[1]:]
+                answers += [clean_answer(t) for t in tok.batch_decode(new,
+                                                                      skip_special_tokens=True)]
+                per_cell = max(1e-6, (time.monotonic() - t0) / len(batch))
+                log(f"cell2sentence: {len(answers)}/{len(prompts)} cells")
+    except budget.BudgetSpent:
+        truncated = True  # the batch in flight is lost; the answers before it stand
     return {"answers": answers, "truncated": truncated, "done": len(answers),
-            "requested": len(prompts)}
+            "requested": len(prompts), "per_cell_s": per_cell}
 
 
 def cell_sentences(adata, n_cells: int, n_genes: int = TOP_GENES, seed: int = 0) -> list[dict]:

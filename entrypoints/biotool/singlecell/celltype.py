@@ -181,13 +181,60 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
     return out, items, errors, CellLabels(s["labels"], s["max_prob"])
 
 
+class BudgetRefusal(InputError):
+    """--timeout left no room for a stage: refused up front, or ran out inside it. Exit 2, as
+    for every local budget that ran out before any result (docs/contract.md): the same budget
+    fails the same way again, so the remedy is the caller's."""
+
+
+def _spent(timeout: float, start: float, stage: str) -> BudgetRefusal:
+    return BudgetRefusal(
+        f"--timeout {timeout:g} s ran out while {stage} ({time.monotonic() - start:.1f} s since "
+        f"the command started, start-up and imports included): nothing answered; raise "
+        f"--timeout (its floor is start-up, the matrix load, the panel and, for Cell2Sentence, "
+        f"the model load and one cell)")
+
+
 def _c2s(cells: list[dict], organism: str, spec: dict, deadline: float,
-         batch_size: int) -> tuple[dict, list]:
+         batch_size: int, timeout: float, start: float) -> tuple[dict, list]:
+    from biotool import budget
     from biotool.singlecell import c2s
 
-    loaded = c2s.load(spec["weights"], spec["tokenizer"])
+    # What an earlier run on this machine measured: a load that cannot finish in what is left
+    # is refused before it starts, naming the measured time.
+    key = f"c2s-load:{spec['weights']}:{c2s.pick_device(None)}"
+    seen = budget.measured(key)
+    left = budget.left(deadline)
+    fresh = not c2s.loaded_already(spec["weights"], spec["tokenizer"])
+    if fresh and seen.get("load_s") is not None and \
+            seen["load_s"] + seen.get("per_cell_s", 0.0) > left:
+        need = time.monotonic() - start + seen["load_s"] + seen.get("per_cell_s", 0.0)
+        raise BudgetRefusal(
+            f"Cell2Sentence not started: loading {spec['provenance'][0]['name']} took "
+            f"{seen['load_s']:.1f} s on this machine (measured by an earlier run"
+            + (f"; one cell {seen['per_cell_s']:.1f} s" if seen.get("per_cell_s") else "")
+            + f") and {max(0.0, left):.1f} s of --timeout {timeout:g} s are left; give "
+            f"--timeout {need:.0f} or more")
+    t0 = time.monotonic()
+    try:
+        with budget.alarm(deadline):
+            loaded = c2s.load(spec["weights"], spec["tokenizer"])
+    except budget.BudgetSpent:
+        raise _spent(timeout, start, f"loading the Cell2Sentence model "
+                                     f"({time.monotonic() - t0:.1f} s into the load)") from None
+    load_s = time.monotonic() - t0
+    if fresh:  # a model this process already held says nothing of a load's cost
+        budget.record(key, load_s=load_s)
     prompts = [c2s.prompt(c["genes"], sp.ORGANISM_NAMES[organism]) for c in cells]
-    gen = c2s.generate(loaded, prompts, batch_size=batch_size, deadline=deadline)
+    gen = c2s.generate(loaded, prompts, batch_size=batch_size, deadline=deadline,
+                       per_cell_estimate=seen.get("per_cell_s"))
+    if gen["per_cell_s"]:
+        budget.record(key, per_cell_s=gen["per_cell_s"])
+    if not gen["done"]:
+        raise BudgetRefusal(
+            f"--timeout {timeout:g} s left no time for one Cell2Sentence cell after the model "
+            f"load ({load_s:.1f} s; {time.monotonic() - start:.1f} s since the command "
+            f"started): no cell answered; raise --timeout")
     per_cell = [{"cell": c["cell"], "cell_type": a, "genes_in_sentence": len(c["genes"])}
                 for c, a in zip(cells, gen["answers"])]
     spots = [f"composition from {gen['done']} sampled cells, not the whole sample"]
@@ -209,9 +256,9 @@ def _c2s(cells: list[dict], organism: str, spec: dict, deadline: float,
 def _check_budget(budget_seconds: float, batch_size: int = 1) -> None:
     import math
 
-    if not (math.isfinite(budget_seconds) and budget_seconds >= 0):
-        raise InputError(f"--timeout {budget_seconds}: must be a number of seconds >= 0 "
-                         "(0 answers one cell, then stops)")
+    if not (math.isfinite(budget_seconds) and budget_seconds > 0):
+        raise InputError(f"--timeout {budget_seconds}: must be a number of seconds > 0 (the "
+                         "whole command, start-up included)")
     if batch_size < 1:
         raise InputError(f"--batch-size {batch_size}: must be at least 1")
 
@@ -259,13 +306,18 @@ def _write_cells(path, norm, celltypist: CellLabels | None, c2s_res: dict | None
 
 
 def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str = "auto",
-                    organism: str = "auto", n_cells: int = 8, budget_seconds: float = 90.0,
+                    organism: str = "auto", n_cells: int = 8, budget_seconds: float = 300.0,
                     c2s_model: str = mdl.DEFAULT_C2S, batch_size: int = 8, seed: int = 0,
-                    cells_out: str | None = None) -> dict:
+                    cells_out: str | None = None, started: float | None = None) -> dict:
+    """`started` (time.monotonic()) is when the budget began: the command line passes the
+    process's start, so start-up and imports count; a library caller's budget starts here."""
     from biotool.files import output_file
     from biotool.singlecell import c2s, matrix
 
-    start = time.monotonic()
+    from biotool import budget
+
+    start = time.monotonic() if started is None else started
+    deadline = start + budget_seconds
     if model not in MODELS:
         raise InputError(f"--model {model}: expected one of {', '.join(MODELS)}")
     if n_cells < 1:
@@ -288,9 +340,13 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
             errors["c2s-celltype"] = str(exc)
     explicit = (mdl.celltypist_model(reference)
                 if model in ("celltypist", "all") and reference != "auto" else None)
-    adata = matrix.load(matrix_path)
-    norm, note = matrix.normalise(adata)
-    species = _species(norm.var_names, organism)
+    try:
+        with budget.alarm(deadline):
+            adata = matrix.load(matrix_path)
+            norm, note = matrix.normalise(adata)
+            species = _species(norm.var_names, organism)
+    except budget.BudgetSpent:
+        raise _spent(budget_seconds, start, "loading the matrix") from None
     out = {"matrix": {"path": str(matrix_path), "cells": int(adata.n_obs),
                       "genes": int(adata.n_vars), "read_as": adata.uns.get("biotool_source", {}),
                       "normalisation": note},
@@ -298,19 +354,26 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
     used_items: list = []
     labels = None
     if model in ("celltypist", "all"):
-        out["celltypist"], items, ct_errors, labels = _celltypist(norm, species["species"],
-                                                                  reference, explicit, seed)
+        try:
+            with budget.alarm(deadline):
+                out["celltypist"], items, ct_errors, labels = _celltypist(
+                    norm, species["species"], reference, explicit, seed)
+        except budget.BudgetSpent:
+            raise _spent(budget_seconds, start, "scoring the CellTypist panel") from None
         errors.update(ct_errors)
         used_items += items
     if spec is not None:
         try:
             organism_c2s = _c2s_organism(species)
             cells = c2s.cell_sentences(norm, n_cells, seed=seed)
-            res, items = _c2s(cells, organism_c2s, spec, start + budget_seconds, batch_size)
+            res, items = _c2s(cells, organism_c2s, spec, deadline, batch_size, budget_seconds,
+                              start)
         except BiotoolError as exc:
             if model != "all":
                 raise
             errors["c2s-celltype"] = str(exc)
+            if isinstance(exc, BudgetRefusal):
+                out["truncated"] = True  # the budget, not the model, left C2S out
         except Exception as exc:  # noqa: BLE001 - a model failing mid-generation under `all`
             if model != "all":
                 raise
@@ -333,13 +396,18 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
     if errors:
         out["errors"] = errors
     out.setdefault("truncated", False)
+    covered = {"celltypist": int(adata.n_obs)} if "celltypist" in out else {}
+    if "c2s" in out:
+        covered["c2s"] = out["c2s"]["cells_answered"]
+    out["timing"] = {"timeout_s": budget_seconds, "elapsed_s": round(time.monotonic() - start, 2),
+                     "cells_covered": covered}
     out["provenance"] = provenance(*used_items)
     return out
 
 
 def celltype_genes(genes: str, organism: str = "auto", c2s_model: str = mdl.DEFAULT_C2S,
-                   budget_seconds: float = 90.0) -> dict:
-    start = time.monotonic()
+                   budget_seconds: float = 300.0, started: float | None = None) -> dict:
+    start = time.monotonic() if started is None else started
     ranked = [g.strip() for g in genes.split(",") if g.strip()]
     if not ranked:
         raise InputError("--genes: no gene names given (comma-separated, highest expression first)")
@@ -347,7 +415,7 @@ def celltype_genes(genes: str, organism: str = "auto", c2s_model: str = mdl.DEFA
     species = _species(ranked, organism, min_informative=5)
     org = _c2s_organism(species)
     res, items = _c2s([{"cell": "genes", "genes": ranked}], org, mdl.c2s_model(c2s_model),
-                      start + budget_seconds, 1)
+                      start + budget_seconds, 1, budget_seconds, start)
     answer = res["cells"][0]["cell_type"] if res["cells"] else None
     comp = bounded(0.5 if answer else 0.0, 0.0, blind_spots=(
         "one ranked gene list: a single cell's answer, with no composition to weigh it",

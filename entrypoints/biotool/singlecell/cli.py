@@ -42,8 +42,9 @@ MODELS:
                label cells of types it never saw. Feature coverage is reported.
   c2s-celltype Cell2Sentence: samples --sample cells, writes each cell's top 200 genes into
                C2S's prompt, and tallies the generated cell types into a composition.
-               Loaded once, batched, GPU (bf16) when present. Stops at --timeout
-               and returns the partial composition with truncated: true.
+               Loaded once, batched, GPU (bf16) when present. Stops at --timeout (the
+               whole command's budget) and returns the partial composition with
+               truncated: true.
   all          both, plus `agreement` (do they name the same types, cell by cell). No
                merged consensus label is produced. When C2S is not staged or fails, the
                CellTypist answer is returned with errors {"c2s-celltype": why}.
@@ -54,7 +55,8 @@ OUTPUT (bounded: a few KB): matrix {cells, genes, read_as, normalisation}; speci
   panel_cells, composition [{cell_type, cells, fraction, mean_probability}] (top 30 types;
   the rest in composition_other)}; c2s {model, device, cells_answered, truncated,
   composition, cells [{cell, cell_type}] (the first 20)}; agreement (with all); errors
-  {model: why} when a model was skipped or failed; truncated; provenance (model sha256s).
+  {model: why} when a model was skipped or failed; truncated; timing {timeout_s, elapsed_s,
+  cells_covered {celltypist, c2s}}; provenance (model sha256s).
   Beside them: competence in species, celltypist and c2s, and celltypist's margin,
   reference_is_conclusive and caveat. --cells-out FILE writes every cell's labels (TSV)
   and returns its path as cells_file.
@@ -94,6 +96,7 @@ def celltype_cmd(matrix, genes, model, reference, organism, n_cells, budget_seco
     from biotool import buildcache
 
     buildcache.seed()
+    from biotool.budget import process_started
     from biotool.singlecell.celltype import celltype_genes, celltype_matrix
 
     if (matrix is None) == (genes is None):
@@ -106,9 +109,10 @@ def celltype_cmd(matrix, genes, model, reference, organism, n_cells, budget_seco
                              "--genes goes to Cell2Sentence only")
         if cells_out is not None:
             raise InputError("--cells-out: needs a --matrix (--genes is one cell)")
-        return celltype_genes(genes, organism, c2s_model, budget_seconds)
+        return celltype_genes(genes, organism, c2s_model, budget_seconds,
+                              started=process_started())
     return celltype_matrix(matrix, model, reference, organism, n_cells, budget_seconds,
-                           c2s_model, batch_size, seed, cells_out)
+                           c2s_model, batch_size, seed, cells_out, started=process_started())
 
 
 def commands() -> list[Command]:
@@ -122,9 +126,14 @@ def commands() -> list[Command]:
         Option(("--organism",), "auto | human | mouse.", default="auto"),
         Option(("--sample",), "Cells sampled for Cell2Sentence (seeded).", kind=int, default=8,
                aliases=("--n-cells",), dest="n_cells"),
-        Option(("--timeout",), "Time budget, checked before every Cell2Sentence batch (sized to "
-               "fit what is left); past it the answered cells come back with truncated: true "
-               "(one cell at least).", kind=float, default=90.0, aliases=("--budget-seconds",),
+        Option(("--timeout",), "Seconds for the whole command, counted from the process's "
+               "start: imports, the matrix load, the CellTypist panel and the Cell2Sentence model "
+               "load count. A model load that an earlier run measured as longer than what is "
+               "left is refused up front, naming the measured time; generation stops at the "
+               "deadline and the answered cells come back with truncated: true (timing.cells_"
+               "covered says how many). When nothing could be answered in time: exit 2, one "
+               "line. The floor is start-up + matrix load + panel (+ model load + one cell).",
+               kind=float, default=300.0, aliases=("--budget-seconds",),
                dest="budget_seconds"),
         Option(("--c2s-model",), "Staged Cell2Sentence model name/alias, or a folder with "
                "config.json, weights and tokenizer.", default="c2s-celltype"),

@@ -37,14 +37,19 @@ dominant organism holds under half the named reads and at least 200 reads have a
 no named hit at all establishes nothing; otherwise the caveat gives the dominant share and
 says to deplete it: map to it, keep the unmapped reads; or search far more reads),
 p_minority_seen (the chance an organism at 5% of reads was drawn), host_dominated, caveat,
-competence. When influenza hits are present, an `influenza` block: strong tier (H from
+competence. Competence is over every read searched: confidence = dominant share of the named
+reads x named reads / reads searched; margin = the dominant organism's lead beyond the no-hit
+reads (which might all be the runner-up), over the reads searched; under 20 named reads
+nothing is confident (confidence under 0.5, margin 0). With no named hit, detection_floor is
+1.0 and competence.applicable is false. When influenza hits are present, an `influenza` block: strong tier (H from
 HA/segment 4 hits, N from NA/segment 6 hits), weak tier (strain labels of internal-segment
 hits) and candidate subtypes. Its competence: (confidence = min(1, strong reads / 10); margin 1.0
 only when a strong H x N subtype exists (HA-only reads, H5N?, give 0.0) and no weak-only
 subtype lies outside them; alternatives =
-ties = candidates beyond the first, and never 0 on a panel holding one subtype). On a panel,
-many no-hit reads with HA/NA untyped mean the subtype may be missing from the panel: search
-nt (--remote). truncated=true when --timeout ran out with part of the queries searched.
+ties = candidates beyond the first, and never 0 on a panel holding one subtype). On a panel
+holding one subtype the margin is 0, and on any panel many no-hit reads (10%+) set it to 0 too:
+HA/NA reads of a subtype the panel lacks come back as no-hit; search nt (--remote) or a wider
+database (--database). truncated=true when --timeout ran out with part of the queries searched.
 
 Exit codes: 2 bad input (missing or malformed file, bad option); 3 refused by the rules
 (the server is not on the egress allowlist, or HTTPS_PROXY is not a local http:// proxy);

@@ -8,8 +8,10 @@ Competence follows the design: confidence = min(1, n_strong / 10) over the reads
 NA; margin 1.0 only when a strong H x N subtype exists (HA-only reads, "H5N?", give 0.0)
 and no weak-only subtype sits outside them;
 alternatives = ties = candidates beyond the first; and below 20 strong reads, subtypes below
-the read-depth floor are unobserved. A staged panel adds two limits: reads of a subtype it
-does not hold come back as no-hit, and a panel of one subtype cannot name another.
+the read-depth floor are unobserved. A staged panel adds two limits, and each takes the margin
+to 0: a panel of one subtype cannot name another, and reads of a subtype it does not hold come
+back as no-hit, so when many reads had no hit the HA/NA reads of another subtype may be among
+them, whatever HA/NA reads were typed.
 """
 
 from __future__ import annotations
@@ -164,18 +166,22 @@ def _competence(strong_h: dict, strong_n: dict, candidates: list[dict], n_strong
     # A panel of one subtype "finds no alternative" whatever the sample holds.
     single = panel is not None and panel_subtypes is not None and len(panel_subtypes) <= 1
     untyped = not strong_h or not strong_n
-    missing = panel is not None and untyped and no_hit >= max(2, MANY_NO_HIT * n)
+    # Typed HA/NA reads of one subtype say nothing of another subtype's HA/NA among the no-hits.
+    missing = panel is not None and no_hit >= max(2, MANY_NO_HIT * n)
     if single:
         held = ", ".join(sorted(panel_subtypes)) or "no labelled subtype"
         blind.append(f"the panel {panel} holds one influenza subtype ({held}): any other "
-                     f"subtype cannot be named from it, so at least one alternative is counted")
+                     f"subtype cannot be named from it, so the margin is 0 and at least one "
+                     f"alternative is counted")
     if missing:
         blind.append(f"{no_hit} of {n} reads had no hit in the panel {panel}: the HA/NA reads "
-                     f"may be among them (the database may lack this sample's subtype)")
-        remedies.append("search nt remotely (--remote): reads of a subtype the panel lacks "
-                        "come back as no-hit")
+                     f"may be among them (the database may lack this sample's subtype), so "
+                     f"the margin is 0")
+        remedies.append("search nt remotely (--remote) or a wider database (--database): reads "
+                        "of a subtype the panel lacks come back as no-hit")
     elif single:
-        remedies.append("search nt remotely (--remote) to weigh subtypes the panel does not hold")
+        remedies.append("search nt remotely (--remote) or a wider database (--database) to "
+                        "weigh subtypes the panel does not hold")
     if not candidates:
         return bounded(0.0, 0.0, alternatives=1 if single else 0,
                        blind_spots=["influenza hits carry no subtype label", *blind],
@@ -204,6 +210,6 @@ def _competence(strong_h: dict, strong_n: dict, candidates: list[dict], n_strong
         remedies.append("search more reads (--sample) so that segment 4 and 6 reads are drawn, "
                         "or assemble HA and NA and type them directly")
     return bounded(min(1.0, n_strong / CONFIDENT_STRONG_READS),
-                   1.0 if strong and not weak_outside else 0.0,
+                   1.0 if strong and not weak_outside and not single and not missing else 0.0,
                    alternatives=max(extra, 1) if single else extra, ties=extra,
                    blind_spots=blind, remedy="; ".join(remedies))

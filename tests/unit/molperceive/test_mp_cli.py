@@ -148,3 +148,35 @@ def test_prompts_show_the_model_the_request_and_the_input_only(molperceive, corp
     assert len(lines) == len(rows) == json.loads(text)["rows"]
     assert all(set(l) == {"id", "request", "input"} for l in lines)
     assert {r["id"]: r["request"] for r in rows} == {l["id"]: l["request"] for l in lines}
+
+
+def _same_molecule_neighbours(ids: list[str], source: dict[str, str]) -> int:
+    return sum(source[a] == source[b] for a, b in zip(ids, ids[1:]))
+
+
+def test_prompts_are_shuffled_and_their_ids_carry_no_molecule_order(molperceive, corpus,
+                                                                      tmp_path):
+    """The corpus keeps a molecule's rows together (its SMILES row, graph row, invalid mutant);
+    the prompts file must not, neither in its line order nor in the order of its ids."""
+    rows = [json.loads(l) for l in corpus[0].read_text().splitlines()]
+    source = {r["id"]: r["source"] for r in rows}
+    in_corpus = _same_molecule_neighbours([r["id"] for r in rows], source)
+    assert in_corpus >= 50  # the failure this guards against exists in the corpus order
+
+    orders = {}
+    for seed in (0, 1):
+        out = tmp_path / f"prompts-{seed}.jsonl"
+        code, text, err = molperceive("prompts", corpus[0], "--out", out, "--seed", seed)
+        assert code == 0, err
+        answer = json.loads(text)
+        assert answer["seed"] == seed and answer["order"] == "shuffled"
+        assert "on its own" in answer["presentation"]
+        orders[seed] = [json.loads(l)["id"] for l in out.read_text().splitlines()]
+        assert sorted(orders[seed]) == sorted(source)
+        # A random order of ~470 rows from ~400 molecules puts a handful of pairs side by side.
+        assert _same_molecule_neighbours(orders[seed], source) <= in_corpus // 5
+        assert _same_molecule_neighbours(sorted(orders[seed]), source) <= in_corpus // 5
+    assert orders[0] != orders[1]
+    again = tmp_path / "again.jsonl"
+    assert molperceive("prompts", corpus[0], "--out", again, "--seed", 0)[0] == 0
+    assert [json.loads(l)["id"] for l in again.read_text().splitlines()] == orders[0]

@@ -1,6 +1,7 @@
 """Scoring: perfect predictions give 100%, same molecule written differently is correct, wrong is wrong."""
 
 import copy
+import json
 
 import pytest
 from biotool.output import InputError, RefusedError
@@ -104,18 +105,23 @@ def test_label_drift_is_counted_per_field(corpus, rows_io, tmp_path):
     assert report["label_drift"] == {"bond_count": 1}
 
 
+def _first_id(corpus) -> str:
+    return json.loads(corpus[0].read_text().splitlines()[0])["id"]
+
+
 def test_strict_refuses_unknown_ids_unknown_fields_and_excluded_fields(corpus, tmp_path):
+    first = _first_id(corpus)
     p = tmp_path / "p.jsonl"
     p.write_text('{"id": "mp-999999", "answers": {}}\n')
     with pytest.raises(InputError, match=r"unknown row ids: mp-999999 \(line 1\)"):
         score.score(corpus[0], p, strict=True)
-    p.write_text('{"id": "mp-000001", "answers": {"atom_count": 3}}\n')
+    p.write_text('{"id": "%s", "answers": {"atom_count": 3}}\n' % first)
     with pytest.raises(InputError, match="line 1: unknown field name.*atom_count"):
         score.score(corpus[0], p, strict=True)
-    p.write_text('{"id": "mp-000001", "answers": {"inchikey": "X"}}\n')
+    p.write_text('{"id": "%s", "answers": {"inchikey": "X"}}\n' % first)
     with pytest.raises(RefusedError, match="inchikey"):
         score.score(corpus[0], p, strict=True)
-    p.write_text('{"id": "mp-000001", "answers": {"InChIKey": "X"}}\n')
+    p.write_text('{"id": "%s", "answers": {"InChIKey": "X"}}\n' % first)
     with pytest.raises(RefusedError, match="InChIKey .*= inchikey: a hash"):
         score.score(corpus[0], p, strict=True)
 
@@ -151,7 +157,7 @@ def test_stray_answers_are_listed_and_every_valid_row_still_scored(corpus, rows_
 
 def test_unreadable_and_empty_prediction_files(corpus, tmp_path):
     p = tmp_path / "p.jsonl"
-    p.write_text('{"id": "mp-000001", "answers": {}}\n{"id": \nnot json\n')
+    p.write_text('{"id": "%s", "answers": {}}\n{"id": \nnot json\n' % _first_id(corpus))
     with pytest.raises(InputError, match="line 2 .*line 3"):
         score.score(corpus[0], p, strict=True)
     assert score.score(corpus[0], p)["invalid_predictions"]["count"] == 2
@@ -173,9 +179,10 @@ def test_version_other_than_the_pin_warns_and_still_scores(corpus, rows_io, tmp_
 
 
 def test_a_second_prediction_for_one_row_is_refused_naming_the_line(corpus, tmp_path):
+    first = _first_id(corpus)
     p = tmp_path / "p.jsonl"
-    p.write_text('{"id": "mp-000001", "answers": {}}\n{"id": "mp-000001", "answers": {}}\n')
-    with pytest.raises(InputError, match="line 2: second prediction for mp-000001"):
+    p.write_text('{"id": "%s", "answers": {}}\n{"id": "%s", "answers": {}}\n' % (first, first))
+    with pytest.raises(InputError, match=f"line 2: second prediction for {first}"):
         score.score(corpus[0], p, strict=True)
 
 
@@ -190,11 +197,12 @@ def test_duplicated_row_ids_in_the_corpus_are_refused_naming_both_lines(corpus, 
 
 
 def test_abstention_must_be_a_boolean_with_a_known_reason(corpus, tmp_path):
+    first = _first_id(corpus)
     p = tmp_path / "p.jsonl"
-    p.write_text('{"id": "mp-000001", "abstain": "no"}\n')
+    p.write_text('{"id": "%s", "abstain": "no"}\n' % first)
     with pytest.raises(InputError, match="line 1: abstain must be true or false"):
         score.score(corpus[0], p)
-    p.write_text('{"id": "mp-000001", "abstain": true, "reason": "bad_smiles"}\n')
+    p.write_text('{"id": "%s", "abstain": true, "reason": "bad_smiles"}\n' % first)
     with pytest.raises(InputError, match="line 1: unknown reason 'bad_smiles'"):
         score.score(corpus[0], p)
 

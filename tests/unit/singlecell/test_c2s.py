@@ -64,10 +64,16 @@ def test_model_is_loaded_once_per_process(tiny_c2s, loaded):
 
 
 def test_budget_stops_between_batches_with_a_flag(loaded, prompts):
+    # A spent budget answers no cell: the first cell is no longer free.
     out = c2s.generate(loaded, prompts, batch_size=1, deadline=time.monotonic())
-    assert out["truncated"] is True and out["done"] == 1 and out["requested"] == len(prompts)
+    assert out["truncated"] is True and out["done"] == 0 and out["requested"] == len(prompts)
     full = c2s.generate(loaded, prompts, batch_size=2, deadline=time.monotonic() + 600)
     assert full["truncated"] is False and full["done"] == len(prompts)
+    assert full["per_cell_s"] > 0
+    # A measured cost per cell that does not fit what is left: not even the first cell runs.
+    none = c2s.generate(loaded, prompts, batch_size=1, deadline=time.monotonic() + 5,
+                        per_cell_estimate=60.0)
+    assert none["done"] == 0 and none["truncated"] is True
 
 
 @pytest.fixture(scope="module")
@@ -99,15 +105,46 @@ def test_all_runs_both_models_and_reports_agreement(biotool, c2s_env, query_h5ad
     assert {"tiny-c2s", "tiny-c2s-tokenizer", "pbmc-blood"} <= names
 
 
-def test_command_budget_returns_partial_flagged_composition(c2s_env, use_home, query_h5ad):
-    from biotool.singlecell.celltype import celltype_matrix
+def test_command_budget_counts_the_load_and_says_what_it_covered(c2s_env, use_home,
+                                                                  query_h5ad):
+    from biotool.singlecell.celltype import BudgetRefusal, celltype_matrix
 
     use_home(c2s_env)
-    out = celltype_matrix(str(query_h5ad), model="c2s-celltype", n_cells=5, batch_size=1,
-                          budget_seconds=0)
-    assert out["truncated"] is True and out["c2s"]["cells_answered"] == 1
-    assert out["c2s"]["cells_requested"] == 5 and len(out["c2s"]["composition"]) >= 1
-    assert any("time budget" in s for s in out["c2s"]["competence"]["blind_spots"])
+    # A budget that was spent before the command began: nothing is answered, exit 4.
+    with pytest.raises(BudgetRefusal, match="ran out while loading the matrix"):
+        celltype_matrix(str(query_h5ad), model="c2s-celltype", n_cells=5, batch_size=1,
+                        budget_seconds=1, started=time.monotonic() - 2)
+    out = celltype_matrix(str(query_h5ad), model="all", n_cells=5, batch_size=1,
+                          budget_seconds=600)
+    assert out["truncated"] is False
+    assert out["timing"]["cells_covered"] == {"celltypist": out["matrix"]["cells"], "c2s": 5}
+    assert 0 < out["timing"]["elapsed_s"] <= 600
+
+
+def test_a_model_load_measured_too_long_is_refused_up_front(c2s_env, use_home, query_h5ad,
+                                                           monkeypatch, tmp_path):
+    """The load time an earlier run measured (kept in the cache) decides before loading."""
+    from biotool import budget
+    from biotool.singlecell import models
+    from biotool.singlecell.celltype import BudgetRefusal, celltype_matrix
+
+    use_home(c2s_env)
+    monkeypatch.setenv("BIOTOOL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(c2s, "_LOADED", {})  # load afresh, as a new process would
+    spec = models.c2s_model("c2s-celltype")
+    key = f"c2s-load:{spec['weights']}:cpu"
+    celltype_matrix(str(query_h5ad), model="c2s-celltype", n_cells=2, budget_seconds=600)
+    assert 0 < budget.measured(key)["load_s"] < 600  # the real load, measured
+    budget.record(key, load_s=500.0)                   # as a slow disk would have measured it
+    monkeypatch.setattr(c2s, "_LOADED", {})  # a new process: the model is not held
+    t0 = time.monotonic()
+    with pytest.raises(BudgetRefusal, match=r"took 500\.0 s on this machine .*give --timeout"):
+        celltype_matrix(str(query_h5ad), model="c2s-celltype", n_cells=2, budget_seconds=60)
+    both = celltype_matrix(str(query_h5ad), model="all", n_cells=2, budget_seconds=60)
+    assert time.monotonic() - t0 < 60  # refused, not loaded and overrun
+    assert "took 500.0 s on this machine" in both["errors"]["c2s-celltype"]
+    assert both["truncated"] is True and "c2s" not in both
+    assert both["timing"]["cells_covered"] == {"celltypist": both["matrix"]["cells"]}
 
 
 def test_genes_mode_answers_one_ranked_list(biotool, c2s_env):
@@ -142,9 +179,12 @@ def test_c2s_needs_a_species_it_can_name(biotool, c2s_env):
 
 
 def test_the_budget_truncates_at_the_default_sample_and_batch(loaded, prompts):
-    # --sample 8 with --batch-size 8: the budget is still checked before every batch, so a
-    # spent budget answers one cell and flags the rest, not 8 of 8.
+    # --sample 8 with --batch-size 8: the budget is still checked before every batch, and the
+    # first batch is one cell, so a budget with room for a cell or two answers those and
+    # flags the rest, not 8 of 8.
     eight = (prompts * 8)[:8]
-    out = c2s.generate(loaded, eight, batch_size=8, deadline=time.monotonic())
-    assert out["done"] == 1 and out["truncated"] is True and out["requested"] == 8
+    one = c2s.generate(loaded, eight[:1], batch_size=1)["per_cell_s"]
+    out = c2s.generate(loaded, eight, batch_size=8, deadline=time.monotonic() + 1.5 * one,
+                       per_cell_estimate=one)
+    assert 1 <= out["done"] < 8 and out["truncated"] is True and out["requested"] == 8
 

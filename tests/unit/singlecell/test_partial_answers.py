@@ -283,11 +283,35 @@ def test_a_tokenizer_that_encodes_to_no_ids_is_bad_input_before_generation(
     assert both.code == 0 and "encodes a prompt to no ids" in both.json["errors"]["c2s-celltype"]
 
 
-def test_a_spent_budget_truncates_c2s_at_the_default_sample(biotool, staged_home, tiny_c2s):
+def test_timeout_bounds_the_whole_command(biotool, staged_home, tiny_c2s):
+    """--timeout is the whole command's, start-up and loads included: measured from outside,
+    the process ends within the budget plus MARGIN_S (the alarm's granularity, the exit and
+    the spawn), either with the cells it covered flagged truncated or, when even the floor
+    (start-up + matrix + panel + model load + one cell) did not fit, exit 2 in one line."""
+    import time
+
+    MARGIN_S = 3.0
     sample = str(staged_home / "samples" / PBMC)
-    r = biotool("celltype", "--matrix", sample, "--model", "c2s-celltype", "--c2s-model",
-                str(tiny_c2s["both"]), "--timeout", "0")
-    assert r.code == 0, r.stderr
-    c2s = r.json["c2s"]
-    assert c2s["cells_requested"] == 8 and c2s["cells_answered"] == 1
-    assert c2s["truncated"] is True and r.json["truncated"] is True
+    for timeout in (4.0, 12.0):
+        t0 = time.monotonic()
+        r = biotool("celltype", "--matrix", sample, "--model", "all", "--c2s-model",
+                    str(tiny_c2s["both"]), "--sample", "700", "--batch-size", "1",
+                    "--timeout", str(timeout))
+        wall = time.monotonic() - t0
+        assert wall <= timeout + MARGIN_S, (timeout, wall, r.stderr[-500:])
+        if r.code == 2:
+            assert r.stdout == "" and "--timeout" in r.stderr.strip().splitlines()[-1]
+            continue
+        assert r.code == 0, r.stderr
+        covered = r.json["timing"]["cells_covered"]
+        assert r.json["timing"]["elapsed_s"] <= timeout + MARGIN_S
+        if "c2s" in r.json:
+            assert covered["c2s"] == r.json["c2s"]["cells_answered"] < 700
+            assert r.json["truncated"] is True
+        else:
+            assert "--timeout" in r.json["errors"]["c2s-celltype"] and r.json["truncated"]
+
+
+def test_a_zero_timeout_is_bad_input(biotool, staged_home):
+    r = biotool("celltype", "--matrix", str(staged_home / "samples" / PBMC), "--timeout", "0")
+    assert r.code == 2 and "--timeout 0" in r.stderr and r.stdout == ""

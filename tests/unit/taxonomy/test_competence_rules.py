@@ -7,12 +7,15 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+
 from biotool.taxonomy import influenza, sequences, summary
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "refs" / "demo"
 ARTIC = DEMO / "sarscov2" / "MT007544.fastq"
 FLU = DEMO / "influenza" / "influenza_a_h1n1.fasta"
+HELDOUT = Path(__file__).parent / "data" / "influenza_heldout.fasta"
 SARS2 = "Severe acute respiratory syndrome coronavirus 2"
 PR8 = "Influenza A virus (A/Puerto Rico/8/1934(H1N1)) segment {}, complete sequence"
 H3N2 = "Influenza A virus (A/Texas/50/2012(H3N2)) segment {}, complete sequence"
@@ -139,6 +142,43 @@ def test_absent_subtype_end_to_end_on_generated_reads(biotool, tmp_path):
     assert "search nt remotely (--remote)" in comp["remedy"]
 
 
+def test_a_held_out_mix_against_the_one_subtype_panel_has_no_margin(biotool, tmp_path):
+    """Real H1N1, H2N2, H3N2 and influenza B segments (HA, NA, M; data/PROVENANCE.md) against
+    the demo panel, which holds H1N1 only: H1N1 is typed from its own HA and NA, the other
+    subtypes' HA and NA come back as no-hit, and the answer must not call H1N1 certain."""
+    pr8 = {"NC_002017.1", "NC_002018.1", "NC_002016.1", "NC_002019.1"}  # HA, NA, M, NP
+    reads = (fragments(FLU, 5, 300, seed=21, error=0.02, only=pr8)
+             + fragments(HELDOUT, 5, 300, seed=22, error=0.02))
+    fq = write_fastq(tmp_path / "heldout_mix.fastq", reads)
+    r = biotool("taxonomy", "--fastq", str(fq), "--local", "--sample", "100")
+    assert r.code == 0, r.stderr
+    flu = r.json["influenza"]
+    comp = flu["competence"]
+    no_hit = r.json["summary"]["no_hit"]
+    assert flu["strong"]["H"] == {"H1": 5} and flu["strong"]["N"] == {"N1": 5}
+    assert [c["subtype"] for c in flu["candidates"]] == ["H1N1"]
+    assert no_hit >= 30  # at least the 30 H2/H3/B HA and NA reads: the panel lacks them
+    assert comp["margin"] == 0.0 and comp["alternatives"] >= 1
+    assert any("holds one influenza subtype (H1N1)" in b and "the margin is 0" in b
+               for b in comp["blind_spots"])
+    assert any(f"{no_hit} of {len(reads)} reads had no hit in the panel demo-viral-panel: the "
+               "HA/NA reads may be among them" in b for b in comp["blind_spots"])
+    assert comp["remedy"].startswith("search nt remotely (--remote) or a wider database")
+
+
+def test_no_hit_reads_beside_typed_ha_and_na_take_the_margin_on_any_panel():
+    """A panel of two subtypes, H1N1 typed from HA and NA, and many reads with no hit: another
+    subtype's HA/NA may be among them, so the typed subtype has no margin."""
+    hits = {f"s{i}": [hit(PR8.format(4 if i % 2 else 6))] for i in range(20)}
+    hits.update({f"nohit{i}": [] for i in range(10)})
+    two = influenza.tiers(hits, panel="panel", panel_subtypes={"H1N1", "H3N2"})["competence"]
+    assert two["margin"] == 0.0 and two["alternatives"] == 0
+    assert any("10 of 30 reads had no hit" in b for b in two["blind_spots"])
+    clean = {k: v for k, v in hits.items() if v}
+    full = influenza.tiers(clean, panel="panel", panel_subtypes={"H1N1", "H3N2"})["competence"]
+    assert full["margin"] == 1.0 and full["confidence"] == 1.0
+
+
 # The detection floor: can_see_minority = dominant_fraction < 0.5 and n >= 200, both over the
 # reads with a named best hit.
 
@@ -200,20 +240,54 @@ def _random_reads(n: int, length: int, seed: int) -> list[tuple[str, str]]:
     return [(f"nohit{i}", "".join(rng.choice("ACGT") for _ in range(length))) for i in range(n)]
 
 
-def test_no_hit_reads_do_not_dilute_dominance(biotool, tmp_path):
-    # 200 SARS-CoV-2 reads and 300 that match nothing: SARS-CoV-2 holds every named read, so
-    # no minority could be seen; the 300 are reported on their own line.
-    sars = list(sequences.read_fastq(ARTIC))[:200]
-    fq = write_fastq(tmp_path / "diluted.fastq", sars + _random_reads(300, 400, seed=3))
+@pytest.mark.parametrize("named,total", [(5, 300), (50, 300), (200, 500)])
+def test_confidence_and_margin_count_the_reads_that_matched_nothing(biotool, tmp_path, named,
+                                                                    total):
+    """The demo ARTIC reads diluted with reads that match nothing, through the real blastn:
+    dominance stays over the named reads (the design), but competence is over the whole sample,
+    so a handful of identified reads is never a confident identification."""
+    sars = list(sequences.read_fastq(ARTIC))[:named]
+    fq = write_fastq(tmp_path / "diluted.fastq", sars + _random_reads(total - named, 400, seed=3))
     r = biotool("taxonomy", "--fastq", str(fq), "--local", "--sample", "500")
     assert r.code == 0, r.stderr
     s = r.json["summary"]
-    assert r.json["n"] == 500 and s["named_reads"] == 200 and s["no_hit"] == 300
-    assert s["dominant"] == SARS2 and s["dominant_fraction"] == 1.0
+    no_hit = total - named
+    assert r.json["n"] == total and s["named_reads"] == named and s["no_hit"] == no_hit
+    assert s["dominant"] == SARS2 and s["dominant_fraction"] == 1.0  # of the named reads
     assert s["can_see_minority"] is False
-    assert s["no_hit_caveat"] == ("300 reads matched nothing in this database: unobserved, "
-                                  "not absent")
-    assert f"{SARS2} is 100% of the 200 reads with a named hit" in s["caveat"]
+    assert s["no_hit_caveat"] == (f"{no_hit} reads matched nothing in this database: "
+                                  "unobserved, not absent")
+    assert f"{SARS2} is 100% of the {named} reads with a named hit" in s["caveat"]
+    assert f"dominates the {named} named reads; {no_hit} of {total} reads matched nothing" \
+        in s["caveat"]
+    assert f"Only {named} of {total} reads" in s["caveat"]
+    comp = s["competence"]
+    assert comp["applicable"] is True
+    # The no-hit reads could all be a runner-up: no lead survives them here.
+    assert comp["margin"] == 0.0
+    if named >= summary.MIN_CONFIDENT_NAMED:
+        assert comp["confidence"] == round(named / total, 4)
+    else:  # below the floor nothing is confident, whatever the shares
+        assert comp["confidence"] < 0.5 * named / summary.MIN_CONFIDENT_NAMED
+        assert any(f"{named} named reads are too few for a confident call" in b
+                   for b in comp["blind_spots"])
+    assert comp["remedy"].startswith("search nt remotely (--remote)")
+
+
+def test_the_whole_sample_named_keeps_full_confidence(biotool):
+    r = biotool("taxonomy", "--fastq", str(ARTIC), "--local", "--sample", "200")
+    assert r.code == 0, r.stderr
+    comp = r.json["summary"]["competence"]
+    assert r.json["summary"]["named_reads"] == 200
+    assert comp["confidence"] == 1.0 and comp["margin"] == 1.0
+
+
+def test_sample_competence_on_both_axes():
+    assert summary.sample_competence(90, 10, 100, 100) == (0.9, 0.8)
+    conf, margin = summary.sample_competence(60, 10, 100, 120)   # 20 no-hit reads
+    assert conf == pytest.approx(0.5) and margin == 30 / 120
+    assert summary.sample_competence(19, 0, 19, 19) == (19 / 40, 0.0)  # under the floor
+    assert summary.sample_competence(0, 0, 0, 50) == (0.0, 0.0)
 
 
 def test_a_sample_with_no_named_hit_establishes_nothing(biotool, tmp_path):
@@ -222,10 +296,14 @@ def test_a_sample_with_no_named_hit_establishes_nothing(biotool, tmp_path):
     assert r.code == 0, r.stderr
     s = r.json["summary"]
     assert s["named_reads"] == 0 and s["no_hit"] == 250 and s["dominant"] is None
-    assert s["can_see_minority"] is False
+    assert s["can_see_minority"] is False and s["detection_floor"] == 1.0
     assert s["caveat"].startswith("No named hits among the 250 reads searched; this "
                                   "establishes nothing about the sample.")
     assert "250 reads matched nothing" in s["no_hit_caveat"]
+    comp = s["competence"]
+    assert comp["applicable"] is False and comp["confidence"] == 0.0 and comp["margin"] == 0.0
+    assert "deplete" not in comp["remedy"] and "dominant" not in comp["remedy"]
+    assert "--remote" in comp["remedy"]
 
 
 def test_reads_tied_between_two_hosts_count_as_host_for_each():

@@ -91,7 +91,7 @@ def test_influenza_reads_get_the_tiered_block(biotool, tmp_path):
     assert [c["subtype"] for c in flu["candidates"]] == ["H1N1"]
     # The demo panel holds H1N1 only: finding no other subtype in it is no evidence against one.
     assert flu["competence"]["alternatives"] == 1 and flu["competence"]["ties"] == 0
-    assert flu["competence"]["confidence"] == 1.0 and flu["competence"]["margin"] == 1.0
+    assert flu["competence"]["confidence"] == 1.0 and flu["competence"]["margin"] == 0.0
     assert any("below the read-depth floor are unobserved" in b
                for b in flu["competence"]["blind_spots"])
     assert r.json["summary"]["dominant"] == "Influenza A virus"
