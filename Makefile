@@ -6,6 +6,8 @@
 #   make image            biotool-sandbox:latest (target sandbox) and biotool-egress:latest
 #   make image-cuda       biotool-sandbox:cuda: the same with PyPI's CUDA torch (several GB)
 #   make test-cuda        the CUDA image's tests on this CPU (marker cuda; not part of make test)
+#   make test-gvisor      the escape matrix, isolation, toolbox and family tests with the sandbox
+#                         under gVisor (runtime runsc; part of make test)
 #   make test             unit tests, then the image, then the image tests
 #   make demo             the enforced stack running a short agent session (biotool-sandbox demo)
 #   make bench            --help time in the container, image size, build time
@@ -65,7 +67,7 @@ $(error TORCH_VARIANT must be cpu or cuda, not $(TORCH_VARIANT))
 endif
 
 .PHONY: base wheels lock-current project-wheel image image-cuda lock cuda-lock-check pins \
-        sif docker-archive test test-unit test-image test-cuda demo bench clean
+        sif docker-archive test test-unit test-image test-gvisor test-cuda demo bench clean
 
 base:
 	image/base/build.sh $(BASE_TAG)
@@ -176,13 +178,24 @@ sif:
 
 # ---------------------------------------------------------------- tests, demo, bench
 
-test: test-unit cuda-lock-check test-image
+test: test-unit cuda-lock-check test-image test-gvisor
 
 test-unit:
 	$(PYTHON) -m pytest -q --durations=25 tests/unit
 
 test-image: image
 	$(PYTHON) -m pytest -q --durations=25 -m 'not cuda' tests/image
+
+# The image tier's proof again with every sandbox container on gVisor (the launcher's and the
+# test runner's alike, through BIOTOOL_RUNTIME); egress stays on the default runtime.
+GVISOR_TESTS ?= tests/image/test_egress.py \
+    tests/image/test_isolation.py tests/image/test_container.py \
+    tests/image/test_toolbox_in_image.py tests/image/test_tools_in_image.py \
+    tests/image/test_reads_in_image.py
+test-gvisor: image
+	@docker info --format '{{json .Runtimes}}' | grep -q '"runsc"' || { \
+	    echo "make test-gvisor: the engine has no runtime runsc: run image/runtime/register-runsc.sh" >&2; exit 2; }
+	BIOTOOL_RUNTIME=runsc $(PYTHON) -m pytest -q --durations=15 -m 'not cuda' $(GVISOR_TESTS)
 
 # The CUDA image on this machine's CPU (a GPU, when visible, is checked against its driver).
 test-cuda: image-cuda

@@ -22,7 +22,8 @@ Every finding carries `competence` (applicable, confidence, margin, alternatives
 blind_spots, remedy): read blind_spots before trusting an answer. Every result carries
 `provenance` (the references, indexes and models used, with sha256).
 Environment: BIOTOOL_CACHE sets the cache directory. BIOTOOL_REQUIRE_ENFORCED=1 refuses
-every command (exit 3) when the network is not enforced. BIOTOOL_CONFIDENT=1 strips
+every command (exit 3) when the network is not enforced; BIOTOOL_REQUIRE_RUNTIME=gvisor when
+the container shares the host's kernel (not under gVisor). BIOTOOL_CONFIDENT=1 strips
 competence and every other hedge (caveat, margin, detection_floor, ...:
 biotool.competence.HEDGES) from the output, and from these help texts.
 Start with `biotool list` to see what is staged and usable here."""
@@ -39,17 +40,31 @@ def commands() -> list[Command]:
             for c in importlib.import_module(f"biotool.{family}.cli").commands()]
 
 
-def _refuse_unless_enforced(args: list[str]) -> None:
-    """BIOTOOL_REQUIRE_ENFORCED=1 (a grader's setting): no command runs on an open network."""
-    from biotool.system import enforcement
+def _refuse(why: str, code: int = 3) -> None:
+    sys.stderr.write(f"biotool: error: {why}\n")
+    raise SystemExit(code)
 
-    if not enforcement.required() or args in ([], ["--help"], ["-h"]):
+
+def _refuse_where_required(args: list[str]) -> None:
+    """A grader's settings: BIOTOOL_REQUIRE_ENFORCED=1, no command runs on an open network;
+    BIOTOOL_REQUIRE_RUNTIME=gvisor, none runs on the host's kernel."""
+    if args in ([], ["--help"], ["-h"]):
         return
-    st = enforcement.status()
-    if not st["enforced"]:
-        sys.stderr.write(f"biotool: error: refused: BIOTOOL_REQUIRE_ENFORCED is set and the "
-                         f"network is not enforced: {st['reason']}; {enforcement.HOW}\n")
-        raise SystemExit(3)
+    from biotool.system import enforcement, runtime
+
+    try:
+        want = runtime.required()
+    except ValueError as exc:
+        _refuse(str(exc), 2)
+    if want:
+        st = runtime.status()
+        if st["runtime"] != want:
+            _refuse(f"refused: BIOTOOL_REQUIRE_RUNTIME={want} and {st['reason']}; {runtime.HOW}")
+    if enforcement.required():
+        st = enforcement.status()
+        if not st["enforced"]:
+            _refuse(f"refused: BIOTOOL_REQUIRE_ENFORCED is set and the network is not "
+                    f"enforced: {st['reason']}; {enforcement.HOW}")
 
 
 def _setup(flags: set[str]) -> None:
@@ -64,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     from biotool.output import confident_mode, emit
 
     args = list(sys.argv[1:] if argv is None else argv)
-    _refuse_unless_enforced(args)
+    _refuse_where_required(args)
     # In confident mode (the experiment's control) every help text loses its hedges, so the
     # control arm reads help like a conventional tool's, not only JSON without hedges.
     program.main("biotool", commands(), help=HELP, emit=emit, argv=args, options=(QUIET,),

@@ -45,13 +45,13 @@ def _env_pairs(pairs: list[str]) -> dict:
 
 
 def up(mode, image, egress_image, extra_ca, cpus, memory, work_size, compose_file, site,
-       relay, relay_tls) -> dict:
+       relay, relay_tls, runtime) -> dict:
     from . import stack
 
     return stack.up(mode, image=image, egress_image=egress_image, extra_ca=extra_ca,
                     compose=compose_file, site=site,
                     limits={"cpus": cpus, "memory": memory, "work_size": work_size},
-                    relay=relay, relay_tls=relay_tls)
+                    relay=relay, relay_tls=relay_tls, runtime=runtime)
 
 
 def exec_(run, timeout, workdir, env, cmd) -> dict:
@@ -143,7 +143,10 @@ def commands() -> list[Command]:
                            default=os.environ.get("BIOTOOL_NCBI_RELAY") or None),
                     Option(("--relay-tls",), "the gate's relay certificates: site-ca.pem, "
                            "client.pem, client.key (default BIOTOOL_NCBI_RELAY_TLS)",
-                           metavar="DIR", default=os.environ.get("BIOTOOL_NCBI_RELAY_TLS") or None))),
+                           metavar="DIR", default=os.environ.get("BIOTOOL_NCBI_RELAY_TLS") or None),
+                    Option(("--runtime",), "the sandbox's OCI runtime as registered with the "
+                           "engine, e.g. runsc (gVisor); egress keeps the default (default "
+                           "BIOTOOL_RUNTIME, else the engine's default)", metavar="NAME"))),
         Command("exec", exec_, tail=True, short_help="run a command as the agent in a run's "
                 "sandbox", help="Run CMD as the agent (uid 1000) in /work; prints exit_code, "
                 "stdout, stderr, duration_s and timed_out.",

@@ -39,13 +39,25 @@ MODES = {"enforced": "default", "offline": "offline", "gpu": "gpu"}
 EGRESS = "egress"  # the egress service's sandbox name, here and in k8s/values.yaml
 
 
-def mode_of(config: SandboxEnvironmentConfigType | None) -> str:
-    """The launcher mode for Inspect's config (None or a mode name)."""
+def _parts(config: SandboxEnvironmentConfigType | None) -> tuple[str, str | None]:
+    """Inspect's config: None, a mode name, or MODE:RUNTIME (e.g. "enforced:runsc", gVisor)."""
     name = "enforced" if config is None else config
-    if not isinstance(name, str) or name not in MODES:
+    mode, _, runtime = name.partition(":") if isinstance(name, str) else ("", "", "")
+    if mode not in MODES or (name.count(":") and not runtime):
         raise ValueError(f"sandbox=('biotool', {config!r}): the config is one of "
-                         f"{', '.join(MODES)} (default enforced)")
-    return MODES[name]
+                         f"{', '.join(MODES)} (default enforced), optionally with the sandbox's "
+                         f"runtime after a colon (enforced:runsc)")
+    return MODES[mode], runtime or None
+
+
+def mode_of(config: SandboxEnvironmentConfigType | None) -> str:
+    """The launcher mode for Inspect's config."""
+    return _parts(config)[0]
+
+
+def runtime_of(config: SandboxEnvironmentConfigType | None) -> str | None:
+    """The sandbox's runtime the config names (None: BIOTOOL_RUNTIME, else the engine's)."""
+    return _parts(config)[1]
 
 
 def _image_for(mode: str) -> str:
@@ -156,7 +168,8 @@ class BiotoolSandboxEnvironment(_RunContainer):
     async def sample_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None,
                           metadata: dict[str, str]) -> dict[str, SandboxEnvironment]:
         mode = mode_of(config)
-        info = await asyncio.to_thread(stack.up, mode, image=_image_for(mode))
+        info = await asyncio.to_thread(stack.up, mode, image=_image_for(mode),
+                                       runtime=runtime_of(config))
         run = info["run"]
         try:
             container = await asyncio.to_thread(stack.container_of, run, "sandbox")

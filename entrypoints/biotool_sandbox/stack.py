@@ -330,14 +330,32 @@ def check_started(run: str, dc, services: tuple[str, ...], compose_stderr: str,
                           f"{state.get('ExitCode')}) as it started: {said[:300] or 'no output'}")
 
 
+def check_runtime(dc, name: str | None) -> str | None:
+    """The sandbox's OCI runtime (--runtime, else BIOTOOL_RUNTIME; None: the engine's default),
+    refused unless this engine has it registered (daemon.json "runtimes")."""
+    name = (name or os.environ.get("BIOTOOL_RUNTIME") or "").strip() or None
+    if name is None:
+        return None
+    try:
+        known = sorted((dc.info().get("Runtimes") or {}).keys())
+    except Exception as exc:  # docker.errors.APIError, or the engine gone
+        raise EngineError(f"cannot read the engine's runtimes: {exc}") from None
+    if name not in known:
+        raise LauncherError(f"--runtime {name[:64]!r} is not registered with this engine "
+                            f"(it has: {', '.join(known) or 'none'}); register it in "
+                            f"/etc/docker/daemon.json (docs/rules.md, the runtime layer)")
+    return name
+
+
 def up(mode: str = "default", *, image: str | None = None, egress_image: str | None = None,
        extra_ca: str | None = None, compose: str | None = None, timeout: float = 180,
        site: str | None = None, limits: dict | None = None, relay: str | None = None,
-       relay_tls: str | None = None) -> dict:
+       relay_tls: str | None = None, runtime: str | None = None) -> dict:
     """Start a fresh compose project (a new run id) and wait until its sandbox is running.
 
     limits: {"cpus", "memory", "work_size"} (None: compose.yaml's defaults).
-    relay: https://HOST:PORT of the site's NCBI relay (relay_tls: the gate's certificates)."""
+    relay: https://HOST:PORT of the site's NCBI relay (relay_tls: the gate's certificates).
+    runtime: the sandbox's OCI runtime (runsc: gVisor); egress keeps the engine's default."""
     if mode not in MODES:
         raise LauncherError(f"--mode {mode!r} is not one of {', '.join(MODES)}")
     if extra_ca and not Path(extra_ca).is_file():
@@ -356,6 +374,9 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
     sizes = budget.run_memory(base, env)  # its tmpfs leave room for processes, or refused
     defaults = budget.compose_defaults(base)
     dc = client()
+    runtime = check_runtime(dc, runtime)
+    if runtime:
+        env["BIOTOOL_RUNTIME"] = runtime
     info = dc.info()
     check_host_limits(env, defaults, limit_env, int(info.get("NCPU") or 0),
                       int(info.get("MemTotal") or 0))
@@ -394,7 +415,8 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
     return {"run": run, "project": run, "mode": mode, "service": service,
             "containers": {c.labels[SERVICE_LABEL]: c.name for c in containers(run, dc)},
             "networks": sorted(n.name for n in dc.networks.list(filters={"label": f"{PROJECT_LABEL}={run}"})),
-            "compose_files": [str(f) for f in files], "limits": limit_env, "memory": memory}
+            "compose_files": [str(f) for f in files], "limits": limit_env, "memory": memory,
+            "runtime": runtime or "default"}
 
 
 def wait_ready(run: str, dc, deadline: float) -> None:

@@ -2,7 +2,9 @@
 command (the jupyter/docker-stacks pattern); tests/image/conftest.py's fixtures hand them out.
 
 The images are `biotool-sandbox:latest` and `biotool-egress:latest` unless BIOTOOL_IMAGE /
-BIOTOOL_EGRESS_IMAGE say otherwise.
+BIOTOOL_EGRESS_IMAGE say otherwise. BIOTOOL_RUNTIME (runsc: gVisor) runs every sandbox container
+the tests start under that runtime, through this runner and through the launcher alike
+(`make test-gvisor`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from biotool_testing.ran import Ran
 
 SANDBOX_IMAGE = os.environ.get("BIOTOOL_IMAGE", "biotool-sandbox:latest")
 EGRESS_IMAGE = os.environ.get("BIOTOOL_EGRESS_IMAGE", "biotool-egress:latest")
+RUNTIME = os.environ.get("BIOTOOL_RUNTIME") or None
 TEST_LABEL = "biotool-image-test"
 RUN_TIMEOUT = 300
 
@@ -39,6 +42,8 @@ class Runner:
             command = ["bash", "-c", command]
         kwargs.setdefault("network_mode", "none")
         kwargs.setdefault("labels", {}).update({TEST_LABEL: "1"})
+        if RUNTIME:
+            kwargs.setdefault("runtime", RUNTIME)
         container = self.client.containers.run(
             self.image, command, detach=True, name=f"biotool-test-{uuid.uuid4().hex[:10]}",
             **kwargs)

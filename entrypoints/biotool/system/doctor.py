@@ -130,6 +130,23 @@ def check_network(timeout: float = 3.0) -> dict:
                   f"which is reachable")
 
 
+def check_runtime() -> dict:
+    """Which kernel runs this container, from its own evidence (runtime.py); required only
+    where BIOTOOL_REQUIRE_RUNTIME asks for one."""
+    from biotool.system import runtime
+
+    st = runtime.status()
+    try:
+        want = runtime.required()
+    except ValueError as exc:
+        return _check("runtime", False, str(exc))
+    ok = want is None or st["runtime"] == want
+    detail = f"{st['runtime']}: {st['reason']}"
+    if want:
+        detail += f" (BIOTOOL_REQUIRE_RUNTIME={want})" + ("" if ok else f"; {runtime.HOW}")
+    return _check("runtime", ok, detail, required=want is not None)
+
+
 def check_gpu() -> dict:
     """Not required (every tool has a CPU path): no GPU, or its driver against torch's CUDA."""
     from biotool.system.gpu import report
@@ -176,7 +193,7 @@ def doctor(verify_sha: bool = True) -> dict:
     # doctor's floor), each in this thread (no fork beside another thread).
     staged = StagedChecks(verify_sha)
     first = [check_rules()]
-    rest = [*check_caches(), check_network(), check_user(), *check_binaries(),
+    rest = [*check_caches(), check_network(), check_runtime(), check_user(), *check_binaries(),
             check_toolbox(meanwhile=staged.step), check_gpu()]
     checks = [*first, *staged.finish(), *rest]
     failed = [c for c in checks if c["required"] and not c["ok"]]

@@ -82,6 +82,9 @@ class Tool:
     also: tuple[str, ...] = ()
     data: str = ""
     wrapper: str = ""  # a command line the tool's name runs, where Debian ships no such name
+    # A shell script run in place of Debian's launcher of the same name (/usr/local/bin comes
+    # first on PATH), where that launcher misreads the container it runs in.
+    script: str = ""
 
 
 @dataclass(frozen=True)
@@ -331,9 +334,9 @@ def install(bindir: Path, doc: Path) -> list[str]:
     made = install_refusals(bindir, Path(sys.prefix) / "bin",
                             rprofile if rprofile.exists() else None)
     for t in box.tools:
-        if t.wrapper:
+        if t.wrapper or t.script:
             path = bindir / t.command
-            path.write_text(f'#!/bin/sh\nexec {t.wrapper} "$@"\n')
+            path.write_text("#!/bin/sh\n" + (t.script or f'exec {t.wrapper} "$@"\n'))
             path.chmod(0o755)
             made.append(str(path))
         target = shutil.which(t.command) or str(bindir / t.command)

@@ -41,6 +41,18 @@ def test_provider_modes_map_to_the_launcher(monkeypatch):
     assert resolve("a/b") == "/work/a/b" and resolve("/tmp/x") == "/tmp/x"
 
 
+def test_provider_config_may_name_the_sandbox_runtime():
+    pytest.importorskip("inspect_ai")
+    from biotool_sandbox import inspect_sandbox as box
+
+    assert box.mode_of("enforced:runsc") == "default" and box.runtime_of("enforced:runsc") == "runsc"
+    assert box.runtime_of("offline:runsc") == "runsc" and box.runtime_of("offline") is None
+    assert box.runtime_of(None) is None
+    for bad in ("enforced:", "compose.yaml:runsc", ":runsc"):
+        with pytest.raises(ValueError, match="enforced:runsc"):
+            box.mode_of(bad)
+
+
 COUNTERPART = {"default": "sandbox", "egress": "egress"}  # compose.inspect.yaml -> compose.yaml
 # All compose.inspect.yaml may set itself: the rest (hardening, limits, mounts, networks)
 # comes from compose.yaml by `extends`, declared once.

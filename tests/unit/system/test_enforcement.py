@@ -190,13 +190,13 @@ def test_cli_refuses_with_exit_3_when_required_and_unenforced(monkeypatch, capsy
     monkeypatch.setattr(enforcement, "status",
                         lambda: {"enforced": False, "reason": "a default route exists"})
     with pytest.raises(SystemExit) as exc:
-        cli._refuse_unless_enforced(["list"])
+        cli._refuse_where_required(["list"])
     assert exc.value.code == 3
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("biotool: error: refused:")
-    cli._refuse_unless_enforced(["--help"])  # help is not a command: it still prints
+    cli._refuse_where_required(["--help"])  # help is not a command: it still prints
     monkeypatch.setattr(enforcement, "status", lambda: {"enforced": True, "reason": "only lo"})
-    cli._refuse_unless_enforced(["list"])
+    cli._refuse_where_required(["list"])
 
 
 def test_gpu_report_without_a_gpu_names_the_driver_torch_needs():

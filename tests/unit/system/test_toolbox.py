@@ -158,3 +158,23 @@ def test_run_each_bounded_keeps_order_width_and_kills_what_overruns(tmp_path, go
     assert ran[6] == "no-such-tool-here is not installed (not found on PATH)"
     assert ran[7] == "sh was stopped after 3 s" and ran[8] == (9, "nope")
     assert gone_within(int(pid_file.read_text().strip()), 5)
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["-v"], ["-T", "N", "-v"]),                      # no -T: the CPUs this process may use
+    (["-T", "4", "-v"], ["-T", "4", "-v"]),            # the caller's -T wins
+    (["-s", "a.phy", "-T8"], ["-s", "a.phy", "-T8"]),
+])
+def test_raxml_launcher_gives_a_thread_count_where_debians_cannot(tmp_path, args, expected):
+    # Debian's launcher reads /proc/cpuinfo's "cpu cores", absent under gVisor; the image's
+    # script in front of it passes a -T of its own instead (here in front of an echo).
+    tool = next(t for t in toolbox.load().tools if t.command == "raxmlHPC")
+    debian = tmp_path / "debian-raxmlHPC"
+    debian.write_text('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
+    debian.chmod(0o755)
+    script = tmp_path / "raxmlHPC"
+    script.write_text("#!/bin/sh\n" + tool.script.replace("/usr/bin/raxmlHPC", str(debian)))
+    script.chmod(0o755)
+    out = subprocess.run([str(script), *args], capture_output=True, text=True, check=True).stdout
+    n = str(max(2, len(os.sched_getaffinity(0))))
+    assert out.split() == [n if a == "N" else a for a in expected]

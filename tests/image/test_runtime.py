@@ -1,0 +1,88 @@
+"""The runtime layer on the real engine: the sandbox under gVisor (runsc, registered by
+image/runtime/register-runsc.sh) and under runc, told apart from inside by doctor; the
+grader's BIOTOOL_REQUIRE_RUNTIME; the launcher's --runtime. `make test-gvisor` runs the rest
+of the image tier's proof (escape matrix, isolation, toolbox, families) with the sandbox on
+runsc."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from biotool_testing import stack
+from biotool_testing.contract import error_line
+from biotool_testing.ran import Ran
+
+RUNSC = "runsc"
+
+
+@pytest.fixture(scope="module")
+def runsc(docker_client) -> str:
+    if RUNSC not in (docker_client.info().get("Runtimes") or {}):
+        pytest.fail("the engine has no runtime `runsc`: run image/runtime/register-runsc.sh "
+                    "(.ci/run does)", pytrace=False)
+    return RUNSC
+
+
+def _runtime_check(ran: Ran) -> dict:
+    return next(c for c in ran.json["checks"] if c["check"] == "runtime")
+
+
+@pytest.mark.parametrize("runtime,kernel", [("runc", "host-kernel"), (RUNSC, "gvisor")])
+def test_doctor_reads_the_runtime_from_evidence_and_passes_under_both(sandbox, runsc, runtime,
+                                                                      kernel, apptainer_shape):
+    # The Apptainer shape (arbitrary UID, read-only root, no network): doctor's every check.
+    ran = sandbox.biotool("doctor", runtime=runtime, **apptainer_shape)
+    assert ran.code == 0, ran
+    check = _runtime_check(ran)
+    assert check["ok"] and not check["required"]
+    assert check["detail"].startswith(f"{kernel}: "), check
+
+
+def test_require_runtime_refuses_every_command_on_the_host_kernel(sandbox, runsc):
+    env = {"BIOTOOL_REQUIRE_RUNTIME": "gvisor"}
+    refused = sandbox.biotool("list", runtime="runc", environment=env)
+    error_line(refused, "BIOTOOL_REQUIRE_RUNTIME=gvisor", "host's kernel", "--runtime runsc",
+               code=3, alone=True)
+    assert sandbox.biotool("list", runtime=runsc, environment=env).code == 0
+    ran = sandbox.biotool("doctor", runtime=runsc, environment=env)
+    assert ran.code == 0 and _runtime_check(ran)["required"], ran
+
+
+def test_launcher_runs_the_sandbox_on_runsc_and_egress_on_the_default(images, runsc):
+    import docker
+
+    dc = docker.from_env()
+    up = stack.launcher("up", "--runtime", runsc)
+    try:
+        assert up["runtime"] == runsc
+        sandbox = dc.containers.get(up["containers"]["sandbox"])
+        egress = dc.containers.get(up["containers"]["egress"])
+        assert sandbox.attrs["HostConfig"]["Runtime"] == runsc
+        assert egress.attrs["HostConfig"]["Runtime"] == "runc"
+        ran = stack.launcher("exec", up["run"], "--env", "BIOTOOL_REQUIRE_ENFORCED=1", "--env",
+                             "BIOTOOL_REQUIRE_RUNTIME=gvisor", "--", "biotool", "doctor")
+        assert ran["exit_code"] == 0, ran
+        checks = {c["check"]: c for c in json.loads(ran["stdout"])["checks"]}
+        assert checks["runtime"]["detail"].startswith("gvisor: ")
+        # Enforced under gVisor too, on the same evidence as under runc.
+        assert checks["egress"]["ok"] and checks["egress"]["detail"].startswith("enforced:"), checks
+    finally:
+        stack.launcher("down", up["run"])
+
+
+def test_launcher_refuses_a_runtime_the_engine_lacks_and_leaves_nothing(images):
+    from biotool_sandbox import stack as launcher_stack
+
+    before = sorted(p.name for p in launcher_stack.state_root().iterdir()) \
+        if launcher_stack.state_root().exists() else []
+    runs_before = launcher_stack.runs()
+    ran = stack.launcher("up", "--runtime", "no-such-runtime", check=False)
+    assert ran["_code"] == 2, ran
+    line = ran["_stderr"].strip()
+    assert "\n" not in line and "--runtime 'no-such-runtime'" in line and "runc" in line, line
+    assert launcher_stack.runs() == runs_before
+    after = sorted(p.name for p in launcher_stack.state_root().iterdir()) \
+        if launcher_stack.state_root().exists() else []
+    assert after == before
