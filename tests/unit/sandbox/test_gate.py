@@ -270,12 +270,14 @@ def test_schedule_is_fair_between_a_greedy_and_a_modest_run(tmp_path):
     now = [1000.0]
     s = schedule.Schedule(tmp_path, 10.0, clock=lambda: now[0], sleep=lambda d: None)
     assert s._step("greedy") == 1000.0
+    s.stamp(1000.0, 1000.0)  # written at once
     # Both wait; the greedy run was served, so the modest one gets the next slot.
     now[0] = 1006.0
     assert s._step("greedy") is None and s._step("modest") is None
     now[0] = 1010.0
     assert s._step("greedy") is None
     assert s._step("modest") == 1010.0
+    s.stamp(1010.0, 1010.0)
     now[0] = 1020.0
     assert s._step("greedy") == 1020.0
 
