@@ -258,7 +258,9 @@ def _query_value(raw: bytes) -> tuple[str, str, int]:
     except UnicodeDecodeError:
         raise Refused(400, "parameter QUERY is not UTF-8 once decoded") from None
     scan.finish()
-    return "".join(text), "".join(form), scan.count
+    decoded = "".join(text)
+    text.clear()  # the pieces go as soon as they are joined: at most two copies at once
+    return decoded, "".join(form), scan.count
 
 
 def _ascii_value(key: str, raw: bytes) -> str:
@@ -309,17 +311,19 @@ class Request:
 
 
 def _pairs(raw: bytes):
-    """(name, value) of each `&`-separated pair, one at a time (never a list of all of them:
-    the caller stops at the first unknown or repeated name)."""
+    """(name, sep, value) of each `&`-separated pair, one at a time (never a list of all of
+    them: the caller stops at the first unknown or repeated name), each value copied once."""
     i = 0
     while raw and i <= len(raw):
         j = raw.find(b"&", i)
         j = len(raw) if j < 0 else j
-        name, sep, value = raw[i:j].partition(b"=")
+        k = raw.find(b"=", i, j)
+        name = raw[i:j if k < 0 else k][:64].decode("ascii")
+        value = raw[k + 1:j] if k >= 0 else b""
         if b"=" in value:
-            raise Refused(400, f"parameter {name[:40].decode('ascii')!r} holds a bare '=' "
-                               f"(a form encoder writes %3D)")
-        yield name.decode("ascii"), sep, value
+            raise Refused(400, f"parameter {name[:40]!r} holds a bare '=' (a form encoder "
+                               f"writes %3D)")
+        yield name, (b"=" if k >= 0 else b""), value
         i = j + 1
 
 

@@ -168,6 +168,9 @@ class MockNCBI:
         self.violations: list[str] = []
         self.lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
+        # Scripted answers (tests of what the gate passes back): {"put" | "poll" | "get":
+        # (status, reason, [(header, value)], body)}, answered after the request is recorded.
+        self.script: dict[str, tuple[int, str, list, bytes]] = {}
 
     # ---- protocol
     def _record(self, method: str, params: dict, headers: dict | None = None) -> float:
@@ -194,10 +197,15 @@ class MockNCBI:
                               "headers": dict(headers or {})})
         return now
 
-    def handle(self, method: str, params: dict,
-               headers: dict | None = None) -> tuple[int, str, bytes]:
+    def handle(self, method: str, params: dict, headers: dict | None = None) -> tuple:
         with self.lock:
             now = self._record(method, params, headers)
+            scripted = self.script.get(self.requests[-1]["what"])
+            if scripted:
+                status, reason, extra, body = scripted
+                ctype = next((v for k, v in extra if k.lower() == "content-type"), "text/html")
+                return status, ctype, body, reason, [h for h in extra
+                                                     if h[0].lower() != "content-type"]
             cmd = params.get("CMD")
             if cmd == "Put":
                 status, ctype, body = self._put(params, now)
@@ -279,9 +287,12 @@ class MockNCBI:
             def log_message(self, fmt, *args):  # quiet: the recorded requests are the log
                 pass
 
-            def _send(self, status: int, ctype: str, body: bytes):
-                self.send_response(status)
+            def _send(self, status: int, ctype: str, body: bytes, reason: str | None = None,
+                      extra: list = ()):
+                self.send_response(status, reason)
                 self.send_header("Content-Type", ctype)
+                for k, v in extra:
+                    self.send_header(k, v)
                 if status in (301, 302, 303, 307, 308):
                     self.send_header("Location", REDIRECT_TO)
                 self.send_header("Content-Length", str(len(body)))
