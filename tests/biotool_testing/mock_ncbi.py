@@ -141,6 +141,19 @@ class KmerIndex:
         return out
 
 
+def big_report(size: int) -> bytes:
+    """A well-formed JSON2_S report of about `size` bytes: one query whose hits carry long
+    alignments, as a search with many long reads and hits answers."""
+    hsp = {"num": 1, "bit_score": 1.0, "evalue": 1.0, "identity": 1, "align_len": 1,
+           "query_from": 1, "query_to": 1, "hit_from": 1, "hit_to": 1,
+           "qseq": "A" * 50_000, "hseq": "A" * 50_000, "midline": "|" * 50_000}
+    hit = json.dumps({"num": 1, "description": [{"title": "x", "taxid": 1, "sciname": "x"}],
+                      "len": 1, "hsps": [hsp]})
+    hits = ",".join([hit] * max(1, size // len(hit)))
+    return ('{"BlastOutput2":[{"report":{"results":{"search":{"query_title":"q1","query_len":1,'
+            '"hits":[' + hits + ']}}}}]}').encode()
+
+
 def parse_fasta(text: str) -> list[tuple[str, str]]:
     out, name, seq = [], None, []
     for line in text.splitlines() + [">"]:
@@ -354,9 +367,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="mode truncate: cut the report of batches larger than this")
     ap.add_argument("--min-interval", type=float, default=10.0)
     ap.add_argument("--poll-interval", type=float, default=60.0)
+    ap.add_argument("--big-report", type=int, default=0, metavar="MB",
+                    help="every fetch answers a JSON2_S report of about MB megabytes")
     args = ap.parse_args(argv)
     mock = MockNCBI(args.mode, args.rtoe, args.ready_after, args.truncate_above,
                     min_interval=args.min_interval, poll_interval=args.poll_interval)
+    if args.big_report:
+        mock.script["get"] = (200, "OK", [("Content-Type", "application/json")],
+                              big_report(args.big_report << 20))
     print(f"mock NCBI BLAST ({args.mode}) on {args.host}:{args.port} "
           f"{'TLS' if args.tls_cert else 'plain HTTP'}", file=sys.stderr, flush=True)
     try:
