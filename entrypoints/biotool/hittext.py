@@ -23,9 +23,8 @@ MAX_WORDS = 40   # words of one
 MAX_WORD = 32    # longer "words" are codes, not words
 # Words after which the next word is a designation of one sample, never taxonomy.
 DESIGNATORS = frozenset({"isolate", "strain", "str.", "substr.", "clone", "voucher", "specimen",
-                         "culture", "cultivar", "cv.", "breed", "patient", "sample", "host",
-                         "collection", "lab", "bioproject", "biosample", "accession", "id",
-                         "gi", "ref", "gb", "emb", "dbj"})
+                         "culture", "cultivar", "cv.", "breed", "bioproject", "biosample",
+                         "accession", "gi", "ref", "gb", "emb", "dbj"})
 _SUBTYPE = re.compile(r"\(H\d{1,2}(?:N\d{1,2})?\)", re.I)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'+\-]*\.?")  # letters, digits, ' + - and a final '.'
 _LONG_NUMBER = re.compile(r"\d{5,}")   # accession and GI shapes carry five digits or more
@@ -84,7 +83,11 @@ def public_text(value) -> str | None:
     previous = ""
     for token in text.split():
         core = token.strip(_EDGE)
-        if core and _keeps(core, previous):
+        if not (core and _keeps(core, previous)):
+            sub = _SUBTYPE.search(token)  # "A/California/07/2009(H1N1)" keeps its subtype
+            if sub:
+                kept.append(sub.group(0).upper())
+        else:
             lead = token[:len(token) - len(token.lstrip(_EDGE))]
             tail = token[len(token.rstrip(_EDGE)):]
             if _SUBTYPE.fullmatch(token):
