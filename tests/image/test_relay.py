@@ -234,6 +234,38 @@ def test_an_hpc_episode_on_the_enforced_runtime_reaches_ncbi_through_the_relay(s
     assert not joined & set(stack.launcher("ps")["runs"])
 
 
+GATE_SENDS = r'''
+import sys
+sys.path.insert(0, "/usr/local/lib/egress")
+import upstream
+ctx = upstream.relay_client_context("/var/lib/biotool-egress-run")
+head = "CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY="
+form = head + "A%0A" * (((8 << 20) - len(head)) // 4)
+for _ in range(6):
+    reply = upstream.send("RELAY", PORT, ctx, "POST", "/Blast.cgi", form)
+    print(reply.status, reply.data.decode()[:120].strip(), flush=True)
+'''
+
+
+def test_the_relay_bounds_what_one_gate_sends(site):
+    """Issue 38: a gate (its certificate, from inside run A's egress) sends the relay six
+    8 MB Puts of one-letter lines, the shape that took 516 MB to parse: each is refused
+    (403) by the bounded parse, the relay stays up (never restarted or OOM-killed), and
+    nothing reaches the mock."""
+    relay, mock = site["relay"], site["mock"]
+    before = len(stack.mock_requests(mock)["requests"])
+    egress = stack.container(site["a"]["containers"]["egress"])
+    res = egress.exec_run(["python3", "-c", GATE_SENDS.replace("RELAY", RELAY_NAME).replace(
+        "PORT", str(RELAY_PORT))], user="proxy")
+    lines = res.output.decode().strip().splitlines()
+    assert res.exit_code == 0 and len(lines) == 6, res.output.decode()[-2000:]
+    assert all(line.startswith("403 ") and "more than 250000 lines" in line for line in lines)
+    relay.reload()
+    assert relay.attrs["State"]["Running"] and not relay.attrs["State"]["OOMKilled"]
+    assert relay.attrs["RestartCount"] == 0
+    assert len(stack.mock_requests(mock)["requests"]) == before
+
+
 def test_the_interval_holds_across_a_relay_restart(site):
     """Issue 38: the relay's schedule is on its volume (and an empty one counts as a contact
     at start), so a Put right after a restart still reaches the mock an interval after the
