@@ -283,6 +283,7 @@ class Requests(serving.Handler):
         gate, method, what = self.gate, self.command, request.kind
         via = gate.relay  # (host, port) of the site's relay, or None: straight to the host
         self.relayed = True
+        note = ""  # what the record adds about the reply
         try:
             if via:
                 reply = upstream.send(*via, gate.relay_ctx, method, path, form,
@@ -307,7 +308,7 @@ class Requests(serving.Handler):
             # A report too large to check goes back as cut off: biotool's client halves the
             # batch and asks again, and none of its bytes reach the agent.
             reply = upstream.Reply(exc.status, "", [], blastapi.CUT_OFF)
-            self.rec["reply"] = f"{exc}; passed on as a cut-off report"
+            note = f"; the {exc}, passed on as a cut-off report"
         if via and reply.status == 429 and reply.header("X-Biotool-Egress") == "paced":
             return self.relay_paced(reply)  # the relay's own answer: not a report, no RID
         status = reply.status
@@ -327,10 +328,10 @@ class Requests(serving.Handler):
             self.reply(status, blastapi.reason(status), headers, data)
         except OSError:  # the agent left before its reply: the request still went upstream
             self.close_connection = True
-            self.finish_record("allowed", f"BLAST {what} relayed; the client left before "
-                               "the reply", status, sent_upstream=True, **extra)
+            self.finish_record("allowed", f"BLAST {what} relayed{note}; the client left "
+                               "before the reply", status, sent_upstream=True, **extra)
             return False
-        self.finish_record("allowed", f"BLAST {what} relayed", status, sent_upstream=True,
+        self.finish_record("allowed", f"BLAST {what} relayed{note}", status, sent_upstream=True,
                            **extra)
         return False
 

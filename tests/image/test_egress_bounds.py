@@ -87,7 +87,7 @@ def test_memory_shapes_leave_the_egress_up_and_every_request_recorded(run):
             and "more than 250000 lines" in r.get("reason", "")]
     assert len(puts) == 6, records
     fetch = [r for r in records if r.get("event") == "request" and r.get("what") == "fetch"]
-    assert fetch and "passed on as a cut-off report" in fetch[-1].get("reply", ""), fetch
+    assert fetch and "passed on as a cut-off report" in (fetch[-1]["reason"] or ""), fetch
     seen = stack.mock_requests(run["mock"])
     assert seen["violations"] == [] and [r["what"] for r in seen["requests"]] == \
         ["put", "poll", "get"], seen

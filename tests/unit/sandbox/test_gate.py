@@ -791,7 +791,7 @@ def test_a_reply_over_the_cap_is_never_read_whole_and_goes_back_as_cut_off(runs,
     status, _, text = a.https("GET", f"/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid}")
     assert status == 200 and text == '{"BlastOutput2":['
     rec = [r for r in records(capsys) if r.get("what") == "fetch" and r["event"] == "request"][-1]
-    assert rec["decision"] == "allowed" and "passed on as a cut-off report" in rec["reply"]
+    assert rec["decision"] == "allowed" and "passed on as a cut-off report" in rec["reason"]
 
 
 class _SlowConnect:
