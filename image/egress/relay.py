@@ -53,6 +53,7 @@ MAX_CONNECTIONS = 256          # gates connected at once; more are closed at onc
 BODY_BUDGET = 64 << 20         # request bodies held at once, all gates together
 GATE_BODY_BUDGET = gate_mod.BODY_BUDGET  # and per gate (certificate): what one run may hold
 MAX_RIDS = 20_000              # RIDs remembered, all gates together (oldest first out)
+PARSES = 2                     # bodies parsed at once (each up to ~4 x its size beside it)
 _RUN = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 # What the relay needs in its --tls dir (a gate's: upstream.CLIENT_FILES).
 SERVER_FILES = ("site-ca.pem", "server.pem", "server.key")
@@ -99,6 +100,7 @@ class Relay:
         self.hold_s = hold_s
         self.bodies = serving.ByteBudget(BODY_BUDGET)
         self.gate_bodies: dict[str, serving.ByteBudget] = {}
+        self.parsing = threading.BoundedSemaphore(PARSES)  # the relay's memory: bodies + parses
         self.lock = threading.Lock()
         self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.records = audit.Records(audit.RELAY)
@@ -206,8 +208,9 @@ class Handler(serving.Handler):
                 return self.record("denied", "request body cut short", None)
             self.request_read(upstream.UPSTREAM_S)
             try:
-                request = blastapi.parse(self.command, blastapi.raw_params(
-                    self.command, parts, self.headers.get("Content-Type"), body))
+                with relay.parsing:
+                    request = blastapi.parse(self.command, blastapi.raw_params(
+                        self.command, parts, self.headers.get("Content-Type"), body))
             except blastapi.Refused as exc:
                 return self.answer(exc.status, exc.reason, close=exc.close)
             del body
