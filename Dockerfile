@@ -20,9 +20,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY image/egress/ /usr/local/lib/egress/
 # The modules both images read (the rules file's reader, NCBI's interval rule, the locked
-# state file both NCBI schedules use), as the namespace package `biotool` beside the gate:
+# state file both NCBI schedules use, the rule for what of a BLAST hit an agent sees), as the namespace package `biotool` beside the gate:
 # the egress imports them as the sandbox does, with no second copy in the repository.
-COPY entrypoints/biotool/rules.py entrypoints/biotool/ncbirule.py entrypoints/biotool/lockedstate.py /usr/local/lib/egress/biotool/
+COPY entrypoints/biotool/rules.py entrypoints/biotool/ncbirule.py entrypoints/biotool/lockedstate.py entrypoints/biotool/hittext.py /usr/local/lib/egress/biotool/
 COPY image/rules.toml /etc/biotool/rules.toml
 RUN install -d -o proxy -g proxy -m 0700 /run/egress /var/lib/biotool-egress /var/lib/biotool-egress-run \
  && install -d -o proxy -g proxy -m 0755 /run/egress-ca \

@@ -10,32 +10,68 @@ The gate decides on the canonical form and builds the upstream request from it a
 NCBI receives exactly what was decided, never the agent's bytes: NCBI's documented parameter
 names in their exact case, `&` as the one separator, every value decoded once (strict UTF-8)
 and encoded again by the gate, and only the parameters biotool's client sends, per command,
-each with a value rule. `QUERY` must be sequence data (FASTA or raw letters): an accession or
-a GI names a record rather than searching for one, which the benchmark forbids (it would
-identify the source dataset). For the same reason a report goes back with taxonomic and
-alignment fields only: no accession, GI or sequence id, no hit sequences, titles cut.
+each with a value rule (DATABASE from NCBI's names). `QUERY` must be sequence data (FASTA or
+raw letters, NCBI's ASCII line rules): an accession or a GI names a record rather than
+searching for one, which the benchmark forbids (it would identify the source dataset). It is
+checked while it is decoded, in chunks, with caps on lines, records and title length, so a
+request's memory is bounded by its size, never by how many lines it holds.
 
-Standard library only (it runs in the egress image beside gatekeeper.py).
+For the same reason nothing identifying goes back: each answer is rebuilt from checked
+values (a Put's RID and RTOE, a poll's Status and ThereAreHits, a report's taxonomic and
+alignment fields, each of its type, titles and names reduced by biotool/hittext.py), with a
+fixed reason phrase and headers of the gate's own; a report over MAX_REPLY or the parse
+bounds goes back as cut off (biotool's client halves the batch).
+
+Standard library only, and biotool/hittext.py (copied beside it in the egress image).
 """
 
 from __future__ import annotations
 
+import codecs
+import http.client
 import json
 import re
 from dataclasses import dataclass
-from urllib.parse import SplitResult, quote, unquote_to_bytes, urlsplit
+from urllib.parse import SplitResult, unquote_to_bytes, urlsplit
+
+from biotool import hittext
 
 BLAST_PATHS = ("/Blast.cgi", "/blast/Blast.cgi")
 MAX_BODY = 8 << 20  # 40 queries of long reads fit easily
 
+MAX_QUERY_LINES = 250_000   # an 8 MB FASTA of 60-letter lines has ~140,000
+MAX_QUERY_RECORDS = 100     # biotool sends at most 40 per Put; NCBI caps a Put anyway
+MAX_TITLE_LINE = 1000       # characters of one FASTA title line
+MAX_VALUE = 1024            # bytes of any parameter but QUERY, as sent
+DECODE_CHUNK = 1 << 16      # QUERY is decoded and checked this many bytes at a time
+FORM_SAFE = "*-._~ "        # what the canonical form leaves unescaped (space becomes '+')
+_UNSAFE = re.compile(rb"[^A-Za-z0-9*\-._~ ]")
+_ESCAPES = [b"%%%02X" % b for b in range(256)]
+
 PROGRAMS = ("blastn", "blastp", "blastx", "tblastn", "tblastx")
-_DATABASE = re.compile(r"[A-Za-z0-9_.]{1,64}")
+# NCBI's BLAST databases served by the URL API (its documented names), by exact name: a
+# free-form name could carry an accession or any text to NCBI and back.
+DATABASES = (
+    "nt", "core_nt", "nr", "clustered_nr", "refseq_rna", "refseq_protein", "refseq_select_rna",
+    "refseq_select_prot", "refseq_genomic", "refseq_genomes", "refseq_representative_genomes",
+    "swissprot", "pdb", "pdbaa", "pdbnt", "landmark", "est", "est_human", "est_mouse",
+    "est_others", "gss", "htgs", "sts", "wgs", "tsa_nt", "tsa_nr", "env_nt", "env_nr", "pat",
+    "patnt", "chromosome",
+    "Betacoronavirus", "16S_ribosomal_RNA", "18S_fungal_sscRNA_typestrains",
+    "28S_fungal_sscRNA_typestrains", "ITS_RefSeq_Fungi", "ITS_eukaryote_sequences",
+    "LSU_eukaryote_rRNA", "LSU_prokaryote_rRNA", "SSU_eukaryote_rRNA",
+    "ref_viruses_rep_genomes", "ref_prok_rep_genomes", "ref_euk_rep_genomes",
+    "ref_viroids_rep_genomes", "mito", "human_genome", "mouse_genome", "Viral_genomes",
+)
 _RID = re.compile(r"[A-Z0-9]{6,32}")
 _TOOL = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 _EMAIL = re.compile(r"[^@\s&=]{1,64}@[^@\s&=]{1,253}")
 _RAW = re.compile(rb"[A-Za-z0-9_.~%+=&*\-]*")  # what a form encoder writes; no ';', no spaces
-_SEQUENCE_LINE = re.compile(r"[A-Za-z*\-]*")
-TITLE_CAP = 200
+_SEQUENCE_PIECE = re.compile(r"[A-Za-z*\- \t]*")
+_BREAKS = re.compile(r"\r\n|\r|\n")
+_SEQUENCE_CHUNK = re.compile(r"[A-Za-z*\- \t\r\n]*")
+_TITLE_BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
+_DROP_LETTERS = str.maketrans("", "", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
 
 class Refused(Exception):
@@ -105,41 +141,174 @@ def _one_of(values: tuple[str, ...]):
     return check
 
 
+def _database(value: str) -> str | None:
+    return None if value in DATABASES else \
+        f"must be one of NCBI's BLAST database names ({', '.join(DATABASES[:6])}, ...)"
+
+
 def _hitlist(value: str) -> str | None:
     return None if value.isascii() and value.isdigit() and 1 <= int(value) <= 100 else \
         "must be a whole number from 1 to 100"
 
 
-def _query(value: str) -> str | None:
-    """Sequence data only: FASTA records (or raw sequence letters), each record with letters
-    of its own, never an accession or GI (NCBI would search the record it names)."""
-    records = [0]  # letters per record; the first is any text before a '>' title
-    for n, line in enumerate(value.splitlines(), start=1):
-        line = line.strip()
-        if line.startswith(">"):
-            if any(ord(c) < 32 for c in line):
-                return f"line {n} (a FASTA title) holds a control character"
-            if len(records) > 1 and not records[-1]:
-                return f"must be sequence data: the FASTA record before line {n} holds none"
-            records.append(0)
-            continue
-        bare = "".join(line.split())
-        if not _SEQUENCE_LINE.fullmatch(bare):
-            return (f"must be sequence data (FASTA or raw sequence letters), not an accession "
-                    f"or GI: line {n} holds {line[:40]!r}")
-        records[-1] += len(bare)
-    if len(records) > 1 and not records[-1]:
-        return "must be sequence data: the last FASTA record holds none"
-    return None if sum(records) else "holds no sequence letters"
+class _QueryScan:
+    """QUERY validated as it is decoded, chunk by chunk, never held as a list of lines: FASTA
+    records (or raw sequence letters), each record with letters of its own, never an
+    accession or GI (NCBI would search the record it names). NCBI's own line rules, not
+    Python's: lines end at LF, CR LF or CR only; whitespace is ASCII space and tab; a title
+    line starts with '>' in its first column; outside titles only ASCII sequence letters."""
+
+    def __init__(self):
+        self.line, self.mode, self.cr = 1, "start", False  # mode: start | title | seq
+        self.title_len = 0
+        self.records = [0]  # letters per record; the first is any text before a '>' title
+        self.first = ""     # the current line's first characters, for the message
+        self.lead = False   # the current line began with spaces or tabs
+
+    def feed(self, text: str) -> None:
+        if self.cr and text.startswith("\n"):
+            text = text[1:]  # the LF of a CR LF split between two chunks
+        self.cr = text.endswith("\r")
+        if self.mode != "title" and ">" not in text and _SEQUENCE_CHUNK.fullmatch(text):
+            return self._sequence_only(text)
+        pieces = _BREAKS.split(text)
+        for i, piece in enumerate(pieces):
+            if i:
+                self._end_line()
+            if piece:
+                self._piece(piece)
+
+    def _sequence_only(self, text: str) -> None:
+        """A chunk of sequence lines only (the common case), checked and counted whole: the
+        same rules as line by line, at the speed of one regular expression."""
+        breaks = text.count("\n") + text.count("\r") - text.count("\r\n")
+        self.line += breaks
+        if self.line > MAX_QUERY_LINES:
+            raise Refused(403, f"QUERY has more than {MAX_QUERY_LINES} lines")
+        self.records[-1] += len(text) - len(text.translate(_DROP_LETTERS))
+        tail = text
+        if breaks:
+            tail = text[max(text.rfind("\n"), text.rfind("\r")) + 1:]
+            self.mode, self.first, self.lead = "start", "", False
+        if tail.strip(" \t"):
+            self.mode = "seq"
+        elif tail and self.mode == "start":
+            self.lead = True
+
+    def _end_line(self) -> None:
+        self.line += 1
+        if self.line > MAX_QUERY_LINES:
+            raise Refused(403, f"QUERY has more than {MAX_QUERY_LINES} lines")
+        self.mode, self.first, self.lead = "start", "", False
+
+    def _piece(self, piece: str) -> None:
+        n = self.line
+        if self.mode == "start":
+            if self.lead and piece.lstrip(" \t").startswith(">"):
+                raise Refused(403, f"QUERY line {n}: whitespace before '>' (a FASTA title "
+                                   f"starts in the first column)")
+            if piece.startswith(">"):
+                if len(self.records) > 1 and not self.records[-1]:
+                    raise Refused(403, f"QUERY must be sequence data: the FASTA record before "
+                                       f"line {n} holds none")
+                if len(self.records) > MAX_QUERY_RECORDS:
+                    raise Refused(403, f"QUERY has more than {MAX_QUERY_RECORDS} FASTA records")
+                self.records.append(0)
+                self.mode, self.title_len, piece = "title", 0, piece[1:]
+            elif piece.lstrip(" \t").startswith(">"):
+                raise Refused(403, f"QUERY line {n}: whitespace before '>' (a FASTA title "
+                                   f"starts in the first column)")
+            elif not piece.strip(" \t"):
+                self.lead = True
+                return  # blank so far: the line's kind is still open
+            else:
+                self.mode = "seq"
+        if not self.first:
+            self.first = piece[:40]
+        if self.mode == "title":
+            self.title_len += len(piece)
+            if self.title_len > MAX_TITLE_LINE:
+                raise Refused(403, f"QUERY line {n} (a FASTA title) is over {MAX_TITLE_LINE} "
+                                   f"characters")
+            if _TITLE_BAD.search(piece):
+                raise Refused(403, f"QUERY line {n} (a FASTA title) holds a control character")
+            return
+        if not _SEQUENCE_PIECE.fullmatch(piece):
+            raise Refused(403, f"QUERY must be sequence data (FASTA or raw sequence letters), "
+                               f"not an accession or GI: line {n} holds {self.first!r}")
+        self.records[-1] += len(piece) - len(piece.translate(_DROP_LETTERS))
+
+    def finish(self) -> None:
+        if len(self.records) > 1 and not self.records[-1]:
+            raise Refused(403, "QUERY must be sequence data: the last FASTA record holds none")
+        if not sum(self.records):
+            raise Refused(403, "QUERY holds no sequence letters")
+
+    @property
+    def count(self) -> int:
+        """FASTA records (raw letters with no title count as one)."""
+        return max(1, len(self.records) - 1)
+
+
+def _decoded(value: bytes):
+    """A form value's bytes, percent- and '+'-decoded in bounded chunks (never split inside a
+    %XX), so a value of many escapes is never one list of millions of pieces."""
+    i, n = 0, len(value)
+    while i < n:
+        j = min(n, i + DECODE_CHUNK)
+        if j < n:
+            k = value.rfind(b"%", j - 2, j)
+            if k > i:
+                j = k
+        yield unquote_to_bytes(value[i:j].replace(b"+", b" "))
+        i = j
+
+
+def _form_encoded(value: bytes) -> str:
+    """`value` as the gate writes it in a form: unreserved bytes as they are, a space as '+',
+    every other byte %XX (a regular expression's speed: most of a QUERY is letters)."""
+    return _UNSAFE.sub(lambda m: _ESCAPES[m.group()[0]], value).replace(b" ", b"+").decode()
+
+
+def _query_value(raw: bytes) -> tuple[str, str, int]:
+    """QUERY's decoded text, its canonical encoding and its record count, validated while it
+    is decoded; else Refused. Memory: the two strings, never a per-line list."""
+    scan, decoder = _QueryScan(), codecs.getincrementaldecoder("utf-8")("strict")
+    text: list[str] = []  # about len(raw) / DECODE_CHUNK pieces
+    form: list[str] = []
+    try:
+        for chunk in _decoded(raw):
+            part = decoder.decode(chunk)
+            scan.feed(part)
+            text.append(part)
+            form.append(_form_encoded(chunk))
+        scan.feed(decoder.decode(b"", final=True))
+    except UnicodeDecodeError:
+        raise Refused(400, "parameter QUERY is not UTF-8 once decoded") from None
+    scan.finish()
+    decoded = "".join(text)
+    text.clear()  # the pieces go as soon as they are joined: at most two copies at once
+    return decoded, "".join(form), scan.count
+
+
+def _ascii_value(key: str, raw: bytes) -> str:
+    """A short parameter's value, decoded; ASCII only (every rule below is ASCII)."""
+    if len(raw) > MAX_VALUE:
+        raise Refused(403, f"parameter {key} is over {MAX_VALUE} bytes")
+    value = unquote_to_bytes(raw.replace(b"+", b" "))
+    if not value.isascii():
+        raise Refused(400, f"parameter {key} holds a byte that is not ASCII")
+    return value.decode("ascii")
 
 
 _COMMON = {"tool": _matching(_TOOL, "a tool name of letters, digits, '.', '_' or '-'"),
            "email": _matching(_EMAIL, "an e-mail address")}
 # Per request kind: every parameter biotool's client sends, with its value rule, in the order
-# the gate writes them upstream; then the ones a request of that kind must carry.
+# the gate writes them upstream; then the ones a request of that kind must carry. QUERY's
+# rule is _QueryScan, applied while it is decoded.
 PARAMS = {
     "put": {"CMD": _fixed("Put"), "PROGRAM": _one_of(PROGRAMS),
-            "DATABASE": _matching(_DATABASE, "a BLAST database name"), "QUERY": _query,
+            "DATABASE": _database, "QUERY": None,
             "HITLIST_SIZE": _hitlist, "FORMAT_TYPE": _fixed("JSON2_S"), **_COMMON},
     "poll": {"CMD": _fixed("Get"), "FORMAT_OBJECT": _fixed("SearchInfo"),
              "RID": _matching(_RID, "a RID"), **_COMMON},
@@ -153,39 +322,58 @@ NAMES = frozenset(n for p in PARAMS.values() for n in p)
 
 @dataclass(frozen=True)
 class Request:
-    """One canonical BLAST URL API request: its kind and its parameters, decoded."""
+    """One canonical BLAST URL API request: its kind, its parameters decoded, the form the
+    gate sends upstream (PARAMS order, `&`-joined, each value encoded by the gate) and, for a
+    Put, how many FASTA records QUERY holds."""
     kind: str
     params: dict[str, str]
+    form: str
+    records: int = 0
 
     @property
     def rid(self) -> str | None:
         return self.params.get("RID")
 
     def encoded(self) -> str:
-        """The form the gate sends upstream: PARAMS order, `&`-joined, each value encoded."""
-        return "&".join(f"{k}={quote(self.params[k], safe='')}" for k in PARAMS[self.kind]
-                        if k in self.params)
+        return self.form
+
+
+def _pairs(raw: bytes):
+    """(name, sep, value) of each `&`-separated pair, one at a time (never a list of all of
+    them: the caller stops at the first unknown or repeated name), each value copied once."""
+    i = 0
+    while raw and i <= len(raw):
+        j = raw.find(b"&", i)
+        j = len(raw) if j < 0 else j
+        k = raw.find(b"=", i, j)
+        name = raw[i:j if k < 0 else k][:64].decode("ascii")
+        value = raw[k + 1:j] if k >= 0 else b""
+        if b"=" in value:
+            raise Refused(400, f"parameter {name[:40]!r} holds a bare '=' (a form encoder "
+                               f"writes %3D)")
+        yield name, (b"=" if k >= 0 else b""), value
+        i = j + 1
 
 
 def parse(method: str, raw: bytes) -> Request:
-    """The canonical form of a query string (GET) or form body (POST), or Refused."""
+    """The canonical form of a query string (GET) or form body (POST), or Refused. Memory is
+    bounded by construction: QUERY is decoded and checked in chunks, other values are short."""
     if not _RAW.fullmatch(raw):
         bad = next(bytes([b]) for b in raw if not _RAW.fullmatch(bytes([b])))
         raise Refused(400, f"the parameters hold {bad!r}, which a form encoder never writes "
                            f"(separators are '&' only; values are percent-encoded)")
     params: dict[str, str] = {}
-    for pair in raw.split(b"&") if raw else []:
-        name, sep, value = pair.partition(b"=")
-        key = name.decode("ascii")
+    query_raw = None
+    for key, sep, value in _pairs(raw):
         if not sep or key not in NAMES:
             raise Refused(403, f"parameter {key[:40]!r} is not one the sandbox relays (it relays "
                                f"{', '.join(sorted(NAMES))})")
-        if key in params:
+        if key in params or (key == "QUERY" and query_raw is not None):
             raise Refused(400, f"parameter {key} is repeated")
-        try:
-            params[key] = unquote_to_bytes(value.replace(b"+", b" ")).decode("utf-8")
-        except UnicodeDecodeError:
-            raise Refused(400, f"parameter {key} is not UTF-8 once decoded") from None
+        if key == "QUERY":
+            query_raw = value
+        else:
+            params[key] = _ascii_value(key, value)
     cmd = params.get("CMD")
     if method == "POST" and cmd == "Put":
         kind = "put"
@@ -202,78 +390,182 @@ def parse(method: str, raw: bytes) -> Request:
         why = PARAMS[kind][key](value)
         if why:
             raise Refused(403, f"{key} {why}")
-    missing = [k for k in REQUIRED[kind] if k not in params]
+    if query_raw is not None and kind != "put":
+        raise Refused(403, f"parameter QUERY is not relayed with a BLAST {kind}")
+    missing = [k for k in REQUIRED[kind] if k not in params and
+               not (k == "QUERY" and query_raw is not None)]
     if missing:
         raise Refused(403, f"a BLAST {kind} needs {', '.join(missing)}")
-    return Request(kind, params)
+    records, query_form = 0, ""
+    if query_raw is not None:  # checked last: the cheap refusals come first
+        params["QUERY"], query_form, records = _query_value(query_raw)
+    form = "&".join(
+        f"{k}={query_form if k == 'QUERY' else _form_encoded(params[k].encode())}"
+        for k in PARAMS[kind] if k in params)
+    return Request(kind, params, form, records)
 
 
 # ---------------------------------------------------------------- on the way back
+# What comes back is rebuilt from checked values, never passed on: a fixed reason phrase,
+# allowlisted headers, and for each kind of request only what biotool's client reads.
 
-_DESCRIPTION = ("title", "taxid", "sciname")
-_HSP = ("num", "bit_score", "score", "evalue", "identity", "positive", "gaps", "align_len",
-        "query_from", "query_to", "query_strand", "hit_from", "hit_to", "hit_strand")
-_SEARCH = ("query_title", "query_len")
+MAX_REPLY = 32 << 20        # a reply's bytes, read in chunks; more is refused (or cut off)
+MAX_CONTAINERS = 300_000    # JSON objects and arrays in a report parsed at once
+MAX_VALUES = 1_500_000      # JSON values (commas) in one: json.loads' memory is bounded by them
+MAX_REPORTS = MAX_QUERY_RECORDS
+MAX_HITS = 100              # HITLIST_SIZE's ceiling
+MAX_HSPS = 20
+MAX_DESCRIPTIONS = 5
+STATUSES = ("WAITING", "READY", "FAILED", "UNKNOWN")
+_RID_INFO = re.compile(rb"RID\s*=\s*([A-Z0-9]{6,32})\s")
+_RTOE_INFO = re.compile(rb"RTOE\s*=\s*(\d{1,6})\s")
+_STATUS_INFO = re.compile(rb"Status\s*=\s*([A-Z]{1,16})\s")
+_HITS_INFO = re.compile(rb"ThereAreHits\s*=\s*(yes|no)\s")
+_RATE = re.compile(rb"too many requests|rate limit|usage limit|exceeded|overload", re.I)
+# NCBI's error messages a client may see, by a fixed phrase each (never the page's words).
+_ERRORS = ((re.compile(rb"no sequence data", re.I), "Query contains no sequence data"),
+           (re.compile(rb"cpu usage limit", re.I), "CPU usage limit was exceeded"),
+           (re.compile(rb"database .{0,40}not found|no alias or index", re.I),
+            "the database was not found"),
+           (re.compile(rb"results? .{0,20}expired|rid .{0,20}not found", re.I),
+            "the RID is unknown or expired"))
 
 
-def _cut(value):
-    return value[:TITLE_CAP] if isinstance(value, str) else value
+def reason(status: int) -> str:
+    """The reason phrase the agent sees: the standard one for the status, never NCBI's."""
+    try:
+        return http.client.responses[status]
+    except KeyError:
+        return "Unknown"
 
 
-def _search(search: dict) -> dict:
-    out = {k: _cut(search[k]) for k in _SEARCH if k in search}
-    hits = []
-    for hit in search.get("hits") or []:
-        if not isinstance(hit, dict):
-            continue
-        hits.append({
-            "num": hit.get("num"),
-            "description": [{k: _cut(d[k]) for k in _DESCRIPTION if k in d}
-                            for d in hit.get("description") or [] if isinstance(d, dict)],
-            "len": hit.get("len"),
-            "hsps": [{k: h[k] for k in _HSP if k in h}
-                     for h in hit.get("hsps") or [] if isinstance(h, dict)]})
-    out["hits"] = hits
-    if isinstance(search.get("message"), str):
-        out["message"] = _cut(search["message"])
+def reply_headers(headers: list[tuple[str, str]], body: bytes) -> list[tuple[str, str]]:
+    """The headers the agent sees: a Content-Type for what the gate rebuilt (`body`) and a
+    numeric Retry-After; nothing of NCBI's else (no cookie, disposition, X-..., server)."""
+    ctype = "application/json" if body.startswith((b"{", b"[")) else "text/html; charset=utf-8"
+    out = [("Content-Type", ctype)]
+    for k, v in headers:
+        if k.lower() == "retry-after" and v.strip().isdigit() and len(v.strip()) <= 5:
+            out.append(("Retry-After", v.strip()))
+            break
     return out
 
 
-# What a report that does not parse is passed on as: it reads as a cut-off report (biotool's
-# client then halves the batch and asks again), and carries none of the original's bytes.
+def _page(title: str, info: list[tuple[str, str]], words: str = "") -> bytes:
+    block = "".join(f"\n\t{k}={v}" if k != "RID" and k != "RTOE" else f"\n    {k} = {v}"
+                    for k, v in info)
+    qblast = f"<!--QBlastInfoBegin{block}\nQBlastInfoEnd\n-->\n" if info else ""
+    return (f"<html><head><title>{title}</title></head><body>\n{qblast}"
+            f"<p>{words}</p></body></html>\n").encode()
+
+
+def _page_words(body: bytes) -> tuple[str, str]:
+    """(title, words) for a page that is no answer: fixed phrases chosen by what it says."""
+    if _RATE.search(body):
+        return ("NCBI - Too Many Requests", "Too Many Requests: your usage limit has been "
+                "exceeded; wait and try again later.")
+    for pattern, phrase in _ERRORS:
+        if pattern.search(body):
+            return "NCBI Blast: Error", f"Error: {phrase}."
+    return "NCBI Blast: page withheld", "NCBI answered with a page the sandbox does not pass on."
+
+
+def filter_put(body: bytes) -> bytes:
+    """A Put's answer: its RID and RTOE in a fixed page, or a fixed page naming what it was."""
+    rid, rtoe = _RID_INFO.search(body), _RTOE_INFO.search(body)
+    if rid:
+        info = [("RID", rid.group(1).decode())]
+        if rtoe:
+            info.append(("RTOE", rtoe.group(1).decode()))
+        return _page("NCBI Blast", info, "Your request has been submitted.")
+    return _page(*_page_words(body))
+
+
+def filter_status(body: bytes) -> bytes:
+    """A SearchInfo answer (or a fetch's page that is no report): Status and ThereAreHits,
+    each from its fixed set, in a fixed page; a fixed page naming it when it holds neither."""
+    status, hits = _STATUS_INFO.search(body), _HITS_INFO.search(body)
+    info = [("Status", status.group(1).decode())] if status and \
+        status.group(1).decode() in STATUSES else []
+    if hits and info:
+        info.append(("ThereAreHits", hits.group(1).decode()))
+    if info:
+        return _page("Status", info)
+    return _page(*_page_words(body))
+
+
+def _checked(entry: dict, fields: dict) -> dict:
+    """The fields of `entry` that pass their type check (fields: name -> check)."""
+    out = {}
+    for key, check in fields.items():
+        if key in entry:
+            value = check(entry[key])
+            if value is not None and value != "":
+                out[key] = value
+    return out
+
+
+_DESCRIPTION = {"title": hittext.public_text, "taxid": hittext.taxid,
+                "sciname": hittext.public_text}
+_COUNT = hittext.integer
+_HSP = {"num": _COUNT, "bit_score": hittext.number, "score": hittext.number,
+        "evalue": hittext.number, "identity": _COUNT, "positive": _COUNT, "gaps": _COUNT,
+        "align_len": _COUNT, "query_from": _COUNT, "query_to": _COUNT,
+        "query_strand": hittext.strand, "hit_from": _COUNT, "hit_to": _COUNT,
+        "hit_strand": hittext.strand}
+
+
+def _list(value, cap: int) -> list[dict]:
+    return [v for v in value[:cap] if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _search(search: dict) -> dict:
+    """Hits with taxonomic and alignment fields, each value of its type. The query's title
+    is not passed: biotool's client maps reports to queries by their order."""
+    out = _checked(search, {"query_len": _COUNT})
+    out["hits"] = [{**_checked(hit, {"num": _COUNT, "len": _COUNT}),
+                    "description": [_checked(d, _DESCRIPTION)
+                                    for d in _list(hit.get("description"), MAX_DESCRIPTIONS)],
+                    "hsps": [_checked(h, _HSP) for h in _list(hit.get("hsps"), MAX_HSPS)]}
+                   for hit in _list(search.get("hits"), MAX_HITS)]
+    if isinstance(search.get("message"), str) and "no hits found" in search["message"].lower():
+        out["message"] = "No hits found"
+    return out
+
+
+# What a report that does not parse (or is over the bounds) is passed on as: it reads as a
+# cut-off report (biotool's client then halves the batch and asks again), and carries none
+# of the original's bytes.
 CUT_OFF = b'{"BlastOutput2":['
-_TITLE = re.compile(rb"<title>(.{0,200}?)</title>", re.I | re.S)
-_QBLAST = re.compile(rb"QBlastInfoBegin(.{0,2000}?)QBlastInfoEnd", re.S)
-_WORDS = re.compile(rb"<[^>]*>|[A-Za-z]{1,6}_?\d{4,}(?:\.\d+)?|gi\|[^ ]*")
 
 
-def _status_page(body: bytes) -> bytes:
-    """A page that is not a report (a status or error page), kept to what a client reads of
-    it: its title, its QBlastInfo blocks and some words, without anything shaped like an
-    accession or a GI."""
-    title = _TITLE.search(body)
-    info = b"".join(b"<!--QBlastInfoBegin" + m.group(1) + b"QBlastInfoEnd-->"
-                    for m in _QBLAST.finditer(body))
-    words = b" ".join(_WORDS.sub(b" ", body).split())[:400]
-    return (b"<html><head><title>" + (title.group(1) if title else b"") + b"</title></head><body>"
-            + info + b"<p>" + words + b"</p></body></html>")
+def within_bounds(body: bytes) -> bool:
+    """Whether parsing `body` whole stays within MAX_REPLY, MAX_CONTAINERS and MAX_VALUES
+    (counted over the bytes, strings included: an over-count only refuses sooner)."""
+    return len(body) <= MAX_REPLY and body.count(b"{") + body.count(b"[") <= MAX_CONTAINERS \
+        and body.count(b",") <= MAX_VALUES
 
 
 def filter_report(body: bytes) -> bytes:
-    """A JSON2_S report with taxonomic and alignment fields only; a status page reduced to
-    what a client reads of it; CUT_OFF for JSON that does not parse or is not a report."""
-    text = body.decode("utf-8", "replace").lstrip("\ufeff").strip()
-    if not text.startswith(("{", "[")):
-        return _status_page(body)
+    """A JSON2_S report with taxonomic and alignment fields only, each value type-checked; a
+    status page reduced to its Status; CUT_OFF for JSON that does not parse, is over the
+    bounds or is not a report."""
+    head = body[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not head.startswith((b"{", b"[")):
+        return filter_status(body)
+    if not within_bounds(body):
+        return CUT_OFF
     try:
-        doc = json.loads(text)
+        # latin-1: one byte a character whatever the bytes (the text is never wider than the
+        # reply); what is not ASCII is removed by hittext anyway.
+        doc = json.loads(body.decode("latin-1").lstrip("\xef\xbb\xbf"))
         reports = doc.get("BlastOutput2") if isinstance(doc, dict) else None
         if isinstance(reports, dict):
             reports = [reports]
         if not isinstance(reports, list):
             return CUT_OFF
         out = []
-        for entry in reports:
+        for entry in reports[:MAX_REPORTS]:
             search = (((entry or {}).get("report") or {}).get("results") or {}).get("search") \
                 if isinstance(entry, dict) else None
             out.append({"report": {"results": {"search": _search(search)}}}
@@ -281,3 +573,8 @@ def filter_report(body: bytes) -> bytes:
     except (ValueError, TypeError, AttributeError, RecursionError):
         return CUT_OFF
     return json.dumps({"BlastOutput2": out}, separators=(",", ":")).encode()
+
+
+def filter_reply(kind: str, body: bytes) -> bytes:
+    """What the agent gets back for a request of `kind` (put, poll or fetch)."""
+    return {"put": filter_put, "poll": filter_status, "fetch": filter_report}[kind](body)

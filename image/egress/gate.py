@@ -14,8 +14,9 @@ Each request inside a tunnel (tunnel.py has vetted the CONNECT, the SNI and the 
   - paced host-wide: at most one request every NCBI interval across every run (schedule.py,
     on a volume only egress containers mount, shared fairly); a request over the rules gets
     429 with Retry-After and X-Biotool-Egress: paced;
-  - relayed from its canonical form alone (upstream.py), the report cut on the way back
-    (blastapi.filter_report);
+  - relayed from its canonical form alone (upstream.py), NCBI's contact counted from the
+    request's write (schedule.stamp), and the answer rebuilt on the way back from checked
+    values only (blastapi.filter_reply: no identifier, fixed reason phrase and headers);
   - or, with a site relay configured (BIOTOOL_NCBI_RELAY), sent to that relay only (mutual
     TLS), which holds NCBI's interval for the whole site; the host-wide schedule is skipped
     then, and a relay that fails means 502, never NCBI directly.
@@ -298,14 +299,19 @@ class Requests(serving.Handler):
                              code="schedule-unusable", retry_after=gate.schedule.min_interval)
         finally:
             gate.pending.release()
-        # Decided, and recorded so, once the slot is granted (one line, then the request
-        # leaves at once, so the host-wide interval holds at NCBI's end too); a request
-        # refused at the lock or the slot above never has a `decided` record.
+        # Decided, and recorded so, once the slot is granted; a request refused at the lock or
+        # the slot above never has a `decided` record.
         if not self.decided(method, url, what):
             return self.deny(503, _FULL, code="store-full", close=True)
-        if gate.rids.counts_as_poll(rid, what):
-            gate.rids.mark(rid, last_poll=slot)
-        self.relay(parts.path, form, request)
+        polled = gate.rids.counts_as_poll(rid, what)
+        if polled:  # until it is written, the poll counts from the latest it can leave
+            gate.rids.mark(rid, last_poll=slot + gate.schedule.reserve)
+
+        def written(t: float) -> None:  # NCBI's intervals count from the write, not the grant
+            gate.schedule.stamp(slot, t)
+            if polled:
+                gate.rids.mark(rid, last_poll=t)
+        self.relay(parts.path, form, request, written)
 
     def decided(self, method: str, url: str, what: str) -> bool:
         """The request's `decided` record (the store keeps room for its outcome); False when
@@ -330,20 +336,22 @@ class Requests(serving.Handler):
         if self.relay(path, form, request) and counts:
             gate.rids.mark(rid, last_poll=before)
 
-    def relay(self, path: str, form: str, request: "blastapi.Request") -> bool:
+    def relay(self, path: str, form: str, request: "blastapi.Request", written=None) -> bool:
         """Send the decided request upstream (its `decided` record is already written, so one
         the agent abandons mid-relay still has its record) and the reply back; True when the
         site's relay paced it (429)."""
         gate, method, what = self.gate, self.command, request.kind
         via = gate.relay  # (host, port) of the site's relay, or None: straight to the host
         self.relayed = True
+        note = ""  # what the record adds about the reply
         try:
             if via:
                 reply = upstream.send(*via, gate.relay_ctx, method, path, form,
                                       extra={upstream.RUN_HEADER: gate.run[:32]})
             else:
                 reply = upstream.send(self.tunnel_host, self.tunnel_port, gate.upstream_ctx,
-                                      method, path, form, address=gate.upstream_address)
+                                      method, path, form, address=gate.upstream_address,
+                                      written=written)
         except upstream.Failed as exc:
             if via:  # fail closed: no way to NCBI but the relay
                 self.deny(502, f"the site's NCBI relay {via[0]}:{via[1]} failed or is "
@@ -354,11 +362,20 @@ class Requests(serving.Handler):
                       close=True, sent_upstream=True)
             return False
         except upstream.TooLarge as exc:
-            self.deny(502, str(exc), code="reply-too-large", close=True, sent_upstream=True)
-            return False
+            if what != "fetch":
+                self.deny(502, str(exc), code="reply-too-large", close=True, sent_upstream=True)
+                return False
+            # A report too large to check goes back as cut off: biotool's client halves the
+            # batch and asks again, and none of its bytes reach the agent.
+            reply = upstream.Reply(exc.status, "", [], blastapi.CUT_OFF)
+            note = f"; the {exc}, passed on as a cut-off report"
         if via and reply.status == 429 and reply.header("X-Biotool-Egress") == "paced":
             return self.relay_paced(reply)  # the relay's own answer: not a report, no RID
-        headers, data, rid = reply.headers, reply.data, None
+        status = reply.status
+        data = blastapi.filter_reply(what, reply.data)  # rebuilt from checked values only
+        headers = blastapi.reply_headers(reply.headers, data)
+        del reply  # the upstream's bytes are not held while the agent reads
+        rid = None
         if what == "put":
             m = _RID.search(data)
             if m:
@@ -366,18 +383,15 @@ class Requests(serving.Handler):
                 gate.rids.remember(rid)
         elif what == "poll" and _READY.search(data):
             gate.rids.mark(request.rid, ready=True)
-        elif what == "fetch":
-            data = blastapi.filter_report(data)
-            headers = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
         extra = {"new_rid": rid} if rid else {}
         try:
-            self.reply(reply.status, reply.reason, headers, data)
+            self.reply(status, blastapi.reason(status), headers, data)
         except OSError:  # the agent left before its reply: the request still went upstream
             self.close_connection = True
-            self.finish_record("allowed", f"BLAST {what} relayed; the client left before "
-                               "the reply", reply.status, sent_upstream=True, **extra)
+            self.finish_record("allowed", f"BLAST {what} relayed{note}; the client left "
+                               "before the reply", status, sent_upstream=True, **extra)
             return False
-        self.finish_record("allowed", f"BLAST {what} relayed", reply.status, sent_upstream=True,
+        self.finish_record("allowed", f"BLAST {what} relayed{note}", status, sent_upstream=True,
                            **extra)
         return False
 

@@ -8,10 +8,15 @@ its decided requests here instead of to NCBI (upstream.py); this relay
 
   - accepts only gates: mutual TLS, the client's certificate signed by the site CA (no
     certificate, or one from another CA, ends the handshake before a byte of HTTP);
-  - checks every request again with the gate's own policy (blastapi.py) and builds the
-    upstream request from the canonical form alone, so a gate bug cannot widen what NCBI gets;
+  - checks every request again with the gate's own policy (blastapi.py, its memory bounded by
+    construction) and builds the upstream request from the canonical form alone, so a gate
+    bug cannot widen what NCBI gets; request bodies are bounded per gate and in all;
+  - binds each RID to the gate (its certificate) and run that created it, and keeps NCBI's
+    one-poll-per-RID-per-minute rule itself (rids.py), from when each poll was written;
   - applies NCBI's interval with the same fair schedule the gates use on one host
-    (schedule.py), on this process's own state directory: one process, one authority;
+    (schedule.py), fair between gates by their certificates (never a header), on a state
+    directory that survives a restart (a volume); an empty schedule at start reads as a
+    contact made then: one process, one authority;
   - answers 429 + Retry-After (X-Biotool-Egress: paced) when no slot frees within HOLD_S,
     which the gate passes back and biotool's client waits out;
   - sends to NCBI, or to a self-hosted BLAST URL API (--upstream), with a fixed User-Agent.
@@ -37,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # its modules beside it (also in
 import audit  # noqa: E402
 import blastapi  # noqa: E402
 import gate as gate_mod  # noqa: E402 - the gate's NCBI intervals and hold
+import rids as rids_mod  # noqa: E402
 import schedule as schedule_mod  # noqa: E402
 import serving  # noqa: E402
 import upstream  # noqa: E402
@@ -45,6 +51,9 @@ from biotool import ncbirule  # noqa: E402
 DEFAULT_UPSTREAM = f"https://{ncbirule.HOST}/Blast.cgi"
 MAX_CONNECTIONS = 256          # gates connected at once; more are closed at once
 BODY_BUDGET = 64 << 20         # request bodies held at once, all gates together
+GATE_BODY_BUDGET = gate_mod.BODY_BUDGET  # and per gate (certificate): what one run may hold
+MAX_RIDS = 20_000              # RIDs remembered, all gates together (oldest first out)
+PARSES = 2                     # bodies parsed at once (each up to ~4 x its size beside it)
 _RUN = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 # What the relay needs in its --tls dir (a gate's: upstream.CLIENT_FILES).
 SERVER_FILES = ("site-ca.pem", "server.pem", "server.key")
@@ -75,7 +84,7 @@ class Relay:
 
     def __init__(self, tls_dir: str, state_dir: str, upstream_url: str = DEFAULT_UPSTREAM,
                  extra_ca: str | None = None, min_interval: float = gate_mod.MIN_INTERVAL_S,
-                 hold_s: float = gate_mod.HOLD_S,
+                 hold_s: float = gate_mod.HOLD_S, poll_interval: float = gate_mod.POLL_INTERVAL_S,
                  upstream_address: tuple[str, int] | None = None):
         parts = urlsplit(upstream_url)
         if parts.scheme != "https" or not parts.hostname or parts.query:
@@ -86,10 +95,24 @@ class Relay:
         self.server_ctx = server_context(tls_dir)
         self.upstream_ctx = upstream.verified_context(extra_ca)
         self.schedule = schedule_mod.Schedule(Path(state_dir), min_interval)
+        self.schedule.begin()  # a schedule lost with a restart: a contact made now
+        self.rids = rids_mod.Rids(state_dir, poll_interval, MAX_RIDS)
         self.hold_s = hold_s
         self.bodies = serving.ByteBudget(BODY_BUDGET)
+        self.gate_bodies: dict[str, serving.ByteBudget] = {}
+        self.parsing = threading.BoundedSemaphore(PARSES)  # the relay's memory: bodies + parses
+        self.lock = threading.Lock()
         self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.records = audit.Records(audit.RELAY)
+
+
+    def gate_budget(self, peer: str) -> "serving.ByteBudget":
+        with self.lock:
+            if peer not in self.gate_bodies and len(self.gate_bodies) >= MAX_CONNECTIONS:
+                idle = [k for k, b in self.gate_bodies.items() if not b.used]
+                for k in idle:
+                    del self.gate_bodies[k]
+            return self.gate_bodies.setdefault(peer, serving.ByteBudget(GATE_BODY_BUDGET))
 
 
 class RelayServer(serving.Server):
@@ -169,7 +192,13 @@ class Handler(serving.Handler):
             length = blastapi.body_length(self.headers)
         except blastapi.Refused as exc:
             return self.answer(exc.status, exc.reason, close=True)
+        mine = relay.gate_budget(self.peer)
+        if not mine.take(length):
+            return self.answer(503, f"the relay holds {mine.used} bytes of this gate's request "
+                                    f"bodies (at most {GATE_BODY_BUDGET}); send one at a time",
+                               retry_after=relay.schedule.min_interval, close=True)
         if not relay.bodies.take(length):
+            mine.give(length)
             return self.answer(503, "the relay holds too many request bodies; ask again",
                                retry_after=relay.schedule.min_interval, close=True)
         try:
@@ -179,42 +208,80 @@ class Handler(serving.Handler):
                 return self.record("denied", "request body cut short", None)
             self.request_read(upstream.UPSTREAM_S)
             try:
-                request = blastapi.parse(self.command, blastapi.raw_params(
-                    self.command, parts, self.headers.get("Content-Type"), body))
+                with relay.parsing:
+                    request = blastapi.parse(self.command, blastapi.raw_params(
+                        self.command, parts, self.headers.get("Content-Type"), body))
             except blastapi.Refused as exc:
                 return self.answer(exc.status, exc.reason, close=exc.close)
+            del body
             self.forward(request)
         finally:
             relay.bodies.give(length)
+            mine.give(length)
 
     def forward(self, request: "blastapi.Request") -> None:
         relay = self.server.relay
-        what = request.kind
-        key = f"{self.peer[:24]}/{self.run or '-'}"  # fair between runs, whichever host they are on
-        try:
-            slot = relay.schedule.acquire(key, relay.hold_s)
+        what, rid = request.kind, request.rid
+        owner = f"{self.peer}/{self.run or '-'}"
+        if what != "put":
+            info = relay.rids.get(rid)
+            if info is None or info.get("owner") != owner:
+                return self.answer(403, f"RID {rid} was not created by this gate's run",
+                                   what=what, rid=rid)
+            wait = relay.rids.poll_wait(rid, what)
+            if wait > 0:
+                return self.answer(429, f"RID {rid} was asked about "
+                                        f"{relay.rids.poll_interval - wait:.1f} s ago; NCBI "
+                                        f"allows one poll per RID every "
+                                        f"{ncbirule.POLL_INTERVAL_S:.0f} s",
+                                   decision="paced", retry_after=wait, what=what, rid=rid)
+        try:  # fair between gates by the certificate the handshake proved, never a header
+            slot = relay.schedule.acquire(self.peer, relay.hold_s)
         except schedule_mod.Busy as exc:
             return self.answer(429, str(exc), decision="paced", retry_after=exc.retry_after,
-                               what=what, rid=request.rid)
+                               what=what, rid=rid)
         except OSError as exc:
             return self.answer(503, f"the relay's NCBI schedule is unusable ({exc})",
                                retry_after=relay.schedule.min_interval, what=what)
+        polled = relay.rids.counts_as_poll(rid, what)
+        if polled:
+            relay.rids.mark(rid, last_poll=slot + relay.schedule.reserve)
+
+        def written(t: float) -> None:  # NCBI's intervals count from the write
+            relay.schedule.stamp(slot, t)
+            if polled:
+                relay.rids.mark(rid, last_poll=t)
         method = "POST" if what == "put" else "GET"
         try:
             reply = upstream.send(relay.upstream_host, relay.upstream_port, relay.upstream_ctx,
                                   method, relay.upstream_path, request.encoded(),
-                                  address=relay.upstream_address)
+                                  address=relay.upstream_address, written=written)
         except upstream.Failed as exc:
             return self.answer(502, f"upstream {relay.upstream_host} failed: {exc}",
-                               decision="error", close=True, what=what, rid=request.rid,
+                               decision="error", close=True, what=what, rid=rid,
                                sent_upstream=True, slot=slot)
         except upstream.TooLarge as exc:
-            return self.answer(502, str(exc), decision="error", close=True, what=what,
-                               rid=request.rid, sent_upstream=True)
-        self.reply(reply.status, reply.reason, reply.headers, reply.data)
+            if what != "fetch":
+                return self.answer(502, str(exc), decision="error", close=True, what=what,
+                                   rid=rid, sent_upstream=True)
+            # Too large to pass on: a cut-off report (the gate passes it on as one, and
+            # biotool's client halves the batch).
+            reply = upstream.Reply(exc.status, "OK", [("Content-Type", "application/json")],
+                                   blastapi.CUT_OFF)
+        new_rid = None
+        if what == "put":
+            m = gate_mod._RID.search(reply.data)
+            if m:
+                new_rid = m.group(1).decode()
+                relay.rids.remember(new_rid, owner)
+        elif what == "poll" and gate_mod._READY.search(reply.data):
+            relay.rids.mark(rid, ready=True)
+        self.reply(reply.status, blastapi.reason(reply.status),
+                   [(k, v) for k, v in reply.headers if k.lower() in ("content-type", "retry-after")],
+                   reply.data)
         self.record("allowed", f"BLAST {what} sent upstream", reply.status, what=what,
-                    rid=request.rid, sent_upstream=True, slot=round(slot, 3),
-                    bytes_received=len(reply.data))
+                    rid=rid, sent_upstream=True, slot=round(slot, 3),
+                    bytes_received=len(reply.data), **({"new_rid": new_rid} if new_rid else {}))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -222,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--listen", default=f"0.0.0.0:{upstream.RELAY_PORT}")
     ap.add_argument("--tls", required=True,
                     help=f"directory holding {', '.join(SERVER_FILES)} (the site CA signs gates)")
-    ap.add_argument("--state-dir", required=True, help="the relay's own schedule state")
+    ap.add_argument("--state-dir", required=True,
+                    help="the relay's own schedule and RIDs (a volume that survives a restart)")
     ap.add_argument("--upstream", default=DEFAULT_UPSTREAM,
                     help="NCBI's Blast.cgi, or a self-hosted BLAST URL API's (https)")
     ap.add_argument("--extra-ca", help="an extra CA trusted upstream (tests: a mock NCBI)")

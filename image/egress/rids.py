@@ -22,13 +22,13 @@ RIDS_FILE = "rids.json"  # in the run's state dir
 _RID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-def load(path: Path | None) -> dict[str, dict]:
+def load(path: Path | None, limit: int = MAX_RIDS) -> dict[str, dict]:
     """RIDs a previous start of this run's gate saved; what does not parse is dropped, since
     the file is the gate's own and anything odd in it means damage."""
     if path is None or not path.is_file():
         return {}
     try:
-        raw = json.loads(path.read_text()[:(MAX_RIDS * 200)])
+        raw = json.loads(path.read_text()[:(limit * 300)])
     except (OSError, ValueError):
         return {}
     out = {}
@@ -36,18 +36,21 @@ def load(path: Path | None) -> dict[str, dict]:
         if _RID.fullmatch(str(rid)) and isinstance(info, dict) \
                 and isinstance(info.get("created"), (int, float)):
             last = info.get("last_poll")
+            owner = info.get("owner")
             out[rid] = {"created": float(info["created"]),
                         "last_poll": float(last) if isinstance(last, (int, float)) else None,
-                        **({"ready": True} if info.get("ready") is True else {})}
-    return dict(list(out.items())[-MAX_RIDS:])
+                        **({"ready": True} if info.get("ready") is True else {}),
+                        **({"owner": owner[:160]} if isinstance(owner, str) else {})}
+    return dict(list(out.items())[-limit:])
 
 
 class Rids:
     """This run's RIDs: {rid: {"created", "last_poll", "ready"?}}, saved after each change."""
 
-    def __init__(self, state_dir: str | None, poll_interval: float):
+    def __init__(self, state_dir: str | None, poll_interval: float, limit: int = MAX_RIDS):
         self.path = Path(state_dir) / RIDS_FILE if state_dir else None
-        self.known: dict[str, dict] = load(self.path)
+        self.limit = limit
+        self.known: dict[str, dict] = load(self.path, limit)
         self.poll_interval = poll_interval
         self.lock = threading.Lock()
 
@@ -68,10 +71,12 @@ class Rids:
             return 0.0
         return max(0.0, info["last_poll"] + self.poll_interval - time.time())
 
-    def remember(self, rid: str) -> None:
+    def remember(self, rid: str, owner: str | None = None) -> None:
+        """A new RID; `owner`: who may ask about it (the site relay's gate and run)."""
         with self.lock:
-            self.known[rid] = {"created": time.time(), "last_poll": None}
-            while len(self.known) > MAX_RIDS:
+            self.known[rid] = {"created": time.time(), "last_poll": None,
+                               **({"owner": owner} if owner else {})}
+            while len(self.known) > self.limit:
                 self.known.pop(next(iter(self.known)))
             self._save()
 

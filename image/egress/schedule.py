@@ -8,6 +8,12 @@ within a deadline and read size-bounded by biotool/lockedstate.py (the mechanism
 client-side pacing uses too), validated here, and damage is read as "a contact just
 happened" (wait one interval), never as "never" or "forever".
 
+NCBI's rule is about what arrives at NCBI, so a grant is not the contact: a slot granted at
+T reserves the schedule until T + CONNECT_BOUND_S (the longest the caller may take to
+connect and write; upstream.py gives up past it), and once the request is written the caller
+stamps the real contact time (`stamp`), from which the next interval counts. Two requests
+whose connects differ in length are still an interval apart where NCBI reads them.
+
 Fairness: when the interval has passed, the slot goes to the waiting run served least
 recently, so a run that always asks cannot starve one that asks now and then. A waiter that
 stops renewing its entry (a crashed gate) drops out after STALE_S.
@@ -32,6 +38,7 @@ STALE_S = 5.0               # a waiter that has not renewed its entry for this l
 SERVED_MEMORY_S = 3600.0    # how long a run's last turn is remembered for fairness
 LOCK_WAIT_S = 2.0           # the longest a gate waits for the lock before trying again later
 MAX_AHEAD_S = 120.0         # a last contact further ahead than this is a wrong clock or damage
+CONNECT_BOUND_S = 20.0      # connect, TLS and the request's write: upstream.py's own bound
 
 
 class Busy(Exception):
@@ -49,6 +56,7 @@ class Schedule:
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
     tick: float = 0.2
+    reserve: float = CONNECT_BOUND_S
 
     def read(self, raw: bytes, now: float) -> dict:
         """The validated state; anything damaged or oversized reads as a contact made now."""
@@ -99,12 +107,36 @@ class Schedule:
                 turn = min(waiting, key=lambda r: (state["served"].get(r, -1e18), waiting[r][0], r))
                 if turn == run:
                     got = now
-                    state["last_contact"] = now
+                    state["last_contact"] = now + self.reserve  # until stamp() says when
                     state["served"][run] = now
                     waiting.pop(run)
         locked.write(json.dumps({"last_contact": state["last_contact"], "served": state["served"],
                                  "waiting": {k: list(v) for k, v in waiting.items()}}).encode())
         return got
+
+    def begin(self) -> None:
+        """At a start: an empty (or missing) schedule reads as a contact made now, so a
+        restart that lost it, or a fresh volume, never lets a request out early."""
+        with lockedstate.locked(self.directory / STATE, LOCK_WAIT_S) as locked:
+            if not locked.read(MAX_STATE_BYTES).strip():
+                locked.write(json.dumps({"last_contact": self.clock(), "served": {},
+                                         "waiting": {}}).encode())
+
+    def stamp(self, granted: float, written: float) -> None:
+        """The request granted at `granted` was written at `written`: the contact counts from
+        then (earlier than the reservation, never earlier than a later grant's)."""
+        try:
+            with lockedstate.locked(self.directory / STATE, LOCK_WAIT_S) as locked:
+                now = self.clock()
+                state = self.read(locked.read(MAX_STATE_BYTES), now)
+                last = state["last_contact"]
+                ours = abs(last - (granted + self.reserve)) < 1e-6
+                state["last_contact"] = min(written, now) if ours else max(last, min(written, now))
+                locked.write(json.dumps({
+                    "last_contact": state["last_contact"], "served": state["served"],
+                    "waiting": {k: list(v) for k, v in state["waiting"].items()}}).encode())
+        except lockedstate.LockTimeout:
+            pass  # the reservation stands: later, never sooner
 
     def acquire(self, run: str, hold_s: float) -> float:
         """Wait (at most hold_s) for this run's fair turn; the slot time, else Busy."""

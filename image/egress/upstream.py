@@ -11,12 +11,17 @@ from __future__ import annotations
 import http.client
 import socket
 import ssl
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 from urllib.parse import urlsplit
 
+from schedule import CONNECT_BOUND_S
+
 UPSTREAM_S = 300.0
-MAX_REPLY = 256 << 20  # biotool's own client refuses more than this too
+MAX_REPLY = 32 << 20   # well under the egress's 512 MB (and the relay's 256 MB); read in chunks
+READ_CHUNK = 1 << 16
 HEADERS = {"User-Agent": "biotool-egress", "Accept": "*/*"}  # never the agent's bytes
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
               "trailer", "trailers", "transfer-encoding", "upgrade", "content-length"}
@@ -31,7 +36,11 @@ class Failed(Exception):
 
 
 class TooLarge(Exception):
-    """The upstream's reply is over MAX_REPLY."""
+    """The upstream's reply is over MAX_REPLY: the rest is never read (status: its status)."""
+
+    def __init__(self, why: str, status: int):
+        super().__init__(why)
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -39,7 +48,7 @@ class Reply:
     status: int
     reason: str
     headers: list[tuple[str, str]]  # hop-by-hop headers dropped
-    data: bytes
+    data: bytes | bytearray
 
     def header(self, name: str) -> str | None:
         return next((v for k, v in self.headers if k.lower() == name.lower()), None)
@@ -51,30 +60,64 @@ def target(path: str, method: str, form: str) -> str:
 
 
 def send(host: str, port: int, ctx: ssl.SSLContext, method: str, path: str, form: str, *,
-         extra: dict[str, str] | None = None,
-         address: tuple[str, int] | None = None) -> Reply:
+         extra: dict[str, str] | None = None, address: tuple[str, int] | None = None,
+         written: Callable[[float], None] | None = None,
+         connect_s: float = CONNECT_BOUND_S) -> Reply:
     """One request, the connection closed after it; `address`: connect there instead of
-    resolving `host` (unit tests; the certificate is still checked against `host`)."""
+    resolving `host` (unit tests; the certificate is still checked against `host`).
+    Connecting (TCP and TLS) and writing the request are done within `connect_s` in all, or
+    the request is abandoned (Failed); `written(t)` is called once it is written, with the
+    time, which is when NCBI's schedule counts the contact (schedule.Schedule.stamp)."""
     headers = {"Host": host, "Connection": "close", **HEADERS, **(extra or {})}
     if method == "POST":
         headers["Content-Type"] = "application/x-www-form-urlencoded"
-    conn = http.client.HTTPSConnection(host, port, timeout=UPSTREAM_S, context=ctx)
+    deadline = time.monotonic() + connect_s
+    conn = http.client.HTTPSConnection(host, port, timeout=connect_s, context=ctx)
     try:
         if address:
-            raw = socket.create_connection(address, timeout=UPSTREAM_S)
+            raw = socket.create_connection(address, timeout=connect_s)
+            raw.settimeout(max(0.001, deadline - time.monotonic()))
             conn.sock = ctx.wrap_socket(raw, server_hostname=host)
+        else:
+            conn.connect()
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"connect not done within {connect_s:.0f} s")
+        conn.sock.settimeout(left)
         conn.request(method, target(path, method, form),
                      body=form.encode() if method == "POST" else None, headers=headers)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"request not written within {connect_s:.0f} s")
+        if written:
+            written(time.time())
+        conn.sock.settimeout(UPSTREAM_S)
         resp = conn.getresponse()
-        data = resp.read(MAX_REPLY + 1)
-        kept = [(k, v) for k, v in resp.getheaders() if k.lower() not in HOP_BY_HOP]
+        data = read_bounded(resp)
+        kept = [(k, v) for k, v in resp.getheaders()[:64] if k.lower() not in HOP_BY_HOP]
     except (OSError, ssl.SSLError, http.client.HTTPException) as exc:
         raise Failed(f"{type(exc).__name__}: {exc}") from None
     finally:
         conn.close()
-    if len(data) > MAX_REPLY:
-        raise TooLarge(f"upstream reply over {MAX_REPLY >> 20} MB")
+    if data is None:
+        raise TooLarge(f"upstream reply over {MAX_REPLY >> 20} MB (not read further)",
+                       resp.status)
     return Reply(resp.status, resp.reason, kept, data)
+
+
+def read_bounded(resp: "http.client.HTTPResponse") -> bytearray | None:
+    """The reply's body in chunks (never one buffer of the cap's size), None past MAX_REPLY:
+    memory is what came, at most the cap, whatever Content-Length says."""
+    declared = resp.getheader("Content-Length") or ""
+    if declared.strip().isdigit() and int(declared) > MAX_REPLY:
+        return None
+    data = bytearray()  # grown in place: no second copy when it is done
+    while True:
+        chunk = resp.read(READ_CHUNK)
+        if not chunk:
+            return data
+        if len(data) + len(chunk) > MAX_REPLY:
+            return None
+        data += chunk
 
 
 def verified_context(extra_ca: str | None = None) -> ssl.SSLContext:

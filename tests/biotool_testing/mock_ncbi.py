@@ -142,6 +142,19 @@ class KmerIndex:
         return out
 
 
+def big_report(size: int) -> bytes:
+    """A well-formed JSON2_S report of about `size` bytes: one query whose hits carry long
+    alignments, as a search with many long reads and hits answers."""
+    hsp = {"num": 1, "bit_score": 1.0, "evalue": 1.0, "identity": 1, "align_len": 1,
+           "query_from": 1, "query_to": 1, "hit_from": 1, "hit_to": 1,
+           "qseq": "A" * 50_000, "hseq": "A" * 50_000, "midline": "|" * 50_000}
+    hit = json.dumps({"num": 1, "description": [{"title": "x", "taxid": 1, "sciname": "x"}],
+                      "len": 1, "hsps": [hsp]})
+    hits = ",".join([hit] * max(1, size // len(hit)))
+    return ('{"BlastOutput2":[{"report":{"results":{"search":{"query_title":"q1","query_len":1,'
+            '"hits":[' + hits + ']}}}}]}').encode()
+
+
 def parse_fasta(text: str) -> list[tuple[str, str]]:
     out, name, seq = [], None, []
     for line in text.splitlines() + [">"]:
@@ -169,6 +182,9 @@ class MockNCBI:
         self.violations: list[str] = []
         self.lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
+        # Scripted answers (tests of what the gate passes back): {"put" | "poll" | "get":
+        # (status, reason, [(header, value)], body)}, answered after the request is recorded.
+        self.script: dict[str, tuple[int, str, list, bytes]] = {}
 
     # ---- protocol
     def _record(self, method: str, params: dict, headers: dict | None = None) -> float:
@@ -198,10 +214,15 @@ class MockNCBI:
                               "headers": dict(headers or {})})
         return now
 
-    def handle(self, method: str, params: dict,
-               headers: dict | None = None) -> tuple[int, str, bytes]:
+    def handle(self, method: str, params: dict, headers: dict | None = None) -> tuple:
         with self.lock:
             now = self._record(method, params, headers)
+            scripted = self.script.get(self.requests[-1]["what"])
+            if scripted:
+                status, reason, extra, body = scripted
+                ctype = next((v for k, v in extra if k.lower() == "content-type"), "text/html")
+                return status, ctype, body, reason, [h for h in extra
+                                                     if h[0].lower() != "content-type"]
             cmd = params.get("CMD")
             if cmd == "Put":
                 status, ctype, body = self._put(params, now)
@@ -283,9 +304,12 @@ class MockNCBI:
             def log_message(self, fmt, *args):  # quiet: the recorded requests are the log
                 pass
 
-            def _send(self, status: int, ctype: str, body: bytes):
-                self.send_response(status)
+            def _send(self, status: int, ctype: str, body: bytes, reason: str | None = None,
+                      extra: list = ()):
+                self.send_response(status, reason)
                 self.send_header("Content-Type", ctype)
+                for k, v in extra:
+                    self.send_header(k, v)
                 if status in (301, 302, 303, 307, 308):
                     self.send_header("Location", REDIRECT_TO)
                 self.send_header("Content-Length", str(len(body)))
@@ -347,9 +371,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="mode truncate: cut the report of batches larger than this")
     ap.add_argument("--min-interval", type=float, default=10.0)
     ap.add_argument("--poll-interval", type=float, default=60.0)
+    ap.add_argument("--big-report", type=int, default=0, metavar="MB",
+                    help="every fetch answers a JSON2_S report of about MB megabytes")
     args = ap.parse_args(argv)
     mock = MockNCBI(args.mode, args.rtoe, args.ready_after, args.truncate_above,
                     min_interval=args.min_interval, poll_interval=args.poll_interval)
+    if args.big_report:
+        mock.script["get"] = (200, "OK", [("Content-Type", "application/json")],
+                              big_report(args.big_report << 20))
     print(f"mock NCBI BLAST ({args.mode}) on {args.host}:{args.port} "
           f"{'TLS' if args.tls_cert else 'plain HTTP'}", file=sys.stderr, flush=True)
     try:

@@ -33,12 +33,14 @@ PUT = (f"curl -s -w ' HTTP=%{{http_code}}\\n' --max-time 90 -X POST --data "
 
 
 def start_relay(dc, name: str, tls, extra_ca, nets: list[str]):
-    """The egress image in relay mode, hardened as compose runs an egress, on `nets`."""
+    """The egress image in relay mode, hardened as compose runs an egress, on `nets`, its
+    state on a named volume (docs/relay.md: the schedule and RIDs survive a restart)."""
+    dc.volumes.create(f"{name}-state", labels={"org.biotool.test": "ncbi-relay"})
     host_config = dc.api.create_host_config(
         binds={str(tls): {"bind": "/etc/biotool/relay", "mode": "ro"},
-               str(extra_ca): {"bind": "/etc/biotool/extra-ca.pem", "mode": "ro"}},
+               str(extra_ca): {"bind": "/etc/biotool/extra-ca.pem", "mode": "ro"},
+               f"{name}-state": {"bind": "/var/lib/biotool-egress", "mode": "rw"}},
         read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges:true"],
-        tmpfs={"/var/lib/biotool-egress": "uid=13,gid=13,mode=0700,size=16m"},
         mem_limit="256m", pids_limit=256)
     netcfg = dc.api.create_networking_config(
         {nets[0]: dc.api.create_endpoint_config(aliases=[RELAY_NAME])})
@@ -87,6 +89,11 @@ def site(tmp_path_factory, images):
     finally:
         for c in made:
             c.remove(force=True)
+        if runs:
+            try:
+                dc.volumes.get(f"{runs[0]['run']}-relay-state").remove()
+            except docker.errors.NotFound:
+                pass
         for r in runs:
             stack.launcher("down", r["run"])
         if net is not None:
@@ -225,6 +232,55 @@ def test_an_hpc_episode_on_the_enforced_runtime_reaches_ncbi_through_the_relay(s
     assert stack.mock_requests(site["mock"])["violations"] == []
     assert joined and "run-enforced:" not in ran.stderr  # brought down
     assert not joined & set(stack.launcher("ps")["runs"])
+
+
+GATE_SENDS = r'''
+import sys
+sys.path.insert(0, "/usr/local/lib/egress")
+import upstream
+ctx = upstream.relay_client_context("/var/lib/biotool-egress-run")
+head = "CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY="
+form = head + "A%0A" * (((8 << 20) - len(head)) // 4)
+for _ in range(6):
+    reply = upstream.send("RELAY", PORT, ctx, "POST", "/Blast.cgi", form)
+    print(reply.status, reply.data.decode()[:120].strip(), flush=True)
+'''
+
+
+def test_the_relay_bounds_what_one_gate_sends(site):
+    """Issue 38: a gate (its certificate, from inside run A's egress) sends the relay six
+    8 MB Puts of one-letter lines, the shape that took 516 MB to parse: each is refused
+    (403) by the bounded parse, the relay stays up (never restarted or OOM-killed), and
+    nothing reaches the mock."""
+    relay, mock = site["relay"], site["mock"]
+    before = len(stack.mock_requests(mock)["requests"])
+    egress = stack.container(site["a"]["containers"]["egress"])
+    res = egress.exec_run(["python3", "-c", GATE_SENDS.replace("RELAY", RELAY_NAME).replace(
+        "PORT", str(RELAY_PORT))], user="proxy")
+    lines = res.output.decode().strip().splitlines()
+    assert res.exit_code == 0 and len(lines) == 6, res.output.decode()[-2000:]
+    assert all(line.startswith("403 ") and "more than 250000 lines" in line for line in lines)
+    relay.reload()
+    assert relay.attrs["State"]["Running"] and not relay.attrs["State"]["OOMKilled"]
+    assert relay.attrs["RestartCount"] == 0
+    assert len(stack.mock_requests(mock)["requests"]) == before
+
+
+def test_the_interval_holds_across_a_relay_restart(site):
+    """Issue 38: the relay's schedule is on its volume (and an empty one counts as a contact
+    at start), so a Put right after a restart still reaches the mock an interval after the
+    one before it."""
+    a, mock, relay = site["a"], site["mock"], site["relay"]
+    assert "HTTP=200" in sh(a, PUT)["stdout"]
+    relay.restart(timeout=5)
+    deadline = time.monotonic() + 30
+    while relay.logs().count(b"egress relay: ready") < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "HTTP=200" in sh(a, PUT)["stdout"]
+    seen = stack.mock_requests(mock)
+    assert seen["violations"] == [], seen["violations"]
+    t = [r["t"] for r in seen["requests"]]
+    assert t[-1] - t[-2] >= 10.0, t[-2:]
 
 
 def test_a_relay_outage_fails_closed_with_a_record(site):

@@ -1,9 +1,10 @@
 """`biotool taxonomy`: which organisms the reads come from, remote (NCBI BLAST) or local.
 
 The output is read into an agent's context, so it is bounded: the --top best hits over all
-queries (not per query), each with taxonomic and alignment fields only. No accession is ever
-returned (an accession can carry the source dataset's identity back to the agent) and titles
-are cut to 200 characters. Per-query hits go to a file only when --hits-out asks for one.
+queries (not per query), each with taxonomic and alignment fields only, each of its type. No
+identifier is ever returned (an accession, a GI or a strain designation can carry the source
+dataset's identity back to the agent): titles and names are reduced to organism and product
+words by biotool/hittext.py, the rule the egress gate applies to NCBI's reports too. Per-query hits go to a file only when --hits-out asks for one.
 """
 
 from __future__ import annotations
@@ -12,23 +13,30 @@ import json
 import re
 import time
 
+from biotool import hittext
 from biotool.output import BiotoolError, InputError, ToolFailure
 from biotool.progress import log
 
 MAX_TIMEOUT = 7 * 86400.0  # a week: beyond it, time arithmetic overflows and NCBI drops RIDs
 HITS_PER_QUERY = 5  # hits asked per query, whatever --top: enough to see ties and strains
-MAX_TITLE = 200
-# The only hit fields an agent ever sees: taxonomic and alignment ones.
-PUBLIC_FIELDS = ("sciname", "taxid", "title", "bit_score", "evalue", "pident", "align_len",
-                 "query_len", "query_from", "query_to", "hit_from", "hit_to")
+MAX_TITLE = hittext.MAX_TEXT
+# The only hit fields an agent ever sees, taxonomic and alignment ones, each with its check.
+PUBLIC_FIELDS = {"sciname": hittext.public_text, "taxid": hittext.taxid,
+                 "title": hittext.public_text, "bit_score": hittext.number,
+                 "evalue": hittext.number, "pident": hittext.number,
+                 "align_len": hittext.integer, "query_len": hittext.integer,
+                 "query_from": hittext.integer, "query_to": hittext.integer,
+                 "hit_from": hittext.integer, "hit_to": hittext.integer}
 
 
 def public_hit(hit: dict) -> dict:
-    """A hit as the agent sees it: no accession, title cut to MAX_TITLE characters."""
-    out = {k: hit[k] for k in PUBLIC_FIELDS if k in hit}
-    title = str(out.get("title") or "")
-    if len(title) > MAX_TITLE:
-        out["title"] = title[:MAX_TITLE - 3] + "..."
+    """A hit as the agent sees it: no accession, titles and names reduced to taxonomy's
+    words, every value of its type (one that is not is left out)."""
+    out = {}
+    for key, check in PUBLIC_FIELDS.items():
+        value = check(hit.get(key)) if key in hit else None
+        if value is not None:
+            out[key] = value
     return out
 
 

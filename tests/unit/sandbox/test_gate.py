@@ -270,12 +270,14 @@ def test_schedule_is_fair_between_a_greedy_and_a_modest_run(tmp_path):
     now = [1000.0]
     s = schedule.Schedule(tmp_path, 10.0, clock=lambda: now[0], sleep=lambda d: None)
     assert s._step("greedy") == 1000.0
+    s.stamp(1000.0, 1000.0)  # written at once
     # Both wait; the greedy run was served, so the modest one gets the next slot.
     now[0] = 1006.0
     assert s._step("greedy") is None and s._step("modest") is None
     now[0] = 1010.0
     assert s._step("greedy") is None
     assert s._step("modest") == 1010.0
+    s.stamp(1010.0, 1010.0)
     now[0] = 1020.0
     assert s._step("greedy") == 1020.0
 
@@ -809,3 +811,176 @@ def test_tunnel_openings_and_closes_are_counted_together(runs, mock, store):
     assert len(report["tunnels"]) == 4 and report["open_tunnels"] == []
     assert report["tunnels_counted"] == {"opened": 26, "closed": 26}
     assert report["counts"]["allowed"] == 0  # a tunnel is no attempt; its requests are
+
+# ---------------------------------------------------------------- what comes back (issue 38)
+
+LEAKS = ("NC_045512", "MN908947", "MZ021680", "QDX2149", "2045123", "Set-Cookie",
+         "Content-Disposition", "X-Leak", "leakyserver", "sessionid", "CA-CDC", "Wuhan-Hu",
+         "SRR11772659")
+_LEAKY_HEADERS = [("Set-Cookie", "sessionid=NC_045512"), ("Content-Disposition",
+                  "attachment; filename=MN908947.json"), ("X-Leak", "MZ021680"),
+                  ("Server", "leakyserver"), ("Retry-After", "NC_045512")]
+_LEAKY_PAGE = ("<html><head><title>MN908947.3 SRR11772659</title></head><body>"
+               "<!--QBlastInfoBegin\n    RID = {rid}\n    RTOE = 7\n    Status={status}\n"
+               "    ThereAreHits=yes\n    Accession=NC_045512.2 CA-CDC-QDX21497008\n"
+               "QBlastInfoEnd\n--><p>gi|2045123|gb|MZ021680.1| Wuhan-Hu-1</p></body></html>")
+
+
+def _raw_exchange(run, method: str, path: str, body: bytes = b"") -> bytes:
+    """The agent's bytes back for one request: status line, headers and body, as sent."""
+    tls = run.ctx.wrap_socket(run.tunnel(), server_hostname=HOST)
+    head = (f"{method} {path} HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n"
+            f"Content-Length: {len(body)}\r\n")
+    if method == "POST":
+        head += "Content-Type: application/x-www-form-urlencoded\r\n"
+    tls.sendall(head.encode() + b"\r\n" + body)
+    out = b""
+    while chunk := tls.recv(65536):
+        out += chunk
+    tls.close()
+    return out
+
+
+def _leaky_report(rid: str) -> bytes:
+    hit = {"num": 1, "len": {"accession": "NC_045512.2"},
+           "description": [{"id": "gi|2045123|gb|MZ021680.1|", "accession": "MZ021680",
+                            "title": "Severe acute respiratory syndrome coronavirus 2 isolate "
+                                     "SARS-CoV-2/human/USA/CA-CDC-QDX21497008/2021, complete "
+                                     "genome NC_045512.2 SRR11772659",
+                            "taxid": "2697049", "sciname": "SARS-CoV-2 isolate Wuhan-Hu-1"}],
+           "hsps": [{"num": 1, "bit_score": 200.5, "evalue": 1e-50, "identity": 120,
+                     "align_len": 120, "query_from": 1, "query_to": 120,
+                     "hit_from": ["NC_045512.2", 1], "hit_to": "MN908947",
+                     "query_strand": "Plus", "hit_strand": "NC_045512.2",
+                     "hseq": "ACGT", "qseq": "ACGT", "midline": "||||"}]}
+    search = {"query_id": "Query_1", "query_title": "MN908947.3 SRR11772659", "query_len": 120,
+              "hits": [hit], "message": "see NC_045512.2", "stat": {"db_num": 1}}
+    return json.dumps({"BlastOutput2": [{"report": {"program": "blastn",
+                       "search_target": {"db": "MN908947"},
+                       "results": {"search": search}}}]}).encode()
+
+
+def test_scripted_replies_leak_nothing_on_any_channel(runs, mock, capsys):
+    """Every channel of an answer (reason phrase, headers, a Put's page, a poll's page, a
+    report's fields and types, a status page instead of a report) scripted to carry
+    identifiers: the agent's bytes hold none, and what biotool reads is still there."""
+    a = runs()
+    rid = "ABCDEF12345"
+    mock.script["put"] = (200, "OK NC_045512.2", _LEAKY_HEADERS,
+                          _LEAKY_PAGE.format(rid=rid, status="WAITING").encode())
+    mock.script["poll"] = (200, "OK MN908947", _LEAKY_HEADERS,
+                           _LEAKY_PAGE.format(rid=rid, status="READY").encode())
+    mock.script["get"] = (200, "OK MZ021680", _LEAKY_HEADERS + [
+        ("Content-Type", "application/json")], _leaky_report(rid))
+    put = _raw_exchange(a, "POST", "/blast/Blast.cgi",
+                        b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3Eq1%0A" + b"ACGT" * 30)
+    poll = _raw_exchange(a, "GET", f"/blast/Blast.cgi?CMD=Get&FORMAT_OBJECT=SearchInfo&RID={rid}")
+    fetch = _raw_exchange(a, "GET", f"/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid}")
+    mock.script["get"] = (200, "OK", _LEAKY_HEADERS, _LEAKY_PAGE.format(
+        rid=rid, status="WAITING").encode())
+    page = _raw_exchange(a, "GET", f"/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid}")
+    for name, got in (("put", put), ("poll", poll), ("fetch", fetch), ("page", page)):
+        for leak in LEAKS:
+            assert leak.lower().encode() not in got.lower(), (name, leak, got[:600])
+        assert got.startswith(b"HTTP/1.1 200 OK\r\n"), (name, got[:80])
+    assert f"RID = {rid}".encode() in put and b"RTOE = 7" in put
+    assert b"Status=READY" in poll and b"ThereAreHits=yes" in poll
+    assert b"Status=WAITING" in page
+    report = json.loads(fetch.split(b"\r\n\r\n", 1)[1])
+    search = report["BlastOutput2"][0]["report"]["results"]["search"]
+    hit = search["hits"][0]
+    assert "query_title" not in search and "message" not in search
+    assert "len" not in hit and hit["description"] == [{
+        "title": "Severe acute respiratory syndrome coronavirus 2 complete genome",
+        "sciname": "SARS-CoV-2"}]
+    hsp = hit["hsps"][0]
+    assert hsp["bit_score"] == 200.5 and hsp["query_strand"] == "Plus"
+    assert not {"hit_from", "hit_to", "hit_strand", "hseq", "qseq", "midline"} & set(hsp)
+    # The client reads what is left: hits, with the reduced names.
+    from biotool.taxonomy import ncbi
+
+    hits = ncbi.parse_report(fetch.split(b"\r\n\r\n", 1)[1], rid, ["q1"], 5)
+    assert hits["q1"][0]["sciname"] == "SARS-CoV-2" and hits["q1"][0]["bit_score"] == 200.5
+
+
+def test_a_reply_over_the_cap_is_never_read_whole_and_goes_back_as_cut_off(runs, mock, capsys):
+    upstream = scripts.module(EGRESS / "upstream.py")
+    a = runs()
+    status, _, text = a.put()
+    rid = rid_of(text)
+    big = b'{"BlastOutput2":[' + b'{"report":{}},' * ((upstream.MAX_REPLY // 14) + 10) + b'{}]}'
+    mock.script["get"] = (200, "OK", [("Content-Type", "application/json")], big)
+    time.sleep(INTERVAL)
+    status, _, text = a.https("GET", f"/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid}")
+    assert status == 200 and text == '{"BlastOutput2":['
+    rec = [r for r in records(capsys) if r.get("what") == "fetch" and r["event"] == "request"][-1]
+    assert rec["decision"] == "allowed" and "passed on as a cut-off report" in rec["reason"]
+
+
+class _SlowConnect:
+    """A TCP relay to the mock that waits `delay` seconds before passing a connection's first
+    byte on: an upstream whose connect (TLS handshake) is slow."""
+
+    def __init__(self, port: int, delay: float):
+        self.port, self.delay = port, delay
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.address = self.sock.getsockname()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._pipe, args=(client,), daemon=True).start()
+
+    def _pipe(self, client):
+        time.sleep(self.delay)
+        upstream = socket.create_connection(("127.0.0.1", self.port))
+
+        def copy(src, dst):
+            try:
+                while data := src.recv(65536):
+                    dst.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for s in (src, dst):
+                    try:
+                        s.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+        threading.Thread(target=copy, args=(upstream, client), daemon=True).start()
+        copy(client, upstream)
+
+    def close(self):
+        self.sock.close()
+
+
+def test_the_interval_holds_at_ncbi_under_a_slow_upstream_connect(runs, mock, capsys):
+    """Issue 36: run A's connect takes a little over an interval, run B's none. Were the
+    contact stamped at the grant, B (granted one interval after A) would reach NCBI just
+    before A; stamped at the write, B waits for A's write and the mock sees the two an
+    interval apart."""
+    slow = _SlowConnect(mock.port, 1.2 * INTERVAL)
+    try:
+        a, b = runs(hold_s=10.0), runs(hold_s=10.0)
+        a.gate.upstream_address = slow.address
+        out = {}
+
+        def ask(name, run):
+            out[name] = run.put()[0]
+        threads = [threading.Thread(target=ask, args=("a", a))]
+        threads[0].start()
+        time.sleep(INTERVAL / 3)  # A holds the slot and is connecting
+        threads.append(threading.Thread(target=ask, args=("b", b)))
+        threads[1].start()
+        for t in threads:
+            t.join(30)
+    finally:
+        slow.close()
+    assert out == {"a": 200, "b": 200}
+    assert mock.violations == []
+    times = [r["t"] for r in mock.requests]
+    assert len(times) == 2 and times[1] - times[0] >= INTERVAL - 0.05

@@ -64,6 +64,7 @@ def relay(certs, mock, tmp_path, capsys):
     server = relay_mod.RelayServer(("127.0.0.1", 0), r)
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     r.port, r.state = server.server_address[1], state
+    time.sleep(INTERVAL)  # a relay's start counts as a contact (its schedule was empty)
     yield r
     server.shutdown()
     server.server_close()
@@ -327,3 +328,53 @@ def test_the_sites_relay_setting_reaches_every_way_a_run_starts(monkeypatch):
     monkeypatch.setenv("BIOTOOL_NCBI_RELAY_TLS", "/etc/biotool-gate")
     assert stack.relay_settings(None, None) == ("https://relay.site:8443", "/etc/biotool-gate")
     assert stack.relay_settings("https://other:1", "/d") == ("https://other:1", "/d")
+
+
+def _start_relay(certs, mock, state: Path):
+    r = relay_mod.Relay(str(certs["relay"]), str(state), extra_ca=certs["up"]["ca"],
+                        min_interval=INTERVAL, hold_s=5.0, poll_interval=POLL,
+                        upstream_address=("127.0.0.1", mock.port))
+    server = relay_mod.RelayServer(("127.0.0.1", 0), r)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    r.port = server.server_address[1]
+    return r, server
+
+
+def test_the_interval_and_the_rids_hold_across_a_relay_restart(relay, mock, certs, capsys):
+    """Issue 38: a restarted relay reads its schedule and RIDs from its state volume (an empty
+    one counts as a contact at start), so the mock never sees two requests under the
+    interval; a RID answers only to the gate and run that created it, and its poll rule
+    is the relay's own."""
+    status, _, text = ask(relay, "POST", "/Blast.cgi", put_body(), tls_dir=certs["gate-a"])
+    assert status == 200
+    rid = rid_of(text)
+    again, server = _start_relay(certs, mock, relay.state)  # the same state directory
+    try:
+        assert ask(again, "POST", "/Blast.cgi", put_body(), tls_dir=certs["gate-b"])[0] == 200
+        poll = f"/Blast.cgi?CMD=Get&FORMAT_OBJECT=SearchInfo&RID={rid}"
+        assert ask(again, "GET", poll, tls_dir=certs["gate-b"])[0] == 403     # another gate
+        assert ask(again, "GET", poll, tls_dir=certs["gate-a"], run="run-z")[0] == 403
+        assert ask(again, "GET", poll, tls_dir=certs["gate-a"])[0] == 200
+        status, headers, _ = ask(again, "GET", poll, tls_dir=certs["gate-a"])
+        assert status == 429 and headers["X-Biotool-Egress"] == "paced"    # the RID's minute
+    finally:
+        server.shutdown()
+        server.server_close()
+    times = [r["t"] for r in mock.requests]
+    assert len(times) == 3 and mock.violations == []
+    assert all(b - a >= INTERVAL - 0.05 for a, b in zip(times, times[1:]))
+
+
+def test_an_empty_schedule_at_start_is_a_contact_made_then(certs, mock, tmp_path):
+    state = tmp_path / "fresh"
+    state.mkdir()
+    before = time.time()
+    r, server = _start_relay(certs, mock, state)
+    try:
+        doc = json.loads((state / schedule.STATE).read_text())
+        assert doc["last_contact"] >= before
+        ask(r, "POST", "/Blast.cgi", put_body(), tls_dir=certs["gate-a"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert mock.requests[0]["t"] >= before + INTERVAL - 0.05

@@ -81,12 +81,30 @@ def test_an_unwritable_hits_file_is_refused_before_any_search(biotool, tmp_path)
     assert time.monotonic() - start < 60
 
 
-def test_titles_are_cut_and_accessions_dropped():
-    h = {"accession": "XY123456.1", "title": "T" * 500, "sciname": "S", "taxid": 1,
-         "bit_score": 10.0, "evalue": 1e-5, "pident": 99.0, "align_len": 100}
+def test_titles_are_reduced_and_accessions_dropped():
+    h = {"accession": "XY123456.1", "title": "word " * 100 + "T" * 500, "sciname": "S",
+         "taxid": 1, "bit_score": 10.0, "evalue": 1e-5, "pident": 99.0, "align_len": 100}
     pub = identify.public_hit(h)
-    assert "accession" not in pub and len(pub["title"]) == identify.MAX_TITLE
+    assert "accession" not in pub and 0 < len(pub["title"]) <= identify.MAX_TITLE
+    assert "T" * 40 not in pub["title"]  # a 500-letter "word" is a code, not a word
     assert pub["sciname"] == "S" and pub["bit_score"] == 10.0
+
+
+def test_public_hits_carry_no_identifier_and_only_typed_values():
+    h = {"title": "Severe acute respiratory syndrome coronavirus 2 isolate "
+                  "SARS-CoV-2/human/USA/CA-CDC-QDX21497008/2021 gi|2045123|gb|MZ021680.1| "
+                  "ORF1ab polyprotein, complete genome 29782",
+         "sciname": "Influenza A virus (A/Puerto Rico/8/1934(H1N1))", "taxid": "2697049",
+         "bit_score": "NC_045512.2", "evalue": 0.0, "align_len": ["NC_045512.2"],
+         "hit_from": {"accession": "MN908947.3"}, "hit_to": True, "pident": float("nan")}
+    pub = identify.public_hit(h)
+    text = json.dumps(pub)
+    for leak in ("QDX", "21497008", "2045123", "MZ021680", "NC_045512", "MN908947", "29782",
+                 "Puerto", "1934"):
+        assert leak not in text, leak
+    assert pub == {"title": "Severe acute respiratory syndrome coronavirus 2 ORF1ab "
+                            "polyprotein, complete genome",
+                   "sciname": "Influenza A virus (H1N1)", "evalue": 0.0}
 
 
 def test_a_fifo_with_no_writer_is_refused_without_blocking(biotool, tmp_path):
