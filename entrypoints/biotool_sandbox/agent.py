@@ -226,6 +226,13 @@ def _copy_out(run: str, src: str, dest: Path) -> dict:
 
 def audit(run: str) -> dict:
     """Every egress attempt the run's proxy logged, as records, with counts."""
+    from .runimages import run_images
+
+    # The images the run ran beside what it did (the audit is the run's record).
+    return {**_egress_audit(run), "images": run_images(run)}
+
+
+def _egress_audit(run: str) -> dict:
     from .audit import STORE, report, summarise
 
     eg = stack.container_of(run, "egress")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 # Mounted or written by the engine in every container (and in every build step), not image
 # content: the pseudo filesystems, and the files docker bind-mounts over the image's own.
 RUNTIME_TREES = ("/proc", "/sys", "/dev")
-RUNTIME_FILES = ("/.dockerenv", "/etc/hostname", "/etc/hosts", "/etc/resolv.conf")
+RUNTIME_FILES = ("/.dockerenv", "/etc/hostname", "/etc/hosts", "/etc/resolv.conf", "/etc/mtab")
 MANIFEST = "/etc/biotool/files.tsv"
 HEADER = "# biotool file manifest v1: type mode uid:gid sha256|link-target path"
 

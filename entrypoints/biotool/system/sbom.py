@@ -58,9 +58,9 @@ def _paragraphs(text: str):
             yield fields
 
 
-def debian_packages(status: Path = DPKG_STATUS) -> list[dict]:
+def debian_packages(status: Path | None = None) -> list[dict]:
     out = []
-    for p in _paragraphs(status.read_text(encoding="utf-8", errors="replace")):
+    for p in _paragraphs((status or DPKG_STATUS).read_text(encoding="utf-8", errors="replace")):
         if not p.get("Status", "").endswith(" installed"):
             continue
         name, version, arch = p["Package"], p["Version"], p.get("Architecture", "all")
@@ -116,11 +116,11 @@ def python_packages(site: Path | None = None, wheels: Path | None = None) -> lis
     return sorted(out, key=lambda c: c["bom-ref"])
 
 
-def r_packages(libraries: tuple[Path, ...] = R_LIBRARIES) -> list[dict]:
+def r_packages(libraries: tuple[Path, ...] | None = None) -> list[dict]:
     """The packages installed.packages() lists: each folder with a DESCRIPTION, first
     library wins, as R's own lookup does."""
     out, seen = [], set()
-    for lib in libraries:
+    for lib in libraries or R_LIBRARIES:
         for desc in sorted(lib.glob("*/DESCRIPTION")):
             fields = next(_paragraphs(desc.read_text(encoding="utf-8", errors="replace")), {})
             name = fields.get("Package")
