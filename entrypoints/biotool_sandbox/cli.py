@@ -86,7 +86,7 @@ def ps() -> dict:
     return {"runs": stack.runs()}
 
 
-def k8s_values(rules, compose_file, image, egress_image, relay, out) -> dict | str:
+def k8s_values(rules, compose_file, image, egress_image, relay, pin, out) -> dict | str:
     from pathlib import Path
 
     from biotool.rules import REPO_RULES
@@ -95,7 +95,7 @@ def k8s_values(rules, compose_file, image, egress_image, relay, out) -> dict | s
 
     text = k8s.render(k8s.values(Path(rules) if rules else REPO_RULES,
                                  stack.compose_file(compose_file), image=image,
-                                 egress_image=egress_image, relay=relay))
+                                 egress_image=egress_image, relay=relay, pin_digests=pin))
     if not out:
         return text
     Path(out).write_text(text, encoding="utf-8")
@@ -197,6 +197,10 @@ def commands() -> list[Command]:
                          Option(("--relay",), "the site's NCBI relay; the egress pod may then "
                                 "reach it only (default: none, the egress pod goes to the "
                                 "allowlisted hosts itself)", metavar="SERVICE.NAMESPACE[:PORT]"),
+                         Option(("--pin",), "write both images as digest references "
+                                "(NAME@sha256:...), from the registry digests this engine knows "
+                                "for them (a digest reference given is kept either way)",
+                                flag=True),
                          Option(("--out",), "write the file here instead of printing it"))),
         Command("verify-image", verify_image, short_help="check an image's files against "
                 "the manifest its build wrote (and another image's files)",
