@@ -13,6 +13,7 @@
 #   make bench            --help time in the container, image size, build time
 #   make cuda-lock-check  proves image/requirements-cuda.lock resolves (no GPU, no download)
 #   make sif              Apptainer image from the built docker image
+#   make repro-check      rebuilds HEAD from a clean clone (no layer cache) and compares files
 #   make lock             re-resolve both lock files from pyproject.toml
 #   make pins             fetch every production source once and write refs/pins.lock.toml
 
@@ -29,6 +30,8 @@ endif
 BIOTOOL_IMAGE ?= biotool-sandbox:latest
 BIOTOOL_CUDA_IMAGE ?= biotool-sandbox:cuda
 BIOTOOL_EGRESS_IMAGE ?= biotool-egress:latest
+# The name build.json records (a build input: two builds compare equal only under one name).
+IMAGE_NAME ?= $(BIOTOOL_IMAGE)
 BIOTOOL_STAGE ?= demo
 # BIOTOOL_TOFU=1 stages production items the lock does not pin (trust on first use).
 # BIOTOOL_SOURCE_MIRROR (TEST ONLY) and BUILD_NETWORK=host: fetch sources through a local
@@ -36,6 +39,8 @@ BIOTOOL_STAGE ?= demo
 BIOTOOL_TOFU ?=
 BIOTOOL_SOURCE_MIRROR ?=
 BUILD_NETWORK ?=
+# Extra docker build flags (make repro-check: --no-cache).
+DOCKER_BUILD_FLAGS ?=
 BASE_TAG ?= biotool-base:bookworm
 # Empty: the recipe picks biotool-base:bookworm if present, else debian:bookworm-slim if it
 # can be pulled, else builds the base with debootstrap (make base).
@@ -67,7 +72,8 @@ $(error TORCH_VARIANT must be cpu or cuda, not $(TORCH_VARIANT))
 endif
 
 .PHONY: base wheels lock-current project-wheel image image-cuda lock cuda-lock-check pins \
-        sif docker-archive test test-unit test-image test-gvisor test-cuda demo bench clean
+        sif docker-archive test test-unit test-image test-gvisor test-cuda demo bench clean \
+        repro-check
 
 base:
 	image/base/build.sh $(BASE_TAG)
@@ -137,23 +143,31 @@ image: wheels
 	echo "image: base $$base, torch $(TORCH_VARIANT), revision $(REVISION)"; \
 	args=(--build-arg BASE_IMAGE=$$base --build-arg TORCH_VARIANT=$(TORCH_VARIANT) \
 	      --build-arg BIOTOOL_STAGE=$(BIOTOOL_STAGE) --build-arg REVISION=$(REVISION) \
-	      --build-arg IMAGE_NAME=$(BIOTOOL_IMAGE)); \
+	      --build-arg IMAGE_NAME=$(IMAGE_NAME) --build-arg SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH)); \
 	if [ -n "$(BIOTOOL_TOFU)" ]; then args+=(--build-arg BIOTOOL_TOFU=$(BIOTOOL_TOFU)); fi; \
 	if [ -n "$(BIOTOOL_SOURCE_MIRROR)" ]; then args+=(--build-arg BIOTOOL_SOURCE_MIRROR=$(BIOTOOL_SOURCE_MIRROR)); fi; \
 	if [ -n "$(BUILD_NETWORK)" ]; then args+=(--network $(BUILD_NETWORK)); fi; \
 	t0=$$(date +%s.%N); \
-	docker build "$${args[@]}" --target egress -t $(BIOTOOL_EGRESS_IMAGE) .; \
+	docker build "$${args[@]}" $(DOCKER_BUILD_FLAGS) --target egress -t $(BIOTOOL_EGRESS_IMAGE) .; \
 	t1=$$(date +%s.%N); \
-	docker build "$${args[@]}" --target sandbox -t $(BIOTOOL_IMAGE) .; \
+	docker build "$${args[@]}" $(DOCKER_BUILD_FLAGS) --target sandbox -t $(BIOTOOL_IMAGE) .; \
 	t2=$$(date +%s.%N); \
 	$(PYTHON) -c 'import json,sys; a=sys.argv; json.dump({"sandbox": a[1], "egress": a[2], "base": a[3], "torch_variant": a[4], "revision": a[5], "egress_build_s": round(float(a[7])-float(a[6]), 1), "sandbox_build_s": round(float(a[8])-float(a[7]), 1), "finished": a[9]}, open(a[10], "w"), indent=1)' \
 	    $(BIOTOOL_IMAGE) $(BIOTOOL_EGRESS_IMAGE) $$base $(TORCH_VARIANT) $(REVISION) $$t0 $$t1 $$t2 \
 	    "$$(date -u +%FT%TZ)" $(OUT)/last-build.json; \
 	(cat $(OUT)/last-build.json | tr -d '\n'; echo) >> $(OUT)/builds.jsonl; \
+	for img in $(BIOTOOL_IMAGE) $(BIOTOOL_EGRESS_IMAGE); do image/describe.sh "$$img" $(OUT)/images; done; \
 	echo "image: built $(BIOTOOL_IMAGE) and $(BIOTOOL_EGRESS_IMAGE) ($(OUT)/last-build.json)"
 
 image-cuda:
 	$(MAKE) image TORCH_VARIANT=cuda BIOTOOL_IMAGE=$(BIOTOOL_CUDA_IMAGE)
+
+# HEAD rebuilt from a clean clone in a temporary folder, no layer cache, under other tags and
+# the same build arguments (the wheelhouse, the lock's inputs, is linked in), then every file
+# of both images compared with the ones built here (biotool-sandbox verify-image --against).
+REPRO_TAG ?= repro-check
+repro-check:
+	image/repro-check.sh "$(BIOTOOL_IMAGE)" "$(BIOTOOL_EGRESS_IMAGE)" "$(REPRO_TAG)" "$(IMAGE_NAME)"
 
 # A `docker save` archive: what to copy to an HPC site that has Apptainer but no docker.
 docker-archive:

@@ -285,9 +285,15 @@ def _copy_out(run: str, src: str, dest: Path) -> dict:
 
 
 def audit(run: str) -> dict:
-    """Every egress attempt the run's proxy logged, as records, with counts.
+    """Every egress attempt the run's proxy logged, as records, with counts, and the images
+    the run ran (the audit is the run's record)."""
+    from .runimages import run_images
 
-    The store is read where it lies, whatever became of the egress: by exec while the
+    return {**_egress_audit(run), "images": run_images(run)}
+
+
+def _egress_audit(run: str) -> dict:
+    """The store is read where it lies, whatever became of the egress: by exec while the
     container runs, else from its volume (the egress stopped, killed, restarting, or out of
     restarts), so the audit outlives the egress. A store that cannot be read is an error
     (EngineError, exit 4), never an empty audit."""

@@ -86,7 +86,7 @@ def ps() -> dict:
     return {"runs": stack.runs()}
 
 
-def k8s_values(rules, compose_file, image, egress_image, relay, out) -> dict | str:
+def k8s_values(rules, compose_file, image, egress_image, relay, pin, out) -> dict | str:
     from pathlib import Path
 
     from biotool.rules import REPO_RULES
@@ -95,11 +95,28 @@ def k8s_values(rules, compose_file, image, egress_image, relay, out) -> dict | s
 
     text = k8s.render(k8s.values(Path(rules) if rules else REPO_RULES,
                                  stack.compose_file(compose_file), image=image,
-                                 egress_image=egress_image, relay=relay))
+                                 egress_image=egress_image, relay=relay, pin_digests=pin))
     if not out:
         return text
     Path(out).write_text(text, encoding="utf-8")
     return {"written": out}
+
+
+def verify_image(image, against, manifest, limit) -> dict:
+    from commandline.errors import ProgramError
+
+    from . import imagefiles
+
+    report = imagefiles.verify(image, against=against, manifest=manifest, limit=limit)
+    if not report["ok"]:
+        parts = ([f"{report['manifest']['differences']} path(s) differ from its own manifest"]
+                 if report["manifest"] else [])
+        if "manifest_file" in report:
+            parts.append(f"{report['manifest_file']['differences']} from {manifest}")
+        if "against" in report:
+            parts.append(f"{report['against']['differences']} from {against}")
+        raise ProgramError(f"verify-image {image}: " + "; ".join(parts), result=report)
+    return report
 
 
 def demo(image, egress_image, compose_file, keep) -> dict:
@@ -188,7 +205,28 @@ def commands() -> list[Command]:
                          Option(("--relay",), "the site's NCBI relay; the egress pod may then "
                                 "reach it only (default: none, the egress pod goes to the "
                                 "allowlisted hosts itself)", metavar="SERVICE.NAMESPACE[:PORT]"),
+                         Option(("--pin",), "write both images as digest references "
+                                "(NAME@sha256:...), from the registry digests this engine knows "
+                                "for them (a digest reference given is kept either way)",
+                                flag=True),
                          Option(("--out",), "write the file here instead of printing it"))),
+        Command("verify-image", verify_image, short_help="check an image's files against "
+                "the manifest its build wrote (and another image's files)",
+                help="Read IMAGE's layers (docker save) and compare every file with "
+                "/etc/biotool/files.tsv, the manifest its build wrote: nothing added, changed or "
+                "removed since. --against IMAGE2 lists every file that differs between the two "
+                "(a rebuild of the same commit: none). Exit 0 when all agree, 4 when any path "
+                "differs (listed), 2 when an image is missing, or has no manifest and nothing else "
+                "to compare with (an image built before manifests is compared with --against).",
+                arguments=(Argument("image", required=True),),
+                options=(Option(("--against",), "a second image (a rebuild) to compare every "
+                                "file with", metavar="IMAGE2"),
+                         Option(("--manifest",), "a manifest written beside the image at build "
+                                "time (out/images/<name>/files.tsv) to check it against too",
+                                metavar="FILE"),
+                         Option(("--limit",), "list at most this many differing paths per "
+                                "comparison (the counts are always whole)", kind=int,
+                                default=200))),
         Command("demo", demo, short_help="up, a short agent session with every landed tool, a "
                 "blocked egress attempt, audit, down",
                 options=(Option(("--image",)), Option(("--egress-image",)),

@@ -66,6 +66,15 @@ def _image_for(mode: str) -> str:
     return os.environ.get("BIOTOOL_IMAGE", "biotool-sandbox:latest")
 
 
+def _record_images(run: str, images: dict) -> None:
+    """The images the sample's run ran (image ID, reference, repo digests, revision), as an
+    info event in the sample's log: Inspect hands sample_init a copy of the sample's metadata,
+    so the log's own record of the sample is its transcript."""
+    from inspect_ai.log import transcript
+
+    transcript().info({"biotool_run": run, "images": images}, source="biotool sandbox")
+
+
 class _RunContainer(inspect_io.AuditedSandbox):
     """One container of a sample's run, driven through the docker SDK."""
 
@@ -171,6 +180,7 @@ class BiotoolSandboxEnvironment(_RunContainer):
         info = await asyncio.to_thread(stack.up, mode, image=_image_for(mode),
                                        runtime=runtime_of(config))
         run = info["run"]
+        _record_images(run, info.get("images") or {})
         try:
             container = await asyncio.to_thread(stack.container_of, run, "sandbox")
             if container is None:

@@ -231,12 +231,47 @@ def allowlist(rules_path: Path) -> list[tuple[str, int]]:
         raise LauncherError(str(exc)) from None
 
 
+DIGEST_REF = re.compile(r"[^@\s]+@sha256:[0-9a-f]{64}")
+
+
+def pin(ref: str, docker_client=None) -> str:
+    """`ref` pinned by digest (NAME@sha256:...), so every pod of a run, and a rerun, pulls the
+    same image: a digest reference as it is (checked), a tag resolved to the registry digest
+    the local engine knows for it (LauncherError when it knows none: an image built here and
+    never pushed has no registry digest)."""
+    if "@" in ref:
+        if not DIGEST_REF.fullmatch(ref):
+            raise LauncherError(f"image {ref!r} is not a digest reference (NAME@sha256:<64 hex>)")
+        return ref
+    import docker.errors
+
+    from . import stack
+
+    dc = docker_client or stack.client()
+    try:
+        digests = dc.images.get(ref).attrs.get("RepoDigests") or []
+    except docker.errors.ImageNotFound:
+        raise LauncherError(f"--pin: image {ref} is not on this engine") from None
+    repo = ref.rsplit(":", 1)[0] if ":" in ref.rsplit("/", 1)[-1] else ref
+    mine = sorted(d for d in digests if d.split("@", 1)[0] == repo) or sorted(digests)
+    if not mine:
+        raise LauncherError(f"--pin: image {ref} has no registry digest (built here and never "
+                            "pushed): push it to the cluster's registry, then pin it")
+    return mine[0]
+
+
 def values(rules_path: Path, compose: Path, *, image: str | None = None,
-           egress_image: str | None = None, relay: str | None = None) -> dict:
-    """The agent-env values: services `default` and `egress`, and the Cilium policies."""
+           egress_image: str | None = None, relay: str | None = None,
+           pin_digests: bool = False) -> dict:
+    """The agent-env values: services `default` and `egress`, and the Cilium policies.
+    pin_digests: both images as digest references (pin); a digest reference given is checked
+    and kept either way."""
     lim = limits(compose)
     lim["image"] = image or lim["image"]
     lim["egress_image"] = egress_image or lim["egress_image"]
+    for key in ("image", "egress_image"):
+        if pin_digests or "@" in lim[key]:
+            lim[key] = pin(lim[key])
     relay_ = parse_relay(relay)
     return {
         # Empty on purpose: the chart applies allowDomains to every pod of the release, the

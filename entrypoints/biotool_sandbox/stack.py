@@ -412,8 +412,11 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
     except BaseException:
         down(run, quiet=True)
         raise
+    from .runimages import run_images
+
     return {"run": run, "project": run, "mode": mode, "service": service,
             "containers": {c.labels[SERVICE_LABEL]: c.name for c in containers(run, dc)},
+            "images": run_images(run, dc),
             "networks": sorted(n.name for n in dc.networks.list(filters={"label": f"{PROJECT_LABEL}={run}"})),
             "compose_files": [str(f) for f in files], "limits": limit_env, "memory": memory,
             "runtime": runtime or "default"}

@@ -44,7 +44,13 @@ mkdir -p "$workdir"
 rm -rf "$rootfs"
 trap 'rm -rf "$rootfs"' EXIT
 
-echo "base: debootstrap --variant=minbase $suite from $mirror"
+# Reproducible (docs/building.md): the same SOURCE_DATE_EPOCH (make exports the commit's) and
+# the same mirror state give the same tarball, so the same layer digest. dpkg keeps the
+# packages' own file times; useradd/adduser date the accounts by SOURCE_DATE_EPOCH; below, the
+# logs and caches that hold the clock are removed, every later time is clamped to it, and tar
+# writes names sorted, numeric owners and no access or change times.
+export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$(dirname "$0")" log -1 --format=%ct 2>/dev/null || echo 315532800)}"
+echo "base: debootstrap --variant=minbase $suite from $mirror (SOURCE_DATE_EPOCH $SOURCE_DATE_EPOCH)"
 debootstrap --variant=minbase --include=ca-certificates "$suite" "$rootfs" "$mirror"
 
 # Same apt sources layout as the official image, so apt-get in the Dockerfile sees updates.
@@ -89,11 +95,15 @@ echo 'Acquire::Languages "none";' > "$rootfs/etc/apt/apt.conf.d/docker-no-langua
 find "$rootfs/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete 2>/dev/null || true
 rm -rf "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* "$rootfs"/usr/share/locale/* \
        "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/* "$rootfs"/var/log/*.log \
-       "$rootfs"/tmp/* "$rootfs"/root/.bash_history
+       "$rootfs"/var/log/apt/* "$rootfs"/var/cache/ldconfig/aux-cache \
+       "$rootfs"/var/cache/debconf/*-old "$rootfs"/tmp/* "$rootfs"/root/.bash_history
 : > "$rootfs/etc/machine-id"
 echo "debian" > "$rootfs/etc/hostname"
+find "$rootfs" -xdev -newermt "@$SOURCE_DATE_EPOCH" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 
-tar --numeric-owner --xattrs -C "$rootfs" -cf "$tarball.partial" .
+tar --sort=name --numeric-owner --xattrs --mtime="@$SOURCE_DATE_EPOCH" --clamp-mtime \
+    --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
+    -C "$rootfs" -cf "$tarball.partial" .
 mv "$tarball.partial" "$tarball"
 docker import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \

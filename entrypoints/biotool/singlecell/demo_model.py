@@ -50,8 +50,21 @@ def split(counts, held_out: float = HELD_OUT, seed: int = 0):
     return counts[~held].copy(), counts[held].copy()
 
 
+def build_date() -> str:
+    """The model's `date`: SOURCE_DATE_EPOCH's when the build sets it (one commit, one model
+    file), else now, as CellTypist writes it (str of a datetime)."""
+    import datetime
+    import os
+
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    when = (datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc).replace(tzinfo=None)
+            if epoch.isdigit() else datetime.datetime.now())
+    return str(when)
+
+
 def train(counts, labels: str = "bulk_labels", out: Path | None = None, details: str = ""):
-    """A CellTypist model trained on counts (normalised here as CellTypist expects)."""
+    """A CellTypist model trained on counts (normalised here as CellTypist expects), with
+    one thread and a fixed date (build_date), so the same counts give the same file."""
     import contextlib
     import logging
     import sys
@@ -66,7 +79,7 @@ def train(counts, labels: str = "bulk_labels", out: Path | None = None, details:
     sc.pp.log1p(norm)
     with contextlib.redirect_stdout(sys.stderr):
         model = celltypist.train(norm, labels=labels, check_expression=False, n_jobs=1,
-                                 max_iter=200, details=details)
+                                 max_iter=200, details=details, date=build_date())
         if out is not None:
             model.write(str(out))
     return model

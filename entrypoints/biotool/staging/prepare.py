@@ -33,7 +33,7 @@ from biotool.alignment.aligners import bwa_command
 from biotool.alignment.vocabulary import NOT_PRIMARY
 from biotool.output import ToolFailure
 from biotool.procs import capture
-from biotool.staging import StagingError, hook, usable
+from biotool.staging import StagingError, blastdate, hook, usable
 from biotool.staging.item import StagedItem
 from biotool.staging.pins import prebuilt_name
 
@@ -88,6 +88,7 @@ def build_index(fasta: Path, index: str, item_dir: Path) -> Path:
         db = item_dir / "db"
         _run(["makeblastdb", "-in", str(fasta), "-dbtype", "nucl", "-parse_seqids",
               "-title", fasta.stem, "-out", str(db)])
+        blastdate.pin_dates(item_dir)  # makeblastdb's clock time: the build's date instead
         return item_dir  # the database is the directory of db.* files
     raise StagingError(f"unknown index {index!r}")
 

@@ -54,6 +54,23 @@ def declared() -> list[str]:
     return names
 
 
+def described() -> dict:
+    """Where the image describes itself (its SBOM, its file manifest) and the manifest's sha256:
+    the build's content identity, the same for every build of one commit, which a third party
+    checks an image in hand against (`biotool-sandbox verify-image`). Empty outside the image."""
+    from pathlib import Path
+
+    from biotool.system import filemanifest, sbom
+
+    out = {}
+    if Path(sbom.SBOM).is_file():
+        out["sbom"] = sbom.SBOM
+    if Path(filemanifest.MANIFEST).is_file():
+        out["file_manifest"] = filemanifest.MANIFEST
+        out["file_manifest_sha256"] = filemanifest.sha256_file(filemanifest.MANIFEST)
+    return out
+
+
 def versions() -> dict:
     pkgs = {}
     for name in (*declared(), *RUNTIME):
@@ -70,6 +87,6 @@ def versions() -> dict:
         "binaries": {k: v for k, v in bins.items() if v is not None},
         # The toolbox's Debian, R and Python versions (docs/TOOLS.md).
         "toolbox": toolbox.versions(),
-        "image": build_identity(),
+        "image": {**build_identity(), **described()},
         "gpu": gpu_report(),
     }

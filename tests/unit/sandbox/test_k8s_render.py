@@ -456,3 +456,31 @@ def test_the_sandbox_declares_the_policies_that_select_it_for_doctors_cluster_mo
     assert all(name in env[POLICY_VAR] for name in selecting), env[POLICY_VAR]
     # Only the agent's pod is judged by it: the egress pod has no such declaration.
     assert POLICY_VAR not in {e["name"] for e in container(rendered, "egress")["env"]}
+
+
+def test_digest_references_are_kept_checked_or_pinned(tmp_path):
+    """k8s values carry digest-pinned images when given (issue 32); a malformed digest
+    reference is refused, and --pin of an image with no registry digest says why."""
+    digest = "sha256:" + "a" * 64
+    doc = k8s.values(REPO_RULES, REPO / "compose.yaml", image=f"reg.example/biotool-sandbox@{digest}")
+    assert doc["services"]["default"]["image"] == f"reg.example/biotool-sandbox@{digest}"
+    with pytest.raises(LauncherError, match="not a digest reference"):
+        k8s.values(REPO_RULES, REPO / "compose.yaml", image="biotool-sandbox@sha256:abc")
+
+
+def test_pin_refuses_an_image_with_no_registry_digest():
+    """An image built on this engine and never pushed has no digest a cluster could pull by."""
+    import docker
+
+    try:
+        client = docker.from_env()
+        local = next((t for i in client.images.list() if not i.attrs.get("RepoDigests")
+                      for t in i.tags), None)
+    except docker.errors.DockerException:
+        pytest.skip("no Docker engine")
+    if local is None:
+        pytest.skip("no locally built image on this engine")
+    with pytest.raises(LauncherError, match="no registry digest"):
+        k8s.pin(local, client)
+    with pytest.raises(LauncherError, match="not on this engine"):
+        k8s.pin("biotool-no-such-image:never", client)
