@@ -8,6 +8,7 @@
 #   make test-cuda        the CUDA image's tests on this CPU (marker cuda; not part of make test)
 #   make test-gvisor      the escape matrix, isolation, toolbox and family tests with the sandbox
 #                         under gVisor (runtime runsc; part of make test)
+#   make test-podman      the offline forms under rootless Podman as a non-root user (by hand)
 #   make test             unit tests, then the image, then the image tests
 #   make demo             the enforced stack running a short agent session (biotool-sandbox demo)
 #   make bench            --help time in the container, image size, build time
@@ -72,7 +73,7 @@ $(error TORCH_VARIANT must be cpu or cuda, not $(TORCH_VARIANT))
 endif
 
 .PHONY: base wheels lock-current project-wheel image image-cuda lock cuda-lock-check pins \
-        sif docker-archive test test-unit test-image test-gvisor test-cuda demo bench clean \
+        sif docker-archive test test-unit test-image test-gvisor test-podman test-cuda demo bench clean \
         repro-check
 
 base:
@@ -198,7 +199,7 @@ test-unit:
 	$(PYTHON) -m pytest -q --durations=25 tests/unit
 
 test-image: image
-	$(PYTHON) -m pytest -q --durations=25 -m 'not cuda' tests/image
+	$(PYTHON) -m pytest -q --durations=25 -m 'not cuda and not podman' tests/image
 
 # The image tier's proof again with every sandbox container on gVisor (the launcher's and the
 # test runner's alike, through BIOTOOL_RUNTIME); egress stays on the default runtime.
@@ -210,6 +211,12 @@ test-gvisor: image
 	@docker info --format '{{json .Runtimes}}' | grep -q '"runsc"' || { \
 	    echo "make test-gvisor: the engine has no runtime runsc: run image/runtime/register-runsc.sh" >&2; exit 2; }
 	BIOTOOL_RUNTIME=runsc $(PYTHON) -m pytest -q --durations=15 -m 'not cuda' $(GVISOR_TESTS)
+
+# The offline forms under rootless Podman as a non-root user (not part of make test: the image
+# is loaded into that user's own store first, minutes for its 4 GB).
+test-podman: image
+	image/runtime/podman-user.sh
+	$(PYTHON) -m pytest -q -m podman tests/image/test_podman.py
 
 # The CUDA image on this machine's CPU (a GPU, when visible, is checked against its driver).
 test-cuda: image-cuda
