@@ -7,19 +7,7 @@ set -euo pipefail
 tag="${1:-biotool-base:bookworm}"
 suite="${DEBIAN_SUITE:-bookworm}"
 # The mirrors this host's apt already uses (deb822 or one-line sources), unless overridden.
-apt_uri() {  # apt_uri SUITE: the first URI serving SUITE in this host's apt sources
-    local suite="$1" f
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [ -f "$f" ] && awk -v s="$suite" '
-            /^URIs:/ {u=$2} /^Suites:/ {for (i = 2; i <= NF; i++) if ($i == s) {print u; exit}}
-            /^$/ {u=""}' "$f"
-    done
-    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-        [ -f "$f" ] && awk -v s="$suite" '$1 == "deb" {
-            for (i = 2; i <= NF; i++) if ($i !~ /^\[/) {if ($(i+1) == s) print $i; break}}' "$f"
-    done
-    return 0  # a missing sources file is no error: under set -e and pipefail it would end the build silently
-}
+. "$(dirname "$0")/../aptsources.sh"
 mirror="${DEBIAN_MIRROR:-$(apt_uri "$suite" | head -n1)}"
 security_mirror="${DEBIAN_SECURITY_MIRROR:-$(apt_uri "$suite-security" | head -n1)}"
 if [ -z "$mirror" ]; then
