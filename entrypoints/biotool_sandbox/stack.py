@@ -253,7 +253,7 @@ def check_host_limits(env: dict, defaults: dict, given: dict, ncpu: int, memtota
                             f"{budget.shown(memtotal)} of memory")
 
 
-def run_images(mode: str, env: dict, defaults: dict, image: str | None,
+def requested_images(mode: str, env: dict, defaults: dict, image: str | None,
                egress_image: str | None) -> dict[str, str]:
     """{the option or variable that chose it: image} for every image the run's containers use."""
     var = "BIOTOOL_CUDA_IMAGE" if mode == "gpu" else "BIOTOOL_IMAGE"
@@ -380,7 +380,7 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
     info = dc.info()
     check_host_limits(env, defaults, limit_env, int(info.get("NCPU") or 0),
                       int(info.get("MemTotal") or 0))
-    images = run_images(mode, env, defaults, image, egress_image)
+    images = requested_images(mode, env, defaults, image, egress_image)
     check_images(dc, images)
     ensure_schedule_volume(dc)
     service = MODES[mode]
