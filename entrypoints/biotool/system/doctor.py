@@ -140,11 +140,14 @@ def check_runtime() -> dict:
         want = runtime.required()
     except ValueError as exc:
         return _check("runtime", False, str(exc))
-    ok = want is None or st["runtime"] == want
+    ok = (want is None or st["runtime"] == want) and not st["defect"]
     detail = f"{st['runtime']}: {st['reason']}"
+    if st["defect"]:
+        detail += f"; but {st['defect']}"
     if want:
-        detail += f" (BIOTOOL_REQUIRE_RUNTIME={want})" + ("" if ok else f"; {runtime.HOW}")
-    return _check("runtime", ok, detail, required=want is not None)
+        detail += f" (BIOTOOL_REQUIRE_RUNTIME={want})" + ("" if st["runtime"] == want
+                                                          else f"; {runtime.HOW}")
+    return _check("runtime", ok, detail, required=want is not None or bool(st["defect"]))
 
 
 def check_gpu() -> dict:

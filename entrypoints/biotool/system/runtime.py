@@ -44,6 +44,22 @@ def _kernel_log(size: int = 4096) -> str | None:
     return buf.raw[:n].decode("ascii", "replace") if n > 0 else None
 
 
+# statx(2) as coreutils 9 calls it (ls -l, stat): AT_NO_AUTOMOUNT with the basic fields.
+_AT_FDCWD, _AT_NO_AUTOMOUNT, _STATX_BASIC_STATS = -100, 0x800, 0x7FF
+
+
+def _statx_answers(path: bytes = b"/") -> bool | None:
+    """Whether statx(2) with AT_NO_AUTOMOUNT answers (gVisor before 2024 says EINVAL, and
+    then `ls -l` and `stat` fail on every file); None where libc has no statx."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        statx = libc.statx
+    except (OSError, AttributeError):
+        return None
+    buf = ctypes.create_string_buffer(256)  # struct statx is 256 bytes
+    return statx(_AT_FDCWD, path, _AT_NO_AUTOMOUNT, _STATX_BASIC_STATS, buf) == 0
+
+
 def _exists(path: str) -> bool:
     # gVisor answers EINVAL, not ENOENT, for some host-only paths: any error is absence.
     try:
@@ -54,7 +70,7 @@ def _exists(path: str) -> bool:
 
 
 def evidence(proc_version: Path = Path("/proc/version"), kernel_log=_kernel_log,
-             exists=_exists) -> dict:
+             exists=_exists, statx=_statx_answers) -> dict:
     """Each marker as read here: the kernel identity, the log's first words, host interfaces."""
     try:
         version = proc_version.read_text(errors="replace").strip()
@@ -65,7 +81,8 @@ def evidence(proc_version: Path = Path("/proc/version"), kernel_log=_kernel_log,
     return {"proc_version": version[:200],
             "gvisor_version": version == GVISOR_VERSION,
             "gvisor_log": None if log is None else GVISOR_LOG in first,
-            "host_interfaces": [p for p in HOST_INTERFACES if exists(p)]}
+            "host_interfaces": [p for p in HOST_INTERFACES if exists(p)],
+            "statx": statx()}
 
 
 def status(**kw) -> dict:
@@ -75,12 +92,16 @@ def status(**kw) -> dict:
     if all(markers):
         log = "its kernel log opens with gVisor's line" if ev["gvisor_log"] else \
               "the kernel log is unreadable"
-        return {"runtime": GVISOR, "evidence": ev,
+        # A gVisor too old for coreutils: every `ls -l` and `stat` an agent runs would fail.
+        defect = None if ev["statx"] is not False else (
+            "this gVisor refuses statx(2) with AT_NO_AUTOMOUNT, so `ls -l` and `stat` fail on "
+            "every file: run runsc 20240729 or newer (image/runtime/install-runsc.sh)")
+        return {"runtime": GVISOR, "evidence": ev, "defect": defect,
                 "reason": f"the kernel is gVisor's: /proc/version is gVisor's fixed identity, "
                           f"{log}, and no host kernel interface ({', '.join(HOST_INTERFACES)}) "
                           f"exists"}
     seen = ", ".join(ev["host_interfaces"]) or "none"
-    return {"runtime": HOST_KERNEL, "evidence": ev,
+    return {"runtime": HOST_KERNEL, "evidence": ev, "defect": None,
             "reason": f"the host's kernel is shared with this container ({ev['proc_version'][:80]}; "
                       f"host kernel interfaces present: {seen})"}
 

@@ -11,11 +11,12 @@ GVISOR_LOG = "[    0.000000] Starting gVisor...\n[    0.4] Checking naughty and 
 HOST_VERSION = "Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org) #1 SMP Debian\n"
 
 
-def _status(tmp_path, version: str, log: str | None, present: tuple[str, ...]) -> dict:
+def _status(tmp_path, version: str, log: str | None, present: tuple[str, ...],
+            statx: bool | None = True) -> dict:
     proc_version = tmp_path / "version"
     proc_version.write_text(version)
     return runtime.status(proc_version=proc_version, kernel_log=lambda: log,
-                          exists=lambda p: p in present)
+                          exists=lambda p: p in present, statx=lambda: statx)
 
 
 def test_gvisor_needs_every_marker(tmp_path):
@@ -36,6 +37,21 @@ def test_anything_short_of_every_marker_is_the_host_kernel(tmp_path, version, lo
     st = _status(tmp_path, version, log, present)
     assert st["runtime"] == "host-kernel"
     assert "host's kernel is shared" in st["reason"]
+
+
+def test_a_gvisor_that_refuses_coreutils_statx_is_a_defect_doctor_fails_on(tmp_path,
+                                                                            monkeypatch):
+    st = _status(tmp_path, runtime.GVISOR_VERSION, GVISOR_LOG, (), statx=False)
+    assert st["runtime"] == "gvisor" and "`ls -l` and `stat` fail" in st["defect"]
+    assert _status(tmp_path, runtime.GVISOR_VERSION, GVISOR_LOG, ())["defect"] is None
+    monkeypatch.delenv("BIOTOOL_REQUIRE_RUNTIME", raising=False)
+    monkeypatch.setattr(runtime, "status", lambda: st)
+    c = doctor.check_runtime()
+    assert c["required"] and not c["ok"] and "install-runsc.sh" in c["detail"]
+
+
+def test_statx_as_coreutils_calls_it_answers_on_this_host():
+    assert runtime._statx_answers() is True
 
 
 def test_the_marker_list_reads_this_host_as_a_host_kernel():
