@@ -184,7 +184,8 @@ COPY --from=wheels /opt/venv /opt/venv
 # of its indexes one apiece, databases, models and samples one each, the inventory last.
 FROM tools AS data
 COPY entrypoints/biotool/__init__.py entrypoints/biotool/cache.py entrypoints/biotool/output.py \
-     entrypoints/biotool/procs.py entrypoints/biotool/progress.py /opt/staging/biotool/
+     entrypoints/biotool/procs.py entrypoints/biotool/progress.py entrypoints/biotool/budget.py \
+     /opt/staging/biotool/
 # output.py's errors are the command-line layer's: its two import-free modules, not the parser.
 COPY entrypoints/commandline/__init__.py entrypoints/commandline/errors.py \
      /opt/staging/commandline/

@@ -26,7 +26,8 @@ def test_help_lists_every_command():
     proc = launcher("--help")
     assert proc.returncode == 0
     listed = re.findall(r"^  ([\w-]+)  ", proc.stdout.split("\nCommands:\n")[1], re.M)
-    assert listed == ["up", "exec", "cp", "audit", "down", "ps", "k8s-values", "demo"]
+    assert listed == ["up", "exec", "cp", "audit", "down", "ps", "k8s-values", "verify-image",
+                      "demo"]
 
 
 def test_cp_needs_exactly_one_run_side():
