@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 import subprocess
 import tarfile
 from dataclasses import dataclass, field
@@ -118,12 +119,18 @@ def read_image(image: str, keep: str = filemanifest.MANIFEST) -> ImageFiles:
     proc = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     by_layer: dict[str, tuple] = {}
+    # docker save writes a layer whose content another layer already has as a link to it.
+    links: dict[str, str] = {}
     manifest = None
     try:
         with tarfile.open(fileobj=proc.stdout, mode="r|") as outer:
             for m in outer:
                 if m.name.endswith("layer.tar") and m.isreg():
                     by_layer[m.name] = _read_layer(outer.extractfile(m), keep)
+                elif m.name.endswith("layer.tar") and (m.issym() or m.islnk()):
+                    links[m.name] = posixpath.normpath(
+                        posixpath.join(posixpath.dirname(m.name), m.linkname)) \
+                        if m.issym() else m.linkname
                 elif m.name == "manifest.json":
                     manifest = json.loads(outer.extractfile(m).read())
     except tarfile.TarError as exc:
@@ -134,7 +141,7 @@ def read_image(image: str, keep: str = filemanifest.MANIFEST) -> ImageFiles:
         rc = proc.wait()
     if rc != 0 or manifest is None:
         raise EngineError(f"docker save {image} failed: {err.strip()[-300:] or 'no manifest'}")
-    files, kept = merge([by_layer[name] for name in manifest[0]["Layers"]], keep)
+    files, kept = merge([by_layer[links.get(name, name)] for name in manifest[0]["Layers"]], keep)
     # The layers' diff IDs (the sha256 of each layer's tar): the engine's own digests.
     return ImageFiles(image, image_id, files, json.loads(layers or "[]"),
                       kept.decode("utf-8", "surrogateescape") if kept is not None else None)

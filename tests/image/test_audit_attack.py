@@ -49,7 +49,7 @@ def run(tmp_path_factory, images):
 def _loop(i: int) -> str:
     """One of the agent's loops: each attempt prints one line, so the lines count attempts."""
     put = (f"curl -s -o /dev/null -w 'put %{{http_code}}\\n' --max-time 40 -X POST --data "
-           f"\"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3Eq{i}_$n%0AACGTACGTACGTACGTACGT$((n % 7))\" {URL}")
+           f"\"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3Eq{i}_$n%0AACGTACGTACGTACGTACGT\" {URL}")
     param = (f"curl -s -o /dev/null -w 'param %{{http_code}}\\n' --max-time 20 "
              f"\"{URL}?CMD=Get&p{i}x$n=1\"")
     other = (f"curl -s -o /dev/null -w 'other %{{http_code}}\\n' --max-time 20 "
@@ -73,7 +73,7 @@ def test_a_flood_from_8_loops_leaves_an_audit_of_exactly_what_happened(run):
     allowed = [r for r in audit["records"] if r["decision"] == "allowed"]
     # Allowed is what reached NCBI: the same Puts, by their queries' digests, and nothing else.
     assert sorted(r["query_sha256"] for r in allowed) == sorted(r["query_sha256"] for r in puts)
-    assert len(puts) == puts_ok and all(r["program"] == "blastn" and r["database"] == "nt"
+    assert 0 < len(puts) == puts_ok and all(r["program"] == "blastn" and r["database"] == "nt"
                                         for r in allowed)
     assert received["violations"] == []
     # Every attempt is counted once, kept or counted: none lost, none invented.

@@ -53,7 +53,7 @@ def test_sbom_lists_what_dpkg_lists(sandbox, sbom):
     installed = {pkg: ver for status, pkg, ver in
                  (line.split("\t") for line in ran.stdout.splitlines())
                  if status == "installed"}
-    assert len(installed) > 500
+    assert len(installed) > 300  # the toolbox's packages and what they need
     assert _names(sbom, "deb:") == installed
 
 

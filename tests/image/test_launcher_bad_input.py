@@ -150,7 +150,7 @@ def test_down_removes_a_run_that_left_only_a_volume(sandbox_launcher, docker_cli
     finally:
         for v in docker_client.volumes.list(filters={"label": f"{PROJECT}={run}"}):
             v.remove(force=True)
-    sandbox_launcher.refused("down", run, needles=(run, "no run"))
+    sandbox_launcher.refused("down", run, needles=(run, "unknown run"))
 
 
 def test_down_removes_a_run_that_left_only_a_reservation(sandbox_launcher, tmp_path):
@@ -161,7 +161,7 @@ def test_down_removes_a_run_that_left_only_a_reservation(sandbox_launcher, tmp_p
     down = sandbox_launcher("down", run)
     assert down.code == 0 and down.json["removed"], down
     assert not folder.exists()
-    sandbox_launcher.refused("down", run, needles=(run, "no run"))
+    sandbox_launcher.refused("down", run, needles=(run, "unknown run"))
 
 
 # ------------------------------------------------------------------ exec and cp

@@ -238,7 +238,7 @@ GATE_SENDS = r'''
 import sys
 sys.path.insert(0, "/usr/local/lib/egress")
 import upstream
-ctx = upstream.relay_client_context("/var/lib/biotool-egress-run")
+ctx = upstream.relay_client_context("/etc/biotool/relay")
 head = "CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY="
 form = head + "A%0A" * (((8 << 20) - len(head)) // 4)
 for _ in range(6):

@@ -146,7 +146,8 @@ def test_a_flood_of_squids_denials_is_counted_in_the_store_and_keeps_what_came_b
         if out["counts"]["denied"] - denied_before >= n or time.monotonic() > deadline:
             break
         time.sleep(1)
-    assert out["proxy_log"] == {"read": True, "from": "store", "dropped": 0, "note": None}
+    assert out["proxy_log"] == {"read": True, "from": "store", "dropped": 0, "note": None,
+                                "rotated_after_full": None}
     assert [(r["source"], r["event"], r["time"]) for r in out["records"]][:len(before)] == before
     flood = [r for r in out["records"][len(before):] if r["source"] == "proxy"]
     kept = [r for r in flood if r["event"] == "connect"]

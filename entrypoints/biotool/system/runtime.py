@@ -4,8 +4,8 @@ runsc runtime) or the host's Linux kernel shared through namespaces (runc, crun)
 gVisor answers system calls itself, so what it shows differs from any host kernel in three
 ways this module reads, none of them settable from inside the container: /proc/version is
 gVisor's fixed identity ("Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016"), its kernel
-log opens with "Starting gVisor...", and the host kernel's interfaces (/proc/kallsyms,
-/sys/kernel) do not exist. All three must agree for `gvisor`; a host kernel shows none of
+log opens with "Starting gVisor...", and the host kernel's symbol table (/proc/kallsyms,
+which every host kernel shows a container) does not exist. All three must agree for `gvisor`; a host kernel shows none of
 them. BIOTOOL_REQUIRE_RUNTIME=gvisor (a grader's setting) makes every command refuse (exit 3)
 anywhere else, the way BIOTOOL_REQUIRE_ENFORCED does for the network.
 """
@@ -23,8 +23,9 @@ RUNTIMES = (GVISOR,)
 # gVisor reports this fixed kernel identity whatever the host runs (pkg/sentry/kernel/version).
 GVISOR_VERSION = "Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016"
 GVISOR_LOG = "Starting gVisor..."
-# A host kernel exposes these to every container; gVisor implements neither.
-HOST_INTERFACES = ("/proc/kallsyms", "/sys/kernel")
+# A host kernel exposes this to every container; gVisor does not implement it (its /sys/kernel,
+# from 2024 on, is its own, so no evidence either way).
+HOST_INTERFACES = ("/proc/kallsyms",)
 # syslog(2)'s READ_ALL action; gVisor serves it to any user, a host kernel may refuse (EPERM).
 _SYSLOG_READ_ALL = 3
 

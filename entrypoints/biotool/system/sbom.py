@@ -117,11 +117,14 @@ def python_packages(site: Path | None = None, wheels: Path | None = None) -> lis
 
 
 def r_packages(libraries: tuple[Path, ...] | None = None) -> list[dict]:
-    """The packages installed.packages() lists: each folder with a DESCRIPTION, first
-    library wins, as R's own lookup does."""
+    """The packages installed.packages() lists: each folder with a DESCRIPTION and R's
+    installed metadata (Meta/package.rds: R's `translations` folder has the one, not the
+    other), first library wins, as R's own lookup does."""
     out, seen = [], set()
     for lib in libraries or R_LIBRARIES:
         for desc in sorted(lib.glob("*/DESCRIPTION")):
+            if not (desc.parent / "Meta" / "package.rds").is_file():
+                continue
             fields = next(_paragraphs(desc.read_text(encoding="utf-8", errors="replace")), {})
             name = fields.get("Package")
             if not name or name in seen or not fields.get("Version"):
