@@ -40,10 +40,14 @@ def root(tmp_path, monkeypatch):
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.2\n")
     (tmp_path / "wheels.sha256").write_text("ab" * 32 + "  demo_pkg-1.2-py3-none-any.whl\n")
     lib = tmp_path / "rlib"
-    for name, version, repo in (("limma", "3.54.1", ""), ("dplyr", "1.0.10", "CRAN")):
+    for name, version, repo in (("limma", "3.54.1", ""), ("dplyr", "1.0.10", "CRAN"),
+                                ("translations", "4.2.2", "")):
         (lib / name).mkdir(parents=True)
         (lib / name / "DESCRIPTION").write_text(
             f"Package: {name}\nVersion: {version}\n" + (f"Repository: {repo}\n" if repo else ""))
+        if name != "translations":  # R's own folder: a DESCRIPTION, never installed metadata
+            (lib / name / "Meta").mkdir()
+            (lib / name / "Meta" / "package.rds").write_bytes(b"")
     home = tmp_path / "home"
     (home / "manifests").mkdir(parents=True)
     (home / "manifests" / "databases.toml").write_text(
@@ -80,6 +84,7 @@ def test_components(root):
     assert by_ref["pypi:demo-pkg"]["hashes"] == [{"alg": "SHA-256", "content": "ab" * 32}]
     assert by_ref["r:dplyr"]["purl"] == "pkg:cran/dplyr@1.0.10"
     assert "purl" not in by_ref["r:limma"]
+    assert "r:translations" not in by_ref  # what installed.packages() does not list
     panel = by_ref["staged:database/demo_panel"]
     assert {"name": "biotool:source", "value": f"refs/demo/a.fasta sha256:{'cd' * 32}"} \
         in panel["properties"]
