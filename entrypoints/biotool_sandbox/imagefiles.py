@@ -48,9 +48,13 @@ def _kind(member: tarfile.TarInfo) -> str:
 
 
 def _norm(name: str) -> str:
-    name = name.lstrip("./") if name not in (".", "./") else ""
-    name = "/" + name.strip("/")
-    return "/" if name == "/" else name
+    """A layer member's path as an absolute one: `./a`, `a/` and `/a` are `/a` (a prefix is
+    taken off whole, never character by character: `.wh.src` keeps its dot)."""
+    while name.startswith("./"):
+        name = name[2:]
+    if name in (".", ""):
+        return "/"
+    return "/" + name.strip("/")
 
 
 def _read_layer(stream, keep: str) -> tuple[dict[str, Entry], set[str], set[str], bytes | None]:

@@ -52,18 +52,20 @@ def test_rules_file_is_the_repository_one(sandbox):
 
 
 def test_bytecode_is_precompiled_and_current(sandbox):
-    # PYTHONDONTWRITEBYTECODE stops run-time writes, so start-up relies on build-time .pyc:
-    # hash-based and unchecked (no source time in them, so two builds write the same bytes),
-    # each holding its source's hash, which the image's sources must still match.
+    # PYTHONDONTWRITEBYTECODE stops run-time writes, so start-up relies on build-time .pyc
+    # that still match their sources: hash-based (no source time in them, so two builds write
+    # the same bytes; the venv's unchecked, Debian's standard library checked) holding the
+    # source's hash, or timestamp-based holding the source's mtime and size.
     script = (
         "import importlib.util, os, struct, json, commandline.program, commandline.parse, "
         "biotool.cli, biotool.output\n"
         "for m in (json, commandline.program, commandline.parse, biotool.cli, biotool.output):\n"
-        "    src = m.__file__\n"
+        "    src = m.__file__; st = os.stat(src)\n"
         "    head = open(importlib.util.cache_from_source(src), 'rb').read(16)\n"
-        "    flags, = struct.unpack('<I', head[4:8])\n"
-        "    print(m.__name__, flags == 1 and head[8:16] == "
-        "importlib.util.source_hash(open(src, 'rb').read()))\n"
+        "    flags, mtime, size = struct.unpack('<III', head[4:16])\n"
+        "    hashed = flags & 1 and head[8:16] == importlib.util.source_hash(open(src, 'rb').read())\n"
+        "    timed = flags == 0 and mtime == int(st.st_mtime) & 0xFFFFFFFF and size == st.st_size\n"
+        "    print(m.__name__, bool(hashed or timed))\n"
         "print('PYTHONDONTWRITEBYTECODE', os.environ['PYTHONDONTWRITEBYTECODE'])\n"
     )
     ran = sandbox.run(["python", "-c", script])

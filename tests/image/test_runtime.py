@@ -61,13 +61,18 @@ def test_launcher_runs_the_sandbox_on_runsc_and_egress_on_the_default(images, ru
         egress = dc.containers.get(up["containers"]["egress"])
         assert sandbox.attrs["HostConfig"]["Runtime"] == runsc
         assert egress.attrs["HostConfig"]["Runtime"] == "runc"
-        ran = stack.launcher("exec", up["run"], "--env", "BIOTOOL_REQUIRE_ENFORCED=1", "--env",
-                             "BIOTOOL_REQUIRE_RUNTIME=gvisor", "--", "biotool", "doctor")
-        assert ran["exit_code"] == 0, ran
+        ran = stack.launcher("exec", up["run"], "--env", "BIOTOOL_REQUIRE_RUNTIME=gvisor", "--",
+                             "biotool", "doctor")
         checks = {c["check"]: c for c in json.loads(ran["stdout"])["checks"]}
-        assert checks["runtime"]["detail"].startswith("gvisor: ")
-        # Enforced under gVisor too, on the same evidence as under runc.
-        assert checks["egress"]["ok"] and checks["egress"]["detail"].startswith("enforced:"), checks
+        assert checks["runtime"]["ok"] and checks["runtime"]["detail"].startswith("gvisor: ")
+        # The runtime layer's open gap (docs/rules.md): gVisor's netlink gives no link kind, so
+        # nothing shows eth0 is a container's own veth and the check fails closed, as it must
+        # where it cannot see.
+        assert not checks["egress"]["ok"], checks
+        assert "eth0 (a device) is not a container's own veth" in checks["egress"]["detail"]
+        refused = stack.launcher("exec", up["run"], "--env", "BIOTOOL_REQUIRE_ENFORCED=1", "--",
+                                 "biotool", "list")
+        assert refused["exit_code"] == 3 and "not enforced" in refused["stderr"], refused
     finally:
         stack.launcher("down", up["run"])
 

@@ -102,8 +102,9 @@ def test_layers_merge_as_overlayfs_does():
     base = _layer(("./", "d", "", 0o755), ("etc/", "d", "", 0o755), ("etc/a", "f", "a1", 0o644),
                   ("opt/", "d", "", 0o755), ("opt/x/", "d", "", 0o755),
                   ("opt/x/old", "f", "old", 0o644), ("tmp/", "d", "", 0o1777),
-                  ("tmp/junk", "f", "j", 0o644), ("etc/hostname", "f", "debian", 0o644))
-    upper = _layer(("etc/a", "f", "a2", 0o600), ("opt/x/", "d", "", 0o755),
+                  ("tmp/junk", "f", "j", 0o644), ("etc/hostname", "f", "debian", 0o644),
+                  ("src/", "d", "", 0o755), ("src/refs", "f", "r", 0o644))
+    upper = _layer(("etc/a", "f", "a2", 0o600), ("opt/x/", "d", "", 0o755), (".wh.src", "f", "", 0o644),
                    ("opt/x/.wh..wh..opq", "f", "", 0o644), ("opt/x/new", "f", "new", 0o644),
                    ("opt/x/same", "h", "opt/x/new", 0o644), ("tmp/.wh.junk", "f", "", 0o644),
                    ("etc/biotool/", "d", "", 0o755), ("etc/biotool/files.tsv", "f", "M", 0o644))
@@ -117,6 +118,8 @@ def test_layers_merge_as_overlayfs_does():
     assert "/opt/x/old" not in files and "/opt/x" in files  # the opaque folder kept, emptied
     assert files["/opt/x/same"].digest == files["/opt/x/new"].digest  # a hard link's content
     assert "/tmp/junk" not in files and "/tmp" in files  # a whiteout
+    # A whiteout at the root (`rm -rf /src` in a later step): a name that starts with a dot.
+    assert not [p for p in files if p.startswith(("/src", "/wh.", "/.wh."))], sorted(files)
     assert "/etc/hostname" not in files  # the engine's in every container
     # A later layer that removes the manifest leaves the image without one.
     gone = _layer(("etc/biotool/.wh.files.tsv", "f", "", 0o644))
