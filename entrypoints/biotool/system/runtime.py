@@ -5,8 +5,8 @@ gVisor answers system calls itself, so what it shows differs from any host kerne
 ways this module reads, none of them settable from inside the container: /proc/version is
 gVisor's fixed identity ("Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016"), its kernel
 log opens with "Starting gVisor...", and the host kernel's symbol table (/proc/kallsyms,
-which every host kernel shows a container) does not exist. All three must agree for `gvisor`; a host kernel shows none of
-them. BIOTOOL_REQUIRE_RUNTIME=gvisor (a grader's setting) makes every command refuse (exit 3)
+which every host kernel shows a container) does not exist. All three must agree for
+`gvisor`; a host kernel shows none of them. BIOTOOL_REQUIRE_RUNTIME=gvisor (a grader's setting) makes every command refuse (exit 3)
 anywhere else, the way BIOTOOL_REQUIRE_ENFORCED does for the network.
 """
 
@@ -34,10 +34,14 @@ HOW = ("run the sandbox under gVisor: `biotool-sandbox up --runtime runsc`, `doc
        "layer)")
 
 
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
 def _kernel_log(size: int = 4096) -> str | None:
     """The start of the kernel log through syslog(2), None where it cannot be read."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc = _libc()
         buf = ctypes.create_string_buffer(size)
         n = libc.klogctl(_SYSLOG_READ_ALL, buf, size)
     except (OSError, AttributeError):
@@ -53,8 +57,7 @@ def _statx_answers(path: bytes = b"/") -> bool | None:
     """Whether statx(2) with AT_NO_AUTOMOUNT answers (gVisor before 2024 says EINVAL, and
     then `ls -l` and `stat` fail on every file); None where libc has no statx."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        statx = libc.statx
+        statx = _libc().statx
     except (OSError, AttributeError):
         return None
     buf = ctypes.create_string_buffer(256)  # struct statx is 256 bytes
