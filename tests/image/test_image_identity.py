@@ -151,3 +151,25 @@ def test_manifest_lists_the_image_but_itself(sandbox):
     assert any(l.endswith("\t/opt/biotool/staged.json") for l in lines)
     assert any(l.endswith(f"\t{SBOM}") for l in lines)
     assert not any(l.endswith(f"\t{MANIFEST}") for l in lines)
+
+
+def test_pin_refuses_an_image_with_no_registry_digest(docker_client):
+    """An image made on this engine and never pushed has no digest a cluster could pull by
+    (one of the test's own, imported from an empty layer)."""
+    import io
+    import tarfile
+
+    from biotool_sandbox import k8s
+    from biotool_sandbox.errors import LauncherError
+
+    layer = io.BytesIO()
+    tarfile.open(fileobj=layer, mode="w").close()
+    docker_client.api.import_image_from_data(layer.getvalue(), repository="biotool-test-pin",
+                                             tag="local")
+    try:
+        with pytest.raises(LauncherError, match="no registry digest"):
+            k8s.pin("biotool-test-pin:local", docker_client)
+        with pytest.raises(LauncherError, match="not on this engine"):
+            k8s.pin("biotool-no-such-image:never", docker_client)
+    finally:
+        docker_client.images.remove("biotool-test-pin:local", force=True)
