@@ -18,6 +18,9 @@ SANDBOX_IMAGE = os.environ.get("BIOTOOL_IMAGE", "biotool-sandbox:latest")
 EGRESS_IMAGE = os.environ.get("BIOTOOL_EGRESS_IMAGE", "biotool-egress:latest")
 RUNTIME = os.environ.get("BIOTOOL_RUNTIME") or None
 TEST_LABEL = "biotool-image-test"
+# The value of TEST_LABEL on this pytest session's containers: a session's teardown removes its
+# own leftovers only, so two sessions on one engine do not kill each other's containers.
+SESSION = uuid.uuid4().hex[:12]
 RUN_TIMEOUT = 300
 
 # The shape Apptainer runs an image in: an arbitrary non-root UID, a read-only root,
@@ -41,7 +44,7 @@ class Runner:
         if isinstance(command, str):
             command = ["bash", "-c", command]
         kwargs.setdefault("network_mode", "none")
-        kwargs.setdefault("labels", {}).update({TEST_LABEL: "1"})
+        kwargs.setdefault("labels", {}).update({TEST_LABEL: SESSION})
         if RUNTIME:
             kwargs.setdefault("runtime", RUNTIME)
         container = self.client.containers.run(

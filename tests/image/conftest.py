@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from biotool_testing.images import (APPTAINER_SHAPE, EGRESS_IMAGE, SANDBOX_IMAGE, TEST_LABEL,
+from biotool_testing.images import (APPTAINER_SHAPE, EGRESS_IMAGE, SANDBOX_IMAGE, SESSION, TEST_LABEL,
                                     Runner)
 from biotool_testing.paths import REPO
 
@@ -37,7 +37,7 @@ def docker_client():
         pytest.fail(f"the image tests need a running Docker engine: {exc} "
                     f"(start dockerd, or run .ci/run)", pytrace=False)
     yield client
-    for c in client.containers.list(all=True, filters={"label": TEST_LABEL}):
+    for c in client.containers.list(all=True, filters={"label": f"{TEST_LABEL}={SESSION}"}):
         c.remove(force=True)
 
 

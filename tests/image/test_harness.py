@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from biotool_testing import inspect_checks
-from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE, TEST_LABEL
+from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE, SESSION, TEST_LABEL
 from biotool_testing.paths import REPO
 
 READS = "/opt/biotool/samples/demo-sarscov2-artic-reads/MT007544.fastq"
@@ -26,7 +26,7 @@ READS = "/opt/biotool/samples/demo-sarscov2-artic-reads/MT007544.fastq"
 @pytest.mark.parametrize("command", [["sleep", "100"], ["bash", "-c", "sleep 100; echo never"]])
 def test_docker_stop_ends_a_running_command_within_a_second(docker_client, images, command):
     c = docker_client.containers.run(images["sandbox"], command, detach=True, network_mode="none",
-                                     labels={TEST_LABEL: "1"}, name=f"biotool-test-{uuid.uuid4().hex[:10]}")
+                                     labels={TEST_LABEL: SESSION}, name=f"biotool-test-{uuid.uuid4().hex[:10]}")
     try:
         for _ in range(100):
             c.reload()
