@@ -7,9 +7,10 @@ compared byte for byte (a refactor that should change no output):
 
 Each snapshot runs the programs as subprocesses of the tree on PYTHONPATH, on the demo set
 staged into a fixed folder (`--work`, so the paths outputs name are the same in both) with an
-empty cache, at a fixed terminal width; the tree's own folder is written as <TREE>. Outputs
-that depend on the machine's state rather than the code (`doctor`, `version`) are left out;
-their help is in. Files: one per run, named for the command line, holding the exit code,
+empty cache, at a fixed terminal width; the tree's own folder and this script's checkout (the
+demo inputs) are both written as <TREE>, and a run's `elapsed_s` as <seconds>. Outputs that
+depend on the machine's state rather than the code (`doctor`, `version`) are left out; their
+help is in. Files: one per run, named for the command line, holding the exit code,
 stdout, and the last stderr line (the error, or the last progress line), and a VCF's bytes
 (decompressed) where one is written.
 """
@@ -30,6 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "refs" / "demo"
 FASTQ = DEMO / "sarscov2" / "MT007544.fastq"
 REF = "MN908947.3"
+# A run's own duration (celltype's timing.elapsed_s): the machine's, not the code's.
+ELAPSED = re.compile(r'("elapsed_s": )[0-9.]+')
 
 
 def _programs(env: dict) -> dict[str, list[str]]:
@@ -150,7 +153,9 @@ def snapshot(dest: Path, work: Path) -> None:
                               text=True, env={**env, **extra}, timeout=900, cwd=work)
         last = proc.stderr.strip().splitlines()[-1:] or [""]
         text = f"exit {proc.returncode}\n{proc.stdout}\nstderr: {last[0]}\n"
-        (dest / name).write_text(text.replace(str(tree), "<TREE>"))  # the tree's own paths
+        for path in (str(tree), str(REPO)):  # the tree's own paths, the demo inputs' checkout
+            text = text.replace(path, "<TREE>")
+        (dest / name).write_text(ELAPSED.sub(r'\1"<seconds>"', text))
     for vcf in sorted((work / "out").glob("*.vcf.gz")):
         (dest / f"vcf-{vcf.name}").write_bytes(gzip.decompress(vcf.read_bytes()))
     print(json.dumps({"snapshot": str(dest), "files": len(list(dest.iterdir()))}))
