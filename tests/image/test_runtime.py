@@ -63,12 +63,15 @@ def test_launcher_runs_the_sandbox_on_runsc_and_egress_on_the_default(images, ru
         assert egress.attrs["HostConfig"]["Runtime"] == "runc"
         ran = stack.launcher("exec", up["run"], "--env", "BIOTOOL_REQUIRE_RUNTIME=gvisor", "--",
                              "biotool", "doctor")
+        assert ran["exit_code"] == 0 and ran["stdout"], ran
         checks = {c["check"]: c for c in json.loads(ran["stdout"])["checks"]}
         assert checks["runtime"]["ok"] and checks["runtime"]["detail"].startswith("gvisor: ")
         # gVisor's netlink names no link kind: Docker's internal-network shape (one link, a
         # default gateway no one holds, asked over TCP) is the evidence instead.
-        assert checks["egress"]["ok"], checks
-        assert "gVisor's only link" in checks["egress"]["detail"], checks
+        assert checks["egress"]["ok"] and checks["egress"]["detail"].startswith("enforced"), checks
+        ran = stack.launcher("exec", up["run"], "--", "python3", "-m", "biotool.system.enforcement")
+        st = json.loads(ran["stdout"])
+        assert st["mode"] == "egress-proxy" and "gVisor's only link" in st["reason"], st
         ran = stack.launcher("exec", up["run"], "--env", "BIOTOOL_REQUIRE_ENFORCED=1", "--",
                              "biotool", "list")
         assert ran["exit_code"] == 0, ran
