@@ -15,6 +15,7 @@ from collections import Counter
 
 from biotool.alignment.reference import resolve
 from biotool.alignment.vocabulary import DELETION, INSERTION, SKIP_FOR_JUNCTIONS
+from biotool.arms import Hedges, declared
 from biotool.competence import bounded, not_applicable
 from biotool.output import InputError
 from biotool.provenance import provenance
@@ -331,7 +332,12 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
             if not result["consensus"] else result["consensus"][0]["competence"]
     _share_common_hedges(result)
     result["provenance"] = provenance(*ref.provenance(), *index_prov)
-    return result
+    return declared(result, HEDGES)
+
+
+# The warnings are the rows' blind spots too; the note (the ranking rule) and discounted_why
+# say what the answer is, in both arms.
+HEDGES = Hedges.of("competence", "consensus[].competence", "warnings")
 
 
 # Why a read edge is not a break, said once per output (`discounted_why`) for the rows' codes.
