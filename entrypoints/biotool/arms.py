@@ -16,6 +16,7 @@ the tool drops the marks, the control drops what they mark. Nothing is filtered 
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from dataclasses import dataclass
@@ -105,7 +106,8 @@ class Hedges:
     @classmethod
     def of(cls, *paths: str) -> "Hedges":
         for p in paths:
-            if not re.fullmatch(r"(?:[\w-]+|\*)(?:\[\])?(?:\.(?:[\w-]+|\*)(?:\[\])?)*", p):
+            # A field's name at the end: `list[]` alone would name no field.
+            if not re.fullmatch(r"(?:(?:[\w-]+|\*)(?:\[\])?\.)*(?:[\w-]+|\*)", p):
                 raise ValueError(f"not a field path: {p!r}")
         return cls(frozenset(paths))
 
@@ -164,8 +166,6 @@ def for_arm(answer: dict, hedges: Hedges, is_control: bool) -> dict:
     """A plain-JSON answer in one arm: the tool's with the text marks dropped, the control's
     without its declared fields and marked text."""
     if is_control:
-        import copy
-
         answer = copy.deepcopy(answer)
         for path in sorted(hedges.paths):
             _drop(answer, path.split("."))

@@ -103,3 +103,13 @@ def check_help(name: str, marked: str, tool: str, control: str) -> None:
         f"{name}: the control's help differs from the tool's by more than its declared hedges"
     said = lessons_in(control)
     assert not said, f"{name}: the control's help still teaches {said}"
+
+
+def run_arms(biotool, args: tuple[str, ...], env: dict | None = None) -> dict[str, dict]:
+    """One command run marked, as the tool and as the control with `biotool` (the unit tier's
+    runner), checked against the marked run's declaration; the tool's and the control's
+    answers."""
+    runs = {mode: biotool(*args, env={**(env or {}), **extra}) for mode, extra in MODES.items()}
+    assert {r.code for r in runs.values()} == {0}, [r.stderr for r in runs.values()]
+    check_answer(" ".join(args), runs["marked"].json, runs["tool"].json, runs["control"].json)
+    return {"tool": runs["tool"].json, "control": runs["control"].json}

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from biotool_testing.arms import run_arms
+
 PBMC = "demo-pbmc68k-heldout"
 OUTPUT_BOUND = 8 * 1024
 
@@ -31,21 +33,9 @@ def broken_panel_env(stage_models, ct_models, junk_model):
     ])
 
 
-def _arms(biotool, args, env) -> dict:
-    """One celltype run marked, as the tool and as the control, checked against the marked
-    run's declaration (biotool_testing.arms); the tool's and the control's answers."""
-    from biotool_testing.arms import MODES, check_answer
-
-    runs = {mode: biotool(*args, env={**env, **extra}) for mode, extra in MODES.items()}
-    assert {r.code for r in runs.values()} == {0}, [r.stderr for r in runs.values()]
-    check_answer(" ".join(args[2:]), runs["marked"].json, runs["tool"].json,
-                 runs["control"].json)
-    return {"tool": runs["tool"].json, "control": runs["control"].json}
-
-
 def test_a_broken_model_in_the_panel_is_skipped_as_no_evidence_and_listed(
         biotool, broken_panel_env, query_h5ad):
-    arms = _arms(biotool, ("celltype", "--matrix", str(query_h5ad)), broken_panel_env)
+    arms = run_arms(biotool, ("celltype", "--matrix", str(query_h5ad)), broken_panel_env)
     out, control = arms["tool"], arms["control"]
     ct = out["celltypist"]
     assert ct["reference"] == "pbmc-blood" and ct["reference_is_conclusive"] is True
@@ -212,7 +202,7 @@ def test_the_control_arm_of_both_models_and_their_agreement_drops_the_declared_h
          "source": str(ct_models[name])} for name in ("unrelated-a", "unrelated-b")] + [
         {"name": "tiny-c2s", "aliases": ["c2s-celltype"], "framework": "cell2sentence",
          "organism": "human+mouse", "source": str(tiny_c2s["both"])}])
-    out = _arms(biotool, ("celltype", "--matrix", str(query_h5ad), "--model", "all",
+    out = run_arms(biotool, ("celltype", "--matrix", str(query_h5ad), "--model", "all",
                           "--n-cells", "4", "--organism", "human"), env)
     tool, control = out["tool"], out["control"]
     # An inconclusive panel: caveat, margin and reference_is_conclusive are there to leave out.
@@ -270,7 +260,7 @@ def mismatched_c2s(tiny_c2s, tmp_path_factory):
 def test_model_all_keeps_celltypist_when_c2s_fails_while_generating(biotool, staged_home,
                                                                     mismatched_c2s):
     sample = str(staged_home / "samples" / PBMC)
-    arms = _arms(biotool, ("celltype", "--matrix", sample, "--model", "all", "--c2s-model",
+    arms = run_arms(biotool, ("celltype", "--matrix", sample, "--model", "all", "--c2s-model",
                            mismatched_c2s), {})
     out, control = arms["tool"], arms["control"]
     assert out["celltypist"]["composition"] and "c2s" not in out
