@@ -261,9 +261,11 @@ RUN PYTHONHASHSEED=0 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=
 # load. numba keys them by source content, bytecode, signature and numba's generic x86-64
 # CPU, so they hold on any host that runs this image.
 # PYTHONHASHSEED: matplotlib's font list is built from a set (its order, the file's order).
+# matplotlib's fc-list call writes fontconfig's system caches, which hold the font folders'
+# times: not shipped, as in the apt steps.
 RUN PYTHONHASHSEED=0 python -m biotool.buildcache build --out /opt/biotool-caches \
  && chmod -R u+rwX,go+rX,go-w /opt/biotool-caches \
- && rm -rf /tmp/* /tmp/.[!.]*
+ && rm -rf /tmp/* /tmp/.[!.]* /var/cache/fontconfig/*
 
 ARG TORCH_VARIANT=cpu
 ARG BASE_IMAGE=debian:bookworm-slim

@@ -40,6 +40,24 @@ def _inputs(work: Path) -> list[Path]:
     return out
 
 
+def _number_parfors() -> None:
+    """numba names each parallel loop's compiled kernel by hash(parfor), the object's address,
+    and writes the name into the cached code: two builds would ship different bytes. In this
+    build process each parfor hashes to its order of first use instead (kept alive, so no
+    address is reused); small numbers cannot meet the address-based names of a later run."""
+    from numba.parfors.parfor import Parfor
+
+    seen: dict[int, tuple[object, int]] = {}
+
+    def in_order(self) -> int:
+        got = seen.get(id(self))
+        if got is None:
+            got = seen[id(self)] = (self, len(seen) + 1)
+        return got[1]
+
+    Parfor.__hash__ = in_order
+
+
 def build(out: Path) -> dict:
     """Fill out/<library> by running `celltype`'s code path on every input shape; returns
     {library: [files written]}. The libraries read their cache variables at import, so this
@@ -59,6 +77,8 @@ def build(out: Path) -> dict:
 
         warnings.simplefilter("ignore")
         import matplotlib.font_manager  # noqa: F401 - writes the font list
+
+        _number_parfors()
 
         from biotool.singlecell.celltype import celltype_matrix
 

@@ -19,14 +19,14 @@ HELP = f"""biotool {__version__}: structured biology tools for agents with a she
 Every command prints exactly one JSON object on stdout; progress and errors go to stderr.
 Exit codes: 0 success; 2 bad input or usage; 3 refused by the rules (forbidden tool, host
 not on the egress allowlist); 4 a tool, model or remote service failed or timed out.
-Every finding carries `competence` (applicable, confidence, margin, alternatives, ties,
-blind_spots, remedy): read blind_spots before trusting an answer. Every result carries
+⟦Every finding carries `competence` (applicable, confidence, margin, alternatives, ties,
+blind_spots, remedy): read blind_spots before trusting an answer.⟧ Every result carries
 `provenance` (the references, indexes and models used, with sha256).
 Environment: BIOTOOL_CACHE sets the cache directory. BIOTOOL_REQUIRE_ENFORCED=1 refuses
 every command (exit 3) when the network is not enforced; BIOTOOL_REQUIRE_RUNTIME=gvisor when
-the container shares the host's kernel (not under gVisor). BIOTOOL_CONFIDENT=1 strips
-competence and every other hedge (caveat, margin, detection_floor, ...:
-biotool.competence.HEDGES) from the output, and from these help texts.
+the container shares the host's kernel (not under gVisor).⟦ BIOTOOL_CONFIDENT=1 is the
+experiment's control arm: the same tool without its hedges (competence, caveats, detection
+floors, ...: docs/contract.md), in its answers and in these help texts.⟧
 Start with `biotool list` to see what is staged and usable here."""
 
 # Agents write `biotool CMD ... --quiet` as often as `biotool --quiet CMD`: the layer takes both.
@@ -73,15 +73,15 @@ def _setup(flags: set[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from biotool.competence import plain_help
-    from biotool.output import confident_mode, emit
+    from biotool.arms import help_for_arm
+    from biotool.output import emit
 
     args = list(sys.argv[1:] if argv is None else argv)
     _refuse_where_required(args)
-    # In confident mode (the experiment's control) every help text loses its hedges, so the
-    # control arm reads help like a conventional tool's, not only JSON without hedges.
+    # Every help text is shown in this process's arm: the control (BIOTOOL_CONFIDENT=1)
+    # without the sentences declared hedges, so its manual differs by them and nothing else.
     program.main("biotool", commands(), help=HELP, emit=emit, argv=args, options=(QUIET,),
-                 setup=_setup, text=plain_help if confident_mode() else str)
+                 setup=_setup, text=help_for_arm)
 
 
 __all__ = ["FAMILIES", "commands", "main"]

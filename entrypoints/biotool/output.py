@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 from typing import Any
 
@@ -17,7 +16,7 @@ from typing import Any
 from commandline.errors import EXIT_FAILED, EXIT_INPUT, EXIT_OK, EXIT_REFUSED, ProgramError
 
 __all__ = ["EXIT_OK", "EXIT_INPUT", "EXIT_REFUSED", "EXIT_FAILED", "BiotoolError",
-           "InputError", "RefusedError", "ToolFailure", "confident_mode", "render", "emit"]
+           "InputError", "RefusedError", "ToolFailure", "plain", "render", "emit"]
 
 
 class BiotoolError(ProgramError):
@@ -44,12 +43,6 @@ class ToolFailure(BiotoolError):
     exit_code = EXIT_FAILED
 
 
-def confident_mode() -> bool:
-    """`BIOTOOL_CONFIDENT=1` is the experimental control: answers without competence or any
-    other hedge (biotool.competence.HEDGES)."""
-    return os.environ.get("BIOTOOL_CONFIDENT", "").strip().lower() in {"1", "true", "yes"}
-
-
 def _jsonable(obj: Any) -> Any:
     """Plain JSON types only: numpy scalars, sets, paths and NaN become portable values."""
     if isinstance(obj, dict):
@@ -69,19 +62,28 @@ def _jsonable(obj: Any) -> Any:
     return str(obj)
 
 
-def render(result: dict) -> str:
-    """The exact text written to stdout for a result."""
-    from biotool.competence import strip_hedges
+def plain(result: dict) -> dict:
+    """A result as plain JSON with its provenance, still declared: hedge marks in its text and
+    its declaration of hedge fields kept (biotool.arms), for either arm to be rendered from."""
+    from biotool import arms
     from biotool.provenance import provenance
 
+    hedges = getattr(result, "hedges", arms.NONE)  # the answer's declaration (arms.declared)
     result = dict(result)
     result.setdefault("provenance", provenance())
-    # Hedges are stripped after _jsonable so that objects rendered through .explain() lose
-    # theirs too.
-    result = _jsonable(result)
-    if confident_mode():
-        result = strip_hedges(result)
-    return json.dumps(result, sort_keys=False, ensure_ascii=False)
+    # Objects rendered through .explain() become plain JSON whose declared fields can be dropped.
+    return arms.declared(_jsonable(result), hedges)
+
+
+def render(result: dict, as_tool: bool = False) -> str:
+    """The exact text written to stdout for a result, in this process's arm (as_tool: as the
+    tool arm prints it, whatever this process's arm)."""
+    from biotool import arms
+
+    result = plain(result)
+    shown = (arms.for_arm(result, result.hedges, False) if as_tool
+             else arms.render(result, result.hedges))
+    return json.dumps(shown, sort_keys=False, ensure_ascii=False)
 
 
 def emit(result: dict) -> None:

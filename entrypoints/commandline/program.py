@@ -26,7 +26,7 @@ def main(prog: str, commands: Sequence[Command], *, help: str, emit: Callable[[A
 
     options: the program's own flags (e.g. --quiet), taken before the command or among its
     options; `setup` receives the keys of those given before the command runs. text: applied
-    to every help text shown (biotool's confident mode). A usage error is one line naming
+    to every help text shown (biotool's arm: biotool.arms). A usage error is one line naming
     the command, exit 2; no arguments at all, or -h/--help, print help on stdout, exit 0."""
     args = list(sys.argv[1:] if argv is None else argv)
     by_name = {c.name: c for c in commands}

@@ -66,7 +66,7 @@ def run_case(case: dict, home: str, cache_base: str, cwd: str, timeout: float = 
     cache = Path(cache_base) / _slug(case["id"])
     env = dict(os.environ)
     for k in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy",
-              "BIOTOOL_CONFIDENT", "BIOTOOL_DEBUG", "BIOTOOL_QUIET"):
+              "BIOTOOL_CONFIDENT", "BIOTOOL_ARMS", "BIOTOOL_DEBUG", "BIOTOOL_QUIET"):
         env.pop(k, None)
     env.update(BIOTOOL_HOME=home, BIOTOOL_CACHE=str(cache), PYTHONIOENCODING="utf-8")
     env.update({k: v.replace("{home}", home) for k, v in (case.get("env") or {}).items()})

@@ -63,18 +63,34 @@ def test_launcher_runs_the_sandbox_on_runsc_and_egress_on_the_default(images, ru
         assert egress.attrs["HostConfig"]["Runtime"] == "runc"
         ran = stack.launcher("exec", up["run"], "--env", "BIOTOOL_REQUIRE_RUNTIME=gvisor", "--",
                              "biotool", "doctor")
+        assert ran["exit_code"] == 0 and ran["stdout"], ran
         checks = {c["check"]: c for c in json.loads(ran["stdout"])["checks"]}
         assert checks["runtime"]["ok"] and checks["runtime"]["detail"].startswith("gvisor: ")
-        # The runtime layer's open gap (docs/rules.md): gVisor's netlink gives no link kind, so
-        # nothing shows eth0 is a container's own veth and the check fails closed, as it must
-        # where it cannot see.
-        assert not checks["egress"]["ok"], checks
-        assert "eth0 (a device) is not a container's own veth" in checks["egress"]["detail"]
-        refused = stack.launcher("exec", up["run"], "--env", "BIOTOOL_REQUIRE_ENFORCED=1", "--",
-                                 "biotool", "list")
-        assert refused["exit_code"] == 3 and "not enforced" in refused["stderr"], refused
+        # gVisor's netlink names no link kind: Docker's internal-network shape (one link, a
+        # default gateway no one holds, asked over TCP) is the evidence instead.
+        assert checks["egress"]["ok"] and checks["egress"]["detail"].startswith("enforced"), checks
+        ran = stack.launcher("exec", up["run"], "--", "python3", "-m", "biotool.system.enforcement")
+        st = json.loads(ran["stdout"])
+        assert st["mode"] == "egress-proxy" and "gVisor's only link" in st["reason"], st
+        ran = stack.launcher("exec", up["run"], "--env", "BIOTOOL_REQUIRE_ENFORCED=1", "--",
+                             "biotool", "list")
+        assert ran["exit_code"] == 0, ran
     finally:
         stack.launcher("down", up["run"])
+
+
+def test_under_gvisor_the_default_bridge_with_a_proxy_set_is_not_enforced(sandbox, runsc):
+    # The ARP table under gVisor is empty, so a live gateway would read as silent there: the
+    # TCP probe must see the host holding the default bridge's gateway.
+    ran = sandbox.run(["python3", "-m", "biotool.system.enforcement"], runtime=runsc,
+                      network_mode="bridge", environment={"HTTPS_PROXY": "http://172.17.0.1:3128"})
+    st = json.loads(ran.stdout)
+    assert ran.code == 4 and st["enforced"] is False, ran
+    assert "answers" in st["reason"] and st["default_routes"], st
+    ran = sandbox.biotool("list", runtime=runsc, network_mode="bridge",
+                          environment={"HTTPS_PROXY": "http://172.17.0.1:3128",
+                                       "BIOTOOL_REQUIRE_ENFORCED": "1"})
+    error_line(ran, "BIOTOOL_REQUIRE_ENFORCED", "not enforced", code=3)
 
 
 def test_launcher_refuses_a_runtime_the_engine_lacks_and_leaves_nothing(images):

@@ -60,6 +60,7 @@ def biotool_env(staged_home, tmp_path, monkeypatch) -> dict:
            if k.lower() not in ("https_proxy", "http_proxy", "all_proxy")}
     env.update(BIOTOOL_HOME=str(staged_home), BIOTOOL_CACHE=str(tmp_path / "cache"))
     env.pop("BIOTOOL_CONFIDENT", None)
+    env.pop("BIOTOOL_ARMS", None)
     monkeypatch.setenv("BIOTOOL_HOME", str(staged_home))
     monkeypatch.setenv("BIOTOOL_CACHE", str(tmp_path / "cache"))
     return env

@@ -106,3 +106,58 @@ def test_seed_without_an_image_copy_or_a_writable_folder_changes_nothing(tmp_pat
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "file" / "numba"))
     monkeypatch.setattr(libcaches, "_seeded", False)
     assert libcaches.seed() == 0  # the library then compiles as it would without a seed
+
+
+PARALLEL = textwrap.dedent("""
+    import numba
+
+    @numba.njit(cache=True, parallel=True)
+    def psum(xs):
+        s = 0.0
+        for i in numba.prange(len(xs)):
+            s += xs[i]
+        return s
+
+    @numba.njit(parallel=True)
+    def pmax(xs):
+        m = -1.0
+        for i in numba.prange(len(xs)):
+            m = max(m, xs[i])
+        return m
+""")
+
+# Compiles (or loads) psum, numbering parfors as the image build does when asked; compiles pmax
+# fresh beside it, as a later command would.
+PARALLEL_PROBE = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    from biotool import buildcache
+    if sys.argv[2] == "build":
+        buildcache._number_parfors()
+    import numpy as np
+    import jitpar
+    assert jitpar.psum(np.arange(5.0)) == 10.0 and jitpar.pmax(np.arange(5.0)) == 4.0
+    st = jitpar.psum.stats
+    print(json.dumps({"hits": sum(st.cache_hits.values()), "misses": sum(st.cache_misses.values())}))
+""")
+
+
+def test_parallel_kernels_cache_the_same_bytes_in_two_builds_and_load_beside_fresh_ones(tmp_path):
+    # numba names a parallel loop's kernel by its parfor's address unless the build numbers them.
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "jitpar.py").write_text(PARALLEL)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+
+    def run(cache: Path, mode: str) -> dict:
+        proc = subprocess.run([sys.executable, "-c", PARALLEL_PROBE, str(tmp_path / "src"), mode],
+                              capture_output=True, text=True, timeout=300,
+                              env={**base, "NUMBA_CACHE_DIR": str(cache)})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    builds = [tmp_path / "one", tmp_path / "two"]
+    for cache in builds:
+        assert run(cache, "build") == {"hits": 0, "misses": 1}
+    files = [{p.relative_to(c): p.read_bytes() for p in c.rglob("*") if p.is_file()} for c in builds]
+    assert files[0] and files[0] == files[1]
+    assert run(builds[0], "run") == {"hits": 1, "misses": 0}

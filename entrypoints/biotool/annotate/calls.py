@@ -14,10 +14,13 @@ import re
 from biotool.annotate import policy, tooluniverse_bridge
 from biotool.annotate.registry import BUILTIN, Tool
 from biotool.annotate.schema import parse_args, validate
+from biotool.arms import Hedges, declared
 from biotool.output import InputError, RefusedError
 
 
 MAX_NAME = 200  # characters of a requested tool name
+# Every tool's answer, built-in or ToolUniverse's, and the listing: the competence beside it.
+HEDGES = Hedges.of("competence")
 
 
 def rules():
@@ -120,17 +123,23 @@ def schema(requested: str) -> dict:
     if not verdict.permitted:
         raise RefusedError(f"tool {tool.name!r} refused: {verdict.reason} "
                            f"(rule: {verdict.rule})")
-    return {**tool.schema(), **verdict.explain()}
+    # The result schema's competence property describes a field the control arm leaves out.
+    return declared({**tool.schema(), **verdict.explain()},
+                    Hedges.of("result.properties.competence"))
 
 
 def shrink(result: dict, max_chars: int) -> dict:
     """Cut the longest strings and lists until the JSON fits in max_chars; competence and
-    provenance are never cut, and `truncated` says what was."""
-    from biotool.output import render
+    provenance are never cut, and `truncated` says what was. Measured as the tool arm prints
+    it, so both arms cut the same (biotool.arms); the answer keeps its declared hedges."""
+    from biotool.arms import cut as cut_text
+    from biotool.output import plain, render
 
-    if max_chars <= 0 or len(render(result)) <= max_chars:
+    result = declared(result, HEDGES)
+    if max_chars <= 0 or len(render(result, as_tool=True)) <= max_chars:
         return result
-    result = json.loads(render(result))
+    hedges = result.hedges
+    result = dict(plain(result))
     cut = []
     protected = ("competence", "provenance", "truncated_fields")
     for _ in range(200):
@@ -154,16 +163,16 @@ def shrink(result: dict, max_chars: int) -> dict:
         v = node[k]
         if isinstance(v, str):
             keep = max(0, len(v) // 2 - 20)
-            node[k] = v[:keep] + f"...[{len(v) - keep} chars cut]"
+            node[k] = cut_text(v, keep) + f"...[{len(v) - keep} chars cut]"
         else:
             node[k] = v[: len(v) // 2]
         if where.lstrip(".") not in cut:
             cut.append(where.lstrip("."))
         result["truncated"] = True
         result["truncated_fields"] = cut
-        if len(render(result)) <= max_chars:
+        if len(render(declared(result, hedges), as_tool=True)) <= max_chars:
             break
-    return result
+    return declared(result, hedges)
 
 
 def call(requested: str, args_text: str | None, max_chars: int = 0) -> dict:

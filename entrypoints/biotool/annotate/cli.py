@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from biotool.arms import hedge
 from biotool.family import Family
 from biotool.files import read_bounded
 from biotool.output import InputError
@@ -130,7 +131,7 @@ def commands() -> list[Command]:
         Option(("--offered",), "With --list: offered tools only.", flag=True),
         Option(("--max-chars",), "Bound the JSON output to about this many characters by "
                "cutting the longest strings and lists (marked truncated, truncated_fields); 0 = "
-               "no bound (narrow --list with --filter instead). Competence and provenance are "
-               "never cut, so a tiny bound is exceeded, but the output is always one JSON "
-               "object.", kind=int, default=DEFAULT_MAX_CHARS, min=0),
+               "no bound (narrow --list with --filter instead). Provenance is never cut"
+               + hedge(", nor competence") + ", so a tiny bound is exceeded, but the output is "
+               "always one JSON object.", kind=int, default=DEFAULT_MAX_CHARS, min=0),
     ))]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from biotool.alignment.aligners import SHORT, aligner_of, naming
 from biotool.alignment.reference import resolve
+from biotool.arms import Hedges, declared
 from biotool.competence import bounded
 from biotool.output import ToolFailure
 from biotool.provenance import provenance
@@ -19,6 +20,10 @@ from biotool.reads.shortreads import map_sample
 
 WINDOW = 1000
 FEW_MAPPED = 100
+
+# mapped_fraction and the loci's shares are what the answer is made of, in both arms; the
+# competence judged from them is the hedge.
+HEDGES = Hedges.of("competence")
 
 
 def _minimap2_sample(index, preset, recs, deadline, reference):
@@ -82,7 +87,7 @@ def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
                          alternatives=max(0, len(loci) - 1), blind_spots=spots,
                          remedy="raise --sample or align the whole library "
                                 "(biotool breakpoints/variants align every read)")
-    return {
+    return declared({
         "reference": ref.name,
         "preset": preset,
         "aligner": aligner_of(preset),
@@ -100,4 +105,4 @@ def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
                       "primary alignment",
         "competence": competence,
         "provenance": provenance(*ref.provenance(preset)),
-    }
+    }, HEDGES)

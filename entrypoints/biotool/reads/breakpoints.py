@@ -14,6 +14,7 @@ import time
 from collections import Counter
 
 from biotool.alignment.vocabulary import DELETION, INSERTION, SKIP_FOR_JUNCTIONS
+from biotool.arms import Hedges, declared
 from biotool.competence import bounded, not_applicable
 from biotool.output import InputError
 from biotool.provenance import provenance
@@ -29,6 +30,9 @@ CONVENTION = ("pos is the 1-based last reference base covered before the break: 
               "of bases s..e spans s-1..e, widened across repeats; an insertion after base p "
               "spans p, widened likewise). A blunt cut is named either by the last base "
               "before it or by the next one; this names it by the last base before it")
+# The warnings are the rows' blind spots too; the note (the ranking rule) and discounted_why
+# say what the answer is, in both arms.
+HEDGES = Hedges.of("competence", "consensus[].competence", "warnings")
 MIN_CLIP = 5    # shorter clips are indistinguishable from mismatches at a read end
 MIN_AGREE = 2   # reads a signature needs at a position before it counts as agreeing
 AGREE_SHARE = 0.1  # ... and this share of the position's support, so stray clips do not count
@@ -323,7 +327,7 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
             if not result["consensus"] else result["consensus"][0]["competence"]
     _share_common_hedges(result)
     result["provenance"] = provenance(*ref.provenance(), *job.index_provenance)
-    return result
+    return declared(result, HEDGES)
 
 
 # Why a read edge is not a break, said once per output (`discounted_why`) for the rows' codes.

@@ -43,8 +43,8 @@ def align_cmd(fastq, reference, n_reads, preset, seed, top, timeout) -> dict:
     n_reads_in_file, mapped, mapped_fraction, mean_mapq, strands and top_loci [{contig, window [start, end]
     1-based, reads, share}], each read placed by its primary alignment's midpoint in
     1 kb windows. truncated: true when --timeout stopped it early (n_reads then counts
-    the reads aligned). competence: confidence = mapped fraction, margin = top locus
-    share, a blind spot when fewer than 100 reads map. Use breakpoints/variants for the whole
+    the reads aligned).⟦ competence: confidence = mapped fraction, margin = top locus
+    share, a blind spot when fewer than 100 reads map.⟧ Use breakpoints/variants for the whole
     library. Exit 2 on bad input (malformed/empty FASTQ, FASTA given as FASTQ,
     reference not staged)."""
     from biotool.reads.align import align_sample
@@ -64,7 +64,7 @@ def breakpoints_cmd(reference, fastq, bam, region, top, min_mapq, threads, timeo
     consistent with a break anywhere in its span (a deletion of bases s..e spans s-1..e,
     widened across repeats), so it counts at every pos of its span. Output: consensus
     [{contig, pos, starts, ends, clips, indels, support, agreeing, intact, depth,
-    broken_fraction, competence}] ranked by support times the number of signatures that
+    broken_fraction⟦, competence⟧}] ranked by support times the number of signatures that
     agree there (>= 2 reads and >= 10% of the support each); by_signature gives the best
     pos of each signature alone (indels: the span where most agree). Read edges at a
     contig's first or last base and at amplicon primers (a few bases where most reads
@@ -90,20 +90,20 @@ def variants_cmd(reference, fastq, bam, region, min_depth, min_af, top, vcf, min
     """Substitutions and indels the reads support, each with depth (reads informing the
     position: a base passing --min-bq or a deletion over it), alt_reads, af (alt_reads /
     depth), strand counts fwd/rev and per-sample counts, ranked by alt_reads then af.
-    Nothing below the floor (--min-depth, --min-af, and at least 2 alt reads) is listed.
-    n_below_floor says how many candidate alleles seen in 2+ reads fell below it. An
+    Nothing below the floor (--min-depth, --min-af, and at least 2 alt reads) is listed.⟦
+    n_below_floor says how many candidate alleles seen in 2+ reads fell below it.⟧ An
     indel's depth is the reads spanning its anchor base and the base after it. pos is
     1-based; an indel's pos is the base before it and ref/alt include that base (VCF
-    convention), shifted fully left in repeats. other_indels_nearby counts different
-    indels overlapping an indel call (one event written several ways by noisy reads).
+    convention), shifted fully left in repeats.⟦ other_indels_nearby counts different
+    indels overlapping an indel call (one event written several ways by noisy reads).⟧
     Also, in that same depth: median_depth (over the region) and median_depth_covered
-    (over positions with depth > 0). fraction_assessed (share of positions with depth >=
-    --min-depth) and competence say what the depth cannot show. Exit 2 on bad
+    (over positions with depth > 0).⟦ fraction_assessed (share of positions with depth >=
+    --min-depth) and competence say what the depth cannot show.⟧ Exit 2 on bad
     input (malformed FASTQ, BAM without index, reference not staged, region outside the
     contig, the same file twice, BAMs aligned to a different reference: a contig of another
     length in the header, or >30% of aligned bases differing from --reference); 4 if the
-    aligner or samtools fail. A header M5 that differs while lengths and bases agree is
-    listed in warnings and competence."""
+    aligner or samtools fail.⟦ A header M5 that differs while lengths and bases agree is
+    listed in warnings and competence.⟧"""
     from biotool.reads.variants import variants
 
     groups = [[p for p in f.split(",") if p] for f in (fastq or [])]

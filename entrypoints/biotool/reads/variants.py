@@ -12,6 +12,7 @@ import contextlib
 import math
 from dataclasses import dataclass
 
+from biotool.arms import Hedges, declared, hedge
 from biotool.competence import bounded, not_applicable
 from biotool.provenance import provenance, used
 from biotool.reads.bam import open_bam, refuse_if_divergent
@@ -20,6 +21,11 @@ from biotool.reads.job import Library, open_job, with_warnings
 from biotool.reads.pileup import Pileup, _lut
 
 BASES = "ACGT"
+
+# What the depth could not show (fraction_assessed is the summary competence's margin,
+# other_indels_nearby the count its call's blind spot gives; warnings are its blind spots too).
+HEDGES = Hedges.of("competence", "fraction_assessed", "n_below_floor", "warnings",
+                   "variants[].competence", "variants[].other_indels_nearby")
 
 
 def _mismatches(counts, refseq: str) -> tuple[int, int]:
@@ -107,10 +113,11 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
         "floor": {"min_depth": min_depth, "min_af": min_af, "min_mapq": min_mapq,
                   "min_base_quality": min_bq},
         "note": (f"only variants with depth >= {min_depth} and allele fraction >= {min_af} (and "
-                 f"at least 2 alt reads) are shown: below that floor sequencing and alignment errors cannot be told apart "
-                 f"from real low-fraction alleles at these depths ({below} candidate alleles seen "
-                 "in 2+ reads fell below it)"),
-        # What defines the answer, kept in confident mode too (the note above hedges it).
+                 f"at least 2 alt reads) are shown" + hedge(
+                     f": below that floor sequencing and alignment errors cannot be told apart "
+                     f"from real low-fraction alleles at these depths ({below} candidate alleles "
+                     f"seen in 2+ reads fell below it)")),
+        # What defines the answer, kept in both arms.
         "convention": ("pos is 1-based; for indels pos is the base before the event and ref/alt "
                        "include it (VCF convention), shifted fully left in repeats. Ranked by "
                        "alt reads, then allele fraction."),
@@ -134,7 +141,7 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
     bam_prov = [used("alignments", lib.sample, "", path=lib.bam) for lib in libs
                 if not lib.aligned_here]
     result["provenance"] = provenance(*ref.provenance(), *job.index_provenance, *bam_prov)
-    return result
+    return declared(result, HEDGES)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from biotool.arms import Hedges, declared, hedge
 from biotool.competence import bounded, not_applicable
 from biotool.output import BiotoolError, InputError, ToolFailure
 from biotool.provenance import provenance, used
@@ -22,6 +23,13 @@ from biotool.singlecell import species as sp
 MODELS = ("celltypist", "c2s-celltype", "all")
 MAX_COMPOSITION = 30   # cell types listed; the rest are counted in composition_other
 MAX_INLINE_CELLS = 20  # Cell2Sentence per-cell answers listed inline
+# The celltypist block's judgement of its reference (a skipped row's why restates its coverage
+# or its load error); ranking, fit and coverage are the answer, in both arms.
+CELLTYPIST_HEDGES = Hedges.of("competence", "margin", "reference_is_conclusive", "caveat",
+                              "ranking[].skipped")
+MATRIX_HEDGES = (sp.HEDGES.under("species") | CELLTYPIST_HEDGES.under("celltypist")
+                 | Hedges.of("c2s.competence", "agreement.competence"))
+GENES_HEDGES = sp.HEDGES.under("species") | Hedges.of("competence")
 
 
 def _species(symbols, organism: str, min_informative: int = sp.MIN_INFORMATIVE) -> dict:
@@ -96,7 +104,7 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
         try:
             loaded.append((rec, ctp.load_model(rec.path())))
         except ToolFailure as exc:
-            errors[rec.name] = f"{exc}; skipped: not evidence either way"
+            errors[rec.name] = f"{exc}" + hedge("; skipped: not evidence either way")
     unloadable = [{"reference": name, "fit": None, "skipped": "could not be loaded: not "
                    "evidence either way (see errors)"} for name in errors]
     if not loaded:
@@ -378,8 +386,8 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
             if model != "all":
                 raise
             errors["c2s-celltype"] = (f"Cell2Sentence failed while generating "
-                                      f"({type(exc).__name__}: {str(exc)[:200]}); the CellTypist "
-                                      f"answer stands alone")
+                                      f"({type(exc).__name__}: {str(exc)[:200]})"
+                                      + hedge("; the CellTypist answer stands alone"))
         else:
             out["c2s"] = res
             used_items += items
@@ -402,7 +410,7 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
     out["timing"] = {"timeout_s": budget_seconds, "elapsed_s": round(time.monotonic() - start, 2),
                      "cells_covered": covered}
     out["provenance"] = provenance(*used_items)
-    return out
+    return declared(out, MATRIX_HEDGES)
 
 
 def celltype_genes(genes: str, organism: str = "auto", c2s_model: str = mdl.DEFAULT_C2S,
@@ -421,6 +429,6 @@ def celltype_genes(genes: str, organism: str = "auto", c2s_model: str = mdl.DEFA
         "one ranked gene list: a single cell's answer, with no composition to weigh it",
         "the model's own certainty is not exposed by greedy generation"),
         remedy="run on a matrix with --sample to see the spread of answers")
-    return {"genes": len(ranked), "species": species, "cell_type": answer,
-            "model": res["model"], "device": res["device"], "truncated": res["truncated"],
-            "competence": comp.explain(), "provenance": provenance(*items)}
+    return declared({"genes": len(ranked), "species": species, "cell_type": answer,
+                     "model": res["model"], "device": res["device"], "truncated": res["truncated"],
+                     "competence": comp.explain(), "provenance": provenance(*items)}, GENES_HEDGES)

@@ -6,8 +6,8 @@ from biotool.family import Family
 from biotool.output import InputError
 from commandline.spec import Command, Option
 
-CELLTYPE_HELP = """Which cell types are in a single-cell sample, from pretrained models, with
-the limits stated. Prints one JSON object.
+CELLTYPE_HELP = """Which cell types are in a single-cell sample, from pretrained models⟦, with
+the limits stated⟧. Prints one JSON object.
 
 \b
 INPUT (one of):
@@ -33,13 +33,14 @@ MODELS:
   celltypist   --reference auto scores every staged CellTypist model of the species by fit
                (mean max probability over at most 3,000 cells per model, a seeded
                subsample: panel_cells) and reports the ranking and the winner's composition
-               over every cell. Beside them: the winner's margin over the runner-up and
+               over every cell.
+               ⟦Beside them: the winner's margin over the runner-up and
                reference_is_conclusive (fit >= 0.5 and margin >= 0.05; else a caveat: read
                the per-cell composition, the more reliable evidence, not the reference
-               name). A staged
-               model that cannot be loaded is skipped (not evidence either way) and listed
-               in errors. --reference NAME (or a .pkl path) uses that model only: it will
-               label cells of types it never saw. Feature coverage is reported.
+               name).⟧
+               A staged model that cannot be loaded is skipped⟦ (not evidence either way)⟧
+               and listed in errors. --reference NAME (or a .pkl path) uses that model
+               only⟦: it will label cells of types it never saw⟧. Feature coverage is reported.
   c2s-celltype Cell2Sentence: samples --sample cells, writes each cell's top 200 genes into
                C2S's prompt, and tallies the generated cell types into a composition.
                Loaded once, batched, GPU (bf16) when present. Stops at --timeout (the
@@ -57,9 +58,9 @@ OUTPUT (bounded: a few KB): matrix {cells, genes, read_as, normalisation}; speci
   composition, cells [{cell, cell_type}] (the first 20)}; agreement (with all); errors
   {model: why} when a model was skipped or failed; truncated; timing {timeout_s, elapsed_s,
   cells_covered {celltypist, c2s}}; provenance (model sha256s).
-  Beside them: competence in species, celltypist and c2s, and celltypist's margin,
-  reference_is_conclusive and caveat. --cells-out FILE writes every cell's labels (TSV)
-  and returns its path as cells_file.
+  ⟦Beside them: competence in species, celltypist and c2s, and celltypist's margin,
+  reference_is_conclusive and caveat.⟧
+  --cells-out FILE writes every cell's labels (TSV) and returns its path as cells_file.
 
 Models staged here: `biotool list` (production panels and C2S are named there, with why
 they are not staged). Exit codes: 2 bad input (missing/corrupt/empty matrix, labellings

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from biotool.arms import Hedges
 from biotool.competence import bounded
 
 _MOUSE_ONLY = re.compile(r"^(Gm\d+|.+Rik\d*)$")
@@ -18,6 +19,9 @@ _ENS_HUMAN = re.compile(r"^ENSG\d{6,}")
 _ENS_MOUSE = re.compile(r"^ENSMUSG\d{6,}")
 MIN_INFORMATIVE = 20
 MIN_SHARE = 0.8
+# share and evidence are what the call is read from, in both arms; note (the gene names
+# overruling --organism) says what was done, in both arms too.
+HEDGES = Hedges.of("competence")
 ORGANISM_NAMES = {"human": "Homo sapiens", "mouse": "Mus musculus"}
 
 

@@ -13,6 +13,13 @@ namespace, never from /sys, which may be the host's. Nothing is sent off the hos
 empty datagram to the first hop when a proxy is configured and the ARP cache does not already
 know the gateway. Policy-routing tables other than main are not read.
 
+Under gVisor (runtime.py tells it from the kernel's own evidence) the socket calls reach the
+host's kernel inside Docker's namespace (runsc --network=host), but gVisor's netlink names links
+without their kind and its /proc/net/arp is empty. There a TCP connect to the default gateway
+stands in for the ARP probe (EHOSTUNREACH: the kernel asked the link and no one holds the
+address), and the veth evidence becomes Docker's internal-network shape: exactly one interface
+and a default route to a gateway no one holds. Cluster mode stays closed under gVisor.
+
 Cluster mode (clusterpolicy.py): where the operator declares the network policy that confines
 the pod (BIOTOOL_EGRESS_POLICY, set by k8s/values.yaml), the verdict is that policy tried
 from here instead: the proxy answers, direct connections elsewhere get nowhere.
@@ -186,6 +193,28 @@ def gateway_answers(ip: str, proc_net: Path = Path("/proc/net"), solicit=_solici
     return False
 
 
+def gateway_held(ip: str, wait: float = 5.0) -> bool:
+    """Whether someone holds the gateway's address, asked with one TCP connect (under gVisor,
+    where the ARP table cannot be read). Only EHOSTUNREACH, the kernel's own word that the link
+    never answered (about 3 s of ARP probes), counts as silence; a refusal, a connection or a
+    timeout counts as held, so what cannot be shown stays open."""
+    import errno
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(wait)
+        try:
+            s.connect((ip, 9))
+        except OSError as exc:
+            return exc.errno != errno.EHOSTUNREACH
+    return True
+
+
+def _under_gvisor() -> bool:
+    from biotool.system import runtime
+
+    return runtime.status()["runtime"] == runtime.GVISOR
+
+
 def interfaces(proc_net: Path = Path("/proc/net")) -> list[str]:
     """Network interfaces other than lo, of this namespace (/proc/net/dev; /sys may be the host's)."""
     try:
@@ -256,7 +285,8 @@ def proxy_setting(env: dict | None = None) -> str | None:
 
 
 def status(proc_net: Path = Path("/proc/net"), env: dict | None = None, solicit=_solicit,
-           gave_up=_netlink_failed, links=link_kinds, resolve=_resolve) -> dict:
+           gave_up=_netlink_failed, links=link_kinds, resolve=_resolve, gvisor=_under_gvisor,
+           held=gateway_held) -> dict:
     """enforced, mode (offline, egress-proxy, cluster-policy, unenforced), and the reason in one
     sentence."""
     env = os.environ if env is None else env
@@ -300,9 +330,14 @@ def status(proc_net: Path = Path("/proc/net"), env: dict | None = None, solicit=
                                 "not a policy")
         return {**out, **clusterpolicy.status(policy, proxy, proxy_address(proxy), routes, env,
                                               resolve)}
+    sandboxed = bool(routes) and gvisor()
+
+    def answers(gw: str) -> bool:
+        return held(gw) if sandboxed else gateway_answers(gw, proc_net, solicit, gave_up=gave_up)
+
     for fam, gw, dev in routes:
         # An IPv6 or device-only default route cannot be checked from /proc: it counts as open.
-        if fam == "ipv6" or gw == "0.0.0.0" or gateway_answers(gw, proc_net, solicit, gave_up=gave_up):
+        if fam == "ipv6" or gw == "0.0.0.0" or answers(gw):
             return unenforced(f"the default gateway {gw} (dev {dev}) answers, so this container "
                               f"can reach more than the egress proxy {proxy}")
     if not ifaces:
@@ -318,7 +353,14 @@ def status(proc_net: Path = Path("/proc/net"), env: dict | None = None, solicit=
                           "shows they are a container's own")
     out["links"] = {name: kinds.get(name, "") for name in ifaces}
     foreign = [f"{n} ({kinds.get(n) or 'a device'})" for n in ifaces if kinds.get(n) != "veth"]
-    if foreign:
+    # gVisor names no link's kind: Docker's internal-network shape stands in (docstring), since
+    # a host's network has either a gateway that answers or more than one link.
+    gvisor_shape = sandboxed and len(ifaces) == 1 and not any(kinds.get(n) for n in ifaces)
+    if foreign and sandboxed and not gvisor_shape:
+        return unenforced(f"under gVisor, whose netlink names no link's kind, only one interface "
+                          f"beside a default gateway no one holds shows a container's own "
+                          f"network; here: {', '.join(ifaces)}")
+    if foreign and not gvisor_shape:
         return unenforced(f"interface {', '.join(foreign)} is not a container's own veth: this is "
                           f"likely the host's network (--network host, or Apptainer without --net), "
                           f"where the host's other subnets and loopback services are reachable "
@@ -338,8 +380,10 @@ def status(proc_net: Path = Path("/proc/net"), env: dict | None = None, solicit=
                           f"subnet ({', '.join(map(str, connected)) or 'none'}), so nothing shows "
                           f"it is the only way out")
     dead = f" (the default route's gateway {routes[0][1]} does not answer)" if routes else ""
+    what = ("is gVisor's only link (Docker's internal-network shape)" if gvisor_shape
+            else "are veths")
     return {"enforced": True, "mode": "egress-proxy", **out,
-            "reason": f"no way out{dead}: {', '.join(ifaces)} are veths on "
+            "reason": f"no way out{dead}: {', '.join(ifaces)} {what} on "
                       f"{', '.join(map(str, connected))} alone, where the egress proxy {proxy} "
                       f"({on_link[0]}) is the only way out"}
 

@@ -8,6 +8,7 @@ import os
 import shutil
 
 from biotool import family, staging
+from biotool.arms import Hedges, declared
 from biotool.competence import bounded
 from biotool.family import Family
 from biotool.provenance import provenance, used
@@ -67,7 +68,7 @@ def list_everything() -> dict:
               f"how_to_stage)" for name, names in by_set.items()]
     from biotool.system.toolbox import summary
 
-    return {
+    return declared({
         "families": families,
         "tools": summary(),
         "items": items,
@@ -79,7 +80,7 @@ def list_everything() -> dict:
         "competence": bounded(1.0 if not unusable else 0.8, 1.0, blind_spots=spots,
                               remedy="tools that need an unstaged item will refuse it by name"
                               if unusable else ""),
-    }
+    }, Hedges.of("competence"))  # items and how_to_stage say what is missing, in both arms
 
 
 def _annotations(reference: str) -> dict[str, str]:

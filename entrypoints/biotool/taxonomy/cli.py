@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from biotool.arms import hedge
 from biotool.family import Binary, Family
 from commandline.spec import Command, Option
 
@@ -13,7 +14,7 @@ input.skipped. FASTQ (and FASTA with more records than --sample) is sampled with
 seed to --sample reads.
 
 Where it searches: remote NCBI BLAST (nt) when the egress proxy (HTTPS_PROXY) is reachable,
-else the BLAST database staged in this image (a small panel, NOT nt). --remote / --local
+else the BLAST database staged in this image (a small panel⟦, NOT nt⟧). --remote / --local
 force one. Remote goes only to the allowlisted NCBI host, through HTTPS_PROXY when set (an
 http:// proxy on a local network: the sandbox's egress; never a public address), and never
 follows a redirect. It follows NCBI's rules across this sandbox's biotool processes
@@ -30,7 +31,7 @@ bit_score, evalue, pident, align_len, query and subject coordinates; never an ac
 Every query is searched for 5 hits (search.hits_per_query, whatever --top); --hits-out FILE
 writes them all, one JSON line per query, and returns the path as hits_file. summary: the
 dominant organism, organisms with read counts (the top 20; the rest counted in
-other_organisms; a read tied between names counts for each) and no_hit. Beside them:
+other_organisms; a read tied between names counts for each) and no_hit.⟦ Beside them:
 dominant_fraction (of named_reads, the reads with a named best hit), no_hit_caveat,
 detection_floor (1/n: an organism rarer than that is unobserved, not absent), can_see_minority (true only when the
 dominant organism holds under half the named reads and at least 200 reads have a named hit;
@@ -41,15 +42,15 @@ competence. Competence is over every read searched: confidence = dominant share 
 reads x named reads / reads searched; margin = the dominant organism's lead beyond the no-hit
 reads (which might all be the runner-up), over the reads searched; under 20 named reads
 nothing is confident (confidence under 0.5, margin 0). With no named hit, detection_floor is
-1.0 and competence.applicable is false. When influenza hits are present, an `influenza` block: strong tier (H from
+1.0 and competence.applicable is false.⟧ When influenza hits are present, an `influenza` block: strong tier (H from
 HA/segment 4 hits, N from NA/segment 6 hits), weak tier (strain labels of internal-segment
-hits) and candidate subtypes. Its competence: (confidence = min(1, strong reads / 10); margin 1.0
+hits) and candidate subtypes.⟦ Its competence: (confidence = min(1, strong reads / 10); margin 1.0
 only when a strong H x N subtype exists (HA-only reads, H5N?, give 0.0) and no weak-only
 subtype lies outside them; alternatives =
 ties = candidates beyond the first, and never 0 on a panel holding one subtype). On a panel
 holding one subtype the margin is 0, and on any panel many no-hit reads (10%+) set it to 0 too:
 HA/NA reads of a subtype the panel lacks come back as no-hit; search nt (--remote) or a wider
-database (--database). truncated=true when --timeout ran out with part of the queries searched.
+database (--database).⟧ truncated=true when --timeout ran out with part of the queries searched.
 
 Exit codes: 2 bad input (missing or malformed file, bad option); 3 refused by the rules
 (the server is not on the egress allowlist, or HTTPS_PROXY is not a local http:// proxy);
@@ -67,7 +68,7 @@ def describe() -> Family:
     return Family(
         commands=("taxonomy",),
         summary="which organisms reads come from: NCBI BLAST within NCBI's rules, or "
-                "blastn on the staged panel; detection floor; influenza subtype tiers",
+                "blastn on the staged panel; " + hedge("detection floor; ") + "influenza subtype tiers",
         # makeblastdb builds the staged panels' databases, and an agent's own.
         binaries=(Binary("blastn", ("-version",)), Binary("makeblastdb", ("-version",))))
 
@@ -87,8 +88,8 @@ def commands() -> list[Command]:
         Option(("--fastq",), "FASTQ file of reads."),
         Option(("--top",), "Best hits returned over all queries (1-50); each query is searched "
                "for 5 hits whatever this is.", kind=int, default=5),
-        Option(("--sample",), "Reads searched, drawn with a fixed seed. The detection floor is "
-               "~1/sample.", kind=int, default=100),
+        Option(("--sample",), "Reads searched, drawn with a fixed seed." + hedge(
+               " The detection floor is ~1/sample."), kind=int, default=100),
         Option(("--timeout",), "Seconds for the whole run (at most 604800); when it runs out, a "
                "partial result with truncated=true.", kind=float, default=600.0),
         Option(("--local",), "Search the staged BLAST database.", flag=True),

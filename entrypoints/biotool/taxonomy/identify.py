@@ -14,6 +14,7 @@ import re
 import time
 
 from biotool import hittext
+from biotool.arms import declared
 from biotool.output import BiotoolError, InputError, ToolFailure
 from biotool.progress import log
 
@@ -161,4 +162,4 @@ def identify(fasta: str | None = None, fastq: str | None = None, top: int = 5,
         result["influenza"] = flu
     result["search"] = search
     result["provenance"] = provenance(*used_items)
-    return result
+    return declared(result, summary.HEDGES.under("summary") | influenza.HEDGES.under("influenza"))

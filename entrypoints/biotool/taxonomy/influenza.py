@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from biotool.arms import Hedges
 from biotool.competence import bounded
 
 HA, NA = 4, 6
@@ -36,6 +37,8 @@ _GENES = [
 # "(H1N1)" in a strain name; GenBank also has H-only labels such as "(H9)" on partly typed strains.
 _SUBTYPE = re.compile(r"\((H\d{1,2})(N\d{1,2})?\)", re.I)
 _FLU = re.compile(r"influenza [ab] virus", re.I)
+# The tiers' bases say what each tier is, in both arms; the competence judges the subtype.
+HEDGES = Hedges.of("competence")
 CONFIDENT_STRONG_READS = 10  # confidence = min(1, n_strong / 10)
 DEPTH_FLOOR_READS = 20       # fewer strong reads: subtypes below the read-depth floor unseen
 MANY_NO_HIT = 0.1            # no-hit reads at this share of the searched reads are "many"

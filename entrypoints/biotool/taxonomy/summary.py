@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 
+from biotool.arms import Hedges
 from biotool.competence import bounded
 
 MINORITY_ABUNDANCE = 0.05  # "a minority organism": 5% of reads, a typical pathogen-in-host share
@@ -37,6 +38,11 @@ MAX_ORGANISMS = 20  # organisms listed by name; the rest are counted (bounded ou
 HOST_TAXIDS = {9606: "Homo sapiens", 9544: "Macaca mulatta", 10090: "Mus musculus",
                10116: "Rattus norvegicus", 9913: "Bos taurus", 9031: "Gallus gallus",
                60711: "Chlorocebus sabaeus", 9823: "Sus scrofa", 9615: "Canis lupus familiaris"}
+# What the summary could not see: the design's dominance and floor fields, this project's
+# minority and host fields, and organisms[].fraction (the first is dominant_fraction again).
+HEDGES = Hedges.of("dominant_fraction", "organisms[].fraction", "caveat", "no_hit_caveat",
+                   "detection_floor", "can_see_minority", "minority_abundance",
+                   "p_minority_seen", "host_dominated", "hosts", "competence")
 _STRAIN = re.compile(r"^(Influenza [ABCD] virus)\s*\(.*\)\s*$")
 
 

@@ -87,7 +87,7 @@ def test_biotool_list_shows_the_builtin_tools(biotool):
     assert fam["not_offered"] == []
 
 
-def test_confident_mode_strips_competence(biotool):
+def test_the_control_arm_leaves_out_competence(biotool):
     res = biotool("call", "gene_lookup", '{"query": "HA"}', env={"BIOTOOL_CONFIDENT": "1"})
     assert res.code == 0 and "competence" not in res.stdout
 

@@ -121,13 +121,14 @@ def test_two_concurrent_runs_align_once_and_publish_bam_with_its_index(
     assert leftovers(tmp_path / "cache") == []
 
 
-def test_the_position_convention_is_stated_and_kept_in_confident_mode(biotool):
+def test_the_position_convention_is_stated_and_kept_in_the_control_arm(biotool):
     # The design: a blunt cut is named by the last base before it or by the next one, so the
-    # answer says which; a convention defines the answer, so the control arm keeps it too.
+    # answer says which; a convention defines the answer, and the note its ranking rule, so
+    # the control arm keeps both.
     args = ("breakpoints", "--fastq", str(REPO / "refs/demo/sarscov2/MT007544.fastq"),
             "--reference", "MN908947.3")
     for env in ({}, {"BIOTOOL_CONFIDENT": "1"}):
         r = biotool(*args, env=env)
         assert r.code == 0, r.stderr
         assert "either by the last base before it or by the next one" in r.json["convention"]
-        assert ("note" in r.json) is not bool(env)
+        assert "ranks positions by support" in r.json["note"]

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from biotool.singlecell import c2s
+from biotool_testing.arms import run_arms
 
 TEMPLATE = ("The following is a list of {num_genes} gene names ordered by descending expression "
             "level in a {organism} cell. Your task is to give the cell type which this cell "
@@ -148,10 +149,13 @@ def test_a_model_load_measured_too_long_is_refused_up_front(c2s_env, use_home, q
 
 
 def test_genes_mode_answers_one_ranked_list(biotool, c2s_env):
-    r = biotool("celltype", "--genes", "CD3E,IL7R,LTB,CCR7,LEF1,TCF7", "--model", "c2s-celltype",
-                env=c2s_env)
-    assert r.code == 0, r.stderr
-    assert r.json["species"]["species"] == "human" and isinstance(r.json["cell_type"], str)
+    arms = run_arms(biotool, ("celltype", "--genes", "CD3E,IL7R,LTB,CCR7,LEF1,TCF7", "--model",
+                              "c2s-celltype"), c2s_env)
+    tool, control = arms["tool"], arms["control"]
+    assert tool["species"]["species"] == "human" and isinstance(tool["cell_type"], str)
+    # The control arm: the same answer without the competence of the call or the species.
+    assert control["cell_type"] == tool["cell_type"] and "competence" not in control
+    assert "competence" not in control["species"]
 
 
 def test_weights_folder_without_tokenizer_fails_at_load(biotool, c2s_env, tiny_c2s):

@@ -1,11 +1,14 @@
 """celltype answers with what worked, within bounds: a broken model in the panel is skipped and
 listed, `--model all` without C2S returns CellTypist's answer with per-model errors, the panel
 scores at most 3,000 cells per model, the gene names overrule a wrong --organism, and an
-inconclusive panel points at the composition, not at the reference name."""
+inconclusive panel points at the composition, not at the reference name; in the control arm
+(BIOTOOL_CONFIDENT=1) each of these answers loses its declared hedges and nothing else."""
 
 from __future__ import annotations
 
 import pytest
+
+from biotool_testing.arms import run_arms
 
 PBMC = "demo-pbmc68k-heldout"
 OUTPUT_BOUND = 8 * 1024
@@ -32,9 +35,8 @@ def broken_panel_env(stage_models, ct_models, junk_model):
 
 def test_a_broken_model_in_the_panel_is_skipped_as_no_evidence_and_listed(
         biotool, broken_panel_env, query_h5ad):
-    r = biotool("celltype", "--matrix", str(query_h5ad), env=broken_panel_env)
-    assert r.code == 0, r.stderr
-    out = r.json
+    arms = run_arms(biotool, ("celltype", "--matrix", str(query_h5ad)), broken_panel_env)
+    out, control = arms["tool"], arms["control"]
     ct = out["celltypist"]
     assert ct["reference"] == "pbmc-blood" and ct["reference_is_conclusive"] is True
     assert "broken-reference" in out["errors"]
@@ -46,6 +48,9 @@ def test_a_broken_model_in_the_panel_is_skipped_as_no_evidence_and_listed(
     assert any("could not be loaded" in b for b in ct["competence"]["blind_spots"])
     # Only the models that answered are provenance.
     assert {u["name"] for u in out["provenance"]["used"]} == {"pbmc-blood", "unrelated-a"}
+    # The control keeps the error and the row, not the lesson about them.
+    assert "evidence" not in control["errors"]["broken-reference"]
+    assert {"reference": "broken-reference", "fit": None} in control["celltypist"]["ranking"]
 
 
 def test_a_broken_reference_named_by_path_is_bad_input_naming_the_file(biotool, staged_home,
@@ -190,32 +195,25 @@ def test_c2s_per_cell_answers_inline_are_capped_and_all_go_to_the_file(
     assert sum(1 for row in answered if row[3]) == n
 
 
-def test_confident_mode_strips_every_hedge_of_both_models_and_their_agreement(
+def test_the_control_arm_of_both_models_and_their_agreement_drops_the_declared_hedges_only(
         biotool, stage_models, ct_models, tiny_c2s, query_h5ad):
-    from biotool.competence import HEDGES
-
     env = stage_models([
         {"name": name, "framework": "celltypist", "organism": "human", "tissue": "t",
          "source": str(ct_models[name])} for name in ("unrelated-a", "unrelated-b")] + [
         {"name": "tiny-c2s", "aliases": ["c2s-celltype"], "framework": "cell2sentence",
          "organism": "human+mouse", "source": str(tiny_c2s["both"])}])
-    args = ("celltype", "--matrix", str(query_h5ad), "--model", "all", "--n-cells", "4",
-            "--organism", "human")
-    plain = biotool(*args, env=env)
-    confident = biotool(*args, env={**env, "BIOTOOL_CONFIDENT": "1"})
-    assert plain.code == confident.code == 0, plain.stderr + confident.stderr
-
-    def keys(obj):
-        if isinstance(obj, dict):
-            return set(obj) | {k for v in obj.values() for k in keys(v)}
-        return {k for v in obj for k in keys(v)} if isinstance(obj, list) else set()
-
-    # An inconclusive panel: caveat, margin and reference_is_conclusive are all there to strip.
-    assert {"caveat", "margin", "reference_is_conclusive", "competence"} <= keys(plain.json)
-    assert not keys(confident.json) & HEDGES
-    assert confident.json["celltypist"]["composition"] == plain.json["celltypist"]["composition"]
-    assert confident.json["agreement"]["cells_compared"] == 4
-    assert confident.json["c2s"]["composition"] == plain.json["c2s"]["composition"]
+    out = run_arms(biotool, ("celltype", "--matrix", str(query_h5ad), "--model", "all",
+                          "--n-cells", "4", "--organism", "human"), env)
+    tool, control = out["tool"], out["control"]
+    # An inconclusive panel: caveat, margin and reference_is_conclusive are there to leave out.
+    assert {"caveat", "margin", "reference_is_conclusive", "competence"} <= set(
+        tool["celltypist"])
+    assert not {"caveat", "margin", "reference_is_conclusive", "competence"} & set(
+        control["celltypist"])
+    assert "competence" not in control["c2s"] and "competence" not in control["agreement"]
+    assert control["celltypist"]["composition"] == tool["celltypist"]["composition"]
+    assert control["agreement"]["cells_compared"] == 4
+    assert control["c2s"]["composition"] == tool["c2s"]["composition"]
 
 
 def _c2s_variant(tiny_c2s, dest, tokenizer) -> str:
@@ -262,12 +260,15 @@ def mismatched_c2s(tiny_c2s, tmp_path_factory):
 def test_model_all_keeps_celltypist_when_c2s_fails_while_generating(biotool, staged_home,
                                                                     mismatched_c2s):
     sample = str(staged_home / "samples" / PBMC)
-    r = biotool("celltype", "--matrix", sample, "--model", "all", "--c2s-model", mismatched_c2s)
-    assert r.code == 0, r.stderr
-    out = r.json
+    arms = run_arms(biotool, ("celltype", "--matrix", sample, "--model", "all", "--c2s-model",
+                           mismatched_c2s), {})
+    out, control = arms["tool"], arms["control"]
     assert out["celltypist"]["composition"] and "c2s" not in out
     assert out["errors"]["c2s-celltype"].startswith("Cell2Sentence failed while generating (")
     assert "the CellTypist answer stands alone" in out["errors"]["c2s-celltype"]
+    # The control keeps the failure, not the lesson about it.
+    assert control["errors"]["c2s-celltype"].startswith("Cell2Sentence failed while generating")
+    assert "alone" not in control["errors"]["c2s-celltype"]
 
 
 def test_a_tokenizer_that_encodes_to_no_ids_is_bad_input_before_generation(

@@ -3,7 +3,8 @@
 import json
 from pathlib import Path
 
-from biotool.competence import bounded, not_applicable, strip_hedges
+from biotool.arms import Hedges, declared, hedge
+from biotool.competence import bounded, not_applicable
 from biotool.output import render
 
 
@@ -16,13 +17,18 @@ def test_bounded_clamps_and_explains():
     assert not_applicable("no reads").explain()["applicable"] is False
 
 
-def test_confident_mode_strips_competence_at_every_depth(monkeypatch):
-    result = {"competence": bounded(0.5, 0.5), "calls": [{"pos": 1, "competence": bounded(1, 1)}]}
-    assert "competence" in render(result)
+def test_the_control_arm_drops_exactly_the_declared_hedges_at_every_depth(monkeypatch):
+    result = declared({"competence": bounded(0.5, 0.5), "note": "kept" + hedge(", hedged"),
+                       "calls": [{"pos": 1, "competence": bounded(1, 1)}],
+                       "other": {"competence": 1}}, Hedges.of("competence", "calls[].competence"))
+    tool = json.loads(render(result))
+    assert tool["competence"]["confidence"] == 0.5 and tool["note"] == "kept, hedged"
     monkeypatch.setenv("BIOTOOL_CONFIDENT", "1")
-    text = render(result)
-    assert "competence" not in text and json.loads(text)["calls"] == [{"pos": 1}]
-    assert strip_hedges({"a": [{"competence": 1, "b": 2}]}) == {"a": [{"b": 2}]}
+    control = json.loads(render(result))
+    assert json.loads(render(result, as_tool=True)) == tool
+    assert "competence" not in control and control["calls"] == [{"pos": 1}]
+    # Only what is declared goes: an undeclared field of the same name stays.
+    assert control["other"] == {"competence": 1} and control["note"] == "kept"
 
 
 def test_every_result_carries_provenance():

@@ -165,6 +165,53 @@ def test_a_route_beyond_the_subnet_or_a_proxy_off_it_is_unenforced(tmp_path):
     assert st["enforced"] is False and "netlink" in st["reason"]
 
 
+# ---- under gVisor: no link kinds from netlink, no ARP table; a TCP connect asks the gateway
+
+class Gateway:
+    """Stands in for gateway_held: whether someone holds each gateway address, and who asked."""
+
+    def __init__(self, held: bool):
+        self.held, self.asked = held, []
+
+    def __call__(self, ip: str) -> bool:
+        self.asked.append(ip)
+        return self.held
+
+
+def gvisor_status(proc: Path, held: bool, kinds: dict, env: dict = PROXY) -> tuple[dict, Gateway]:
+    gateway = Gateway(held)
+    never = Neighbour(proc, answers=True)  # the ARP probe must not decide anything under gVisor
+    st = status(proc, env, proxy_at="172.26.0.3", kinds=kinds, gvisor=lambda: True, held=gateway,
+                solicit=never)
+    assert never.asked == []
+    return st, gateway
+
+
+def test_under_gvisor_docker_internal_shape_is_enforced_on_a_silent_gateway(tmp_path):
+    proc = fake(tmp_path, DEAD_GW4, LINK_LOCAL6, ["eth0"])
+    st, gateway = gvisor_status(proc, held=False, kinds={"eth0": ""})
+    assert gateway.asked == ["172.26.0.1"]
+    assert st["enforced"] is True and st["mode"] == "egress-proxy", st
+    assert "gVisor's only link" in st["reason"]
+
+
+def test_under_gvisor_a_gateway_someone_holds_is_unenforced(tmp_path):
+    # The default bridge under runsc with a proxy set: ARP would read as silence, TCP does not.
+    proc = fake(tmp_path, DEAD_GW4, LINK_LOCAL6, ["eth0"])
+    st, _ = gvisor_status(proc, held=True, kinds={"eth0": ""})
+    assert st["enforced"] is False and "answers" in st["reason"]
+
+
+def test_under_gvisor_two_links_or_no_default_route_stay_unenforced(tmp_path):
+    proc = fake(tmp_path, DEAD_GW4, LINK_LOCAL6, ["eth0", "docker0"])
+    st, _ = gvisor_status(proc, held=False, kinds={"eth0": "", "docker0": ""})
+    assert st["enforced"] is False and "only one interface" in st["reason"], st
+    # No default route: nothing shows a container's internal network (a host's, perhaps).
+    proc = fake(tmp_path / "b", INTERNAL4, LINK_LOCAL6, ["eth0"])
+    st, gateway = gvisor_status(proc, held=False, kinds={"eth0": ""})
+    assert st["enforced"] is False and gateway.asked == [], st
+
+
 def test_link_kinds_come_from_this_namespaces_netlink():
     kinds = enforcement.link_kinds()
     assert kinds is not None and kinds["lo"] == "" and set(kinds) >= set(enforcement.interfaces())
@@ -303,6 +350,26 @@ def test_in_a_real_namespace_a_veth_to_the_proxy_alone_is_enforced_and_a_route_i
     _ip("-n", inner, "route", "add", "192.168.50.0/24", "via", "10.78.0.1")
     st = _status_in(inner, "http://10.78.0.1:3128")
     assert st["enforced"] is False and "192.168.50.0/24 via 10.78.0.1 dev eth0" in st["reason"]
+
+
+def test_in_a_real_namespace_a_gateway_no_one_holds_is_silent_and_a_held_one_is_not(netns):
+    # The kernel's own answers to the TCP probe: EHOSTUNREACH after ARP gives up, a reset from
+    # an address someone holds.
+    import subprocess
+    import sys
+
+    inner, outer = netns(), netns()
+    _ip("-n", inner, "link", "add", "eth0", "type", "veth", "peer", "name", "peer0", "netns", outer)
+    _ip("-n", inner, "addr", "add", "10.79.0.2/24", "dev", "eth0")
+    _ip("-n", outer, "addr", "add", "10.79.0.1/24", "dev", "peer0")
+    for ns, dev in ((inner, "eth0"), (outer, "peer0")):
+        _ip("-n", ns, "link", "set", dev, "up")
+    src = str(Path(enforcement.__file__).resolve().parents[2])
+    code = ("import sys; from biotool.system.enforcement import gateway_held; "
+            "print(gateway_held('10.79.0.1'), gateway_held('10.79.0.77'))")
+    ran = subprocess.run(["ip", "netns", "exec", inner, sys.executable, "-c", code],
+                         capture_output=True, text=True, timeout=60, env={"PYTHONPATH": src})
+    assert ran.stdout.split() == ["True", "False"], ran
 
 
 def test_unshare_rn_without_a_sysfs_remount_is_offline_and_enforced():
