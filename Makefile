@@ -9,10 +9,11 @@
 #   make test-gvisor      the escape matrix, isolation, toolbox and family tests with the sandbox
 #                         under gVisor (runtime runsc; by hand: not yet all green, docs/tests.md)
 #   make test-podman      the offline forms under rootless Podman as a non-root user (by hand)
-#   make test             unit tests, then the image, then the image tests
+#   make test             unit tests (one pytest-xdist worker per core), the image, the image tests
 #   make demo             the enforced stack running a short agent session (biotool-sandbox demo)
 #   make bench            --help time in the container, image size, build time
-#   make cuda-lock-check  proves image/requirements-cuda.lock resolves (no GPU, no download)
+#   make cuda-lock-check  proves image/requirements-cuda.lock resolves (no GPU, no download;
+#                         needs the package index, so not part of make test: .ci/run runs it)
 #   make sif              Apptainer image from the built docker image
 #   make repro-check      rebuilds HEAD from a clean clone (no layer cache) and compares files
 #   make lock             re-resolve both lock files from pyproject.toml
@@ -193,10 +194,13 @@ sif:
 
 # ---------------------------------------------------------------- tests, demo, bench
 
-test: test-unit cuda-lock-check test-image
+test: test-unit test-image
 
+# One worker per core (pytest-xdist); every session fixture is built once per worker, in that
+# worker's own temporary folder (tests/unit/conftest.py); loadgroup keeps the bad-input corpus,
+# which runs once per session, on one worker.
 test-unit:
-	$(PYTHON) -m pytest -q --durations=25 tests/unit
+	$(PYTHON) -m pytest -q --durations=25 -n auto --dist loadgroup tests/unit
 
 test-image: image
 	$(PYTHON) -m pytest -q --durations=25 -m 'not cuda and not podman' tests/image

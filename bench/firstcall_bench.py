@@ -82,7 +82,7 @@ settle = float(sys.argv[4])
 LIBS, IMAGE_COPY = "/tmp/.cache", "/opt/biotool-caches"
 
 def seeded(path):
-    # a copy of the image's own (biotool.buildcache seeds matplotlib's font list by copy)
+    # a copy of the image's own (biotool.libcaches seeds matplotlib's font list by copy)
     twin = os.path.join(IMAGE_COPY, os.path.relpath(path, LIBS))
     try:
         with open(path, "rb") as a, open(twin, "rb") as b:

@@ -1,99 +1,25 @@
 """Caches the image fills at build so that no command fills them at run time: numba's
-compiled functions (scanpy's normalisation is a parallel numba function: seconds to compile,
-milliseconds to load) and matplotlib's font list (scanpy imports matplotlib).
+compiled functions (scanpy's normalisation) and matplotlib's font list (scanpy imports
+matplotlib), written where `biotool.libcaches` seeds them from at run time.
 
     python -m biotool.buildcache build --out /opt/biotool-caches   # at image build
 
 `build` runs the commands' own code paths (`celltype`'s domain function on a counts matrix
-in each shape the loaders hand on: CSR, CSC, dense) with each
-library's cache variable pointed under --out. At run time the libraries must find them in
-their cache folders under /tmp, a tmpfs that starts empty, and numba only uses a cache folder
-it can write (it tries a temporary file there first), so the image's read-only copy cannot be
-named directly: `seed()` links every file of it into the run's folder before the library is
-imported. numba writes a cache file only by `os.replace` of a temporary one, so a link is
-never written through: a function compiled anew (another signature) is saved beside the
-links, and a stale entry is replaced, not overwritten. matplotlib writes its font list in
-place, so that file is copied.
-
-numba keys a cached function by its source file's content (not its path's mtime), the
-function's bytecode, its signature, numba's version and the CPU it was compiled for. The last
-would tie the image to its build host's CPU: biotool's processes compile for numba's
-`generic` x86-64 instead (NUMBA_CPU_NAME, set here before numba is imported), at build and at
-run time alike, so the cache holds on any host. An agent's own Python keeps numba's default
-(its host CPU) and its own cache under NUMBA_CACHE_DIR.
+in each shape the loaders hand on: CSR, CSC, dense) with each library's cache variable
+pointed under --out, so it sits above the families it runs; how the copy is seeded, and why
+numba compiles for its `generic` CPU, is `libcaches`'.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-# Where the image keeps what `build` wrote: root-owned, read-only to the agent.
-HOME_VAR = "BIOTOOL_BUILD_CACHES"
-DEFAULT_HOME = "/opt/biotool-caches"
-# (the library's cache variable, the folder under the image's copy, how a file is seeded)
-SEEDED = (("NUMBA_CACHE_DIR", "numba", "link"), ("MPLCONFIGDIR", "matplotlib", "copy"))
-CPU_VAR, CPU = "NUMBA_CPU_NAME", "generic"
+from biotool.libcaches import CPU, CPU_VAR, SEEDED, home
 
-_seeded = False
-
-
-def home() -> Path:
-    return Path(os.environ.get(HOME_VAR) or DEFAULT_HOME)
-
-
-def _seed_tree(src: Path, dest: Path, how: str) -> int:
-    """Every file under src present under dest (a link to it, or a copy); what is there
-    already is left alone (a library wrote it, or another process seeded it first)."""
-    made = 0
-    for dirpath, _dirs, files in os.walk(src):
-        rel = os.path.relpath(dirpath, src)
-        into = dest if rel == "." else dest / rel
-        into.mkdir(parents=True, exist_ok=True)
-        for name in files:
-            target, origin = into / name, os.path.join(dirpath, name)
-            if os.path.lexists(target):
-                continue
-            try:
-                if how == "link":
-                    os.symlink(origin, target)
-                else:
-                    tmp = into / f".{name}.seed.{os.getpid()}"
-                    shutil.copyfile(origin, tmp)
-                    os.replace(tmp, target)
-                made += 1
-            except FileExistsError:
-                continue
-    return made
-
-
-def seed() -> int:
-    """Before numba or matplotlib is imported: compile for the CPU the image's cache was
-    built for, and put the image's caches where the libraries look. Returns the files seeded;
-    anything in the way (no image copy, an unwritable cache folder) only means the library
-    compiles and writes its cache as it would without this."""
-    global _seeded
-    os.environ.setdefault(CPU_VAR, CPU)
-    if _seeded:
-        return 0
-    _seeded = True
-    made = 0
-    for var, sub, how in SEEDED:
-        dest, src = os.environ.get(var), home() / sub
-        if not dest or not src.is_dir():
-            continue
-        try:
-            made += _seed_tree(src, Path(dest), how)
-        except OSError:
-            continue
-    return made
-
-
-# ---------------------------------------------------------------- image build
 
 def _inputs(work: Path) -> list[Path]:
     """The counts matrix in each shape `celltype`'s loaders hand to the normalisation: a

@@ -10,6 +10,7 @@ import importlib
 import sys
 
 from biotool import __version__
+from biotool.family import FAMILIES
 from commandline import program
 from commandline.spec import Command, Option
 
@@ -27,9 +28,6 @@ the container shares the host's kernel (not under gVisor).⟦ BIOTOOL_CONFIDENT=
 experiment's control arm: the same tool without its hedges (competence, caveats, detection
 floors, ...: docs/contract.md), in its answers and in these help texts.⟧
 Start with `biotool list` to see what is staged and usable here."""
-
-# Tool families, each declaring its commands in biotool/<family>/cli.py (`commands()`).
-FAMILIES = ("system", "reads", "taxonomy", "singlecell", "annotate")
 
 # Agents write `biotool CMD ... --quiet` as often as `biotool --quiet CMD`: the layer takes both.
 QUIET = Option(("--quiet", "-q"), "No progress or logs on stderr.", flag=True)

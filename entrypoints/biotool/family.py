@@ -9,6 +9,11 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
+# The tool families, in the CLI's order: each is a folder biotool/<family>/ whose cli.py
+# declares its commands (`commands()`) and itself (`describe()`), imported by name so the
+# families stay apart and this registry imports none of them at its top.
+FAMILIES = ("system", "reads", "taxonomy", "singlecell", "annotate")
+
 
 @dataclass(frozen=True)
 class Binary:
@@ -36,8 +41,6 @@ def describe(family: str) -> Family:
 
 def every() -> dict[str, Family]:
     """Each family's declaration, in the CLI's order."""
-    from biotool.cli import FAMILIES
-
     return {name: describe(name) for name in FAMILIES}
 
 

@@ -17,6 +17,9 @@ from functools import lru_cache
 from pathlib import Path
 
 IMAGE_RULES = Path("/etc/biotool/rules.toml")
+# In a Kubernetes pod: the network policy the operator relies on, named by the launcher
+# (`biotool-sandbox k8s-values`) and read by doctor's cluster mode (biotool.system.clusterpolicy).
+POLICY_VAR = "BIOTOOL_EGRESS_POLICY"
 REPO_RULES = Path(__file__).resolve().parents[2] / "image" / "rules.toml"
 # A plain DNS host name: labels of letters, digits and inner hyphens, the last not all digits
 # (no name that reads as an address). Anything else (spaces, quotes, wildcards, a leading dot,

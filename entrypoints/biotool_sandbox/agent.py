@@ -289,7 +289,8 @@ def audit(run: str) -> dict:
     the run ran (the audit is the run's record)."""
     from .runimages import run_images
 
-    return {**_egress_audit(run), "images": run_images(run)}
+    dc = stack.client()
+    return {**_egress_audit(run), "images": run_images(stack.by_service(run, dc), dc)}
 
 
 def _egress_audit(run: str) -> dict:

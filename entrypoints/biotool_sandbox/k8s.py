@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from biotool import rules as rules_mod
-from biotool.system.clusterpolicy import POLICY_VAR
+from biotool.rules import POLICY_VAR
 
 from . import budget
 from .audit import RUN_STATE

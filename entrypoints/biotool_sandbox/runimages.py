@@ -25,10 +25,6 @@ def identity(container, docker_client) -> dict:
     return out
 
 
-def run_images(run: str, docker_client=None) -> dict:
-    """{service: identity} for every container of the run."""
-    from . import stack
-
-    dc = docker_client or stack.client()
-    return {c.labels.get(stack.SERVICE_LABEL, c.name): identity(c, dc)
-            for c in sorted(stack.containers(run, dc), key=lambda c: c.name)}
+def run_images(by_service: dict, docker_client) -> dict:
+    """{service: identity} for a run's containers, given by service (`stack.by_service`)."""
+    return {service: identity(c, docker_client) for service, c in by_service.items()}

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import budget
 from .errors import EngineError, LauncherError
+from .runimages import run_images
 
 SCHEDULE_VOLUME = "biotool-ncbi-schedule"
 # Host-wide, egress-only: a small tmpfs owned by the egress image's proxy user (uid 13).
@@ -412,11 +413,9 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
     except BaseException:
         down(run, quiet=True)
         raise
-    from .runimages import run_images
-
     return {"run": run, "project": run, "mode": mode, "service": service,
             "containers": {c.labels[SERVICE_LABEL]: c.name for c in containers(run, dc)},
-            "images": run_images(run, dc),
+            "images": run_images(by_service(run, dc), dc),
             "networks": sorted(n.name for n in dc.networks.list(filters={"label": f"{PROJECT_LABEL}={run}"})),
             "compose_files": [str(f) for f in files], "limits": limit_env, "memory": memory,
             "runtime": runtime or "default"}
@@ -445,6 +444,13 @@ def wait_ready(run: str, dc, deadline: float) -> None:
 def containers(run: str, docker_client=None) -> list:
     dc = docker_client or client()
     return dc.containers.list(all=True, filters={"label": f"{PROJECT_LABEL}={check_run_name(run)}"})
+
+
+def by_service(run: str, docker_client=None) -> dict:
+    """{service: container} of a run, in the containers' name order."""
+    dc = docker_client or client()
+    return {c.labels.get(SERVICE_LABEL, c.name): c
+            for c in sorted(containers(run, dc), key=lambda c: c.name)}
 
 
 def unknown_run(run: str, why: str = "no such run on this engine (never started, or down)"

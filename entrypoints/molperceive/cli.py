@@ -94,8 +94,8 @@ def cmd_contract():
 
 
 def cmd_selftest():
-    from molperceive import contract, corrupt, label
-    checks = contract.selftest() + label.selftest()
+    from molperceive import contract, corrupt, label, selftest
+    checks = contract.selftest() + selftest.selftest()
     made = corrupt.corrupt_all("OC(=O)c1ccccc1O")   # salicylic acid reaches every reason
     for reason in contract.REASONS:
         ok = any(m["reason"] == reason for m in made["mutants"])

@@ -22,18 +22,20 @@ def judged(ran: Ran) -> dict:
             "stdout_kind": kind, "stderr": ran.stderr, "outputs_present": [], "leftovers": []}
 
 
-def error_line(ran: Ran, *needles: str, code: int = 2, prog: str = "biotool",
+def error_line(ran: Ran, *needles: object, code: int = 2, prog: str = "biotool",
                alone: bool = False) -> str:
     """The `PROG: error:` line of a refusal on contract: exit `code`, nothing on stdout, no
     traceback, only the program's own lines on stderr with the error line last (its only line
-    when `alone`), naming every one of `needles`."""
+    when `alone`), no raw control character in it (`commandline.errors.one_line` escapes an ESC),
+    naming every one of `needles` (a path as its text)."""
     case = {"argv": [prog], "expect": code, "culprit": None}
     bad = problems(case, judged(ran))
     assert not bad, (bad, ran)
     assert ran.stdout == "", ran
     line = ran.stderr.splitlines()[-1]
+    assert "\x1b" not in line, ran
     if alone:
         assert ran.stderr == line + "\n", ran
-    for needle in needles:
+    for needle in map(str, needles):
         assert needle in line, (needle, ran)
     return line

@@ -1,6 +1,7 @@
 """What the image computed at build is what a fresh container uses: numba's compiled functions
-and matplotlib's font list (biotool.buildcache), found by an arbitrary UID on the read-only
-root with an empty tmpfs /tmp, so a command's first call compiles nothing."""
+and matplotlib's font list (biotool.buildcache, seeded by biotool.libcaches), found by an
+arbitrary UID on the read-only root with an empty tmpfs /tmp, so a command's first call
+compiles nothing."""
 
 import json
 
@@ -64,7 +65,7 @@ def test_matplotlib_reads_the_font_list_built_at_build(sandbox):
     probe = (
         "import logging, os, filecmp\n"
         "logging.basicConfig(level=logging.DEBUG)\n"
-        "from biotool.buildcache import seed\n"
+        "from biotool.libcaches import seed\n"
         "seed()\n"
         "import matplotlib.font_manager as fm\n"
         "name = f'fontlist-v{fm.FontManager.__version__}.json'\n"

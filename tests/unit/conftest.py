@@ -1,10 +1,16 @@
-"""Fixtures shared by every unit test: a staged demo home and a biotool runner."""
+"""Fixtures shared by every unit test: a staged demo home and a biotool runner.
+
+The tier runs in parallel (pytest-xdist, `make test-unit`): each worker is its own pytest
+session, so every session fixture here and in the families' conftests is built once per
+worker, in that worker's own temporary folder (`tmp_path_factory`); servers listen on port 0.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -12,6 +18,29 @@ import pytest
 
 from biotool_testing.paths import REFS
 from biotool_testing.ran import Ran
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_temp_and_state(tmp_path_factory):
+    """A temporary folder and a state root of this worker's own, for this process and every
+    program it starts: what a program keeps there by default (the NCBI pacing schedule in the
+    temp dir, the launcher's runs and memory reservations under XDG_STATE_HOME) is host-wide by
+    design, and workers sharing it would wait on each other's schedule or see each other's
+    runs."""
+    base = tmp_path_factory.getbasetemp()
+    private = {"TMPDIR": base / "tmp", "XDG_STATE_HOME": base / "state"}
+    old = {k: os.environ.get(k) for k in private}
+    for key, path in private.items():
+        path.mkdir(exist_ok=True)
+        os.environ[key] = str(path)
+    tempfile.tempdir = None     # gettempdir() reads TMPDIR again
+    yield
+    for key, value in old.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    tempfile.tempdir = None
 
 
 @pytest.fixture(scope="session")

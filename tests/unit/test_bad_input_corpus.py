@@ -2,9 +2,11 @@
 
 Every case runs as a real subprocess of `biotool` or `molperceive` on the staged demo home,
 two at a time, each with a timeout (a hang is a failure); the selected cases run once, in a
-session fixture, and each test then judges its own case. The image tier
-(tests/image/test_bad_input_corpus.py) runs the same cases inside the image as an arbitrary
-UID on a read-only root.
+session fixture, and each test then judges its own case. Under pytest-xdist the cases are one
+group (`--dist loadgroup`, `make test-unit`), so one worker runs the corpus once: every
+worker's session sees every collected case, and without the group each would run them all.
+The image tier (tests/image/test_bad_input_corpus.py) runs the same cases inside the image as
+an arbitrary UID on a read-only root.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ def test_contract_check_catches_breaches():
         assert problems(case, {**good, **change}), change
 
 
+@pytest.mark.xdist_group("badinput-corpus")
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_bad_input(case, corpus_results):
     if ROOT and case["nonroot"]:

@@ -1,5 +1,6 @@
-"""biotool.buildcache: caches built once are seeded where the libraries look, and numba loads
-a function from a seeded cache instead of compiling it (real numba, in fresh processes)."""
+"""biotool.buildcache and biotool.libcaches: caches built once are seeded where the libraries
+look, and numba loads a function from a seeded cache instead of compiling it (real numba, in
+fresh processes)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from biotool import buildcache
+from biotool import libcaches
 
 MODULE = textwrap.dedent("""
     import numba
@@ -27,7 +28,7 @@ MODULE = textwrap.dedent("""
 PROBE = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, sys.argv[1])
-    from biotool.buildcache import seed
+    from biotool.libcaches import seed
     seeded = seed() if sys.argv[2] == "seed" else 0
     import numpy as np
     import jitmod
@@ -57,7 +58,7 @@ def test_numba_loads_what_was_compiled_into_the_image_copy(tmp_path):
         p.chmod(0o555 if p.is_dir() else 0o444)
     # A fresh run: an empty cache folder of its own, the image's copy read-only.
     run_env = {**base, "NUMBA_CACHE_DIR": str(tmp_path / "run" / "numba"),
-               buildcache.HOME_VAR: str(image)}
+               libcaches.HOME_VAR: str(image)}
     unseeded = _probe(tmp_path, {**run_env, "NUMBA_CACHE_DIR": str(tmp_path / "bare")}, "none")
     assert (unseeded["hits"], unseeded["misses"]) == (0, 1)  # what every fresh container did
     seeded = _probe(tmp_path, run_env, "seed")
@@ -76,12 +77,12 @@ def test_seed_links_numba_copies_matplotlib_and_leaves_what_is_there(tmp_path, m
     run = tmp_path / "run"
     (run / "numba" / "pkg_abc").mkdir(parents=True)
     (run / "numba" / "pkg_abc" / "f-1.py311.nbi").write_bytes(b"written at run time")
-    monkeypatch.setenv(buildcache.HOME_VAR, str(image))
+    monkeypatch.setenv(libcaches.HOME_VAR, str(image))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(run / "numba"))
     monkeypatch.setenv("MPLCONFIGDIR", str(run / "mpl"))
     monkeypatch.delenv("NUMBA_CPU_NAME", raising=False)
-    monkeypatch.setattr(buildcache, "_seeded", False)
-    assert buildcache.seed() == 2
+    monkeypatch.setattr(libcaches, "_seeded", False)
+    assert libcaches.seed() == 2
     assert os.environ["NUMBA_CPU_NAME"] == "generic"
     data = run / "numba" / "pkg_abc" / "f-1.py311.1.nbc"
     assert data.is_symlink() and data.read_bytes() == b"data"
@@ -89,22 +90,22 @@ def test_seed_links_numba_copies_matplotlib_and_leaves_what_is_there(tmp_path, m
     assert not kept.is_symlink() and kept.read_bytes() == b"written at run time"
     fonts = run / "mpl" / "fontlist-v1.json"
     assert fonts.is_file() and not fonts.is_symlink() and fonts.read_text() == "{}"
-    assert buildcache.seed() == 0  # once per process
+    assert libcaches.seed() == 0  # once per process
 
 
 def test_seed_without_an_image_copy_or_a_writable_folder_changes_nothing(tmp_path, monkeypatch):
-    monkeypatch.setenv(buildcache.HOME_VAR, str(tmp_path / "absent"))
+    monkeypatch.setenv(libcaches.HOME_VAR, str(tmp_path / "absent"))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "run"))
-    monkeypatch.setattr(buildcache, "_seeded", False)
-    assert buildcache.seed() == 0 and not (tmp_path / "run").exists()
+    monkeypatch.setattr(libcaches, "_seeded", False)
+    assert libcaches.seed() == 0 and not (tmp_path / "run").exists()
     image = tmp_path / "image"
     (image / "numba").mkdir(parents=True)
     (image / "numba" / "x.nbi").write_bytes(b"i")
     (tmp_path / "file").write_text("in the way")
-    monkeypatch.setenv(buildcache.HOME_VAR, str(image))
+    monkeypatch.setenv(libcaches.HOME_VAR, str(image))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "file" / "numba"))
-    monkeypatch.setattr(buildcache, "_seeded", False)
-    assert buildcache.seed() == 0  # the library then compiles as it would without a seed
+    monkeypatch.setattr(libcaches, "_seeded", False)
+    assert libcaches.seed() == 0  # the library then compiles as it would without a seed
 
 
 PARALLEL = textwrap.dedent("""

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from biotool_testing.contract import error_line
+from biotool_testing.ran import Ran
+
 
 def _usage(res, *needles):
-    assert res.code == 2 and res.stdout == "", (res.code, res.stdout, res.stderr)
-    assert res.stderr.startswith("biotool: error:") and res.stderr.count("\n") == 1, res.stderr
-    for n in needles:
-        assert n in res.stderr, (n, res.stderr)
+    error_line(res, *needles, alone=True)
 
 
 @pytest.mark.parametrize("args,needles", [
@@ -31,8 +31,9 @@ def test_non_utf8_option_value_is_refused(biotool_env):
 
     proc = subprocess.run([sys.executable, "-m", "biotool", "align", "--fastq", b"r\xff.fq",
                            "--reference", "x"], capture_output=True, env=biotool_env)
-    assert proc.returncode == 2 and proc.stdout == b""
-    assert proc.stderr.startswith(b"biotool: error:") and b"not valid UTF-8" in proc.stderr
+    ran = Ran(proc.returncode, proc.stdout.decode(errors="replace"),
+              proc.stderr.decode(errors="replace"))
+    error_line(ran, "not valid UTF-8", alone=True)
 
 
 def test_empty_is_accepted_where_it_is_the_default(biotool):

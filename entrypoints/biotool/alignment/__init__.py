@@ -3,5 +3,5 @@ indexes, the alignment vocabulary (CIGAR operations, SAM flags and the masks bui
 them) and the one way to run an aligner.
 
 Staging, `reads` and `annotate` all use it; nothing in it imports a family
-(tests/unit/test_alignment_layer.py walks its imports).
+(tests/unit/test_import_layers.py walks its imports).
 """

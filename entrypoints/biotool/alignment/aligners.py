@@ -53,6 +53,11 @@ def finish_by(deadline: float | None) -> float | None:
     return None if deadline is None else deadline + FINISH_GRACE
 
 
+def within_grace() -> str:
+    """How a refusal words the bound a fed aligner had (--timeout, then the grace)."""
+    return f"within --timeout and {FINISH_GRACE:g} s"
+
+
 @contextmanager
 def naming(reference: str, fastqs) -> Iterator[None]:
     """An aligner's failure names the caller's inputs (--reference as given, --fastq), not

@@ -167,11 +167,11 @@ def cached(name: str, fasta: Path, digest: str, label: str,
         try:
             _build_once(fasta, label, final, deadline, shown)
         except OutOfTime as why:
-            raise InputError(
+            raise why.refusal(
                 f"reference {name}: its {label} index is not staged and was not built within "
-                f"--timeout ({why}); give a longer --timeout (once built it is kept in the "
-                f"cache for later runs), or stage it with the reference "
-                f"(indexes = [\"{label}\"] in refs/references.toml)") from None
+                f"--timeout", f"give a longer --timeout (once built it is kept in the cache for "
+                f"later runs), or stage it with the reference (indexes = [\"{label}\"] in "
+                f"refs/references.toml)") from None
     return aligner_path(label, final), sha256_tree(final)
 
 

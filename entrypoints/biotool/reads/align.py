@@ -14,7 +14,8 @@ from biotool.competence import bounded
 from biotool.output import ToolFailure
 from biotool.provenance import provenance
 from biotool.reads import fastq
-from biotool.reads.inputs import check_top, deadline_from
+from biotool.reads.inputs import check_top
+from biotool.reads.job import deadline_from
 from biotool.reads.shortreads import map_sample
 
 WINDOW = 1000

@@ -183,9 +183,8 @@ def _align_sorted(fastqs, index, preset, threads, out_bam, feed_until, deadline,
         run_pipeline([mm_cmd, sort_cmd], finish_by(deadline), feed=feed,
                      names=[aligner_of(preset), "samtools sort"])
     except OutOfTime as why:
-        raise InputError(f"--fastq {fastqs[0]}: {aligner_of(preset)} and samtools sort did not "
-                         f"finish the {n} reads given within --timeout and "
-                         f"{aligners.FINISH_GRACE:g} s ({why}); give a longer --timeout") from None
+        raise why.refusal(f"--fastq {fastqs[0]}: {aligner_of(preset)} and samtools sort did not "
+                          f"finish the {n} reads given {aligners.within_grace()}") from None
     if len(fastqs) == 2:
         n //= 2  # pairs, counted as fragments
     return n, truncated

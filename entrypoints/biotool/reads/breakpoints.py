@@ -13,18 +13,16 @@ import os
 import time
 from collections import Counter
 
-from biotool.alignment.reference import resolve
 from biotool.alignment.vocabulary import DELETION, INSERTION, SKIP_FOR_JUNCTIONS
 from biotool.arms import Hedges, declared
 from biotool.competence import bounded, not_applicable
 from biotool.output import InputError
 from biotool.provenance import provenance
-from biotool.reads import region as region_mod
 from biotool.reads import bamscan
 from biotool.reads.bam import open_bam
 from biotool.reads.indel import deletion_span, insertion_left, insertion_right
-from biotool.reads.inputs import (bams_for, check_top, deadline_from, region_not_in_bam,
-                                  warnings_of, with_warnings)
+from biotool.reads.inputs import check_top, region_not_in_bam
+from biotool.reads.job import open_job, with_warnings
 
 CONVENTION = ("pos is the 1-based last reference base covered before the break: a read "
               "whose alignment starts at 1-based base b counts at pos b-1, one that ends at "
@@ -39,7 +37,6 @@ MIN_CLIP = 5    # shorter clips are indistinguishable from mismatches at a read 
 MIN_AGREE = 2   # reads a signature needs at a position before it counts as agreeing
 AGREE_SHARE = 0.1  # ... and this share of the position's support, so stray clips do not count
 KINDS = ("starts", "ends", "clips", "indels")
-PAD = 2000      # reference fetched around the region, so repeats at its edge can widen spans
 PRIMER_SHARE = 0.5   # share of the reads covering a primer that start (end) within the window
 PRIMER_WINDOW = 5    # bases either side over which read edges at one primer spread
 PRIMER_MIN_READS = 10  # fewer reads sharing an edge are chance, not a primer
@@ -234,32 +231,27 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
     if bam and len(bam) > 1:
         raise InputError(f"--bam {' '.join(bam)}: breakpoints counts one library; give one BAM "
                          "(biotool variants pools several)")
-    start_t, deadline = deadline_from(timeout)
-    ref = resolve(reference)
-    contigs = ref.contigs()
-    regions = region_mod.parse(region, contigs)
-    libs, index_prov = bams_for([fastq] if fastq else [], bam or [], ref, preset, threads,
-                                deadline, start_t)
-    lib = libs[0]
+    job = open_job(reference, [fastq] if fastq else [], bam or [], region, preset, threads,
+                   timeout)
+    ref, contigs, lib = job.reference, job.contigs, job.libraries[0]
     parts = []
-    handle = open_bam(lib["bam"])
+    handle = open_bam(lib.bam)
     try:
         tids = {name: i for i, name in enumerate(handle.references)}
     finally:
         handle.close()
     workers = max(1, min(int(threads), os.cpu_count() or 1))
-    for contig, s, e in regions:
+    for contig, s, e in job.regions:
         if contig not in tids:
             continue
-        off = max(0, s - PAD)
-        seq = ref.fetch(contig, off, min(contigs[contig], e + PAD))
-        parts.append(tally(lib["bam"], tids[contig], s, e, seq, off, min_mapq, deadline,
+        seq, off = job.window(contig, s, e)
+        parts.append(tally(lib.bam, tids[contig], s, e, seq, off, min_mapq, job.deadline,
                            workers))
         parts[-1]["contig"] = contig
         if parts[-1]["truncated"]:
             break
     if not parts:
-        raise region_not_in_bam(lib["bam"], regions)
+        raise region_not_in_bam(lib.bam, job.regions)
     import numpy as np
 
     tables, discounted = [], []
@@ -282,13 +274,13 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
             by_signature["indels"] = {"contig": contig, **plateau}
     rows, scores = _ranked_rows(tables, top)
     used_reads = sum(p["reads_used"] for p in parts)
-    truncated = any(p["truncated"] for p in parts) or any(l.get("truncated") for l in libs)
+    truncated = any(p["truncated"] for p in parts) or job.truncated
     result = {
         "reference": ref.name,
         "convention": CONVENTION,
         "region": region or "all contigs",
-        "bam": lib["bam"],
-        "preset": lib.get("preset"),
+        "bam": lib.bam,
+        "preset": lib.preset,
         "reads_used": used_reads,
         "min_mapq": min_mapq,
         "min_clip": MIN_CLIP,
@@ -327,14 +319,14 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
         for row in result["consensus"]:
             row["competence"] = with_warnings(row["competence"], spot)
         result["competence"] = result["consensus"][0]["competence"]
-    if warnings_of(libs):
-        result["warnings"] = warnings_of(libs)
+    if job.warnings:
+        result["warnings"] = job.warnings
         for row in result["consensus"]:
             row["competence"] = with_warnings(row["competence"], result["warnings"])
         result["competence"] = with_warnings(result["competence"], result["warnings"]) \
             if not result["consensus"] else result["consensus"][0]["competence"]
     _share_common_hedges(result)
-    result["provenance"] = provenance(*ref.provenance(), *index_prov)
+    result["provenance"] = provenance(*ref.provenance(), *job.index_provenance)
     return declared(result, HEDGES)
 
 

@@ -1,80 +1,19 @@
-"""The reads a command works on: BAMs given by the agent, or FASTQ aligned into cached BAMs."""
+"""The checks on the reads a command is given, before any work: BAMs against the reference
+(names, lengths, sequence), the same reads never twice, sample names unique
+(`biotool.reads.job` gathers the libraries through them)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
-from biotool.alignment.aligners import index_label
 from biotool.alignment.reference import Reference
 from biotool.files import input_file
 from biotool.output import InputError
-from biotool.provenance import used
-from biotool.reads.bam import (MISMATCH_MIN_BASES, MISMATCH_REFUSE, check_library,
-                               check_sorted_and_indexed, library_bam, open_bam,
-                               refuse_if_divergent, sampled_divergence)
-
-
-def bams_for(fastq_groups: list[list[str]], bams: list[str], ref: Reference, preset: str,
-             threads: int, deadline: float | None, start: float) -> tuple[list[dict], list[dict]]:
-    """[{sample, bam, ...}] and provenance items; each FASTQ group is one library."""
-    if bool(fastq_groups) == bool(bams):
-        raise InputError("give reads as --fastq or as --bam (exactly one of them)")
-    libs, prov = [], []
-    for group in fastq_groups:
-        check_library(group)
-    _no_repeats(bams or [str(f) for g in fastq_groups for f in g], "--bam" if bams else "--fastq")
-    if bams:
-        contigs = ref.contigs()
-        md5s: dict[str, str] = {}  # contig -> md5 of the reference's sequence, shared by BAMs
-        for b in bams:
-            handle = open_bam(b)  # fail early on a missing index, before any work
-            try:
-                warnings = check_header(handle, b, ref, contigs, md5s)
-                check_sorted_and_indexed(handle, b)
-                check_same_sequence(handle, b, ref, contigs)
-            finally:
-                with contextlib.suppress(OSError):  # htslib's close fails after a read error
-                    handle.close()
-            libs.append({"sample": Path(b).name, "bam": str(b), "aligned_here": False,
-                         "truncated": False, "warnings": warnings})
-        _unique_samples(libs)
-        return libs, prov
-    presets = set()
-    for group in fastq_groups:
-        out = library_bam(group, ref, preset, threads, deadline, start)
-        presets.add(out["preset"])
-        libs.append({"sample": Path(group[0]).name, "fastq": [str(g) for g in group],
-                     "aligned_here": True, **out})
-    _unique_samples(libs)
-    for p in sorted(presets):
-        path, digest = ref.index(p)
-        prov.append(used("index", index_label(p), digest, path=str(path)))
-    return libs, prov
-
-
-def warnings_of(libs: list[dict]) -> list[str]:
-    """What the input checks let through but the agent must know (e.g. a header checksum
-    that disagrees while the bases agree)."""
-    return [w for lib in libs for w in lib.get("warnings", [])]
-
-
-def with_warnings(comp, warnings: list[str]):
-    """A competence with the input warnings added to its blind spots."""
-    from dataclasses import replace
-
-    return replace(comp, blind_spots=comp.blind_spots + tuple(warnings))
-
-
-def deadline_from(timeout: float | None) -> tuple[float, float | None]:
-    start = time.monotonic()
-    # `not 0 < t < inf` also catches nan; an infinite budget is no budget (leave it out).
-    if timeout is not None and not 0 < timeout < float("inf"):
-        raise InputError(f"--timeout {timeout}: must be a positive, finite number of seconds")
-    return start, (start + timeout if timeout else None)
+from biotool.reads.bam import (MISMATCH_MIN_BASES, MISMATCH_REFUSE, refuse_if_divergent,
+                               sampled_divergence)
 
 
 def check_header(handle, path: str, ref: Reference, contigs: dict[str, int],
@@ -168,7 +107,7 @@ def _digest(path: str, flag: str, limit: int | None) -> str:
     return h.hexdigest()
 
 
-def _no_repeats(paths: list[str], flag: str) -> None:
+def no_repeats(paths: list[str], flag: str) -> None:
     """The same reads given twice would count every read twice when pooled: inputs are told
     apart by content (a copy, a FASTQ and its .gz, a BAM and its copy), not by path. The
     first megabyte of every file is hashed; only files that agree there are hashed whole."""
@@ -197,14 +136,16 @@ def _no_repeats(paths: list[str], flag: str) -> None:
             seen[key] = p
 
 
-def _unique_samples(libs: list[dict]) -> None:
+def unique_samples(libs: list) -> list:
     """Sample names are file names; two files of one name in different folders get their paths,
     so VCF sample columns stay distinct (and free of tabs)."""
-    counts = Counter(l["sample"] for l in libs)
-    for l in libs:
-        if counts[l["sample"]] > 1:
-            l["sample"] = l.get("bam") or l["fastq"][0]
-        l["sample"] = " ".join(l["sample"].split()) or "sample"
+    counts = Counter(lib.sample for lib in libs)
+    out = []
+    for lib in libs:
+        name = (lib.bam if not lib.aligned_here else lib.fastq[0]) \
+            if counts[lib.sample] > 1 else lib.sample
+        out.append(replace(lib, sample=" ".join(name.split()) or "sample"))
+    return out
 
 
 def region_not_in_bam(bam_path: str, regions) -> InputError:

@@ -9,7 +9,6 @@ from pathlib import Path
 from biotool.alignment import aligners
 from biotool.alignment.aligners import bwa_command, finish_by
 from biotool.alignment.vocabulary import NOT_PRIMARY, REVERSE, UNMAPPED, text_reference_length
-from biotool.output import InputError
 from biotool.procs import OutOfTime, run_pipeline
 
 
@@ -51,6 +50,6 @@ def map_sample(prefix: Path, recs, as_text, threads: int = 1,
         run_pipeline([bwa_command(prefix, threads, False)], finish_by(deadline), feed=feed,
                      read=read, names=["bwa mem"])
     except OutOfTime as why:
-        raise InputError(f"bwa mem did not finish the {fed} reads given within --timeout and "
-                         f"{aligners.FINISH_GRACE:g} s ({why}); give a longer --timeout") from None
+        raise why.refusal(f"bwa mem did not finish the {fed} reads given "
+                          f"{aligners.within_grace()}") from None
     return placed, seen, truncated

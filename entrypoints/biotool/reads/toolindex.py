@@ -6,7 +6,7 @@ from __future__ import annotations
 from biotool.alignment import indexes
 from biotool.alignment.reference import resolve
 from biotool.provenance import provenance, used
-from biotool.reads.inputs import deadline_from
+from biotool.reads.job import deadline_from
 
 
 def index_path(reference: str, kind: str, timeout: float | None = None) -> dict:

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import math
+from dataclasses import dataclass
 
-from biotool.alignment.reference import resolve
 from biotool.arms import Hedges, declared, hedge
 from biotool.competence import bounded, not_applicable
 from biotool.provenance import provenance, used
-from biotool.reads import region as region_mod
 from biotool.reads.bam import open_bam, refuse_if_divergent
-from biotool.reads.inputs import (bams_for, check_top, deadline_from, region_not_in_bam,
-                                  warnings_of, with_warnings)
+from biotool.reads.inputs import check_top, region_not_in_bam
+from biotool.reads.job import Library, open_job, with_warnings
 from biotool.reads.pileup import Pileup, _lut
 
-PAD = 2000
 BASES = "ACGT"
 
 # What the depth could not show (fraction_assessed is the summary competence's margin,
@@ -59,33 +57,26 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
         from biotool.reads.vcf import check_vcf_path
 
         check_vcf_path(vcf)
-    start_t, deadline = deadline_from(timeout)
-    ref = resolve(reference)
-    contigs = ref.contigs()
-    regions = region_mod.parse(region, contigs)
-    libs, index_prov = bams_for(fastq or [], bam or [], ref, preset, threads, deadline, start_t)
-    calls, below, depths, truncated = [], 0, [], any(l.get("truncated") for l in libs)
-    reads_used = [0] * len(libs)
-    in_header = [False] * len(libs)
-    mismatched, aligned = [0] * len(libs), [0] * len(libs)
-    handles = []  # each BAM opened once, not once per contig of a many-contig reference
+    job = open_job(reference, fastq or [], bam or [], region, preset, threads, timeout)
+    ref, contigs, libs = job.reference, job.contigs, job.libraries
+    calls, below, depths, truncated = [], 0, [], job.truncated
+    seen = [_Seen(lib) for lib in libs]
     try:
-        for lib in libs:
-            handles.append(open_bam(lib["bam"]))
-        for contig, s, e in regions:
-            off = max(0, s - PAD)
-            seq = ref.fetch(contig, off, min(contigs[contig], e + PAD))
+        for one in seen:  # each BAM opened once, not once per contig of a many-contig reference
+            one.handle = open_bam(one.library.bam)
+        for contig, s, e in job.regions:
+            seq, off = job.window(contig, s, e)
             per_lib = []
-            for i, handle in enumerate(handles):
+            for one in seen:
                 pile = Pileup(contig, s, e, seq, off, min_bq=min_bq)
-                if contig in handle.references:
-                    in_header[i] = True
-                    pile.add_bam(handle, min_mapq, deadline)
+                if contig in one.handle.references:
+                    one.in_header = True
+                    pile.add_bam(one.handle, min_mapq, job.deadline)
                 out = pile.finish()
                 mism, bases = _mismatches(out["counts"], seq[s - off:e - off])
-                mismatched[i] += mism
-                aligned[i] += bases
-                reads_used[i] += out["reads_used"]
+                one.mismatched += mism
+                one.aligned += bases
+                one.reads_used += out["reads_used"]
                 truncated |= out["truncated"]
                 per_lib.append(out)
             region_calls, n_below, depth = _call(contig, s, e, seq, off, per_lib, libs,
@@ -94,15 +85,16 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
             below += n_below
             depths.append(depth)
     finally:
-        for handle in handles:
-            with contextlib.suppress(OSError):  # htslib's close fails after a read error
-                handle.close()
-    missing = [l["bam"] for l, ok in zip(libs, in_header) if not ok]
+        for one in seen:
+            if one.handle is not None:
+                with contextlib.suppress(OSError):  # htslib's close fails after a read error
+                    one.handle.close()
+    missing = [one.library.bam for one in seen if not one.in_header]
     if missing:
-        raise region_not_in_bam(missing[0], regions)
-    for lib, mism, bases in zip(libs, mismatched, aligned):
-        if not lib.get("aligned_here"):
-            refuse_if_divergent(lib["bam"], mism, bases, ref.name)
+        raise region_not_in_bam(missing[0], job.regions)
+    for one in seen:
+        if not one.library.aligned_here:
+            refuse_if_divergent(one.library.bam, one.mismatched, one.aligned, ref.name)
     depth_all = np.concatenate(depths) if depths else np.zeros(0)
     median_depth = float(np.median(depth_all)) if depth_all.size else 0.0
     covered = depth_all[depth_all > 0]
@@ -114,9 +106,10 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
     result = {
         "reference": ref.name,
         "region": region or "all contigs",
-        "samples": [{"sample": l["sample"], "bam": l["bam"], "reads_used": n,
-                     **({"preset": l["preset"]} if l.get("preset") else {})}
-                    for l, n in zip(libs, reads_used)],
+        "samples": [{"sample": one.library.sample, "bam": one.library.bam,
+                     "reads_used": one.reads_used,
+                     **({"preset": one.library.preset} if one.library.preset else {})}
+                    for one in seen],
         "floor": {"min_depth": min_depth, "min_af": min_af, "min_mapq": min_mapq,
                   "min_base_quality": min_bq},
         "note": (f"only variants with depth >= {min_depth} and allele fraction >= {min_af} (and "
@@ -142,13 +135,25 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
         result["vcf"] = write_vcf(vcf, calls, libs, ref, contigs, result["floor"])
     result["competence"] = _summary_competence(median_depth, median_covered, assessed, min_depth,
                                                min_af, len(calls), truncated)
-    if warnings_of(libs):
-        result["warnings"] = warnings_of(libs)
+    if job.warnings:
+        result["warnings"] = job.warnings
         result["competence"] = with_warnings(result["competence"], result["warnings"])
-    bam_prov = [used("alignments", l["sample"], "", path=l["bam"]) for l in libs
-                if not l.get("aligned_here")]
-    result["provenance"] = provenance(*ref.provenance(), *index_prov, *bam_prov)
+    bam_prov = [used("alignments", lib.sample, "", path=lib.bam) for lib in libs
+                if not lib.aligned_here]
+    result["provenance"] = provenance(*ref.provenance(), *job.index_provenance, *bam_prov)
     return declared(result, HEDGES)
+
+
+@dataclass
+class _Seen:
+    """What the pileups saw of one library, summed over the regions."""
+
+    library: Library
+    handle: object = None
+    in_header: bool = False     # a region's contig is in its BAM's header
+    reads_used: int = 0
+    mismatched: int = 0         # aligned bases differing from the reference
+    aligned: int = 0            # aligned bases counted
 
 
 def _call(contig, s, e, seq, off, per_lib, libs, min_depth, min_af):
@@ -175,7 +180,7 @@ def _call(contig, s, e, seq, off, per_lib, libs, min_depth, min_af):
         for lib, p in zip(libs, per_lib):
             d = int(p["counts"][i].sum() + p["deleted"][i])
             a = p["counts"][i, b]
-            samples.append({"sample": lib["sample"], "depth": d, "alt_reads": int(a.sum()),
+            samples.append({"sample": lib.sample, "depth": d, "alt_reads": int(a.sum()),
                             "af": round(float(a.sum()) / d, 4) if d else None,
                             "fwd": int(a[0]), "rev": int(a[1])})
         a = counts[i, b]
@@ -202,7 +207,7 @@ def _call(contig, s, e, seq, off, per_lib, libs, min_depth, min_af):
             # Reads spanning the anchor base and the base after it can show the event; a read
             # ending at the anchor (a fragment end, a cut) cannot, so it does not count.
             sd = max(int(p["pairs"][i]), sum(x))
-            samples.append({"sample": lib["sample"], "depth": sd, "alt_reads": sum(x),
+            samples.append({"sample": lib.sample, "depth": sd, "alt_reads": sum(x),
                             "af": round(sum(x) / sd, 4) if sd else None,
                             "fwd": x[0], "rev": x[1]})
         d = sum(x["depth"] for x in samples)

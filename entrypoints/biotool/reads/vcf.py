@@ -30,7 +30,7 @@ def _text(calls, libs, ref, contigs, floor) -> str:
         '##FORMAT=<ID=AD,Number=R,Type=Integer,Description="Ref-or-other reads, alt reads">',
         '##FORMAT=<ID=AF,Number=A,Type=Float,Description="Alt allele fraction">',
     ]
-    samples = [l["sample"] for l in libs]
+    samples = [lib.sample for lib in libs]
     lines.append("\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO",
                             "FORMAT", *samples]))
     order = {c: i for i, c in enumerate(contigs)}

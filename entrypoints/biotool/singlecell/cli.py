@@ -93,10 +93,10 @@ def celltype_cmd(matrix, genes, model, reference, organism, n_cells, budget_seco
 
     os.environ.setdefault("CELLTYPIST_FOLDER", str(cache_root() / "celltypist"))
     # numba's compiled normalisation and matplotlib's font list, built with the image,
-    # put where the libraries look before scanpy imports them (biotool.buildcache).
-    from biotool import buildcache
+    # put where the libraries look before scanpy imports them (biotool.libcaches).
+    from biotool import libcaches
 
-    buildcache.seed()
+    libcaches.seed()
     from biotool.budget import process_started
     from biotool.singlecell.celltype import celltype_genes, celltype_matrix
 

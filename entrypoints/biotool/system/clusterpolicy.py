@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from biotool import rules as rules_mod
 
-POLICY_VAR = "BIOTOOL_EGRESS_POLICY"
+POLICY_VAR = rules_mod.POLICY_VAR
 # A pod's own network links (the pod's end of its CNI's pair or slave device); a host's
 # network shows a plain device (a NIC), a bridge, a tunnel or a bond beside or instead.
 POD_LINK_KINDS = ("veth", "ipvlan", "macvlan", "netkit")

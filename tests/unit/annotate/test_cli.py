@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from biotool_testing.contract import error_line
+
 
 def test_call_prints_one_json_object(biotool):
     res = biotool("call", "translate", '{"sequence": "ATGGCCTAA"}')
@@ -31,8 +33,7 @@ def test_schema_shows_arguments_and_result(biotool):
 
 def test_invalid_json_is_exit_2(biotool):
     res = biotool("call", "translate", '{"sequence": ')
-    assert res.code == 2 and res.stdout == ""
-    assert res.stderr.startswith("biotool: error: args: invalid JSON")
+    assert error_line(res).startswith("biotool: error: args: invalid JSON")
 
 
 def test_wrong_type_names_the_field(biotool):

@@ -4,6 +4,9 @@ import json
 import subprocess
 import sys
 
+from biotool_testing.contract import error_line
+from biotool_testing.ran import Ran
+
 
 def test_help_is_fast_because_rdkit_is_not_imported():
     code = ("import sys, molperceive.cli as c; from commandline.helptext import program_help; "
@@ -72,15 +75,13 @@ def test_build_out_a_directory_is_bad_input_naming_it_and_leaves_nothing(molperc
     smi = Path(__file__).parent / "data" / "nci_first_400.smi"
     outdir = tmp_path / "out dir"
     outdir.mkdir()
-    code, out, err = molperceive("build", smi, "--out", outdir)
-    assert code == 2 and out == "" and err.count("\n") == 1
-    assert str(outdir) in err and "directory" in err and "Traceback" not in err
+    ran = Ran(*molperceive("build", smi, "--out", outdir))
+    error_line(ran, outdir, "directory", prog="molperceive", alone=True)
     assert list(outdir.iterdir()) == [] and not list(tmp_path.glob(".*.part"))
 
 
 def test_usage_error_is_one_line_exit_2(molperceive):
-    code, out, err = molperceive("score", "only-one.jsonl")
-    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("molperceive: error:")
+    error_line(Ran(*molperceive("score", "only-one.jsonl")), prog="molperceive", alone=True)
 
 
 def test_build_then_gate_then_score_through_the_cli(molperceive, tmp_path):

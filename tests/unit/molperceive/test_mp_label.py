@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from biotool.output import InputError, RefusedError
 
-from molperceive import contract, label, reference
+from molperceive import contract, label, reference, selftest
 
 NCI = Path(__file__).parent / "data" / "nci_first_400.smi"
 
@@ -32,7 +32,7 @@ def test_glycine_hbd_is_calcnumhbd_not_lipinski():
 
 
 def test_labeler_selftest_passes():
-    assert all(c["ok"] for c in label.selftest())
+    assert all(c["ok"] for c in selftest.selftest())
 
 
 @pytest.mark.parametrize("smiles,status,reason", [

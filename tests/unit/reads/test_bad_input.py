@@ -5,15 +5,7 @@ import shutil
 
 import pytest
 
-
-def _fail(result, *needles):
-    assert result.code == 2, (result.code, result.stderr)
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert lines[-1].startswith("biotool: error:"), result.stderr
-    assert "Traceback" not in result.stderr
-    for n in needles:
-        assert n in lines[-1], (n, lines[-1])
+from biotool_testing.contract import error_line
 
 
 def _bad_fastqs(src, d):
@@ -48,14 +40,14 @@ def _bad_fastqs(src, d):
 def test_malformed_fastq(biotool, cas9, tmp_path, leftovers, kind, needle, command):
     bad = _bad_fastqs(cas9["fastq"], tmp_path)[kind]
     r = biotool(command, "--fastq", str(bad), "--reference", str(cas9["fasta"]))
-    _fail(r, str(bad), needle)
+    error_line(r, str(bad), needle)
     assert leftovers(tmp_path / "cache") == []
     assert not list((tmp_path / "cache").rglob("*.bam"))
 
 
 def test_fasta_given_as_fastq(biotool, cas9, tmp_path, leftovers):
     r = biotool("breakpoints", "--fastq", str(cas9["fasta"]), "--reference", str(cas9["fasta"]))
-    _fail(r, str(cas9["fasta"]), "FASTA, not FASTQ")
+    error_line(r, str(cas9["fasta"]), "FASTA, not FASTQ")
     assert leftovers(tmp_path / "cache") == []
 
 
@@ -66,7 +58,7 @@ def test_paired_files_of_different_lengths(biotool, cas9, tmp_path, leftovers):
     r2.write_text("".join(lines[: 4 * 100]))
     r = biotool("breakpoints", "--fastq", str(r1), "--fastq", str(r2),
                 "--reference", str(cas9["fasta"]))
-    _fail(r, str(r2), "same reads")
+    error_line(r, str(r2), "same reads")
     assert leftovers(tmp_path / "cache") == []
     assert not list((tmp_path / "cache").rglob("*.bam"))
 
@@ -76,33 +68,33 @@ def test_bam_without_index(biotool, cas9, tmp_path, command):
     bam = tmp_path / "noindex.bam"
     shutil.copyfile(cas9["bam"], bam)
     r = biotool(command, "--bam", str(bam), "--reference", str(cas9["fasta"]))
-    _fail(r, str(bam), "no index")
+    error_line(r, str(bam), "no index")
 
 
 @pytest.mark.parametrize("command", ["align", "breakpoints", "variants"])
 def test_reference_not_staged(biotool, cas9, command):
     r = biotool(command, "--fastq", str(cas9["fastq"]), "--reference", "GRCm39-not-here")
-    _fail(r, "GRCm39-not-here", "MN908947.3")  # the message lists what is staged
+    error_line(r, "GRCm39-not-here", "MN908947.3")  # the message lists what is staged
 
 
 @pytest.mark.parametrize("region", ["sim_chr:5000-7000", "chrX:1-100", "sim_chr:10-5"])
 def test_region_outside_the_contig(biotool, cas9, region):
     r = biotool("variants", "--bam", str(cas9["bam"]), "--reference", str(cas9["fasta"]),
                 "--region", region)
-    _fail(r, region)
+    error_line(r, region)
 
 
 def test_vcf_path_must_be_bgzip_named(biotool, cas9, tmp_path):
     r = biotool("variants", "--bam", str(cas9["bam"]), "--reference", str(cas9["fasta"]),
                 "--vcf", str(tmp_path / "out.vcf"))
-    _fail(r, "out.vcf", ".vcf.gz")
+    error_line(r, "out.vcf", ".vcf.gz")
     assert not (tmp_path / "out.vcf").exists()
 
 
 @pytest.mark.parametrize("command", ["breakpoints", "variants"])
 def test_bam_aligned_to_another_reference(biotool, cas9, command):
     r = biotool(command, "--bam", str(cas9["bam"]), "--reference", "MN908947.3")
-    _fail(r, str(cas9["bam"]), "was it aligned to this --reference?")
+    error_line(r, str(cas9["bam"]), "was it aligned to this --reference?")
 
 
 def test_pooled_bams_of_different_references_are_refused(biotool, cas9, planted, tmp_path):
@@ -110,7 +102,7 @@ def test_pooled_bams_of_different_references_are_refused(biotool, cas9, planted,
     # sequences do not, so pooling them would mix unrelated positions.
     r = biotool("variants", "--bam", str(planted["bam"]), "--bam", str(cas9["bam"]),
                 "--reference", str(planted["fasta"]))
-    _fail(r, str(cas9["bam"]), "different sequence")
+    error_line(r, str(cas9["bam"]), "different sequence")
     # A BAM whose header gives the contig another length is refused from its header alone.
     import pysam
 
@@ -124,14 +116,14 @@ def test_pooled_bams_of_different_references_are_refused(biotool, cas9, planted,
     pysam.index(str(other))
     for command in ("variants", "breakpoints"):
         r = biotool(command, "--bam", str(other), "--reference", str(cas9["fasta"]))
-        _fail(r, str(other), "7000 bp", "different reference")
+        error_line(r, str(other), "7000 bp", "different reference")
 
 
 def test_the_same_bam_twice_is_refused(biotool, planted, tmp_path):
     bam = str(planted["bam"])
     r = biotool("variants", "--bam", bam, "--bam", bam.replace("/reads.bam", "/./reads.bam"),
                 "--reference", str(planted["fasta"]))
-    _fail(r, "given twice")
+    error_line(r, "given twice")
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -144,7 +136,7 @@ def test_the_same_bam_twice_is_refused(biotool, planted, tmp_path):
 @pytest.mark.parametrize("command", ["breakpoints", "variants"])
 def test_out_of_range_options(biotool, cas9, command, args, needle):
     r = biotool(command, "--bam", str(cas9["bam"]), "--reference", str(cas9["fasta"]), *args)
-    _fail(r, needle)
+    error_line(r, needle)
 
 
 def test_region_to_the_contig_end_like_samtools(biotool, cas9):
@@ -162,7 +154,7 @@ def test_region_to_the_contig_end_like_samtools(biotool, cas9):
 def test_wrong_kind_of_path(biotool, cas9, tmp_path, flag, path, needle):
     path = path.format(dir=tmp_path, bai=str(cas9["bam"]) + ".bai")
     r = biotool("variants", flag, path, "--reference", str(cas9["fasta"]))
-    _fail(r, needle)
+    error_line(r, needle)
     assert len(r.stderr.strip().splitlines()) == 1  # no htslib lines before ours
 
 
@@ -176,7 +168,7 @@ def test_bad_fasta_reference_is_one_line_and_leaves_nothing(biotool, cas9, tmp_p
     fasta = tmp_path / "bad.fa"
     fasta.write_text(text)
     r = biotool("breakpoints", "--bam", str(cas9["bam"]), "--reference", str(fasta))
-    _fail(r, str(fasta), needle)
+    error_line(r, str(fasta), needle)
     assert len(r.stderr.strip().splitlines()) == 1  # htslib's own lines are folded into ours
     assert leftovers(tmp_path / "cache") == []
     assert not list((tmp_path / "cache").rglob("*.fai"))
@@ -229,7 +221,7 @@ def test_region_on_a_contig_the_bam_lacks(biotool, cas9, tmp_path, command):
     fasta.write_text(cas9["fasta"].read_text() + ">other_chr\n" + "ACGT" * 250 + "\n")
     r = biotool(command, "--bam", str(cas9["bam"]), "--reference", str(fasta),
                 "--region", "other_chr:1-500")
-    _fail(r, str(cas9["bam"]), "none of the region's contigs (other_chr)")
+    error_line(r, str(cas9["bam"]), "none of the region's contigs (other_chr)")
     ok = biotool(command, "--bam", str(cas9["bam"]), "--reference", str(fasta),
                  "--region", "sim_chr:1-500")
     assert ok.code == 0, ok.stderr
@@ -242,7 +234,7 @@ def test_three_files_in_one_library_are_refused_before_any_work(biotool, cas9, t
         shutil.copyfile(cas9["fastq"], tmp_path / name)
         copies.append(str(tmp_path / name))
     r = biotool("variants", "--fastq", ",".join(copies), "--reference", str(cas9["fasta"]))
-    _fail(r, "give one file, or two mate files")
+    error_line(r, "give one file, or two mate files")
     assert not list((tmp_path / "cache").rglob("*.bam"))
 
 
@@ -277,4 +269,5 @@ def test_an_m5_in_the_header_is_checked_against_the_reference(biotool, cas9, pla
     # The M5 differs and the bases do too: refused, naming the sampled share.
     for command in ("variants", "breakpoints"):
         r = biotool(command, "--bam", str(right), "--reference", str(planted["fasta"]))
-        _fail(r, str(right), "different sequence (M5)", "of a sample of its aligned bases differ")
+        error_line(r, str(right), "different sequence (M5)",
+                   "of a sample of its aligned bases differ")

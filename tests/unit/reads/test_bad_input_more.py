@@ -18,21 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from biotool_testing.contract import error_line
+
 COMMANDS = ("align", "breakpoints", "variants")
-
-
-def _fail(result, *needles, lines: int | None = 1):
-    assert result.code == 2, (result.code, result.stderr)
-    assert result.stdout == ""
-    err = result.stderr.strip().splitlines()
-    assert err and err[-1].startswith("biotool: error:"), result.stderr
-    assert "Traceback" not in result.stderr and "\x1b[" not in result.stderr
-    assert "minimap2 failed" not in result.stderr and "samtools sort failed" not in result.stderr
-    assert "[E::" not in result.stderr and "[W::" not in result.stderr  # no raw htslib lines
-    if lines is not None:
-        assert len(err) == lines, result.stderr
-    for n in needles:
-        assert n in err[-1], (n, err[-1])
 
 
 def _no_work(cache: Path, leftovers) -> None:
@@ -79,7 +67,7 @@ def test_bare_name_reference_is_refused_not_a_crash(biotool, cas9, tmp_path, lef
     # Was: align segfaulted (139), breakpoints/variants exit 4 with minimap2's ANSI warning.
     fasta, needle = _references(cas9["ref"], tmp_path)["bare_name.fa"]
     r = biotool(command, "--fastq", str(cas9["fastq"]), "--reference", str(fasta))
-    _fail(r, str(fasta), needle)
+    error_line(r, str(fasta), needle, alone=True)
     _no_work(tmp_path / "cache", leftovers)
 
 
@@ -88,7 +76,7 @@ def test_unusable_reference_is_refused_before_any_work(biotool, cas9, tmp_path, 
     fasta, needle = _references(cas9["ref"], tmp_path)[case]
     command = "variants" if len(case) % 2 else "breakpoints"  # both commands, spread over cases
     r = biotool(command, "--fastq", str(cas9["fastq"]), "--reference", str(fasta))
-    _fail(r, str(fasta), needle)
+    error_line(r, str(fasta), needle, alone=True)
     assert "aligning" not in r.stderr
     _no_work(tmp_path / "cache", leftovers)
 
@@ -157,7 +145,7 @@ def test_malformed_fastq_bytes_are_bad_input_before_alignment(biotool, cas9, tmp
     command = "breakpoints" if len(case) % 2 else "variants"
     r = biotool(command, "--fastq", str(fq), "--reference", str(cas9["fasta"]),
                 "--preset", "sr")  # no auto-preset sample: the full check alone must catch it
-    _fail(r, str(fq), needle)
+    error_line(r, str(fq), needle, alone=True)
     assert "aligning" not in r.stderr
     _no_work(tmp_path / "cache", leftovers)
 
@@ -165,7 +153,8 @@ def test_malformed_fastq_bytes_are_bad_input_before_alignment(biotool, cas9, tmp
 @pytest.mark.parametrize("case", ["low_quality.fq", "long_name.fq", "reads.fq.bz2"])
 def test_align_refuses_the_same_fastq_faults(biotool, cas9, tmp_path, case):
     fq, needle = _fastqs(cas9["fastq"], tmp_path)[case]
-    _fail(biotool("align", "--fastq", str(fq), "--reference", str(cas9["fasta"])), str(fq), needle)
+    error_line(biotool("align", "--fastq", str(fq), "--reference", str(cas9["fasta"])),
+               str(fq), needle, alone=True)
 
 
 def test_a_fault_deep_in_a_large_fastq_is_found_before_alignment(biotool, cas9, tmp_path,
@@ -180,14 +169,14 @@ def test_a_fault_deep_in_a_large_fastq_is_found_before_alignment(biotool, cas9, 
     fq = tmp_path / "big.fq"
     fq.write_bytes(b"".join(lines))
     r = biotool("breakpoints", "--fastq", str(fq), "--reference", str(cas9["fasta"]))
-    _fail(r, str(fq), f"record {k + 1}", "below '!'")
+    error_line(r, str(fq), f"record {k + 1}", "below '!'", alone=True)
     assert "aligning" not in r.stderr
     _no_work(tmp_path / "cache", leftovers)
 
 
 def test_a_bam_given_as_fastq_is_named(biotool, cas9):
     r = biotool("breakpoints", "--fastq", str(cas9["bam"]), "--reference", str(cas9["fasta"]))
-    _fail(r, str(cas9["bam"]), "is a BAM file", "--bam")
+    error_line(r, str(cas9["bam"]), "is a BAM file", "--bam", alone=True)
 
 
 # ---- the same reads twice ---------------------------------------------------------------
@@ -201,17 +190,17 @@ def test_the_same_reads_under_different_paths_are_refused(biotool, cas9, planted
     ref = str(planted["fasta"])
     for a, b in ((planted["fastq"], copy), (planted["fastq"], gz), (gz, copy)):
         r = biotool("variants", "--fastq", str(a), "--fastq", str(b), "--reference", ref)
-        _fail(r, str(b), "the same reads twice", str(a))
+        error_line(r, str(b), "the same reads twice", str(a), alone=True)
         _no_work(tmp_path / "cache", leftovers)
     # Paired files: a mate file that is a copy of the other is the same reads twice too.
     r = biotool("breakpoints", "--fastq", str(copy), "--fastq", str(gz), "--reference", ref)
-    _fail(r, str(gz), "the same reads twice")
+    error_line(r, str(gz), "the same reads twice", alone=True)
     # A BAM and its copy (with its own index) pool every read twice.
     bam = tmp_path / "copy.bam"
     shutil.copyfile(planted["bam"], bam)
     shutil.copyfile(str(planted["bam"]) + ".bai", str(bam) + ".bai")
     r = biotool("variants", "--bam", str(planted["bam"]), "--bam", str(bam), "--reference", ref)
-    _fail(r, str(bam), "the same reads twice")
+    error_line(r, str(bam), "the same reads twice", alone=True)
     # Two different libraries with the same first reads are not the same reads.
     half = tmp_path / "half.fastq"
     lines = planted["fastq"].read_text().splitlines(keepends=True)
@@ -228,7 +217,8 @@ def test_breakpoints_applies_the_same_reference_check_as_variants(biotool, cas9,
     # Both genomes are one 6 kb contig named sim_chr: the header agrees, the sequence does not.
     for command in ("breakpoints", "variants"):
         r = biotool(command, "--bam", str(planted["bam"]), "--reference", str(cas9["fasta"]))
-        _fail(r, str(planted["bam"]), "of its aligned bases differ", "different sequence")
+        error_line(r, str(planted["bam"]), "of its aligned bases differ", "different sequence",
+                   alone=True)
 
 
 def _rewrite(src: Path, out: Path, order) -> Path:
@@ -249,7 +239,7 @@ def test_unsorted_bam_with_a_stale_index(biotool, cas9, tmp_path):
     shutil.copyfile(str(cas9["bam"]) + ".bai", str(bam) + ".bai")  # the sorted file's index
     for command in ("breakpoints", "variants"):
         r = biotool(command, "--bam", str(bam), "--reference", str(cas9["fasta"]))
-        _fail(r, str(bam), "not coordinate-sorted")
+        error_line(r, str(bam), "not coordinate-sorted", alone=True)
 
 
 def test_a_sorted_bam_with_another_bams_index(biotool, cas9, tmp_path):
@@ -257,7 +247,7 @@ def test_a_sorted_bam_with_another_bams_index(biotool, cas9, tmp_path):
     bam = _rewrite(cas9["bam"], tmp_path / "fewer.bam", lambda rs: rs[40:])
     shutil.copyfile(str(cas9["bam"]) + ".bai", str(bam) + ".bai")
     r = biotool("breakpoints", "--bam", str(bam), "--reference", str(cas9["fasta"]))
-    _fail(r, str(bam), "index")
+    error_line(r, str(bam), "index", alone=True)
     assert "samtools index" in r.stderr
 
 
@@ -267,7 +257,7 @@ def test_cram_is_named_with_the_conversion(biotool, cas9, tmp_path):
                     str(cas9["bam"])], check=True)
     subprocess.run(["samtools", "index", str(cram)], check=True)
     r = biotool("breakpoints", "--bam", str(cram), "--reference", str(cas9["fasta"]))
-    _fail(r, str(cram), "CRAM is not supported", "samtools view -b")
+    error_line(r, str(cram), "CRAM is not supported", "samtools view -b", alone=True)
 
 
 def test_a_garbage_index_is_called_corrupt_not_missing(biotool, cas9, tmp_path):
@@ -275,7 +265,7 @@ def test_a_garbage_index_is_called_corrupt_not_missing(biotool, cas9, tmp_path):
     shutil.copyfile(cas9["bam"], bam)
     Path(str(bam) + ".bai").write_bytes(os.urandom(300))
     r = biotool("variants", "--bam", str(bam), "--reference", str(cas9["fasta"]))
-    _fail(r, str(bam), "corrupt", "samtools index")
+    error_line(r, str(bam), "corrupt", "samtools index", alone=True)
     assert "no index" not in r.stderr
 
 
@@ -288,7 +278,7 @@ def test_bad_vcf_paths_are_refused_before_any_work(biotool, cas9, tmp_path, left
                                                    needle):
     r = biotool("variants", "--fastq", str(cas9["fastq"]), "--reference", str(cas9["fasta"]),
                 "--vcf", vcf.format(d=tmp_path))
-    _fail(r, needle)
+    error_line(r, needle, alone=True)
     _no_work(tmp_path / "cache", leftovers)
     assert not (tmp_path / "cache" / "reference").exists()
 
@@ -320,7 +310,7 @@ def test_vcf_into_a_read_only_folder_is_refused_before_any_work(biotool, cas9, t
     with _read_only_dir(tmp_path) as ro:
         r = biotool("variants", "--fastq", str(cas9["fastq"]), "--reference", str(cas9["fasta"]),
                     "--vcf", str(ro / "out.vcf.gz"))
-        _fail(r, str(ro / "out.vcf.gz"), "not writable")
+        error_line(r, str(ro / "out.vcf.gz"), "not writable", alone=True)
     _no_work(tmp_path / "cache", leftovers)
 
 
@@ -328,14 +318,14 @@ def test_unwritable_cache_is_one_line_exit_2(biotool, cas9, tmp_path):
     with _read_only_dir(tmp_path) as ro:
         r = biotool("breakpoints", "--fastq", str(cas9["fastq"]), "--reference",
                     str(cas9["fasta"]), env={"BIOTOOL_CACHE": str(ro / "cache")})
-        _fail(r, str(ro / "cache"), "BIOTOOL_CACHE")
+        error_line(r, str(ro / "cache"), "BIOTOOL_CACHE", alone=True)
         r = biotool("breakpoints", "--fastq", str(cas9["fastq"]), "--reference",
                     str(cas9["fasta"]), env={"BIOTOOL_CACHE": str(ro)})
-        _fail(r, str(ro), "not writable", "BIOTOOL_CACHE")
+        error_line(r, str(ro), "not writable", "BIOTOOL_CACHE", alone=True)
     # A cache path under a regular file cannot be created by anyone, root included.
     r = biotool("variants", "--bam", str(cas9["bam"]), "--reference", str(cas9["fasta"]),
                 env={"BIOTOOL_CACHE": str(cas9["fasta"]) + "/cache"})
-    _fail(r, "BIOTOOL_CACHE", "cannot be created")
+    error_line(r, "BIOTOOL_CACHE", "cannot be created", alone=True)
 
 
 def _run_with_umask(biotool_env, mask, *args):
@@ -379,4 +369,4 @@ def test_special_paths_are_refused_without_blocking(biotool, cas9, tmp_path, fla
             "--bam": ["--bam", str(path), "--reference", str(cas9["fasta"])],
             "--reference": ["--fastq", str(cas9["fastq"]), "--reference", str(path)]}[flag]
     r = biotool("variants", *args, timeout=60)  # a blocked open would time out here
-    _fail(r, str(path), needle)
+    error_line(r, str(path), needle, alone=True)

@@ -8,6 +8,9 @@ import pytest
 
 from biotool.system import enforcement, gpu
 
+from biotool_testing.contract import error_line
+from biotool_testing.ran import Ran
+
 HEADER4 = ("Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT"
            "                                                       \n")
 # docker's default bridge: a default route via 172.17.0.1, and the bridge's own subnet.
@@ -239,8 +242,9 @@ def test_cli_refuses_with_exit_3_when_required_and_unenforced(monkeypatch, capsy
     with pytest.raises(SystemExit) as exc:
         cli._refuse_where_required(["list"])
     assert exc.value.code == 3
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("biotool: error: refused:")
+    said = capsys.readouterr()
+    assert error_line(Ran(exc.value.code, said.out, said.err), code=3,
+                      alone=True).startswith("biotool: error: refused:")
     cli._refuse_where_required(["--help"])  # help is not a command: it still prints
     monkeypatch.setattr(enforcement, "status", lambda: {"enforced": True, "reason": "only lo"})
     cli._refuse_where_required(["list"])

@@ -12,6 +12,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from biotool_testing.contract import error_line
+
 REPO = Path(__file__).resolve().parents[3]
 ARTIC = REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq"
 SARS2 = "Severe acute respiratory syndrome coronavirus 2"
@@ -64,9 +66,7 @@ def test_remote_failures_are_exit_4_with_one_line(biotool, serve_mock):
         _, _, env = serve_mock(mode=mode, min_interval=0, poll_interval=0)
         r = biotool("taxonomy", "--fastq", str(ARTIC), "--sample", "3", "--remote",
                     env={**env, **FAST})
-        errors = [x for x in r.stderr.splitlines() if x.startswith("biotool: error:")]
-        assert r.code == 4 and len(errors) == 1 and message in errors[0], r.stderr
-        assert r.stdout == ""
+        error_line(r, message, code=4)
 
 
 def test_remote_timeout_with_nothing_done_is_exit_4(biotool, serve_mock):
@@ -126,7 +126,5 @@ def test_bad_remote_options_are_exit_2_before_any_contact(biotool, serve_mock):
                           (["--top", "0"], "--top: must be between 1 and 50"),
                           (["--sample", "0"], "--sample: must be at least 1")):
         r = biotool("taxonomy", "--fastq", str(ARTIC), "--remote", *args, env={**env, **FAST})
-        errors = [x for x in r.stderr.splitlines() if x.startswith("biotool: error:")]
-        assert r.code == 2 and len(errors) == 1 and message in errors[0], (args, r.stderr)
-        assert r.stdout == ""
+        error_line(r, message)
     assert mock.requests == []
