@@ -102,11 +102,13 @@ def k8s_values(rules, compose_file, image, egress_image, relay, pin, out) -> dic
     return {"written": out}
 
 
-def harbor(out, image, egress_image, task, compose_file, sources, version, pin) -> dict:
+def harbor(out, image, egress_image, task, compose_file, sources, version, pin,
+           network_mode) -> dict:
     from pathlib import Path
 
-    from . import harbor_tasks, k8s, stack
+    from . import harbor_env, harbor_tasks, k8s, stack
 
+    harbor_env.refuse_network_mode(network_mode, "--network-mode")
     image = image or os.environ.get("BIOTOOL_IMAGE") or "biotool-sandbox:latest"
     egress_image = egress_image or stack.egress_image()
     if pin or "@" in image:
@@ -124,6 +126,14 @@ def harbor(out, image, egress_image, task, compose_file, sources, version, pin) 
         volume = None
     return {"tasks": written, "image": image, "egress_image": egress_image,
             "schedule_volume": volume}
+
+
+def harbor_check(tasks) -> dict:
+    from pathlib import Path
+
+    from . import harbor_tasks
+
+    return {"checked": [harbor_tasks.check(Path(t)) for t in tasks]}
 
 
 def verify_image(image, against, manifest, limit) -> dict:
@@ -253,7 +263,17 @@ def commands() -> list[Command]:
                          Option(("--version",), "the tasks' version in task.toml",
                                 default="1"),
                          Option(("--pin",), "write both images as digest references "
-                                "(NAME@sha256:...), as k8s-values --pin does", flag=True))),
+                                "(NAME@sha256:...), as k8s-values --pin does", flag=True),
+                         Option(("--network-mode",), "Harbor's network_mode for the tasks: "
+                                "public only (allowlist and no-network are refused: the stack "
+                                "enforces the rule, docs/harbor.md)", default="public",
+                                metavar="MODE"))),
+        Command("harbor-check", harbor_check, short_help="check Harbor task folders keep the "
+                "rule (network modes public, `main` on the internal network alone, the "
+                "sidecar guard, an offline verifier)",
+                help="Read each TASK folder written by `biotool-sandbox harbor` (perhaps edited "
+                "since) and refuse, exit 2, the first that would weaken the stack's rule.",
+                arguments=(Argument("tasks", "task folders", required=True, many=True),)),
         Command("verify-image", verify_image, short_help="check an image's files against "
                 "the manifest its build wrote (and another image's files)",
                 help="Read IMAGE's layers (docker save) and compare every file with "

@@ -10,7 +10,10 @@ Both declare their networks, so Harbor never moves them onto its own egress side
 (its docker environment respects task-authored networking). Two additions, volumes
 where Harbor copies into `main` (a read-only root takes no copy): /logs (Harbor's agent,
 verifier and artifacts folders, unless an operator's auto_mounting binds them from the host)
-and /solution (where Harbor's oracle agent uploads solve.sh).
+and /solution (where Harbor's oracle agent uploads solve.sh). And one guard: Harbor's egress
+sidecar (its `allowlist` / `no-network` modes, for any phase) sets EGRESS_CONTROL_INITIAL_NETWORK_MODE
+for compose; `main` receives it as BIOTOOL_HARBOR_EGRESS_CONTROL and the task's healthcheck
+(harbor_tasks.HEALTHCHECK) refuses to start the trial when it is set.
 
 verifier_compose: the task's tests/docker-compose.yaml, the separate verifier: the same image,
 `network_mode: none`, no capabilities, the task's tests bound read-only at /tests.
@@ -32,6 +35,31 @@ LOGS = "/logs"                # Harbor's EnvironmentPaths.logs_dir
 TESTS = "/tests"
 AUDIT_ARTIFACT = STORE        # collected from the egress service after main is stopped
 VERIFIER_LIMITS = {"cpus": 1.0, "mem_limit": "2g", "pids_limit": 256}
+GUARD = "BIOTOOL_HARBOR_EGRESS_CONTROL"
+# Harbor sets this for compose only when its egress sidecar runs (harbor 0.26.0,
+# DockerEnvironment._compose_env_vars); the task never interpolates anything else of the host.
+SIDECAR_VARIABLE = "EGRESS_CONTROL_INITIAL_NETWORK_MODE"
+# Harbor's network modes (harbor.models.task.config.NetworkMode) other than `public`, and why
+# each is refused for this stack: the rule is the stack's, and Harbor's policy would be a claim
+# about the trial that does not hold.
+REFUSED_MODES = {
+    "allowlist": "Harbor's allowlist is its egress sidecar's (TLS SNI / HTTP Host only, no "
+                 "protocol rules, no record), and the sidecar never reaches `main`, which "
+                 "declares its own network: the trial would claim a policy it does not run "
+                 "under. The stack enforces NCBI-BLAST-only itself under `public`",
+    "no-network": "`main` keeps its way to NCBI BLAST through the stack's egress whatever "
+                  "Harbor's sidecar does; an offline task is the single-container variant "
+                  "(docs/harbor.md), not this environment",
+}
+
+
+def refuse_network_mode(mode: str | None, where: str) -> None:
+    """LauncherError unless Harbor's network mode for `where` leaves the stack's rule whole."""
+    if mode in (None, "public"):
+        return
+    why = REFUSED_MODES.get(mode, "not a network mode of Harbor's (public, allowlist, "
+                            "no-network)")
+    raise LauncherError(f"{where}: network_mode {mode!r} is refused: {why}")
 
 
 def _interpolate(text: str, values: dict[str, str]) -> str:
@@ -65,6 +93,8 @@ def agent_compose(compose: Path, image: str, egress_image: str) -> dict:
     if "network_mode" in main or main.get("networks") != ["internal"]:
         raise LauncherError(f"{compose}: the sandbox is not on the internal network alone")
     main["volumes"] = [*main.get("volumes", []), f"logs:{LOGS}", f"solution:{SOLUTION}"]
+    main["environment"] = {**main.get("environment", {}),
+                           GUARD: "${" + SIDECAR_VARIABLE + ":-}"}
     egress = dict(doc["services"]["egress"])
     volumes = {**doc["volumes"], "logs": {}, "solution": {}}
     return {"services": {MAIN: main, "egress": egress},
