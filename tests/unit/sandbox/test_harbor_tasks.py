@@ -61,6 +61,9 @@ def test_every_task_is_harbors_folder_layout(tasks):
         assert config["environment"]["docker_image"] == IMAGE
         assert config["environment"]["network_mode"] == "public"
         assert config["agent"]["timeout_sec"] == key["agent_timeout_sec"]
+        # The agent runs as the sandbox's own non-root user, never Harbor's default root.
+        assert config["agent"]["user"] == yaml.safe_load(COMPOSE.read_text())["services"][
+            "sandbox"]["user"] == "1000:1000"
         assert config["verifier"]["environment_mode"] == "separate"
         assert config["verifier"]["environment"]["docker_image"] == IMAGE
         assert config["artifacts"] == [{"source": harbor_env.AUDIT_ARTIFACT,
