@@ -25,6 +25,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from commandline.errors import EXIT_FAILED
+
 from .audit import report, store_holds
 
 GRADER_VERSION = 1
@@ -200,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         reward, detail = infrastructure(f"the grader failed: {type(exc).__name__}: {exc}")
     write(args.out, reward, detail)
     print(json.dumps(reward, sort_keys=True))
-    return 3 if reward.get("infrastructure_error") else 0
+    return EXIT_FAILED if reward.get("infrastructure_error") else 0
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ answer keys and egress audit stores collected by Harbor from trials of the enfor
 (data/harbor-audit-*.jsonl: an oracle trial's, and a cheat's that tried example.org).
 
 An agent's failure is a reward of 0 with its reason in grade.json; an infrastructure failure
-is `infrastructure_error: 1` with no reward at all and exit 3, never an agent's 0.
+is `infrastructure_error: 1` with no reward at all and exit 4, never an agent's 0.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def test_numbers_are_numbers_and_approx_has_its_tolerance():
 
 
 def _infrastructure(rc, reward, detail, reason):
-    assert rc == 3
+    assert rc == 4
     assert reward == {"infrastructure_error": 1}  # no reward to average in as a 0
     assert detail["status"] == "infrastructure_error" and reason in detail["reason"]
 
