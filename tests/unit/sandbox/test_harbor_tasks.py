@@ -172,6 +172,9 @@ EDITS = {
         'allowed_hosts = ["blast.ncbi.nlm.nih.gov"]'), "[environment]: network_mode 'allowlist'"),
     "agent phase no-network": (lambda t: _edit_toml(
         t, "[agent]\n", '[agent]\nnetwork_mode = "no-network"\n'), "[agent]: network_mode"),
+    "a step's agent allowlist": (lambda t: (t / "task.toml").write_text(
+        (t / "task.toml").read_text() + '\n[[steps]]\nname = "first"\n[steps.agent]\n'
+        'network_mode = "allowlist"\n'), "[steps.first.agent]: network_mode 'allowlist'"),
     "allow_internet false": (lambda t: _edit_toml(
         t, "[environment]\n", "[environment]\nallow_internet = false\n"), "allow_internet"),
     # Harbor's overlay for a service without task-authored networking: main in the sidecar.
