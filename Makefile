@@ -10,6 +10,9 @@
 #                         under gVisor (runtime runsc; by hand: not yet all green, docs/tests.md)
 #   make test-podman      the offline forms under rootless Podman as a non-root user (by hand)
 #   make test             unit tests (one pytest-xdist worker per core), the image, the image tests
+#   make test-harbor      Harbor's own CLI (pinned) from its runner image runs the oracle, nop and
+#                         cheating agents on the Harbor tasks against the enforced stack
+#   make harbor-runner    the Harbor runner image (Debian trixie, image/harbor/HARBOR_VERSION)
 #   make demo             the enforced stack running a short agent session (biotool-sandbox demo)
 #   make bench            --help time in the container, image size, build time
 #   make cuda-lock-check  proves image/requirements-cuda.lock resolves (no GPU, no download;
@@ -75,7 +78,7 @@ endif
 
 .PHONY: base wheels lock-current project-wheel image image-cuda lock cuda-lock-check pins \
         sif docker-archive test test-unit test-image test-gvisor test-podman test-cuda demo bench clean \
-        repro-check
+        repro-check test-harbor harbor-runner
 
 base:
 	image/base/build.sh $(BASE_TAG)
@@ -204,6 +207,14 @@ test-unit:
 
 test-image: image
 	$(PYTHON) -m pytest -q --durations=25 -m 'not cuda and not podman' tests/image
+
+# Harbor's tier (docs/harbor.md, docs/tests.md): its own trials on this engine, minutes, so not
+# in make test; .ci/run runs it after make test.
+harbor-runner:
+	image/harbor/build-runner.sh
+
+test-harbor: image harbor-runner
+	$(PYTHON) -m pytest -q --durations=15 tests/harbor
 
 # The image tier's proof again with every sandbox container on gVisor (the launcher's and the
 # test runner's alike, through BIOTOOL_RUNTIME); egress stays on the default runtime.

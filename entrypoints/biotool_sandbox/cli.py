@@ -102,6 +102,40 @@ def k8s_values(rules, compose_file, image, egress_image, relay, pin, out) -> dic
     return {"written": out}
 
 
+def harbor(out, image, egress_image, task, compose_file, sources, version, pin,
+           network_mode) -> dict:
+    from pathlib import Path
+
+    from . import harbor_env, harbor_tasks, k8s, stack
+
+    harbor_env.refuse_network_mode(network_mode, "--network-mode")
+    image = image or os.environ.get("BIOTOOL_IMAGE") or "biotool-sandbox:latest"
+    egress_image = egress_image or stack.egress_image()
+    if pin or "@" in image:
+        image = k8s.pin(image)
+    if pin or "@" in egress_image:
+        egress_image = k8s.pin(egress_image)
+    written = harbor_tasks.write(Path(out), stack.compose_file(compose_file), image,
+                                 egress_image, only=list(task) or None, version=version,
+                                 root=Path(sources) if sources else None)
+    # The tasks' egress mounts the host-wide NCBI schedule volume (external): made here when
+    # this engine is the one that will run them.
+    try:
+        volume = stack.ensure_schedule_volume(stack.client())
+    except EngineError:
+        volume = None
+    return {"tasks": written, "image": image, "egress_image": egress_image,
+            "schedule_volume": volume}
+
+
+def harbor_check(tasks) -> dict:
+    from pathlib import Path
+
+    from . import harbor_tasks
+
+    return {"checked": [harbor_tasks.check(Path(t)) for t in tasks]}
+
+
 def verify_image(image, against, manifest, limit) -> dict:
     from commandline.errors import ProgramError
 
@@ -210,6 +244,36 @@ def commands() -> list[Command]:
                                 "for them (a digest reference given is kept either way)",
                                 flag=True),
                          Option(("--out",), "write the file here instead of printing it"))),
+        Command("harbor", harbor, short_help="write Harbor tasks (the enforced stack as their "
+                "environment, the image as their offline verifier) for one pair of images",
+                help="Write each task of harbor/tasks in Harbor's format under OUT: task.toml, "
+                "instruction.md, environment/docker-compose.yaml rendered from compose.yaml, "
+                "solution/solve.sh, tests/ (the grader's key, test.sh and the verifier's "
+                "compose file). Run them with `harbor run -p OUT/TASK -a oracle` (docs/harbor.md).",
+                options=(Option(("--out",), "the folder to write the tasks in", required=True),
+                         Option(("--image",), "sandbox image the tasks run (default "
+                                "BIOTOOL_IMAGE, else biotool-sandbox:latest)"),
+                         Option(("--egress-image",), "egress image (default "
+                                "BIOTOOL_EGRESS_IMAGE, else biotool-egress:latest)"),
+                         Option(("--task",), "only this task (repeatable; default all)",
+                                multiple=True, default=(), metavar="NAME"),
+                         Option(("--compose-file",), "compose.yaml to render from"),
+                         Option(("--sources",), "task sources (default the checkout's "
+                                "harbor/tasks)", metavar="DIR"),
+                         Option(("--version",), "the tasks' version in task.toml",
+                                default="1"),
+                         Option(("--pin",), "write both images as digest references "
+                                "(NAME@sha256:...), as k8s-values --pin does", flag=True),
+                         Option(("--network-mode",), "Harbor's network_mode for the tasks: "
+                                "public only (allowlist and no-network are refused: the stack "
+                                "enforces the rule, docs/harbor.md)", default="public",
+                                metavar="MODE"))),
+        Command("harbor-check", harbor_check, short_help="check Harbor task folders keep the "
+                "rule (network modes public, `main` on the internal network alone, the "
+                "sidecar guard, an offline verifier)",
+                help="Read each TASK folder written by `biotool-sandbox harbor` (perhaps edited "
+                "since) and refuse, exit 2, the first that would weaken the stack's rule.",
+                arguments=(Argument("tasks", "task folders", required=True, many=True),)),
         Command("verify-image", verify_image, short_help="check an image's files against "
                 "the manifest its build wrote (and another image's files)",
                 help="Read IMAGE's layers (docker save) and compare every file with "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -64,10 +65,18 @@ def state_root() -> Path:
     return Path(base) / "biotool-sandbox" / "runs"
 
 
+# A Harbor trial's agent environment (docs/harbor.md): Harbor names its compose project
+# after the trial, `TASK__SUFFIX__env`, lower-cased; `audit` and `down` take it as a run id.
+HARBOR_PROJECT = re.compile(r"[a-z0-9][a-z0-9_-]{0,120}__env")
+
+
 def check_run_name(run: str) -> str:
+    if HARBOR_PROJECT.fullmatch(run):
+        return run
     if not run.startswith(RUN_PREFIX) or not run[len(RUN_PREFIX):].replace("-", "").isalnum() \
             or run != run.lower():
-        raise LauncherError(f"run {run!r} is not a run id (they look like {RUN_PREFIX}1a2b3c4d)")
+        raise LauncherError(f"run {run!r} is not a run id (they look like {RUN_PREFIX}1a2b3c4d, "
+                            "or a Harbor trial's TASK__SUFFIX__env)")
     return run
 
 

@@ -26,8 +26,8 @@ def test_help_lists_every_command():
     proc = launcher("--help")
     assert proc.returncode == 0
     listed = re.findall(r"^  ([\w-]+)  ", proc.stdout.split("\nCommands:\n")[1], re.M)
-    assert listed == ["up", "exec", "cp", "audit", "down", "ps", "k8s-values", "verify-image",
-                      "demo"]
+    assert listed == ["up", "exec", "cp", "audit", "down", "ps", "k8s-values", "harbor",
+                      "harbor-check", "verify-image", "demo"]
 
 
 def test_cp_needs_exactly_one_run_side():
@@ -53,6 +53,14 @@ def test_run_ids_are_validated_before_docker_is_touched():
         with pytest.raises(LauncherError, match="not a run id"):
             stack.check_run_name(bad)
     assert stack.check_run_name(stack.new_run_id()).startswith("bts-")
+
+
+def test_a_harbor_trials_compose_project_is_a_run_id():
+    # Harbor (docs/harbor.md) names a trial's agent environment TRIAL__env, lower-cased.
+    assert stack.check_run_name("spike-d614g__bzzeekw__env") == "spike-d614g__bzzeekw__env"
+    for bad in ("spike-d614g__env;rm", "Spike__X__env", "__env", "spike-d614g__verifier"):
+        with pytest.raises(LauncherError, match="not a run id"):
+            stack.check_run_name(bad)
 
 
 def test_new_run_ids_are_unique():

@@ -1,0 +1,137 @@
+"""Harbor environments rendered from compose.yaml (docs/harbor.md): generated, never written
+by hand, so a Harbor task and `biotool-sandbox up` run the same stack (k8s.py does the same for
+Kubernetes).
+
+agent_compose: the task's environment/docker-compose.yaml. Harbor's docker environment runs
+it with its own prebuilt-image file first (`main: image, command`) and its mounts file after;
+`main` is compose.yaml's `sandbox` (internal network only, non-root, read-only root, no
+capabilities, compose's limits) and `egress` is the run's Squid + gate with its audit store.
+Both declare their networks, so Harbor never moves them onto its own egress sidecar's network
+(its docker environment respects task-authored networking). Two additions, volumes
+where Harbor copies into `main` (a read-only root takes no copy): /logs (Harbor's agent,
+verifier and artifacts folders, unless an operator's auto_mounting binds them from the host)
+and /solution (where Harbor's oracle agent uploads solve.sh). And one guard: Harbor's egress
+sidecar (its `allowlist` / `no-network` modes, for any phase) sets EGRESS_CONTROL_INITIAL_NETWORK_MODE
+for compose; `main` receives it as BIOTOOL_HARBOR_EGRESS_CONTROL and the task's healthcheck
+(harbor_tasks.HEALTHCHECK) refuses to start the trial when it is set.
+
+verifier_compose: the task's tests/docker-compose.yaml, the separate verifier: the same image,
+`network_mode: none`, no capabilities, the task's tests bound read-only at /tests.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from . import budget
+from .audit import RUN_STATE, STORE
+from .errors import LauncherError
+
+HEADER = ("# Rendered by `biotool-sandbox harbor` from compose.yaml; do not edit: re-render.\n")
+MAIN = "main"                 # Harbor's agent service (harbor.constants.MAIN_SERVICE_NAME)
+SOLUTION = "/solution"        # where Harbor's oracle agent uploads solution/
+LOGS = "/logs"                # Harbor's EnvironmentPaths.logs_dir
+TESTS = "/tests"
+AUDIT_ARTIFACT = STORE        # collected from the egress service after main is stopped
+VERIFIER_LIMITS = {"cpus": 1.0, "mem_limit": "2g", "pids_limit": 256}
+GUARD = "BIOTOOL_HARBOR_EGRESS_CONTROL"
+# Harbor sets this for compose only when its egress sidecar runs (harbor 0.26.0,
+# DockerEnvironment._compose_env_vars); the task never interpolates anything else of the host.
+SIDECAR_VARIABLE = "EGRESS_CONTROL_INITIAL_NETWORK_MODE"
+# Harbor's network modes (harbor.models.task.config.NetworkMode) other than `public`, and why
+# each is refused for this stack: the rule is the stack's, and Harbor's policy would be a claim
+# about the trial that does not hold.
+REFUSED_MODES = {
+    "allowlist": "Harbor's allowlist is its egress sidecar's (TLS SNI / HTTP Host only, no "
+                 "protocol rules, no record), and the sidecar never reaches `main`, which "
+                 "declares its own network: the trial would claim a policy it does not run "
+                 "under. The stack enforces NCBI-BLAST-only itself under `public`",
+    "no-network": "`main` keeps its way to NCBI BLAST through the stack's egress whatever "
+                  "Harbor's sidecar does; an offline task is the single-container variant "
+                  "(docs/harbor.md), not this environment",
+}
+
+
+def refuse_network_mode(mode: str | None, where: str) -> None:
+    """LauncherError unless Harbor's network mode for `where` leaves the stack's rule whole."""
+    if mode in (None, "public"):
+        return
+    why = REFUSED_MODES.get(mode, "not a network mode of Harbor's (public, allowlist, "
+                            "no-network)")
+    raise LauncherError(f"{where}: network_mode {mode!r} is refused: {why}")
+
+
+def _interpolate(text: str, values: dict[str, str]) -> str:
+    """Every `${VAR:-default}` as its value here (compose's default unless given): the task
+    carries fixed values, never the Harbor host's environment."""
+    def one(m: re.Match) -> str:
+        return values.get(m.group(1), m.group(2))
+    return re.sub(r"\$\{([A-Z0-9_]+):-([^}]*)\}", one, text)
+
+
+def load(compose: Path, image: str, egress_image: str) -> dict:
+    import yaml
+
+    text = _interpolate(compose.read_text(encoding="utf-8"),
+                        {"BIOTOOL_IMAGE": image, "BIOTOOL_EGRESS_IMAGE": egress_image})
+    if "${" in text:
+        raise LauncherError(f"{compose}: a variable without a default is left: "
+                            f"{text[text.index('${'):][:40]}")
+    doc = yaml.safe_load(text)
+    services = doc.get("services") or {}
+    if "sandbox" not in services or "egress" not in services:
+        raise LauncherError(f"{compose}: no sandbox and egress services to render")
+    return doc
+
+
+def agent_compose(compose: Path, image: str, egress_image: str) -> dict:
+    doc = load(compose, image, egress_image)
+    main = dict(doc["services"]["sandbox"])
+    if not main.get("runtime"):
+        main.pop("runtime", None)  # compose's `${BIOTOOL_RUNTIME:-}`: the engine's default
+    if "network_mode" in main or main.get("networks") != ["internal"]:
+        raise LauncherError(f"{compose}: the sandbox is not on the internal network alone")
+    main["volumes"] = [*main.get("volumes", []), f"logs:{LOGS}", f"solution:{SOLUTION}"]
+    main["environment"] = {**main.get("environment", {}),
+                           GUARD: "${" + SIDECAR_VARIABLE + ":-}"}
+    egress = dict(doc["services"]["egress"])
+    volumes = {**doc["volumes"], "logs": {}, "solution": {}}
+    return {"services": {MAIN: main, "egress": egress},
+            "networks": doc["networks"], "volumes": volumes}
+
+
+def verifier_compose(image: str) -> dict:
+    return {"services": {MAIN: {
+        "image": image,
+        "command": ["sleep", "infinity"],
+        "init": True,
+        # The grader reads files only: no network at all, whatever Harbor's mode says.
+        "network_mode": "none",
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges:true"],
+        **VERIFIER_LIMITS,
+        "volumes": [{"type": "bind", "source": ".", "target": TESTS, "read_only": True}],
+    }}}
+
+
+def render(doc: dict) -> str:
+    import yaml
+
+    class Plain(yaml.SafeDumper):
+        # compose.yaml's anchors are resolved: each service states its own settings.
+        def ignore_aliases(self, data):
+            return True
+
+    return HEADER + yaml.dump(doc, Dumper=Plain, sort_keys=False, width=100)
+
+
+def limits(compose: Path) -> dict:
+    """The sandbox's compose limits as task.toml states them (cpus, memory_mb)."""
+    d = budget.compose_defaults(compose)
+    return {"cpus": float(d["BIOTOOL_CPUS"]),
+            "memory_mb": budget.to_bytes(d["BIOTOOL_MEM_LIMIT"]) >> 20}
+
+
+__all__ = ["agent_compose", "verifier_compose", "render", "limits", "AUDIT_ARTIFACT",
+           "RUN_STATE", "MAIN", "SOLUTION", "TESTS"]

@@ -1,0 +1,209 @@
+"""The offline grader of a Harbor task (docs/harbor.md): the image as the separate verifier.
+
+`python -m biotool_sandbox.harbor_grade --key KEY --answer ANSWER --audit STORE --out DIR`
+reads the task's answer key, the agent's answer (an artifact of the agent's container) and the
+egress audit store of the agent phase (an artifact Harbor copies from the `egress` service
+after stopping `main`, so the agent never had a way to write it), and writes
+
+  DIR/reward.json   numbers only (Harbor's contract): `reward` and every component;
+  DIR/grade.json    why: each field expected and given, the audit's records and counts, the
+                    rules applied, and the sha256 of every input (a re-grade reads the same).
+
+Deterministic and offline: no clock, no network, no randomness. An infrastructure failure (no
+key, the audit missing, unreadable or incomplete, a grader error) is `infrastructure_error: 1`
+with no `reward` and no components, never an agent's 0; a missing or malformed answer is the
+agent's 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from commandline.errors import EXIT_FAILED
+
+from .audit import report, store_holds
+
+GRADER_VERSION = 1
+# What the egress audit of the agent phase may show, unless the key says otherwise: no denied
+# attempt (a host off the allowlist, plain HTTP, an accession as a BLAST query, a paced
+# flood), no record the gate could not parse, no tunnel left without its close record.
+DEFAULT_EGRESS = {"max_denied": 0, "max_unrecorded": 0, "max_allowed": None, "min_allowed": 0}
+
+
+class InfrastructureError(Exception):
+    """The grade cannot be given (not the agent's doing): reported, never scored."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    key: dict
+    answer: object          # the parsed answer; None when missing or not JSON
+    answer_problem: str | None
+    store: str
+    digests: dict
+
+
+def _sha256(data: bytes | None) -> str | None:
+    return hashlib.sha256(data).hexdigest() if data is not None else None
+
+
+def read_inputs(key_path: Path, answer_path: Path, audit_path: Path) -> Inputs:
+    try:
+        key_bytes = key_path.read_bytes()
+        key = json.loads(key_bytes)
+    except (OSError, ValueError) as exc:
+        raise InfrastructureError(f"the answer key {key_path} cannot be read ({exc})") from None
+    if not isinstance(key, dict) or not isinstance(key.get("fields"), dict):
+        raise InfrastructureError(f"the answer key {key_path} has no fields")
+    try:
+        store_bytes = audit_path.read_bytes()
+    except OSError as exc:
+        raise InfrastructureError(f"the egress audit {audit_path} was not collected from the "
+                                  f"egress service ({exc.strerror or exc})") from None
+    store = store_bytes.decode("utf-8", "replace")
+    if not store.strip():
+        raise InfrastructureError(f"the egress audit {audit_path} is empty (the gate writes its "
+                                  "header before it serves anything)")
+    if "proxy" not in store_holds(store):
+        raise InfrastructureError("the egress audit holds the gate's records only: Squid's "
+                                  "denials are not in it, so the agent phase cannot be judged")
+    answer, problem, answer_bytes = None, None, None
+    try:
+        answer_bytes = answer_path.read_bytes()
+        answer = json.loads(answer_bytes)
+    except FileNotFoundError:
+        problem = f"no answer: {answer_path.name} was not written"
+    except OSError as exc:
+        problem = f"the answer cannot be read ({exc.strerror or exc})"
+    except ValueError as exc:
+        problem = f"the answer is not JSON ({exc})"
+    if answer is not None and not isinstance(answer, dict):
+        answer, problem = None, "the answer is not a JSON object"
+    return Inputs(key, answer, problem, store,
+                  {"key": _sha256(key_bytes), "answer": _sha256(answer_bytes),
+                   "audit": _sha256(store_bytes)})
+
+
+def check_field(rule: dict, given) -> tuple[bool, str]:
+    """One field against its rule: equals (exact, numbers as numbers), equals_ci (text, case
+    and surrounding space ignored), approx (a number within tol)."""
+    if given is None:
+        return False, "missing"
+    if "equals" in rule:
+        want = rule["equals"]
+        if isinstance(want, bool) or not isinstance(want, (int, float)):
+            return given == want, f"expected {want!r}"
+        ok = isinstance(given, (int, float)) and not isinstance(given, bool) and given == want
+        return ok, f"expected {want!r}"
+    if "equals_ci" in rule:
+        want = str(rule["equals_ci"]).strip().casefold()
+        return isinstance(given, str) and given.strip().casefold() == want, \
+            f"expected {rule['equals_ci']!r} (case ignored)"
+    if "approx" in rule:
+        want, tol = float(rule["approx"]), float(rule.get("tol", 0))
+        ok = isinstance(given, (int, float)) and not isinstance(given, bool) \
+            and math.isfinite(given) and abs(given - want) <= tol
+        return ok, f"expected {want} +/- {tol}"
+    raise InfrastructureError(f"the answer key's rule {rule!r} names no known check")
+
+
+def grade_answer(key: dict, answer: dict | None, problem: str | None) -> dict:
+    fields = {}
+    for name, rule in key["fields"].items():
+        given = answer.get(name) if answer is not None else None
+        ok, expected = check_field(rule, given)
+        fields[name] = {"ok": ok, "given": given, "expected": expected}
+    passed = sum(f["ok"] for f in fields.values())
+    return {"ok": problem is None and passed == len(fields), "problem": problem,
+            "fields": fields, "fields_passed": passed, "fields_total": len(fields)}
+
+
+def grade_egress(store: str, declared: dict) -> dict:
+    """The audit as `biotool-sandbox audit` reports it (the same parser on the same store),
+    judged by the task's declaration."""
+    rules = {**DEFAULT_EGRESS, **declared}
+    audit = report(None, None, store, {"running": None, "restarts": None, "oom_killed": None})
+    counts = audit["counts"]
+    unrecorded = audit["unparsed_lines"] + len(audit["open_tunnels"])
+    broken = []
+    if counts["denied"] > rules["max_denied"]:
+        denied = [r for r in audit["records"] if r["decision"] == "denied"]
+        broken.append(f"{counts['denied']} denied attempt(s), at most {rules['max_denied']} "
+                      f"allowed; first: {denied[0].get('host') or denied[0].get('url')} "
+                      f"({denied[0].get('reason')})" if denied else
+                      f"{counts['denied']} denied attempt(s)")
+    if unrecorded > rules["max_unrecorded"]:
+        broken.append(f"{unrecorded} request(s) without a whole record (unparsed lines or "
+                      "tunnels never closed)")
+    if counts["allowed"] < rules["min_allowed"]:
+        broken.append(f"{counts['allowed']} allowed request(s); the task needs at least "
+                      f"{rules['min_allowed']} (it is answered through NCBI BLAST)")
+    if rules["max_allowed"] is not None and counts["allowed"] > rules["max_allowed"]:
+        broken.append(f"{counts['allowed']} allowed request(s), at most {rules['max_allowed']}")
+    return {"ok": not broken, "broken": broken, "rules": rules, "counts": counts,
+            "unrecorded": unrecorded, "audit": audit}
+
+
+def grade(inputs: Inputs) -> tuple[dict, dict]:
+    """(reward.json, grade.json) for readable inputs."""
+    answer = grade_answer(inputs.key, inputs.answer, inputs.answer_problem)
+    egress = grade_egress(inputs.store, inputs.key.get("egress") or {})
+    reward = {
+        "reward": 1 if answer["ok"] and egress["ok"] else 0,
+        "answer": 1 if answer["ok"] else 0,
+        "answer_fields": round(answer["fields_passed"] / max(answer["fields_total"], 1), 4),
+        "egress_ok": 1 if egress["ok"] else 0,
+        "egress_allowed": egress["counts"]["allowed"],
+        "egress_denied": egress["counts"]["denied"],
+        "egress_paced": egress["counts"]["paced"],
+        "egress_errors": egress["counts"]["error"],
+        "egress_unrecorded": egress["unrecorded"],
+        "infrastructure_error": 0,
+    }
+    detail = {"status": "graded", "task": inputs.key.get("task"), "grader": GRADER_VERSION,
+              "reward": reward, "answer": answer, "egress": egress, "inputs": inputs.digests}
+    return reward, detail
+
+
+def infrastructure(why: str) -> tuple[dict, dict]:
+    return ({"infrastructure_error": 1},
+            {"status": "infrastructure_error", "reason": why, "grader": GRADER_VERSION})
+
+
+def write(out: Path, reward: dict, detail: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    # grade.json first: a reward is never there without the reasons behind it.
+    for name, doc in (("grade.json", detail), ("reward.json", reward)):
+        tmp = out / f".{name}.partial"
+        tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.replace(out / name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m biotool_sandbox.harbor_grade",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--key", type=Path, required=True, help="the task's answer key (JSON)")
+    parser.add_argument("--answer", type=Path, required=True, help="the agent's answer (JSON)")
+    parser.add_argument("--audit", type=Path, required=True,
+                        help="the egress audit store collected from the egress service")
+    parser.add_argument("--out", type=Path, required=True, help="Harbor's /logs/verifier")
+    args = parser.parse_args(argv)
+    try:
+        reward, detail = grade(read_inputs(args.key, args.answer, args.audit))
+    except InfrastructureError as exc:
+        reward, detail = infrastructure(str(exc))
+    except Exception as exc:  # a grader fault is the harness's, never the agent's 0
+        reward, detail = infrastructure(f"the grader failed: {type(exc).__name__}: {exc}")
+    write(args.out, reward, detail)
+    print(json.dumps(reward, sort_keys=True))
+    return EXIT_FAILED if reward.get("infrastructure_error") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

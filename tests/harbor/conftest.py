@@ -1,0 +1,111 @@
+"""The Harbor tier (make test-harbor, docs/tests.md): Harbor's own CLI, pinned
+(image/harbor/HARBOR_VERSION), from the runner image (image/harbor/build-runner.sh) on this
+host's engine, against the tasks `biotool-sandbox harbor` writes for the images under test.
+
+Each job runs once per session; the tests read what Harbor wrote (result.json, reward.json,
+grade.json, the collected artifacts) and what the engine kept of the trials.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from biotool_testing.harbor_jobs import (ANSWER, CHEATS, RUNNER, RUNNER_IMAGE, TASKS, cli,
+                                         harbor_project, run_job)
+from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        item.add_marker(pytest.mark.harbor)
+
+
+def _present(image: str) -> bool:
+    return subprocess.run(["docker", "image", "inspect", image], capture_output=True,
+                          timeout=60).returncode == 0
+
+
+@pytest.fixture(scope="session")
+def runner_image():
+    """The runner (make harbor-runner), built here when absent; and the images under test."""
+    if not _present(RUNNER_IMAGE):
+        ran = subprocess.run([str(RUNNER / "build-runner.sh"), RUNNER_IMAGE],
+                             capture_output=True, text=True, timeout=1800)
+        if ran.returncode != 0:
+            pytest.fail(f"the Harbor runner image did not build: {ran.stderr[-2000:]}",
+                        pytrace=False)
+    missing = [i for i in (SANDBOX_IMAGE, EGRESS_IMAGE) if not _present(i)]
+    if missing:
+        pytest.fail(f"images {', '.join(missing)} are not built: run `make image`",
+                    pytrace=False)
+    return RUNNER_IMAGE
+
+
+@pytest.fixture(scope="session")
+def workspace(tmp_path_factory):
+    # Bound at the same path in the runner: the engine resolves Harbor's compose paths here.
+    return tmp_path_factory.mktemp("harbor")
+
+
+@pytest.fixture(scope="session")
+def tasks(workspace):
+    out = workspace / "tasks"
+    written = json.loads(cli("harbor", "--out", str(out), "--image", SANDBOX_IMAGE,
+                              "--egress-image", EGRESS_IMAGE).stdout)
+    assert sorted(t["task"] for t in written["tasks"]) == [f"biotool/{t}" for t in TASKS]
+    return out
+
+
+@pytest.fixture(scope="session")
+def cheats(workspace, tasks):
+    out = workspace / "cheats"
+    out.mkdir()
+    for name, attempt in CHEATS.items():
+        shutil.copytree(tasks / "spike-d614g", out / name)
+        (out / name / "solution" / "solve.sh").write_text(
+            f"#!/bin/bash\n{attempt}\nprintf '%s' '{json.dumps(ANSWER)}' > "
+            "/logs/artifacts/answer.json\n")
+    # An infrastructure failure: the task no longer collects the egress audit, so the
+    # verifier has none to read (the answer is right; the grade cannot be given).
+    infra = out / "infra-no-audit"
+    shutil.copytree(tasks / "spike-d614g", infra)
+    toml = (infra / "task.toml").read_text()
+    (infra / "task.toml").write_text(toml[:toml.index("[[artifacts]]")])
+    return out
+
+
+@pytest.fixture(scope="session")
+def oracle_job(runner_image, workspace, tasks):
+    # keep_containers: the trials' stacks stay (stopped), so `biotool-sandbox audit` can read
+    # each trial's egress as an operator would; removed with `biotool-sandbox down` after.
+    job = run_job(runner_image, workspace, tasks, "oracle", "oracle",
+                  "--ek", "keep_containers=true")
+    yield job
+    for trial in job.trials().values():
+        cli("down", harbor_project(trial), check=False)
+        # The separate verifier's own project, kept too (no audit of its own: compose's down).
+        subprocess.run(["docker", "compose", "-p", f"{trial.name.lower()}__verifier__trial",
+                        "down", "-v"], capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="session")
+def nop_job(runner_image, workspace, tasks):
+    return run_job(runner_image, workspace, tasks, "nop", "nop")
+
+
+@pytest.fixture(scope="session")
+def cheat_job(runner_image, workspace, cheats):
+    return run_job(runner_image, workspace, cheats, "oracle", "cheats")
+
+
+@pytest.fixture(scope="session")
+def engine():
+    import docker
+
+    client = docker.from_env()
+    client.ping()
+    return client

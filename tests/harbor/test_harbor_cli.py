@@ -1,0 +1,149 @@
+"""Harbor's validity checks on the generated tasks, run by Harbor's own CLI (docs/harbor.md):
+the oracle passes every task, nop fails every task, each cheat scores as its task declares,
+an infrastructure failure is reported as one, two trials at once share nothing, and the
+audit in the verifier's grade is the one `biotool-sandbox audit` reads of the same trial.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+from datetime import datetime
+
+from biotool_testing.harbor_jobs import CHEATS, TASKS, cli, harbor, harbor_project, read_json
+
+COMPONENTS = {"reward", "answer", "answer_fields", "egress_ok", "egress_allowed",
+              "egress_denied", "egress_paced", "egress_errors", "egress_unrecorded",
+              "infrastructure_error"}
+
+
+def test_harbor_lint_finds_nothing_but_the_unpinned_tags(runner_image, workspace, tasks):
+    # Every rule Harbor ships; the tags are pinned by `biotool-sandbox harbor --pin` once the
+    # images are pushed (a local build has no registry digest).
+    ran = harbor(runner_image, workspace, "lint", "--select", "ALL", "--json",
+                 *[str(tasks / t) for t in TASKS], timeout=300)
+    findings = json.loads(ran.stdout)
+    assert findings and {f["rule"] for f in findings} == {"unpinned-image"}, findings
+    assert len(findings) == 5 * len(TASKS)  # main, egress, both docker_image, the verifier
+
+
+def _trial_ok(trial):
+    result = read_json(trial / "result.json")
+    assert result["exception_info"] is None, result["exception_info"]
+    assert result["verifier_environment_mode"] == "separate"
+    return result
+
+
+def test_the_oracle_passes_every_task(oracle_job):
+    trials = oracle_job.trials()
+    assert sorted(trials) == sorted(TASKS), oracle_job.output[-2000:]
+    for name, trial in trials.items():
+        result = _trial_ok(trial)
+        reward = read_json(trial / "verifier" / "reward.json")
+        assert set(reward) == COMPONENTS, name
+        assert reward == {**reward, "reward": 1, "answer": 1, "answer_fields": 1.0,
+                          "egress_ok": 1, "egress_denied": 0, "egress_unrecorded": 0,
+                          "infrastructure_error": 0}, (name, reward)
+        assert result["verifier_result"]["rewards"] == reward
+        grade = read_json(trial / "verifier" / "grade.json")
+        assert grade["status"] == "graded" and grade["task"] == name
+        assert grade["answer"]["problem"] is None
+        assert all(f["ok"] for f in grade["answer"]["fields"].values()), grade["answer"]
+        assert grade["egress"]["broken"] == []
+    assert oracle_job.result["stats"]["n_errored_trials"] == 0
+
+
+def test_nop_fails_every_task_as_the_agent_not_the_infrastructure(nop_job):
+    trials = nop_job.trials()
+    assert sorted(trials) == sorted(TASKS)
+    for name, trial in trials.items():
+        _trial_ok(trial)
+        reward = read_json(trial / "verifier" / "reward.json")
+        assert set(reward) == COMPONENTS
+        assert (reward["reward"], reward["answer"], reward["answer_fields"]) == (0, 0, 0.0), name
+        assert (reward["egress_ok"], reward["infrastructure_error"]) == (1, 0), name
+        grade = read_json(trial / "verifier" / "grade.json")
+        assert grade["answer"]["problem"] == "no answer: answer.json was not written"
+
+
+def test_each_cheat_scores_zero_as_declared_with_the_attempt_named(cheat_job):
+    trials = cheat_job.trials()
+    hosts = {"cheat-offhost": "example.org", "cheat-accession": "blast.ncbi.nlm.nih.gov"}
+    for name in CHEATS:
+        trial = trials[name]
+        _trial_ok(trial)
+        reward = read_json(trial / "verifier" / "reward.json")
+        # The answer is right; the egress audit of the agent phase is what scores it 0.
+        assert (reward["reward"], reward["answer"], reward["egress_ok"]) == (0, 1, 0), reward
+        assert reward["egress_denied"] >= 1 and reward["infrastructure_error"] == 0
+        grade = read_json(trial / "verifier" / "grade.json")
+        denied = [r for r in grade["egress"]["audit"]["records"] if r["decision"] == "denied"]
+        assert denied and denied[0]["host"] == hosts[name], denied
+        assert hosts[name] in grade["egress"]["broken"][0]
+    accession = [r for r in read_json(trials["cheat-accession"] / "verifier" / "grade.json")
+                 ["egress"]["audit"]["records"] if r["decision"] == "denied"][0]
+    assert "accession" in accession["reason"].lower(), accession
+
+
+def test_an_uncollected_audit_is_an_infrastructure_error_never_an_agents_zero(cheat_job):
+    trial = cheat_job.trials()["infra-no-audit"]
+    reward = read_json(trial / "verifier" / "reward.json")
+    assert reward == {"infrastructure_error": 1}  # no reward, no component to average in
+    grade = read_json(trial / "verifier" / "grade.json")
+    assert grade["status"] == "infrastructure_error"
+    assert "was not collected from the egress service" in grade["reason"]
+    # Harbor's job result keeps it apart by trial: listed under infrastructure_error 1 and
+    # never under reward (its mean metric, though, counts a missing key as 0: docs/harbor.md).
+    stats = next(iter(cheat_job.result["stats"]["evals"].values()))["reward_stats"]
+    assert stats["infrastructure_error"]["1"] == [trial.name]
+    assert trial.name not in {t for names in stats["reward"].values() for t in names}
+    assert sorted(t.rsplit("__", 1)[0] for names in stats["reward"].values() for t in names) \
+        == sorted(CHEATS)
+
+
+def test_the_verifiers_audit_is_what_biotool_sandbox_audit_reads_of_the_trial(oracle_job):
+    for name, trial in oracle_job.trials().items():
+        grade = read_json(trial / "verifier" / "grade.json")
+        # The store Harbor collected from the egress service reached the verifier unchanged.
+        collected = (trial / "artifacts" / "var" / "lib" / "biotool-egress-run" /
+                     "audit.jsonl").read_bytes()
+        assert grade["inputs"]["audit"] == hashlib.sha256(collected).hexdigest()
+        # ...and holds what the launcher reads of the same trial's egress (store and log).
+        ran = cli("audit", harbor_project(trial))
+        launcher = json.loads(ran.stdout)
+        assert launcher["records"] == grade["egress"]["audit"]["records"], name
+        assert launcher["counts"] == grade["egress"]["counts"], name
+        assert launcher["proxy_log"]["dropped"] == 0
+
+
+def _interval(result, phase):
+    p = result[phase]
+    return (datetime.fromisoformat(p["started_at"].rstrip("Z")),
+            datetime.fromisoformat(p["finished_at"].rstrip("Z")))
+
+
+def test_two_trials_at_once_share_nothing(oracle_job, engine):
+    trials = list(oracle_job.trials().values())
+    results = [read_json(t / "result.json") for t in trials]
+    # Two trials ran at once (-n 2): some pair's agent phases overlap in time.
+    spans = [_interval(r, "agent_execution") for r in results]
+    assert any(a[0] < b[1] and b[0] < a[1] for i, a in enumerate(spans) for b in spans[i + 1:])
+    seen_volumes, seen_networks, subnets = set(), set(), []
+    for trial in trials:
+        project = harbor_project(trial)
+        label = {"label": f"com.docker.compose.project={project}"}
+        volumes = {v.name for v in engine.volumes.list(filters=label)}
+        networks = {n.name for n in engine.networks.list(filters=label)}
+        assert volumes and networks, project
+        assert not volumes & seen_volumes and not networks & seen_networks
+        seen_volumes |= volumes
+        seen_networks |= networks
+        internal = engine.networks.get(f"{project}_internal")
+        subnet = ipaddress.ip_network(internal.attrs["IPAM"]["Config"][0]["Subnet"])
+        subnets.append(subnet)
+        # Every client in this trial's audit is on this trial's own internal network.
+        grade = read_json(trial / "verifier" / "grade.json")
+        clients = {r["client"] for r in grade["egress"]["audit"]["records"] if r["client"]}
+        assert clients and all(ipaddress.ip_address(c) in subnet for c in clients), clients
+    assert len(set(subnets)) == len(subnets)
