@@ -7,7 +7,7 @@
 #   make image-cuda       biotool-sandbox:cuda: the same with PyPI's CUDA torch (several GB)
 #   make test-cuda        the CUDA image's tests on this CPU (marker cuda; not part of make test)
 #   make test-gvisor      the escape matrix, isolation, toolbox and family tests with the sandbox
-#                         under gVisor (runtime runsc; by hand: not yet all green, docs/tests.md)
+#                         under gVisor (runtime runsc; .ci/run runs it after make test)
 #   make test-podman      the offline forms under rootless Podman as a non-root user (by hand)
 #   make test             unit tests (one pytest-xdist worker per core), the image, the image tests
 #   make test-harbor      Harbor's own CLI (pinned) from its runner image runs the oracle, nop and
