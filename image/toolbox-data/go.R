@@ -21,7 +21,8 @@ writeLines(c(
 
 terms <- toTable(GOTERM)[, c(1, 3, 4, 5)]
 names(terms) <- c("go_id", "term", "ontology", "definition")
-terms <- terms[!duplicated(terms$go_id), ]
+# GO.db's root of roots ("all", ontology "universal") is no GO term.
+terms <- terms[!duplicated(terms$go_id) & terms$ontology %in% c("BP", "MF", "CC"), ]
 terms <- terms[order(terms$go_id), ]
 namespace <- c(BP = "biological_process", MF = "molecular_function", CC = "cellular_component")
 parents <- do.call(rbind, lapply(list(GOBPPARENTS, GOMFPARENTS, GOCCPARENTS), function(m) {
@@ -37,8 +38,8 @@ for (i in seq_len(nrow(terms))) {
   id <- terms$go_id[i]
   p <- by_child[[id]]
   rel <- if (is.null(p)) character(0) else
-    ifelse(p$rel == "isa" | p$rel == "is_a", paste0("is_a: ", p$parent),
-           paste0("relationship: ", p$rel, " ", p$parent))
+    ifelse(p$rel == "isa", paste0("is_a: ", p$parent),
+           paste0("relationship: ", gsub(" ", "_", p$rel), " ", p$parent))
   writeLines(c("[Term]", paste0("id: ", id), paste0("name: ", clean(terms$term[i])),
                paste0("namespace: ", namespace[[terms$ontology[i]]]),
                paste0('def: "', clean(terms$definition[i]), '" []'), sort(rel), ""), con)
