@@ -321,7 +321,8 @@ RUN python -c 'import json, sys, datetime; a = sys.argv; json.dump({"image": a[1
 # and /var/tmp is sticky world-writable (an exec tmpfs there holds harnesses' injected tools).
 # Installers answer at once that nothing can be installed (the pip, apt-get, conda, uv shims
 # and R's install.packages; `python -m pip install` finds no index without trying the network),
-# the toolbox's other names are linked, and TOOLS.md is written (biotool.system.toolbox).
+# the toolbox's other names are linked, and TOOLS.md is written (biotool.system.toolbox);
+# `dpkg-architecture -qDEB_HOST_MULTIARCH`, which Debian's RcppParallel runs as it loads, answers.
 ENV PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY image/shell/ /usr/local/lib/biotool-shell/
 RUN sh /usr/local/lib/biotool-shell/install.sh \
@@ -330,6 +331,12 @@ RUN sh /usr/local/lib/biotool-shell/install.sh \
       PYTHONDONTWRITEBYTECODE PYTHONUNBUFFERED PIP_NO_INDEX PIP_DISABLE_PIP_VERSION_CHECK \
  && python -m biotool.system.toolbox install --bin /usr/local/bin --doc /opt/biotool/TOOLS.md \
  && chmod 0644 /opt/biotool/TOOLS.md \
+ && printf '%s\n' '#!/bin/sh' \
+      '# RcppParallel (dada2 loads it) asks where TBB lives as it loads; dpkg-dev is not here.' \
+      'case "$*" in -qDEB_HOST_MULTIARCH) echo '"$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("MULTIARCH"))')"' ;;' \
+      '*) echo "dpkg-architecture: only -qDEB_HOST_MULTIARCH is answered in this image" >&2; exit 2 ;; esac' \
+      > /usr/local/bin/dpkg-architecture \
+ && chmod 0755 /usr/local/bin/dpkg-architecture \
  && find / -xdev -perm /6000 -type f -exec chmod a-s {} + \
  && chmod 1777 /var/tmp
 

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
-import pytest
-from test_toolbox_in_image import AGENT, DEMO, LAMBDA, _fasta, _sh
+from biotool_testing.as_agent import AGENT
+from biotool_testing.as_agent import fasta as _fasta
+from biotool_testing.as_agent import sh as _sh
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "refs" / "demo"
+LAMBDA = REPO / "tests" / "unit" / "reads" / "data" / "bowtie2_lambda"
 
 # Interferon-stimulated genes (Schoggins et al., Nature 2011, and the MSigDB hallmark's core):
 # any GO enrichment of them must rank the antiviral terms first (defense response to virus,
@@ -33,10 +39,10 @@ Path("/tmp/pbmc/labels.tsv").write_text("".join(f"{l}\\n" for l in counts.obs["b
 EOF
 """
 
-# Peak resident memory of one command and its children (kB), as `peak KB` on stderr's last line.
+# Peak resident memory of a command and its children (kB), as a `peak KB` line after its output.
 PEAK = ("peak() { python -c 'import resource, subprocess, sys; "
         "rc = subprocess.run(sys.argv[1:]).returncode; "
-        "print(\"peak\", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+        "print(\"peak\", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, flush=True); "
         "sys.exit(rc)' \"$@\"; }\n")
 
 
@@ -103,9 +109,12 @@ EOF
     found = {l.split("|")[0].strip(): l.split("|")[1].split() for l in out.splitlines() if "|" in l}
     b, mono = found["CD19+ B"], found["CD14+ Monocyte"]
     assert b[0] != mono[0], found
+    # Some B cells sit with the dendritic cells, and the monocytes' cluster takes dendritic
+    # cells in: each type's cluster is still mostly its own, one of the two sides nearly whole.
     for cluster, recall, purity in (b, mono):
-        assert float(recall) >= 0.8 and float(purity) >= 0.7, found
-    assert ari >= 0.3, ari
+        assert float(recall) >= 0.6 and float(purity) >= 0.6, found
+    assert float(b[2]) >= 0.9 and float(mono[1]) >= 0.9, found
+    assert ari >= 0.4, ari
 
 
 def test_go_enrichment_of_interferon_genes_ranks_antiviral_terms_first(sandbox):
@@ -156,7 +165,7 @@ def test_multiqc_reports_fastqc_fastp_and_quast_on_real_reads_and_a_lambda_assem
         quast.py -r /data/lambda_virus.fa -o qc/quast -t 2 mh/final.contigs.fa >/dev/null 2>&1
         cat qc/quast/report.tsv
         multiqc -q --no-ansi -o mq qc >/dev/null 2>&1
-        echo SOURCES; cut -f2 mq/multiqc_data/multiqc_sources.txt | sort -u
+        echo SOURCES; cut -f1 mq/multiqc_data/multiqc_sources.txt | sort -u
         echo STATS; cat mq/multiqc_data/multiqc_general_stats.txt
         test -s mq/multiqc_report.html && echo report
         """, {LAMBDA: "/data"}, timeout=900)
@@ -171,7 +180,8 @@ def test_multiqc_reports_fastqc_fastp_and_quast_on_real_reads_and_a_lambda_assem
     seqs = {r[0]: r for r in rows[1:]}
     assert "MT007544" in seqs, stats
     col = next(i for i, h in enumerate(head) if h.startswith("fastqc") and "total_sequences" in h)
-    assert float(seqs["MT007544"][col]) == 200.0, (head, seqs["MT007544"])
+    # MultiQC's general statistics give read counts in millions.
+    assert round(float(seqs["MT007544"][col]) * 1e6) == 200, (head, seqs["MT007544"])
     assert out.strip().endswith("report")
 
 
@@ -182,8 +192,9 @@ TRNA_PHE = {  # the tRNA-Phe (anticodon GAA) genes of E. coli (pheU) and of yeas
 
 
 def test_cmscan_aragorn_and_gt_annotate_real_sequences(sandbox):
-    # SARS-CoV-2's ORF1a/1b ribosomal frameshift element (13,405-13,542 on MN908947.3) and its
-    # 3' UTR s2m are Rfam families of the staged viral subset. aragorn names both tRNA-Phe
+    # SARS-CoV-2's ORF1a/1b ribosomal frameshift element (RF00507, at the slippery site near
+    # 13,468 of MN908947.3) and its 3' UTR s2m (RF00164, near 29,728) are Rfam families of the
+    # staged viral subset. aragorn names both tRNA-Phe
     # genes, each set inside phiX174's sequence; gt tidies and counts prodigal's phiX174 genes.
     phix = _fasta(DEMO / "genomes" / "phiX174.fasta")
     flank = next(iter(phix.values()))[:300]
@@ -205,9 +216,11 @@ def test_cmscan_aragorn_and_gt_annotate_real_sequences(sandbox):
     cm, rest = out.split("ARAGORN\n")
     trnas, gt = rest.split("GT\n")
     hits = [l.split() for l in cm.strip().splitlines()]
-    fse = [h for h in hits if h[0] == "RF00507"]
-    assert fse and 13350 <= int(fse[0][2]) <= 13460 and fse[0][3] == "+", hits
-    assert len(re.findall(r"tRNA-Phe\s*\(gaa\)", trnas)) == 2, trnas
+    best = {h[0]: h for h in reversed(hits)}  # the tblout lists each family's best hit first
+    fse, s2m = best["RF00507"], best["RF00164"]
+    assert 13400 <= int(fse[1]) <= 13500 and fse[3] == "+" and float(fse[4]) < 1e-10, hits
+    assert 29700 <= int(s2m[1]) <= 29800 and s2m[3] == "+" and float(s2m[4]) < 1e-6, hits
+    assert len(re.findall(r"tRNA-Phe\s.*\(gaa\)", trnas)) == 2, trnas
     assert re.search(r"CDSs:\s+(\d+)", gt) and int(re.search(r"CDSs:\s+(\d+)", gt).group(1)) >= 5, gt
 
 

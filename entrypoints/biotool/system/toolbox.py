@@ -278,9 +278,10 @@ def _why(ran: tuple[int, str] | str, expected_exit: int) -> str | None:
 # ---------------------------------------------------------------- what agents read
 
 def summary() -> dict:
-    """The `tools` section of `biotool list`: every command name (utilities aside), R library
-    and Python module, kept short; versions are `biotool version`'s, and what each is for,
-    where its data lives and what is absent on purpose are TOOLS.md's."""
+    """The `tools` section of `biotool list`: every command name (utilities aside) and R
+    library, and how many Python modules, kept under the output bound; the modules' names and
+    every version are `biotool version`'s, and what each is for, where its data lives and what
+    is absent on purpose are TOOLS.md's."""
     from biotool import staging
 
     box = load()
@@ -288,10 +289,8 @@ def summary() -> dict:
         "commands": " ".join(n for fam, tools in box.families().items() if fam != "utilities"
                              for t in tools for n in names(t)),
         "r_libraries": " ".join(box.r_libraries),
-        "python": " ".join(box.python),
-        "data": " ".join(d.path for d in box.data),
-        "doc": f"{staging.home() / DOC}: what each is for, its data, what is absent; "
-               f"versions: biotool version",
+        "python": f"{len(box.python)} modules (scanpy, scvi, pydeseq2, gseapy, ...): biotool version",
+        "doc": f"{staging.home() / DOC}: each one's use and data, what is absent",
     }
 
 

@@ -131,7 +131,8 @@ def test_list_has_a_tools_section_and_version_the_toolbox(biotool):
     assert listed.code == 0, listed.stderr
     tools = listed.json["tools"]
     assert {"bowtie2", "iqtree", "featureCounts"} <= set(tools["commands"].split())
-    assert "DESeq2" in tools["r_libraries"].split() and "pydeseq2" in tools["python"].split()
+    assert "DESeq2" in tools["r_libraries"].split() and "Seurat" in tools["r_libraries"].split()
+    assert tools["python"].startswith(f"{len(toolbox.load().python)} modules")
     assert tools["doc"].split(":")[0].endswith("/TOOLS.md")
     version = biotool("version")
     assert version.code == 0, version.stderr
@@ -220,3 +221,24 @@ def test_raxml_launcher_gives_a_thread_count_where_debians_cannot(tmp_path, args
     out = subprocess.run([str(script), *args], capture_output=True, text=True, check=True).stdout
     n = str(max(2, len(os.sched_getaffinity(0))))
     assert out.split() == [n if a == "N" else a for a in expected]
+
+
+def test_snpsift_launcher_passes_an_expression_with_spaces_whole(tmp_path):
+    # Debian's launcher word-splits its arguments; the image's script in front of it must not
+    # (here with a `java` that prints each argument on a line of its own).
+    tool = next(t for t in toolbox.load().tools if t.command == "snpSift")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "java").write_text('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
+    (bindir / "java").chmod(0o755)
+    script = tmp_path / "snpSift"
+    script.write_text("#!/bin/sh\n" + tool.script)
+    script.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
+    run = lambda *a: subprocess.run([str(script), *a], capture_output=True, text=True, env=env,
+                                    check=True).stdout.splitlines()
+    jar = "/usr/share/java/snpsift.jar"
+    assert run("filter", "QUAL >= 30", "in.vcf") == [
+        "-Xms1g", "-Xmx4g", "-jar", jar, "filter", "QUAL >= 30", "in.vcf"]
+    assert run("-Xmx2g", "filter", "-Dx=1", "ANN[*].EFFECT has 'missense_variant'") == [
+        "-Xmx2g", "-Dx=1", "-jar", jar, "filter", "ANN[*].EFFECT has 'missense_variant'"]
