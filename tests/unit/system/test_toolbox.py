@@ -242,3 +242,23 @@ def test_snpsift_launcher_passes_an_expression_with_spaces_whole(tmp_path):
         "-Xms1g", "-Xmx4g", "-jar", jar, "filter", "QUAL >= 30", "in.vcf"]
     assert run("-Xmx2g", "filter", "-Dx=1", "ANN[*].EFFECT has 'missense_variant'") == [
         "-Xmx2g", "-Dx=1", "-jar", jar, "filter", "ANN[*].EFFECT has 'missense_variant'"]
+
+
+def test_snpeff_launcher_prints_nothing_of_its_own_and_reads_the_packaged_config(tmp_path):
+    # Debian's launcher echoes a line into stdout (the annotated VCF) when given -c.
+    tool = next(t for t in toolbox.load().tools if t.command == "snpEff")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "java").write_text('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
+    (bindir / "java").chmod(0o755)
+    script = tmp_path / "snpEff"
+    script.write_text("#!/bin/sh\n" + tool.script)
+    script.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
+    run = lambda *a: subprocess.run([str(script), *a], capture_output=True, text=True, env=env,
+                                    check=True).stdout.splitlines()
+    jar = ["-jar", "/usr/share/java/snpeff.jar"]
+    assert run("ann", "-c", "my.config", "g", "in.vcf") == [
+        "-Xms1g", "-Xmx4g", *jar, "ann", "-c", "my.config", "g", "in.vcf"]
+    assert run("-Xmx6g", "ann", "g", "a b.vcf") == [
+        "-Xmx6g", *jar, "ann", "g", "a b.vcf", "-c", "/etc/snpeff/snpEff.config"]
