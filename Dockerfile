@@ -144,12 +144,23 @@ RUN apt-get update \
  && for d in /usr/lib/*/libhts.so.3; do ln -s libhts.so.3 "${d%.3}"; done \
  && rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log \
       /var/log/alternatives.log /var/cache/ldconfig/aux-cache /var/cache/fontconfig/*
-# R for differential expression, from Debian's Bioconductor, and FastQC and Trimmomatic on a
+# The toolbox, round 2 (issue 34, docs/toolbox.md): Infernal (cmscan/cmsearch, with the Rfam
+# subset staged below), aragorn (tRNA and tmRNA genes), GenomeTools (`gt`), ripgrep and
+# Krona (Debian's `radiant`: ktImportText and the other ktImport* commands). Its own step, before
+# the R step, which leaves dependencies unmet that apt would refuse here.
+RUN apt-get update \
+ && SOURCE_DATE_EPOCH=${DEPS_EPOCH} apt-get install -y --no-install-recommends \
+      infernal=1.1.4-1 aragorn=1.2.38-4 genometools=1.6.2+ds-3 ripgrep=13.0.0-4+b2 \
+      radiant=2.8.1+dfsg-2 \
+ && rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log \
+      /var/log/alternatives.log /var/cache/ldconfig/aux-cache /var/cache/fontconfig/*
+# R for differential expression, single cell (Seurat), enrichment (GO.db, org.Hs.eg.db) and the
+# tidyverse, from Debian's Bioconductor, and FastQC, Trimmomatic, SnpEff and SnpSift on a
 # headless Java runtime: one step, as each leaves a dependency unmet on purpose, which apt
 # would refuse in any later step. The Boost headers and the C/C++ toolchain come in only as
 # build-time dependencies (r-cran-bh, r-bioc-zlibbioc): nothing loads them at run time and
-# nothing can be compiled here, so they are dropped (~215 MB). FastQC's and Trimmomatic's
-# packages ask for the desktop JRE (GTK, OpenGL, LLVM: ~45 packages, ~250 MB that no headless
+# nothing can be compiled here, so they are dropped (~215 MB). FastQC's, Trimmomatic's, SnpEff's
+# and SnpSift's packages ask for the desktop JRE (GTK, OpenGL, LLVM: ~45 packages, ~250 MB that no headless
 # run loads), so they are installed beside their Java libraries with that one dependency
 # unmet. The image tests load every R package with library() and run `fastqc --extract` and
 # trimmomatic on real reads. Java's cacerts is rewritten as a PKCS#12 store with no MAC and no
@@ -161,10 +172,20 @@ RUN apt-get update \
       r-bioc-limma=3.54.1+dfsg-1 r-bioc-tximport=1.26.1+dfsg-1 r-cran-ggplot2=3.4.1+dfsg-1 \
       r-cran-pheatmap=1.0.12-2 r-cran-data.table=1.14.8+dfsg-1 r-cran-dplyr=1.0.10-1 \
       r-cran-readr=2.1.4-1 r-cran-tidyr=1.3.0-1 \
+      r-cran-seurat=4.3.0-1 r-cran-lme4=1.1-31-1 r-cran-wgcna=1.72-1-1 r-bioc-go.db=3.16.0-1 \
+      r-bioc-org.hs.eg.db=3.16.0-1 r-bioc-annotationdbi=1.60.0-1 r-bioc-dada2=1.26.0+dfsg-1 \
+      r-bioc-phyloseq=1.42.0+dfsg-1 r-bioc-impute=1.72.3-1 r-bioc-preprocesscore=1.60.2+ds-1 \
+      r-cran-factominer=2.7-1 r-cran-broom=1.0.3+dfsg-2 r-cran-ggrepel=0.9.3-1 \
+      r-cran-ggpubr=0.6.0-1 r-cran-rstatix=0.7.2-1 r-cran-multcomp=1.4-22-1 \
+      r-cran-readxl=1.4.2-1 r-cran-reshape=0.8.9-1 r-cran-viridis=0.6.2-1 \
+      r-cran-tidyverse=1.3.2+dfsg-1 \
       default-jre-headless=2:1.17-74 libcommons-math3-java libjbzip2-java libhtsjdk-java \
-      libfindbin-libs-perl libsis-jhdf5-java \
+      libfindbin-libs-perl libsis-jhdf5-java libsnpeff-java=5.1+d+dfsg-3 \
+      libsnpsift-java=5.1+dfsg2-2 \
  && cd /tmp && apt-get download fastqc=0.11.9+dfsg-6 trimmomatic=0.39+dfsg-2 \
- && dpkg --force-depends -i fastqc_*.deb trimmomatic_*.deb && rm -f /tmp/*.deb \
+      snpeff=5.1+d+dfsg-3 snpsift=5.1+dfsg2-2 \
+ && dpkg --force-depends -i fastqc_*.deb trimmomatic_*.deb snpeff_*.deb snpsift_*.deb \
+ && rm -f /tmp/*.deb \
  && dpkg --purge --force-depends libboost-dev libboost1.74-dev libstdc++-12-dev libgcc-12-dev \
       libasan8 libtsan2 liblsan0 libubsan1 libitm1 zlib1g-dev libc6-dev linux-libc-dev \
       libcrypt-dev libnsl-dev libtirpc-dev rpcsvc-proto \
@@ -175,6 +196,26 @@ RUN apt-get update \
  && cat /tmp/cacerts > /etc/ssl/certs/java/cacerts && rm -f /tmp/cacerts \
  && rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log \
       /var/log/alternatives.log /var/cache/ldconfig/aux-cache /var/cache/fontconfig/*
+
+# The toolbox's offline data (docs/toolbox.md), pinned by the Debian packages they come from:
+# Rfam 14.1's bacterial, archaeal and viral subsets (prokka's package; prokka itself is not
+# installed, as its UniProt and HAMAP databases are not packaged), pressed for cmscan; and GO
+# for enrichment without the network, written from GO.db and org.Hs.eg.db (the ontology as OBO,
+# human gene-to-GO annotations, and GO gene sets as .gmt for gseapy, decoupler and fgsea-style
+# tools) by image/toolbox-data/go.R.
+COPY image/toolbox-data/ /tmp/toolbox-data/
+RUN apt-get update && cd /tmp && apt-get download prokka=1.14.6+dfsg-4 \
+ && dpkg-deb -x prokka_*.deb /tmp/prokka && install -d /opt/biotool-toolbox/rfam \
+ && for k in Bacteria Archaea Viruses; do \
+      cp /tmp/prokka/usr/share/prokka/db/cm/$k /opt/biotool-toolbox/rfam/Rfam-14.1-$k.cm \
+      && cp /tmp/prokka/usr/share/prokka/db/cm/__build/Rfam_$(echo $k | tr A-Z a-z)_14.1.txt \
+           /opt/biotool-toolbox/rfam/Rfam-14.1-$k.families.tsv \
+      && cmpress /opt/biotool-toolbox/rfam/Rfam-14.1-$k.cm >/dev/null; done \
+ && Rscript --vanilla /tmp/toolbox-data/go.R /opt/biotool-toolbox/go \
+ && rm -rf /tmp/prokka /tmp/*.deb /tmp/toolbox-data /var/lib/apt/lists/* \
+      /var/cache/debconf/*-old /var/log/apt \
+ && find /opt/biotool-toolbox -exec touch -h -d "@${DEPS_EPOCH}" {} + \
+ && chmod -R u+rwX,go+rX,go-w /opt/biotool-toolbox
 
 COPY --from=wheels /opt/venv /opt/venv
 
@@ -282,7 +323,8 @@ RUN python -c 'import json, sys, datetime; a = sys.argv; json.dump({"image": a[1
 # and /var/tmp is sticky world-writable (an exec tmpfs there holds harnesses' injected tools).
 # Installers answer at once that nothing can be installed (the pip, apt-get, conda, uv shims
 # and R's install.packages; `python -m pip install` finds no index without trying the network),
-# the toolbox's other names are linked, and TOOLS.md is written (biotool.system.toolbox).
+# the toolbox's other names are linked, and TOOLS.md is written (biotool.system.toolbox);
+# `dpkg-architecture -qDEB_HOST_MULTIARCH`, which Debian's RcppParallel runs as it loads, answers.
 ENV PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY image/shell/ /usr/local/lib/biotool-shell/
 RUN sh /usr/local/lib/biotool-shell/install.sh \
@@ -291,6 +333,12 @@ RUN sh /usr/local/lib/biotool-shell/install.sh \
       PYTHONDONTWRITEBYTECODE PYTHONUNBUFFERED PIP_NO_INDEX PIP_DISABLE_PIP_VERSION_CHECK \
  && python -m biotool.system.toolbox install --bin /usr/local/bin --doc /opt/biotool/TOOLS.md \
  && chmod 0644 /opt/biotool/TOOLS.md \
+ && printf '%s\n' '#!/bin/sh' \
+      '# RcppParallel (dada2 loads it) asks where TBB lives as it loads; dpkg-dev is not here.' \
+      'case "$*" in -qDEB_HOST_MULTIARCH) echo '"$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("MULTIARCH"))')"' ;;' \
+      '*) echo "dpkg-architecture: only -qDEB_HOST_MULTIARCH is answered in this image" >&2; exit 2 ;; esac' \
+      > /usr/local/bin/dpkg-architecture \
+ && chmod 0755 /usr/local/bin/dpkg-architecture \
  && find / -xdev -perm /6000 -type f -exec chmod a-s {} + \
  && chmod 1777 /var/tmp
 

@@ -58,6 +58,9 @@ OUT := out
 LOCK := image/requirements-$(TORCH_VARIANT).lock
 # The engine here is 20.10: the classic builder, which the Dockerfile is written for.
 export DOCKER_BUILDKIT := 0
+# rpy2-rinterface's sdist builds (and says its metadata) in cffi ABI mode, with no R on the
+# host: the image's R is found at run time (image/lockfile.py sets the same).
+export RPY2_CFFI_MODE := ABI
 # Reproducible project wheel: same sources, same bytes, so docker's layer cache holds.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 315532800)
 export SOURCE_DATE_EPOCH

@@ -16,6 +16,7 @@ Resolution is `pip install --dry-run --ignore-installed --report`, which reads w
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -83,7 +84,10 @@ def resolve(requirements: list[str], constraints: dict[str, str], isolated: bool
             if Path(SYSTEM_CA).exists():
                 cmd += ["--cert", SYSTEM_CA]
         cmd += requirements
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        # rpy2-rinterface is an sdist whose metadata build looks for R unless told its ABI
+        # mode (R is found at run time in the image); the Makefile exports the same.
+        env = {**os.environ, "RPY2_CFFI_MODE": "ABI"}
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             raise SystemExit(f"lockfile: pip could not resolve: {proc.stderr.strip()[-2000:]}")
         return json.loads(out.read_text())

@@ -15,35 +15,17 @@ from pathlib import Path
 
 import pytest
 
+from biotool_testing.as_agent import AGENT
+from biotool_testing.as_agent import fasta as _fasta
+from biotool_testing.as_agent import sh as _sh
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 LAMBDA = HERE.parent / "unit" / "reads" / "data" / "bowtie2_lambda"
 DESEQ = HERE / "data" / "pydeseq2_single_factor"
 DEMO = REPO / "refs" / "demo"
 FLU = DEMO / "influenza" / "influenza_a_h1n1.fasta"
-AGENT = {"user": "12345:12345", "read_only": True, "network_mode": "none",
-         "tmpfs": {"/tmp": "rw,exec,mode=1777"}, "environment": {"HOME": "/nonexistent"}}
 NO_INSTALL = "installs are not possible in this sandbox"
-
-
-def _sh(sandbox, script: str, mounts: dict | None = None, timeout: int = 600):
-    """`script` in a login shell as the agent; stdout, or the failure with both streams."""
-    ran = sandbox.run(["bash", "-lc", "set -euo pipefail\n" + script], timeout=timeout,
-                      volumes={str(h): {"bind": c, "mode": "ro"} for h, c in (mounts or {}).items()},
-                      **AGENT)
-    assert ran.code == 0, ran
-    return ran.stdout
-
-
-def _fasta(path: Path) -> dict[str, str]:
-    seqs, name = {}, None
-    for line in path.read_text().splitlines():
-        if line.startswith(">"):
-            name = line[1:].split()[0]
-            seqs[name] = ""
-        elif name:
-            seqs[name] += line.strip()
-    return seqs
 
 
 def test_doctor_starts_every_tool_and_the_names_agents_type_resolve(sandbox):

@@ -2,7 +2,8 @@
 beyond biotool (toolbox.toml), their versions, whether each starts, and TOOLS.md.
 
     python -m biotool.system.toolbox install --bin DIR --doc FILE   # at image build
-    python -m biotool.system.toolbox markdown --dockerfile Dockerfile  # docs/TOOLS.md
+    python -m biotool.system.toolbox markdown --dockerfile Dockerfile \
+        --lock image/requirements-cpu.lock > docs/TOOLS.md
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ local({{
 @dataclass(frozen=True)
 class Tool:
     command: str
-    package: str
+    package: str  # its Debian package; "" for a command the Python environment installs
     family: str
     what: str
     version: tuple[str, ...]
@@ -85,12 +86,36 @@ class Tool:
     # A shell script run in place of Debian's launcher of the same name (/usr/local/bin comes
     # first on PATH), where that launcher misreads the container it runs in.
     script: str = ""
+    pip: str = ""  # the PyPI distribution that installs the command into /opt/venv/bin
 
 
 @dataclass(frozen=True)
 class Absent:
     name: str
     why: str
+    covers: tuple[str, ...] = ()  # the union's names (Union) this entry accounts for
+    instead: str = ""  # what in the image serves the same need
+
+
+@dataclass(frozen=True)
+class Data:
+    """Files staged in the image for the tools (not references: those are `biotool
+    references`), each from a Debian package whose pin fixes its contents."""
+    name: str
+    path: str
+    package: str
+    what: str
+
+
+@dataclass(frozen=True)
+class Union:
+    """What the environments agents are evaluated in carry (issue 34): command names, R
+    libraries and Python modules, each here (a toolbox entry) or accounted for by an absent one.
+    `counted`: the union's size and what was here before the list below was drawn up, per kind."""
+    commands: tuple[str, ...]
+    r: tuple[str, ...]
+    python: tuple[str, ...]
+    counted: dict[str, tuple[int, int]]
 
 
 @dataclass(frozen=True)
@@ -101,11 +126,14 @@ class Toolbox:
     r_packages: tuple[str, ...]
     python: dict[str, str]  # import name -> distribution name
     absent: tuple[Absent, ...]
+    data: tuple[Data, ...] = ()
+    union: Union | None = None
 
     @property
     def packages(self) -> set[str]:
         """Every Debian package the toolbox names (the Dockerfile pins each)."""
-        return {t.package for t in self.tools} | {self.r_package, *self.r_packages}
+        return ({t.package for t in self.tools if t.package} | {d.package for d in self.data}
+                | {self.r_package, *self.r_packages})
 
     def families(self) -> dict[str, list[Tool]]:
         out: dict[str, list[Tool]] = {}
@@ -120,9 +148,33 @@ def load(path: Path = MANIFEST) -> Toolbox:
     tools = tuple(Tool(**{k: tuple(v) if isinstance(v, list) else v for k, v in t.items()})
                   for t in raw["tool"])
     r = raw["r"]
+    u = raw.get("union")
+    union = u and Union(commands=tuple(u["commands"]), r=tuple(u["r"]), python=tuple(u["python"]),
+                        counted={k: tuple(v) for k, v in u["counted"].items()})
     return Toolbox(tools=tools, r_package=r["package"], r_libraries=tuple(r["libraries"]),
                    r_packages=tuple(r["packages"]), python=dict(raw["python"]["modules"]),
-                   absent=tuple(Absent(**a) for a in raw["absent"]))
+                   absent=tuple(Absent(**{k: tuple(v) if isinstance(v, list) else v
+                                          for k, v in a.items()}) for a in raw["absent"]),
+                   data=tuple(Data(**d) for d in raw.get("data", [])), union=union)
+
+
+def coverage(box: Toolbox | None = None) -> dict[str, dict]:
+    """Per kind of the union: which of its listed names are here, which an absent entry
+    accounts for, which neither (a gap), and the union's counts before and now."""
+    box = box or load()
+    here = {"commands": {n for t in box.tools for n in names(t)},
+            "r": set(box.r_libraries), "python": set(box.python)}
+    covered = {n for a in box.absent for n in a.covers}
+    out = {}
+    for kind in ("commands", "r", "python"):
+        listed = getattr(box.union, kind)
+        present = [n for n in listed if n in here[kind]]
+        total, before = box.union.counted[kind]
+        out[kind] = {"listed": len(listed), "present": present,
+                     "absent": [n for n in listed if n not in here[kind] and n in covered],
+                     "gap": [n for n in listed if n not in here[kind] and n not in covered],
+                     "union": total, "before": before, "now": before + len(present)}
+    return out
 
 
 def names(tool: Tool) -> list[str]:
@@ -179,8 +231,9 @@ def versions() -> dict:
     """What `biotool version` reports of the toolbox: Debian package, R and Python versions."""
     box = load()
     deb = debian_versions(box.packages)
+    pip = python_versions({t.pip: t.pip for t in box.tools if t.pip})
     return {
-        "tools": {t.command: deb.get(t.package) for t in box.tools},
+        "tools": {t.command: pip[t.pip] if t.pip else deb.get(t.package) for t in box.tools},
         "r": {"R": deb.get(box.r_package), **r_versions(box.r_libraries)},
         "python": python_versions(box.python),
     }
@@ -225,9 +278,10 @@ def _why(ran: tuple[int, str] | str, expected_exit: int) -> str | None:
 # ---------------------------------------------------------------- what agents read
 
 def summary() -> dict:
-    """The `tools` section of `biotool list`: every command name (utilities aside), R library
-    and Python module, kept short; versions are `biotool version`'s, and what each is for,
-    where its data lives and what is absent on purpose are TOOLS.md's."""
+    """The `tools` section of `biotool list`: every command name (utilities aside) and R
+    library, and how many Python modules, kept under the output bound; the modules' names and
+    every version are `biotool version`'s, and what each is for, where its data lives and what
+    is absent on purpose are TOOLS.md's."""
     from biotool import staging
 
     box = load()
@@ -235,9 +289,8 @@ def summary() -> dict:
         "commands": " ".join(n for fam, tools in box.families().items() if fam != "utilities"
                              for t in tools for n in names(t)),
         "r_libraries": " ".join(box.r_libraries),
-        "python": " ".join(box.python),
-        "doc": f"{staging.home() / DOC}: what each is for, its data, what is absent; "
-               f"versions: biotool version",
+        "python": f"{len(box.python)} modules (scanpy, scvi, pydeseq2, gseapy, ...): biotool version",
+        "doc": f"{staging.home() / DOC}: each one's use and data, what is absent",
     }
 
 
@@ -246,9 +299,12 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def markdown(deb: dict[str, str], box: Toolbox | None = None) -> str:
-    """TOOLS.md from the toolbox and {Debian package: version}."""
+def markdown(deb: dict[str, str], box: Toolbox | None = None,
+             pip: dict[str, str] | None = None) -> str:
+    """TOOLS.md from the toolbox, {Debian package: version} and {PyPI distribution: version}
+    (the commands the Python environment installs)."""
     box = box or load()
+    pip = pip or {}
     lines = [
         "# The toolbox",
         "",
@@ -272,7 +328,8 @@ def markdown(deb: dict[str, str], box: Toolbox | None = None) -> str:
                   "|---|---|---|---|"]
         for t in tools:
             cmd = " / ".join(f"`{n}`" for n in names(t))
-            ver = f"{deb.get(t.package, '?')} ({t.package})"
+            ver = (f"{pip.get(t.pip, '?')} (PyPI {t.pip})" if t.pip
+                   else f"{deb.get(t.package, '?')} ({t.package})")
             lines.append(f"| {cmd} | {ver} | {_cell(t.what)} | {_cell(t.data)} |")
         lines.append("")
     lines += ["## R", "", f"R {deb.get(box.r_package, '?')} (`R`, `Rscript`) with "
@@ -282,8 +339,29 @@ def markdown(deb: dict[str, str], box: Toolbox | None = None) -> str:
     lines += ["## Python", "", "In `/opt/venv` (the `python` on PATH), pinned in "
               "`image/requirements-*.lock`: " + ", ".join(f"`{m}` ({d})" for m, d in
                                                           box.python.items()) + ".", ""]
-    lines += ["## Deliberately not here", "", "| what | why |", "|---|---|"]
-    lines += [f"| {_cell(a.name)} | {_cell(a.why)} |" for a in box.absent]
+    if box.data:
+        lines += ["## Staged data for the tools", "", "| what | path | from (Debian package) |",
+                  "|---|---|---|"]
+        lines += [f"| {_cell(d.what)} | `{d.path}` | {deb.get(d.package, '?')} ({d.package}) |"
+                  for d in box.data]
+        lines.append("")
+    lines += ["## Deliberately not here", "", "| what | why | what covers the need |",
+              "|---|---|---|"]
+    lines += [f"| {_cell(a.name)} | {_cell(a.why)} | {_cell(a.instead)} |" for a in box.absent]
+    if box.union:
+        lines += ["", "## Against what agents' evaluation environments carry", "",
+                  "The union of the command-line tools, R libraries and Python modules of the "
+                  "environments agents are evaluated in (issue 34), checked as an agent reaches "
+                  "each: here before the second round, here now, and the names still absent "
+                  "(each a row above).", "",
+                  "| kind | union | before | now | absent |", "|---|---|---|---|---|"]
+        for kind, c in coverage(box).items():
+            lines.append(f"| {kind} | {c['union']} | {c['before']} | {c['now']} "
+                         f"({100 * c['now'] // c['union']}%) | "
+                         + ", ".join(f"`{n}`" for n in c["absent"] + c["gap"]) + " |")
+        union, now = (sum(c[k] for c in coverage(box).values()) for k in ("union", "now"))
+        lines.append(f"| all | {union} | {sum(c['before'] for c in coverage(box).values())} | "
+                     f"{now} ({100 * now // union}%) | |")
     return "\n".join(lines) + "\n"
 
 
@@ -293,6 +371,17 @@ def dockerfile_pins(text: str) -> dict[str, str]:
     joined = text.replace("\\\n", " ")
     args = " ".join(m.split("&&")[0] for m in re.split(r"apt-get (?:install|download)", joined)[1:])
     return dict(re.findall(r"(?<![\w.+=-])([a-z0-9][a-z0-9.+-]*)=([0-9][\w.+:~-]*)", args))
+
+
+def lock_versions(text: str, dists: set[str]) -> dict[str, str]:
+    """{distribution: version} of `dists` in a lock file's `name==version` lines."""
+    canon = {re.sub(r"[-_.]+", "-", d).lower(): d for d in dists}
+    out = {}
+    for line in text.splitlines():
+        name, sep, version = line.split("#", 1)[0].strip().partition("==")
+        if sep and re.sub(r"[-_.]+", "-", name).lower() in canon:
+            out[canon[re.sub(r"[-_.]+", "-", name).lower()]] = version
+    return out
 
 
 # ---------------------------------------------------------------- image build
@@ -344,7 +433,8 @@ def install(bindir: Path, doc: Path) -> list[str]:
             if shutil.which(alias) is None:
                 (bindir / alias).symlink_to(target)
                 made.append(str(bindir / alias))
-    doc.write_text(markdown(debian_versions(box.packages), box))
+    doc.write_text(markdown(debian_versions(box.packages), box,
+                            python_versions({t.pip: t.pip for t in box.tools if t.pip})))
     return made
 
 
@@ -356,6 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     i.add_argument("--doc", type=Path, required=True)
     m = sub.add_parser("markdown")
     m.add_argument("--dockerfile", type=Path, help="versions from its pins, not from dpkg")
+    m.add_argument("--lock", type=Path, help="PyPI versions from this lock, not the environment")
     a = ap.parse_args(argv)
     if a.cmd == "install":
         for path in install(a.bin, a.doc):
@@ -364,7 +455,10 @@ def main(argv: list[str] | None = None) -> int:
     box = load()
     deb = (dockerfile_pins(a.dockerfile.read_text()) if a.dockerfile
            else debian_versions(box.packages))
-    sys.stdout.write(markdown(deb, box))
+    dists = {t.pip for t in box.tools if t.pip}
+    pip = (lock_versions(a.lock.read_text(), dists) if a.lock
+           else python_versions({d: d for d in dists}))
+    sys.stdout.write(markdown(deb, box, pip))
     return 0
 
 

@@ -27,9 +27,10 @@ def test_every_toolbox_package_is_pinned_in_the_dockerfile(pins):
 
 
 def test_every_pinned_package_is_in_the_toolbox(pins):
-    # The headless Java runtime is the one pin that is not a toolbox entry (FastQC's Java
-    # libraries are left to apt, as every tool's libraries are).
-    runtime = {"default-jre-headless"}
+    # The headless Java runtime is not a toolbox entry (FastQC's Java libraries are left to
+    # apt, as every tool's libraries are), nor are SnpEff's and SnpSift's Java libraries,
+    # pinned so that each launcher and the library it starts are one version.
+    runtime = {"default-jre-headless", "libsnpeff-java", "libsnpsift-java"}
     stray = sorted(set(pins) - toolbox.load().packages - runtime)
     assert not stray, f"pinned in the Dockerfile but not described in toolbox.toml: {stray}"
 
@@ -48,10 +49,51 @@ def test_the_issue_names_are_all_there():
 
 def test_docs_tools_md_is_generated_from_the_manifest_and_the_pins(pins):
     doc = (REPO / "docs" / toolbox.DOC).read_text()
-    assert doc == toolbox.markdown(pins), (
+    lock = toolbox.lock_versions((REPO / "image" / "requirements-cpu.lock").read_text(),
+                                 {t.pip for t in toolbox.load().tools if t.pip})
+    assert doc == toolbox.markdown(pins, pip=lock), (
         "docs/TOOLS.md is stale: python -m biotool.system.toolbox markdown --dockerfile "
-        "Dockerfile > docs/TOOLS.md")
+        "Dockerfile --lock image/requirements-cpu.lock > docs/TOOLS.md")
     assert "| `iqtree2` / `iqtree` | 2.0.7+dfsg-1 (iqtree) |" in doc
+    assert f"| `multiqc` | {lock['multiqc']} (PyPI multiqc) |" in doc
+
+
+@pytest.mark.parametrize("variant", ["cpu", "cuda"])
+def test_the_python_toolbox_and_its_commands_are_pinned_in_both_locks(variant):
+    box = toolbox.load()
+    wanted = set(box.python.values()) | {t.pip for t in box.tools if t.pip}
+    text = (REPO / "image" / f"requirements-{variant}.lock").read_text()
+    missing = sorted(wanted - set(toolbox.lock_versions(text, wanted)))
+    assert not missing, f"not pinned in requirements-{variant}.lock: {missing}"
+
+
+def test_lock_versions_reads_pins_under_any_spelling_of_the_name():
+    text = "# header\nViennaRNA==2.8.0\nscvi_tools==1.4.2  # via x\nnumpy==2.0\nfoo>=1\n"
+    assert toolbox.lock_versions(text, {"viennarna", "scvi-tools", "foo", "absent"}) == {
+        "viennarna": "2.8.0", "scvi-tools": "1.4.2"}
+
+
+def test_every_name_the_union_lists_is_here_or_an_absent_entry_says_why():
+    box = toolbox.load()
+    cover = toolbox.coverage(box)
+    assert all(not c["gap"] for c in cover.values()), {k: c["gap"] for k, c in cover.items()}
+    listed = {n for kind in ("commands", "r", "python") for n in getattr(box.union, kind)}
+    stray = {n for a in box.absent for n in a.covers} - listed
+    assert not stray, f"absent entries cover names the union does not list: {stray}"
+    # An absent entry for a name that is here would be a stale one.
+    here = {n for c in cover.values() for n in c["present"]}
+    assert not here & {n for a in box.absent for n in a.covers}
+    assert all(a.instead for a in box.absent if a.covers), "say what covers the need"
+    for kind, c in cover.items():
+        assert c["now"] == c["before"] + len(c["present"]) <= c["union"], (kind, c)
+    now, union = (sum(c[k] for c in cover.values()) for k in ("now", "union"))
+    assert now / union >= 0.85, (now, union)
+
+
+def test_the_staged_data_comes_from_packages_the_dockerfile_pins(pins):
+    data = toolbox.load().data
+    assert data and all(d.package in pins and d.path.startswith("/opt/biotool-toolbox/")
+                        for d in data), data
 
 
 def test_pins_parse_epochs_and_debian_revisions():
@@ -89,7 +131,8 @@ def test_list_has_a_tools_section_and_version_the_toolbox(biotool):
     assert listed.code == 0, listed.stderr
     tools = listed.json["tools"]
     assert {"bowtie2", "iqtree", "featureCounts"} <= set(tools["commands"].split())
-    assert "DESeq2" in tools["r_libraries"].split() and "pydeseq2" in tools["python"].split()
+    assert "DESeq2" in tools["r_libraries"].split() and "Seurat" in tools["r_libraries"].split()
+    assert tools["python"].startswith(f"{len(toolbox.load().python)} modules")
     assert tools["doc"].split(":")[0].endswith("/TOOLS.md")
     version = biotool("version")
     assert version.code == 0, version.stderr
@@ -178,3 +221,44 @@ def test_raxml_launcher_gives_a_thread_count_where_debians_cannot(tmp_path, args
     out = subprocess.run([str(script), *args], capture_output=True, text=True, check=True).stdout
     n = str(max(2, len(os.sched_getaffinity(0))))
     assert out.split() == [n if a == "N" else a for a in expected]
+
+
+def test_snpsift_launcher_passes_an_expression_with_spaces_whole(tmp_path):
+    # Debian's launcher word-splits its arguments; the image's script in front of it must not
+    # (here with a `java` that prints each argument on a line of its own).
+    tool = next(t for t in toolbox.load().tools if t.command == "snpSift")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "java").write_text('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
+    (bindir / "java").chmod(0o755)
+    script = tmp_path / "snpSift"
+    script.write_text("#!/bin/sh\n" + tool.script)
+    script.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
+    run = lambda *a: subprocess.run([str(script), *a], capture_output=True, text=True, env=env,
+                                    check=True).stdout.splitlines()
+    jar = "/usr/share/java/snpsift.jar"
+    assert run("filter", "QUAL >= 30", "in.vcf") == [
+        "-Xms1g", "-Xmx4g", "-jar", jar, "filter", "QUAL >= 30", "in.vcf"]
+    assert run("-Xmx2g", "filter", "-Dx=1", "ANN[*].EFFECT has 'missense_variant'") == [
+        "-Xmx2g", "-Dx=1", "-jar", jar, "filter", "ANN[*].EFFECT has 'missense_variant'"]
+
+
+def test_snpeff_launcher_prints_nothing_of_its_own_and_reads_the_packaged_config(tmp_path):
+    # Debian's launcher echoes a line into stdout (the annotated VCF) when given -c.
+    tool = next(t for t in toolbox.load().tools if t.command == "snpEff")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "java").write_text('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
+    (bindir / "java").chmod(0o755)
+    script = tmp_path / "snpEff"
+    script.write_text("#!/bin/sh\n" + tool.script)
+    script.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
+    run = lambda *a: subprocess.run([str(script), *a], capture_output=True, text=True, env=env,
+                                    check=True).stdout.splitlines()
+    jar = ["-jar", "/usr/share/java/snpeff.jar"]
+    assert run("ann", "-c", "my.config", "g", "in.vcf") == [
+        "-Xms1g", "-Xmx4g", *jar, "ann", "-c", "my.config", "g", "in.vcf"]
+    assert run("-Xmx6g", "ann", "g", "a b.vcf") == [
+        "-Xmx6g", *jar, "ann", "g", "a b.vcf", "-c", "/etc/snpeff/snpEff.config"]
