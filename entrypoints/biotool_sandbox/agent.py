@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from . import stack
+from . import oom, stack
 from .errors import EngineError, LauncherError
 from .timeouts import TIMEOUT_BIN, checked, host_deadline, timed_out, with_timeout, wrapper_refused
 
@@ -28,8 +28,8 @@ def _sandbox(run: str):
 @dataclass(frozen=True)
 class Ran:
     """One command run as the agent: its exit code and output, its wall time, whether the
-    timeout ended it, and the engine's or the wrapper's one-line refusal to start it (None
-    when it started)."""
+    timeout ended it, the engine's or the wrapper's one-line refusal to start it (None
+    when it started), and whether the out-of-memory killer ended it."""
 
     code: int
     stdout: bytes
@@ -37,6 +37,7 @@ class Ran:
     duration_s: float
     timed_out: bool
     refusal: str | None
+    oom_killed: bool = False
 
 
 def exec_(run: str, cmd: list[str], *, workdir: str = "/work", env: dict | None = None,
@@ -58,7 +59,7 @@ def exec_(run: str, cmd: list[str], *, workdir: str = "/work", env: dict | None 
         culprit = f"--workdir {workdir}" if "chdir" in why or "cwd" in why else f"command {cmd[0]!r}"
         raise LauncherError(f"exec: {culprit} did not start in run {run}: {why[:300]}")
     return {"run": run, "command": list(cmd), "exit_code": ran.code, "timed_out": ran.timed_out,
-            "stdout": ran.stdout.decode("utf-8", "replace"),
+            "oom_killed": ran.oom_killed, "stdout": ran.stdout.decode("utf-8", "replace"),
             "stderr": ran.stderr.decode("utf-8", "replace"), "duration_s": round(ran.duration_s, 3)}
 
 
@@ -76,8 +77,13 @@ def run_in(container, cmd: list[str], *, stdin: bytes | None = None, workdir: st
     if code == 126 and not (out or err) and user:
         # Docker 20.10 at times drops its own message for an unknown user: it is said here.
         out = _unknown_user(container, user) or out
-    return Ran(code, out, err, elapsed, timed_out(code, elapsed, timeout),
-               _exec_refusal(code, out, err, cmd, wrapped=bool(timeout)))
+    late = timed_out(code, elapsed, timeout)
+    # A SIGKILL the agent cannot tell from `kill -9`: the cgroup says when memory was the cause.
+    why = oom.reason(container) if code == 137 and not late else None
+    if why:
+        err += (b"" if not err or err.endswith(b"\n") else b"\n") + f"biotool-sandbox: {why}\n".encode()
+    return Ran(code, out, err, elapsed, late, _exec_refusal(code, out, err, cmd, wrapped=bool(timeout)),
+               oom_killed=bool(why))
 
 
 def _exec_refusal(code: int, out: bytes, err: bytes, cmd: list[str], wrapped: bool) -> str | None:
