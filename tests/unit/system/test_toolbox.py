@@ -223,20 +223,25 @@ def test_raxml_launcher_gives_a_thread_count_where_debians_cannot(tmp_path, args
     assert out.split() == [n if a == "N" else a for a in expected]
 
 
-def test_snpsift_launcher_passes_an_expression_with_spaces_whole(tmp_path):
-    # Debian's launcher word-splits its arguments; the image's script in front of it must not
-    # (here with a `java` that prints each argument on a line of its own).
-    tool = next(t for t in toolbox.load().tools if t.command == "snpSift")
+def _java_launcher(tmp_path, command: str):
+    """The image's launcher script for command, run with a `java` that prints each argument on
+    a line of its own: what the launcher hands the JVM."""
+    tool = next(t for t in toolbox.load().tools if t.command == command)
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (bindir / "java").write_text('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
     (bindir / "java").chmod(0o755)
-    script = tmp_path / "snpSift"
+    script = tmp_path / command
     script.write_text("#!/bin/sh\n" + tool.script)
     script.chmod(0o755)
     env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
-    run = lambda *a: subprocess.run([str(script), *a], capture_output=True, text=True, env=env,
-                                    check=True).stdout.splitlines()
+    return lambda *a: subprocess.run([str(script), *a], capture_output=True, text=True, env=env,
+                                     check=True).stdout.splitlines()
+
+
+def test_snpsift_launcher_passes_an_expression_with_spaces_whole(tmp_path):
+    # Debian's launcher word-splits its arguments; the image's script in front of it must not.
+    run = _java_launcher(tmp_path, "snpSift")
     jar = "/usr/share/java/snpsift.jar"
     assert run("filter", "QUAL >= 30", "in.vcf") == [
         "-Xms1g", "-Xmx4g", "-jar", jar, "filter", "QUAL >= 30", "in.vcf"]
@@ -246,17 +251,7 @@ def test_snpsift_launcher_passes_an_expression_with_spaces_whole(tmp_path):
 
 def test_snpeff_launcher_prints_nothing_of_its_own_and_reads_the_packaged_config(tmp_path):
     # Debian's launcher echoes a line into stdout (the annotated VCF) when given -c.
-    tool = next(t for t in toolbox.load().tools if t.command == "snpEff")
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "java").write_text('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
-    (bindir / "java").chmod(0o755)
-    script = tmp_path / "snpEff"
-    script.write_text("#!/bin/sh\n" + tool.script)
-    script.chmod(0o755)
-    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
-    run = lambda *a: subprocess.run([str(script), *a], capture_output=True, text=True, env=env,
-                                    check=True).stdout.splitlines()
+    run = _java_launcher(tmp_path, "snpEff")
     jar = ["-jar", "/usr/share/java/snpeff.jar"]
     assert run("ann", "-c", "my.config", "g", "in.vcf") == [
         "-Xms1g", "-Xmx4g", *jar, "ann", "-c", "my.config", "g", "in.vcf"]
