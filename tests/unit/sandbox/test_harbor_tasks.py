@@ -22,6 +22,10 @@ REPO = Path(__file__).resolve().parents[3]
 COMPOSE = REPO / "compose.yaml"
 IMAGE, EGRESS = "biotool-sandbox:t3st", "biotool-egress:t3st"
 HARBOR_ADDED_VOLUMES = {"logs:/logs", "solution:/solution"}
+# `docker compose config` needs the CLI, not an engine; CI (.ci/run) installs it, so there a
+# missing CLI is a failure, never a skip.
+needs_compose = pytest.mark.skipif(shutil.which("docker") is None and not os.environ.get("CI"),
+                                   reason="needs the docker CLI and its compose plugin")
 
 
 def launcher(*args: str) -> subprocess.CompletedProcess:
@@ -85,7 +89,7 @@ def _compose_config(path: Path, **env: str) -> dict:
     return json.loads(done.stdout)
 
 
-@pytest.mark.skipif(shutil.which("docker") is None, reason="needs the docker CLI (no engine)")
+@needs_compose
 def test_environment_is_compose_yamls_stack_as_compose_resolves_both(tasks):
     ours = _compose_config(COMPOSE, BIOTOOL_IMAGE=IMAGE, BIOTOOL_EGRESS_IMAGE=EGRESS)
     theirs = _compose_config(tasks / "spike-d614g" / "environment" / "docker-compose.yaml")
@@ -106,7 +110,7 @@ def test_environment_is_compose_yamls_stack_as_compose_resolves_both(tasks):
         == ours["volumes"]
 
 
-@pytest.mark.skipif(shutil.which("docker") is None, reason="needs the docker CLI (no engine)")
+@needs_compose
 def test_a_change_to_compose_yaml_reaches_the_tasks(tmp_path):
     # Rendered, not copied: a limit changed in compose.yaml is the task's limit.
     compose = tmp_path / "compose.yaml"
@@ -121,7 +125,7 @@ def test_a_change_to_compose_yaml_reaches_the_tasks(tmp_path):
     assert tomllib.loads((task / "task.toml").read_text())["environment"]["memory_mb"] == 6144
 
 
-@pytest.mark.skipif(shutil.which("docker") is None, reason="needs the docker CLI (no engine)")
+@needs_compose
 def test_harbors_sidecar_variable_reaches_main_as_the_guard(tasks):
     # Harbor exports it for compose only when its egress sidecar runs (allowlist/no-network).
     env_file = tasks / "spike-d614g" / "environment" / "docker-compose.yaml"
