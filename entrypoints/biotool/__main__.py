@@ -1,3 +1,3 @@
-from biotool.cli import main
+from biotool.cli import run
 
-main()
+run()

@@ -12,6 +12,7 @@ import sys
 from biotool import __version__
 from biotool.family import FAMILIES
 from commandline import program
+from commandline.ladder import run_process
 from commandline.spec import Command, Option
 
 HELP = f"""biotool {__version__}: structured biology tools for agents with a shell.
@@ -84,7 +85,12 @@ def main(argv: list[str] | None = None) -> None:
                  setup=_setup, text=help_for_arm)
 
 
-__all__ = ["FAMILIES", "commands", "main"]
+def run() -> None:
+    """The `biotool` process: main, then out without the interpreter's teardown."""
+    run_process(main)
+
+
+__all__ = ["FAMILIES", "commands", "main", "run"]
 
 if __name__ == "__main__":
-    main()
+    run()

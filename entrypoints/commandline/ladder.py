@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
+import threading
 from typing import Any, Callable, NoReturn
 
 from commandline.errors import EXIT_FAILED, EXIT_INPUT, EXIT_OK, ProgramError, one_line
@@ -53,3 +55,31 @@ def finish(prog: str, fn: Callable[[], Any], emit: Callable[[Any], None]) -> NoR
         fail_line(prog, f"internal error: {type(exc).__name__}: {exc}", EXIT_FAILED)
     emit(result)
     raise SystemExit(EXIT_OK)
+
+
+def run_process(main: Callable[[], Any]) -> NoReturn:
+    """Run a program's `main` as this process and leave as soon as its output is out.
+
+    The interpreter's own teardown (collecting every module of torch, transformers, scanpy)
+    took 1.4 s on a 2-core host after the answer was already printed: time an agent waits for
+    nothing. So stdout and stderr are flushed, the atexit functions (temporary folders,
+    logging) run, and the process ends there; a non-integer exit or a thread still working
+    takes the ordinary way out."""
+    try:
+        main()
+        code: Any = EXIT_OK
+    except SystemExit as exc:
+        code = exc.code
+    if code is None:
+        code = EXIT_OK
+    busy = [t for t in threading.enumerate()
+            if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    if not isinstance(code, int) or busy:
+        raise SystemExit(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: what was not read is the reader's loss
+            pass
+    atexit._run_exitfuncs()
+    os._exit(code)

@@ -1,3 +1,3 @@
-from molperceive.cli import main
+from molperceive.cli import run
 
-main()
+run()

@@ -12,6 +12,7 @@ import sys
 
 from biotool.output import InputError, ToolFailure
 from commandline import program
+from commandline.ladder import run_process
 from commandline.spec import Argument, Command, Option
 
 PROG = "molperceive"
@@ -289,5 +290,10 @@ def main(argv=None) -> None:
     program.main(PROG, commands(), help=DESCRIPTION, emit=_emit, argv=argv)
 
 
+def run() -> None:
+    """The `molperceive` process: main, then out without the interpreter's teardown."""
+    run_process(main)
+
+
 if __name__ == "__main__":
-    main()
+    run()

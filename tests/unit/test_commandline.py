@@ -102,3 +102,49 @@ def test_program_flags_anywhere_and_the_tail(capsys):
     code, out, _ = _main(capsys, lambda cmd: {"cmd": cmd}, ["go", "a", "--", "--x", "-y"],
                          tail=True, arguments=(run,))
     assert code == 0 and json.loads(out) == {"cmd": ["a", "--x", "-y"]}
+
+
+LEAVE = """
+import atexit, json, sys, tempfile, threading, time
+from pathlib import Path
+from commandline import program
+from commandline.ladder import run_process
+from commandline.spec import Command
+
+mode, marks = sys.argv[1], Path(sys.argv[2])
+atexit.register(lambda: (marks / "atexit").write_text("ran"))
+held = tempfile.TemporaryDirectory(dir=marks)  # never closed: its finalizer must still run
+
+
+def go():
+    if mode == "thread":  # a worker the process must wait for, as the ordinary exit does
+        threading.Thread(target=lambda: (time.sleep(0.5), (marks / "worker").write_text("done"))
+                         ).start()
+    if mode == "fails":
+        raise ValueError("no")
+    return {"rows": ["x" * 100] * 2000}
+
+
+run_process(lambda: program.main("prog", [Command("go", go)], help="P.",
+                                 emit=lambda r: print(json.dumps(r)), argv=["go"]))
+"""
+
+
+@pytest.mark.parametrize("mode,code", [("ok", 0), ("fails", 4), ("thread", 0)])
+def test_a_process_leaves_after_its_output_its_atexit_work_and_its_threads(tmp_path, mode, code):
+    """run_process skips the interpreter's teardown but nothing a caller sees: the whole output
+    through a pipe, the exit code, atexit functions, an unclosed temporary folder removed, a
+    non-daemon thread's work."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", LEAVE, mode, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == code, proc.stderr
+    if mode == "fails":
+        assert proc.stdout == "" and proc.stderr == "prog: error: internal error: ValueError: no\n"
+    else:
+        assert len(json.loads(proc.stdout)["rows"]) == 2000 and proc.stderr == ""
+    assert (tmp_path / "atexit").read_text() == "ran"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["atexit"] + (["worker"] if mode == "thread" else []))

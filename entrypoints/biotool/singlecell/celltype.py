@@ -373,7 +373,14 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
     if spec is not None:
         try:
             organism_c2s = _c2s_organism(species)
-            cells = c2s.cell_sentences(norm, n_cells, seed=seed)
+            # The stage's first costs (the sentences, torch's import) count against the
+            # deadline too: past it, C2S is left out at once instead of after them.
+            try:
+                with budget.alarm(deadline):
+                    cells = c2s.cell_sentences(norm, n_cells, seed=seed)
+                    c2s.pick_device(None)
+            except budget.BudgetSpent:
+                raise _spent(budget_seconds, start, "preparing Cell2Sentence's prompts") from None
             res, items = _c2s(cells, organism_c2s, spec, deadline, batch_size, budget_seconds,
                               start)
         except BiotoolError as exc:

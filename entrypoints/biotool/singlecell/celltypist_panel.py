@@ -26,8 +26,13 @@ PANEL_MAX_CELLS = 3000  # the design's cap on cells scored per panel model
 
 
 def _quiet_celltypist():
+    """celltypist's import sets the root logger to INFO on stderr (logging.basicConfig), which
+    would put every library's info lines (torch's, at exit) on the agent's stderr."""
     logging.getLogger("celltypist").setLevel(logging.WARNING)
     logging.getLogger("celltypist.logger").setLevel(logging.WARNING)
+    import celltypist.logger  # noqa: F401 - its basicConfig runs here, once
+
+    logging.getLogger().setLevel(logging.WARNING)
 
 
 def load_model(path: Path, failure: type = ToolFailure, what: str = "model"):
