@@ -126,18 +126,28 @@ def ensure_schedule_volume(docker_client) -> str:
     return SCHEDULE_VOLUME
 
 
+def _write_override(path: Path, service: str, binds: dict[Path, str] | None = None,
+                    environment: dict[str, str] | None = None) -> Path:
+    """The one writer of the launcher's compose overrides: read-only long-form binds and
+    environment for one service, written as JSON (which YAML reads), so no host path or value
+    (a colon, a quote, a newline) can break the file."""
+    spec: dict = {}
+    if binds:
+        spec["volumes"] = [{"type": "bind", "source": str(source), "target": target,
+                            "read_only": True} for source, target in binds.items()]
+    if environment:
+        spec["environment"] = dict(environment)
+    path.write_text(json.dumps({"services": {service: spec}}, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
 def _override(run_dir: Path, extra_ca: Path) -> Path:
     """A compose override giving egress a CA it trusts upstream (tests: a mock NCBI)."""
     ca = run_dir / "extra-ca.pem"
     shutil.copyfile(extra_ca, ca)
     ca.chmod(0o644)
-    text = (f"services:\n  egress:\n    volumes:\n"
-            f"      - {ca}:{EXTRA_CA_IN_EGRESS}:ro\n"
-            f"    environment:\n"
-            f"      BIOTOOL_EGRESS_EXTRA_CA: {EXTRA_CA_IN_EGRESS}\n")
-    path = run_dir / "override.yaml"
-    path.write_text(text, encoding="utf-8")
-    return path
+    return _write_override(run_dir / "override.yaml", "egress", {ca: EXTRA_CA_IN_EGRESS},
+                           {"BIOTOOL_EGRESS_EXTRA_CA": EXTRA_CA_IN_EGRESS})
 
 
 def relay_settings(relay: str | None, relay_tls: str | None) -> tuple[str | None, str | None]:
@@ -174,13 +184,8 @@ def _relay_override(run_dir: Path, url: str, tls_dir: str | None) -> Path:
     for name in RELAY_TLS_FILES:
         shutil.copyfile(Path(tls_dir) / name, tls / name)
         (tls / name).chmod(0o644)  # the egress runs as uid 13; the 0700 holder keeps others out
-    path = run_dir / "relay.yaml"
-    path.write_text(f"services:\n  egress:\n    volumes:\n"
-                    f"      - type: bind\n        source: {json.dumps(str(tls))}\n"
-                    f"        target: {RELAY_TLS_IN_EGRESS}\n        read_only: true\n"
-                    f"    environment:\n      BIOTOOL_NCBI_RELAY: {json.dumps(url)}\n"
-                    f"      BIOTOOL_NCBI_RELAY_TLS: {RELAY_TLS_IN_EGRESS}\n", encoding="utf-8")
-    return path
+    return _write_override(run_dir / "relay.yaml", "egress", {tls: RELAY_TLS_IN_EGRESS},
+                           {"BIOTOOL_NCBI_RELAY": url, "BIOTOOL_NCBI_RELAY_TLS": RELAY_TLS_IN_EGRESS})
 
 
 SITE_IN_SANDBOX = "/opt/biotool-site"  # the image's BIOTOOL_SITE_DIR
@@ -197,13 +202,7 @@ def check_site(site: str) -> Path:
 
 def _site_override(run_dir: Path, service: str, site: Path) -> Path:
     """A compose override mounting the site overlay read-only where the image looks for it."""
-    path = run_dir / "site.yaml"
-    # The long bind syntax: a host path with a colon cannot break it; JSON strings are YAML.
-    path.write_text(f"services:\n  {service}:\n    volumes:\n"
-                    f"      - type: bind\n        source: {json.dumps(str(site))}\n"
-                    f"        target: {SITE_IN_SANDBOX}\n        read_only: true\n",
-                    encoding="utf-8")
-    return path
+    return _write_override(run_dir / "site.yaml", service, {site: SITE_IN_SANDBOX})
 
 
 def check_limits(limits: dict) -> dict:

@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+import yaml
 
 from biotool_testing import certificates, mock_ncbi, scripts
 
@@ -296,13 +297,15 @@ def test_the_launcher_mounts_the_gates_certificates_and_names_the_relay(certs, t
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     path = stack._relay_override(run_dir, "https://ncbi-relay:8443", str(certs["gate-a"]))
-    text = path.read_text()
-    assert 'BIOTOOL_NCBI_RELAY: "https://ncbi-relay:8443"' in text
-    assert f"target: {stack.RELAY_TLS_IN_EGRESS}" in text and "read_only: true" in text
     copied = run_dir / "relay" / "tls"
+    # Only the egress gets the certificates, read-only, with the relay's URL.
+    assert yaml.safe_load(path.read_text()) == {"services": {"egress": {
+        "volumes": [{"type": "bind", "source": str(copied), "target": stack.RELAY_TLS_IN_EGRESS,
+                     "read_only": True}],
+        "environment": {"BIOTOOL_NCBI_RELAY": "https://ncbi-relay:8443",
+                        "BIOTOOL_NCBI_RELAY_TLS": stack.RELAY_TLS_IN_EGRESS}}}}
     assert sorted(p.name for p in copied.iterdir()) == sorted(stack.RELAY_TLS_FILES)
     assert (run_dir / "relay").stat().st_mode & 0o777 == 0o700  # the host's other users: out
-    assert "sandbox" not in text  # the certificates go to the egress only
 
 
 @pytest.mark.parametrize("url,tls,why", [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import json
+import yaml
 
 ENTRYPOINTS = __import__("pathlib").Path(__file__).resolve().parents[3] / "entrypoints"
 
@@ -28,7 +28,20 @@ def test_the_override_binds_the_site_read_only_at_the_fixed_path(tmp_path):
     (site / "staged.json").write_text('{"items": {}}')
     path = stack._site_override(tmp_path, "sandbox", stack.check_site(str(site)))
     # The long bind syntax (a colon in the host path cannot split it), read-only.
-    assert path.read_text() == (
-        "services:\n  sandbox:\n    volumes:\n      - type: bind\n"
-        f"        source: {json.dumps(str(site))}\n        target: /opt/biotool-site\n"
-        "        read_only: true\n")
+    assert yaml.safe_load(path.read_text()) == {"services": {"sandbox": {"volumes": [
+        {"type": "bind", "source": str(site), "target": "/opt/biotool-site", "read_only": True}]}}}
+
+
+def test_the_extra_ca_override_survives_a_colon_in_the_run_folder(tmp_path):
+    """The CA override once wrote the short `SRC:DST:ro` form, which a colon in the state
+    folder's path split in the wrong place."""
+    from biotool_sandbox import stack
+
+    run_dir = tmp_path / "state:with colon"
+    run_dir.mkdir()
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    egress = yaml.safe_load(stack._override(run_dir, ca).read_text())["services"]["egress"]
+    assert egress["volumes"] == [{"type": "bind", "source": str(run_dir / "extra-ca.pem"),
+                                  "target": stack.EXTRA_CA_IN_EGRESS, "read_only": True}]
+    assert egress["environment"] == {"BIOTOOL_EGRESS_EXTRA_CA": stack.EXTRA_CA_IN_EGRESS}
