@@ -356,6 +356,19 @@ def check_runtime(dc, name: str | None) -> str | None:
     return name
 
 
+def check_engine(dc) -> None:
+    """Refuse an engine that would start the stack without part of its shape: Podman, asked
+    what it gives (biotool_sandbox.podman); Docker passes without a question."""
+    from . import podman
+
+    found = podman.version(dc)
+    gaps = podman.missing(dc) if found else []
+    if gaps:
+        raise LauncherError(f"this engine is Podman {found}, which cannot carry the enforced "
+                            f"stack: no {'; no '.join(gaps)}; run the offline forms with "
+                            f"`podman run` or use Docker (docs/harnesses.md, Podman)")
+
+
 def up(mode: str = "default", *, image: str | None = None, egress_image: str | None = None,
        extra_ca: str | None = None, compose: str | None = None, timeout: float = 180,
        site: str | None = None, limits: dict | None = None, relay: str | None = None,
@@ -383,6 +396,7 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
     sizes = budget.run_memory(base, env)  # its tmpfs leave room for processes, or refused
     defaults = budget.compose_defaults(base)
     dc = client()
+    check_engine(dc)
     runtime = check_runtime(dc, runtime)
     if runtime:
         env["BIOTOOL_RUNTIME"] = runtime
