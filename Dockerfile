@@ -31,6 +31,8 @@ COPY image/egress/ /usr/local/lib/egress/
 # state file both NCBI schedules use, the rule for what of a BLAST hit an agent sees), as the namespace package `biotool` beside the gate:
 # the egress imports them as the sandbox does, with no second copy in the repository.
 COPY entrypoints/biotool/rules.py entrypoints/biotool/ncbirule.py entrypoints/biotool/lockedstate.py entrypoints/biotool/hittext.py /usr/local/lib/egress/biotool/
+# The audit's wire format (what the gate writes, the launcher and the verifier read), as the namespace package `biotool_sandbox`.
+COPY entrypoints/biotool_sandbox/auditwire.py /usr/local/lib/egress/biotool_sandbox/
 COPY image/rules.toml /etc/biotool/rules.toml
 COPY entrypoints/biotool/system/filemanifest.py /usr/local/lib/egress/filemanifest.py
 # The file manifest last (biotool-sandbox verify-image checks the image against it).

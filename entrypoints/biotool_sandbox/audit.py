@@ -14,16 +14,10 @@ from __future__ import annotations
 import json
 import urllib.parse
 
-PREFIX = "BIOTOOL_EGRESS"
-GATE_PREFIX = "BIOTOOL_GATE"
-STORE_HEADER = "BIOTOOL_STORE"  # the store's first line: {"holds": [...]}
-FIELDS = ("time", "client", "method", "url", "host", "port", "status", "http_status", "error",
-          "bytes_sent", "bytes_received")
+from .auditwire import (AUDIT_FULL, CLOSE, GATE_PREFIX, GATE_RESTART, OPEN, REQUEST,
+                        SQUID_FIELDS, SQUID_PREFIX, STORE, STORE_HEADER, SUPPRESSED)
+
 ESCAPED = {"method", "url", "host"}
-# The gate's bounded audit store (image/egress/auditstore.py, file name from entrypoint.sh) on
-# the egress-only state volume: compose's egress-state, the egress pod's state emptyDir.
-RUN_STATE = "/var/lib/biotool-egress-run"
-STORE = f"{RUN_STATE}/audit.jsonl"
 RECORD_KEYS = ("time", "source", "event", "client", "method", "url", "host", "port", "sni",
                "status", "http_status", "error", "decision", "reason", "bytes_sent",
                "bytes_received", "tunnel", "what", "rid", "count",
@@ -49,11 +43,11 @@ def _text(value) -> str | None:
 def parse_line(line: str) -> dict | None:
     """One Squid record from one log line, or None for lines that are not Squid records."""
     parts = line.strip().split(" ")
-    if len(parts) != len(FIELDS) + 1 or parts[0] != PREFIX:
+    if len(parts) != len(SQUID_FIELDS) + 1 or parts[0] != SQUID_PREFIX:
         return None
     rec: dict = dict.fromkeys(RECORD_KEYS)
     rec.update(source="proxy", event="connect")
-    for name, raw in zip(FIELDS, parts[1:]):
+    for name, raw in zip(SQUID_FIELDS, parts[1:]):
         value = None if raw == "-" else raw
         if value is not None and name in ESCAPED:
             value = urllib.parse.unquote(value)
@@ -63,7 +57,7 @@ def parse_line(line: str) -> dict | None:
     except ValueError:
         return None
     if rec["method"] and rec["method"] != "CONNECT":
-        rec["event"] = "request"
+        rec["event"] = REQUEST
     rec["port"] = _int(rec["port"])
     rec["http_status"] = _int(rec["http_status"])
     rec["bytes_sent"] = _int(rec["bytes_sent"]) or 0
@@ -133,7 +127,7 @@ def parse_audit(text: str) -> dict:
     decided, outcomes = {}, set()
     counted = {"opened": 0, "closed": 0}
     for line in text.splitlines():
-        if PREFIX not in line and GATE_PREFIX not in line:
+        if SQUID_PREFIX not in line and GATE_PREFIX not in line:
             continue
         rec = parse_line(line)
         if rec is not None:
@@ -144,7 +138,7 @@ def parse_audit(text: str) -> dict:
             unparsed += 1
             continue
         event = doc["event"]
-        if event == "suppressed" and doc.get("source") == "proxy":
+        if event == SUPPRESSED and doc.get("source") == "proxy":
             # Squid's lines the store counted: each reads as the one it kept of them does.
             n = doc.get("count") if isinstance(doc.get("count"), int) else 1
             sample = parse_line(str(doc.get("line") or ""))
@@ -158,7 +152,7 @@ def parse_audit(text: str) -> dict:
                        destinations=_destinations(doc))
             records.append(rec)
             continue
-        if event == "suppressed" and doc.get("of") in ("open", "close"):
+        if event == SUPPRESSED and doc.get("of") in (OPEN, CLOSE):
             # Tunnels the store counted rather than listed: no attempt of their own (the
             # requests inside them have their records), so they are counted apart.
             n = doc.get("count") if isinstance(doc.get("count"), int) else 0
@@ -180,7 +174,7 @@ def parse_audit(text: str) -> dict:
                 for k in ("requests", "bytes_sent", "bytes_received"):
                     t[k] = doc.get(k) if isinstance(doc.get(k), int) else 0
             continue
-        if event == "gate_restart":  # tunnels open before it ended with the process
+        if event == GATE_RESTART:  # tunnels open before it ended with the process
             for t in tunnels.values():
                 if t["open"]:
                     t.update(closed=doc.get("time"), open=False, reason="the egress restarted")
@@ -225,9 +219,9 @@ def summarise(records: list[dict]) -> dict:
     stands for its count."""
     counts = {"allowed": 0, "denied": 0, "error": 0, "paced": 0}
     for rec in records:
-        if rec.get("event") in ("gate_restart", "audit_full"):  # events, not attempts
+        if rec.get("event") in (GATE_RESTART, AUDIT_FULL):  # events, not attempts
             continue
-        n = rec.get("count") if rec.get("event") == "suppressed" and isinstance(rec.get("count"), int) else 1
+        n = rec.get("count") if rec.get("event") == SUPPRESSED and isinstance(rec.get("count"), int) else 1
         counts[rec["decision"]] += n
         counts["paced"] += n if rec.get("paced") else 0
     return counts
@@ -252,10 +246,10 @@ def _full_since(store_text: str) -> float | None:
     """When the store filled up (its final `audit_full` record), or None. Searched from the
     end, not only the last line: the outcomes the store kept room for may follow it."""
     for line in reversed(store_text.splitlines()):
-        if '"audit_full"' not in line:
+        if f'"{AUDIT_FULL}"' not in line:
             continue
         doc = parse_gate(line)
-        if doc and doc["event"] == "audit_full" and isinstance(doc.get("time"), (int, float)):
+        if doc and doc["event"] == AUDIT_FULL and isinstance(doc.get("time"), (int, float)):
             return float(doc["time"])
     return None
 
@@ -289,12 +283,12 @@ def _dropped(log_text: str | None, store_text: str | None) -> int | None:
     as a rotated log holds fewer; None when the two cannot be compared."""
     if log_text is None or "proxy" not in store_holds(store_text):
         return None
-    in_log = sum(1 for l in log_text.splitlines() if l.startswith(PREFIX + " "))
+    in_log = sum(1 for l in log_text.splitlines() if l.startswith(SQUID_PREFIX + " "))
     in_store = 0
     for line in store_text.splitlines():
-        if line.startswith(PREFIX + " "):
+        if line.startswith(SQUID_PREFIX + " "):
             in_store += 1
-        elif (doc := parse_gate(line)) and doc["event"] == "suppressed" and \
+        elif (doc := parse_gate(line)) and doc["event"] == SUPPRESSED and \
                 doc.get("source") == "proxy" and isinstance(doc.get("count"), int):
             in_store += doc["count"]
     return max(0, in_log - in_store)
@@ -330,7 +324,7 @@ def _rotated_after_full(log_text: str | None, store_text: str | None) -> bool | 
     if full is None or log_text is None:
         return None
     for line in log_text.splitlines():
-        rec = parse_line(line) if line.startswith(PREFIX + " ") else parse_gate(line)
+        rec = parse_line(line) if line.startswith(SQUID_PREFIX + " ") else parse_gate(line)
         when = rec.get("time") if rec else None
         if isinstance(when, (int, float)):
             return when > full
@@ -345,7 +339,7 @@ def report(run: str | None, log_text: str | None, store_text: str | None, egress
     parsed = parse_audit(merge(log_text or "", store_text))
     records = parsed["records"]
     return {"run": run, "offline": False,
-            "egress": {**egress, "gate_restarts": sum(r.get("event") == "gate_restart"
+            "egress": {**egress, "gate_restarts": sum(r.get("event") == GATE_RESTART
                                                       for r in records)},
             "records": records, "counts": summarise(records),
             "tunnels": parsed["tunnels"], "open_tunnels": parsed["open_tunnels"],
@@ -356,6 +350,6 @@ def report(run: str | None, log_text: str | None, store_text: str | None, egress
             "proxy_log": _proxy_log(log_text, store_text),
             "store": {"read": store_text is not None, "path": STORE,
                       "bytes": len(store_text.encode()) if store_text is not None else None,
-                      "full": any(r.get("event") == "audit_full" for r in records),
+                      "full": any(r.get("event") == AUDIT_FULL for r in records),
                       "suppressed": sum(r.get("count") or 0 for r in records
-                                        if r.get("event") == "suppressed")}}
+                                        if r.get("event") == SUPPRESSED)}}

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from . import budget
-from .audit import RUN_STATE, STORE
+from .auditwire import RUN_STATE, STORE
 from .errors import LauncherError
 
 HEADER = ("# Rendered by `biotool-sandbox harbor` from compose.yaml; do not edit: re-render.\n")

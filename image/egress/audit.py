@@ -12,8 +12,10 @@ import sys
 import threading
 import time
 
-GATE = "BIOTOOL_GATE"     # a run's gate (gatekeeper.py): the run's audit
-RELAY = "BIOTOOL_RELAY"   # the site's NCBI relay (relay.py)
+from biotool_sandbox import auditwire  # in the egress image: beside this file
+
+GATE = auditwire.GATE_PREFIX    # a run's gate (gatekeeper.py): the run's audit
+RELAY = auditwire.RELAY_PREFIX  # the site's NCBI relay (relay.py)
 FIELD_CAP = 200           # characters of any string field, cut before escaping
 URL_CAP = 600             # characters of a record's url
 

@@ -38,6 +38,7 @@ import threading
 import time
 
 import audit
+from biotool_sandbox import auditwire  # in the egress image: beside this file
 
 BURST = 20          # denied records kept per reason per window
 WINDOW = 60.0       # seconds
@@ -46,7 +47,7 @@ OWED = 2048         # bytes kept for the outcome of a decided request or the clo
 MAX_BYTES = 16 << 20
 DESTINATIONS = 16   # distinct destinations a counted flood of Squid's lines keeps per window
 KEPT, COUNTED = "kept", "counted"  # what write() did; "" when the store is full
-HEADER = "BIOTOOL_STORE"  # the store's first line: which records it holds
+HEADER = auditwire.STORE_HEADER  # the store's first line: which records it holds
 FLUSH_EVERY = 2.0   # seconds between writes of what a flood's counters hold (flush_every)
 
 
@@ -65,7 +66,7 @@ def _holds(path: str) -> tuple[str, ...]:
 def _ends_full(path: str) -> bool:
     # Anywhere, not only at the end: outcomes owed room may follow the final record.
     with open(path, "rb") as fh:
-        return any(b'"event":"audit_full"' in line for line in fh)
+        return any(f'"event":"{auditwire.AUDIT_FULL}"'.encode() in line for line in fh)
 
 
 def flood_key(rec: dict) -> tuple | None:
@@ -75,10 +76,10 @@ def flood_key(rec: dict) -> tuple | None:
     event, decision = rec.get("event"), rec.get("decision")
     status = rec.get("http_status") if isinstance(rec.get("http_status"), int) else None
     code = rec.get("code") if isinstance(rec.get("code"), str) else "uncoded"
-    if event in ("request", "tunnel", "tls") and decision in ("denied", "paced"):
+    if event in (auditwire.REQUEST, auditwire.TUNNEL, auditwire.TLS) and decision in ("denied", "paced"):
         return ("gate", event, decision, code[:64], status)
-    if event == "open":
-        return ("gate", "open", "allowed", "tunnel-open", None)
+    if event == auditwire.OPEN:
+        return ("gate", auditwire.OPEN, "allowed", "tunnel-open", None)
     return None
 
 
@@ -131,7 +132,7 @@ class Store:
 
     def _flush_suppressed(self) -> bool:
         for key, c in sorted(self.suppressed.items(), key=lambda kv: repr(kv[0])):
-            rec = {"time": round(c["last"], 3), "event": "suppressed", "of": key[1],
+            rec = {"time": round(c["last"], 3), "event": auditwire.SUPPRESSED, "of": key[1],
                    "decision": key[2], "code": key[3], "reason": c["reason"], "count": c["n"],
                    "first": round(c["first"], 3), "http_status": c["status"]}
             if key[0] != "gate":
@@ -154,7 +155,8 @@ class Store:
         flood = flood_key(rec) if how == "flood" else None
         if how == "count":
             flood = ("gate", str(rec.get("event")), str(rec.get("decision")), "tunnel-close", None)
-        owes = rec.get("event") == "decided" or (rec.get("event") == "open" and how == "flood")
+        owes = rec.get("event") == auditwire.DECIDED or (rec.get("event") == auditwire.OPEN
+                                                      and how == "flood")
         return self._keep(lambda: self._line(rec), rec.get("time") or self.clock(), flood,
                           rec.get("http_status"), None, reason=str(rec.get("reason"))[:200],
                           owed=how == "owed", owes=owes, counted_now=how == "count")
@@ -207,7 +209,7 @@ class Store:
 
     def _close(self, now: float) -> None:
         self.full = True
-        self._append(self._line({"time": round(now, 3), "event": "audit_full",
+        self._append(self._line({"time": round(now, 3), "event": auditwire.AUDIT_FULL,
                                  "decision": "denied", "bytes": self.size,
                                  "reason": "this run's audit store is full: no further request "
                                            "of the run is relayed"}), final=True)

@@ -42,6 +42,7 @@ import schedule as schedule_mod
 import serving
 import upstream
 from biotool import ncbirule
+from biotool_sandbox import auditwire  # in the egress image: beside this file
 
 JITTER_S = 0.5                # added to NCBI's intervals for network jitter
 MIN_INTERVAL_S = ncbirule.MIN_INTERVAL_S + JITTER_S
@@ -191,7 +192,7 @@ class Requests(serving.Handler):
     def new_record(self, sent: int) -> None:
         self.sent, self.wfile.n, self.held = sent, 0, 0
         self.recorded = self.relayed = self.owed = False
-        self.rec = {**self.base, "event": "request", "request": next(self.gate.ids),
+        self.rec = {**self.base, "event": auditwire.REQUEST, "request": next(self.gate.ids),
                     "host": self.tunnel_host, "port": self.tunnel_port, "sni": self.sni}
 
     def finish_record(self, decision: str, reason: str, status, code: str | None = None,
@@ -318,7 +319,7 @@ class Requests(serving.Handler):
         the store is full. Written to the store alone: it lies between the slot's grant and
         the send, where a blocked write to the container log would delay the request (its
         outcome record, with the same fields, goes to both)."""
-        self.owed = bool(self.gate.log({**self.rec, "event": "decided", "method": method,
+        self.owed = bool(self.gate.log({**self.rec, "event": auditwire.DECIDED, "method": method,
                                         "url": url, "decision": "allowed",
                                         "reason": f"BLAST {what} decided; relaying"},
                                        echo=False))

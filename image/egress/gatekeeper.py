@@ -35,6 +35,7 @@ import squidlog  # noqa: E402
 import tunnel  # noqa: E402
 from biotool import rules as rules_mod  # noqa: E402 - copied beside it in the image
 from render import GATE_PORT, SQUID_LOG_PORT  # noqa: E402 - squid.conf names the same ports
+from biotool_sandbox import auditwire  # noqa: E402 - copied beside it in the image
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"egress gate: the NCBI relay is not usable ({exc})", file=sys.stderr)
         return 2
     if records.store is not None and records.store.reopened:  # a restart: the audit says so
-        gate.log({"event": "gate_restart", "decision": "allowed",
+        gate.log({"event": auditwire.GATE_RESTART, "decision": "allowed",
                   "rids_kept": len(gate.rids.known),
                   "reason": "the gate started again in this run; its RIDs, CA and audit were kept"})
     host, _, port = args.listen.rpartition(":")

@@ -47,6 +47,7 @@ import schedule as schedule_mod  # noqa: E402
 import serving  # noqa: E402
 import upstream  # noqa: E402
 from biotool import ncbirule  # noqa: E402
+from biotool_sandbox import auditwire  # noqa: E402 - copied beside it in the image
 
 DEFAULT_UPSTREAM = f"https://{ncbirule.HOST}/Blast.cgi"
 MAX_CONNECTIONS = 256          # gates connected at once; more are closed at once
@@ -141,7 +142,7 @@ class RelayServer(serving.Server):
             tls = serving.handshake(request, self.relay.server_ctx, serving.HANDSHAKE_S)
         except (OSError, ssl.SSLError) as exc:
             self.relay.records.write({
-                "event": "tls", "address": client_address[0], "decision": "denied",
+                "event": auditwire.TLS, "address": client_address[0], "decision": "denied",
                 "reason": f"not a gate of this site: TLS refused ({type(exc).__name__}: {exc})"})
             return
         serving.serve_then_close(tls, lambda: Handler(tls, client_address, self))
@@ -174,7 +175,7 @@ class Handler(serving.Handler):
 
     def record(self, decision: str, reason: str, status, **extra) -> None:
         self.server.relay.records.write({
-            "event": "request", "client": self.peer, "address": self.client_address[0],
+            "event": auditwire.REQUEST, "client": self.peer, "address": self.client_address[0],
             "run": getattr(self, "run", None), "method": self.command, "decision": decision,
             "reason": reason, "http_status": status, **extra})
 

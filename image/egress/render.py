@@ -17,26 +17,28 @@ import time
 from pathlib import Path
 
 from biotool import rules as rules_mod  # in the egress image: biotool/ beside this file
+from biotool_sandbox import auditwire
 
 # One access-log line per attempt Squid ends itself (every denial); an allowed CONNECT is
 # relayed to the gate (gatekeeper.py), which logs the tunnel and each request in it.
 # Fields are space separated, "-" when empty; free-text fields are URL-escaped (%#) and every
 # field is cut to a maximum width, so a line never nears Squid's 8,191-byte log-line limit
 # (a longer line would be cut and lost) and nothing the agent sends can forge a record.
-LOG_PREFIX = "BIOTOOL_EGRESS"
-LOG_FIELDS = (
-    ("time", "%ts.%03tu"),
-    ("client", "%>a"),
-    ("method", "%#.32rm"),
-    ("url", "%#.1500ru"),
-    ("host", "%#.300>rd"),
-    ("port", "%>rP"),
-    ("status", "%.40Ss"),
-    ("http_status", "%03>Hs"),
-    ("error", "%.60err_code"),
-    ("bytes_sent", "%>st"),
-    ("bytes_received", "%<st"),
-)
+LOG_PREFIX = auditwire.SQUID_PREFIX
+_CODES = {
+    "time": "%ts.%03tu",
+    "client": "%>a",
+    "method": "%#.32rm",
+    "url": "%#.1500ru",
+    "host": "%#.300>rd",
+    "port": "%>rP",
+    "status": "%.40Ss",
+    "http_status": "%03>Hs",
+    "error": "%.60err_code",
+    "bytes_sent": "%>st",
+    "bytes_received": "%<st",
+}
+LOG_FIELDS = tuple((name, _CODES[name]) for name in auditwire.SQUID_FIELDS)
 LOG_FORMAT = " ".join([LOG_PREFIX, *(code for _, code in LOG_FIELDS)])
 
 # IPv4 dotted quads (and bare integers, which some resolvers accept as addresses) and

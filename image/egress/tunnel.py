@@ -20,6 +20,7 @@ import ssl
 import clienthello
 import gate as gate_mod
 import serving
+from biotool_sandbox import auditwire  # in the egress image: beside this file
 
 HEAD_MAX = 16 << 10  # a CONNECT head from Squid is far smaller
 
@@ -55,21 +56,21 @@ class Tunnel(socketserver.BaseRequestHandler):
         host = host.lower().rstrip(".")
         if parts[0] != "CONNECT" or not port.isdigit() or (host, int(port)) not in gate.allow:
             sock.sendall(b"HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
-            gate.log({**base, "event": "tunnel", "method": parts[0], "url": target, "decision": "denied",
+            gate.log({**base, "event": auditwire.TUNNEL, "method": parts[0], "url": target, "decision": "denied",
                       "reason": "not an allowlisted CONNECT target", "http_status": 403,
                       "code": "connect-target"})
             return
         if gate.records.full:
             sock.sendall(b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
                          b"Content-Length: 0\r\n\r\n")
-            gate.log({**base, "event": "tunnel", "method": "CONNECT", "url": target, "host": host,
+            gate.log({**base, "event": auditwire.TUNNEL, "method": "CONNECT", "url": target, "host": host,
                       "decision": "denied", "http_status": 503, "code": "store-full",
                       "reason": "this run's audit store is full: no tunnel opens"})
             return
         if not gate.tunnels.acquire(blocking=False):
             sock.sendall(b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
                          b"Content-Length: 0\r\n\r\n")
-            gate.log({**base, "event": "tunnel", "method": "CONNECT", "url": target, "host": host,
+            gate.log({**base, "event": auditwire.TUNNEL, "method": "CONNECT", "url": target, "host": host,
                       "decision": "denied", "http_status": 503, "code": "tunnels-max",
                       "reason": f"more than {gate_mod.MAX_TUNNELS} tunnels open at once"})
             return
@@ -83,7 +84,7 @@ class Tunnel(socketserver.BaseRequestHandler):
         sock.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
         opened = ""
         if not internal:
-            opened = gate.log({**base, "event": "open", "method": "CONNECT", "url": f"{host}:{port}",
+            opened = gate.log({**base, "event": auditwire.OPEN, "method": "CONNECT", "url": f"{host}:{port}",
                                "host": host, "port": port, "decision": "allowed",
                                "reason": "tunnel open"})
         stats = {"requests": 0, "bytes_sent": 0, "bytes_received": 0}
@@ -108,7 +109,7 @@ class Tunnel(socketserver.BaseRequestHandler):
                     except OSError:
                         pass
                 if kind != "closed":
-                    gate.log({**base, "event": "tls", "host": host, "port": port, "sni": shown,
+                    gate.log({**base, "event": auditwire.TLS, "host": host, "port": port, "sni": shown,
                               "decision": "denied", "reason": why, "code": f"tls-{kind}"})
                 reason = why
                 return
@@ -116,7 +117,7 @@ class Tunnel(socketserver.BaseRequestHandler):
                 tls = serving.handshake(sock, gate.server_ctx, serving.HANDSHAKE_S)
             except (OSError, ssl.SSLError) as exc:
                 reason = f"TLS handshake failed ({type(exc).__name__})"
-                gate.log({**base, "event": "tls", "host": host, "port": port, "sni": shown,
+                gate.log({**base, "event": auditwire.TLS, "host": host, "port": port, "sni": shown,
                           "decision": "denied", "reason": reason, "code": "tls-handshake"})
                 return
             tls.settimeout(serving.IDLE_S)
@@ -124,7 +125,7 @@ class Tunnel(socketserver.BaseRequestHandler):
                 tls, base, self.server, host=host, port=port, sni=shown, stats=stats))
         finally:
             if not internal:  # kept where its opening was (room kept), counted where it was
-                gate.log({**base, "event": "close", "url": f"{host}:{port}", "host": host, "port": port,
+                gate.log({**base, "event": auditwire.CLOSE, "url": f"{host}:{port}", "host": host, "port": port,
                           "decision": "allowed", "reason": reason, **stats},
                          "owed" if opened == "kept" else "count")
 

@@ -185,12 +185,6 @@ def test_cli_writes_the_rendered_config(tmp_path):
     assert "dstdomain -n blast.ncbi.nlm.nih.gov" in out.read_text()
 
 
-def test_log_format_and_audit_parser_name_the_same_fields():
-    from biotool_sandbox import audit
-    assert tuple(name for name, _ in render.LOG_FIELDS) == audit.FIELDS
-    assert render.LOG_PREFIX == audit.PREFIX
-
-
 def test_warm_up_cli_with_empty_allowlist_creates_the_ready_file(tmp_path):
     rules_file = tmp_path / "rules.toml"
     rules_file.write_text("[egress]\nallow = []\n")

@@ -1,0 +1,23 @@
+"""The egress audit's wire format, written once: what Squid, a run's gate and the site's relay
+write (image/egress/) and what the store, the launcher's `audit` and Harbor's verifier read.
+
+No imports: the Dockerfile copies this file into the egress image too
+(/usr/local/lib/egress/biotool_sandbox/auditwire.py), so both sides read these very names.
+"""
+
+SQUID_PREFIX = "BIOTOOL_EGRESS"  # one Squid access-log line per attempt Squid ends itself
+GATE_PREFIX = "BIOTOOL_GATE"     # a run's gate (gatekeeper.py): `PREFIX {json}`, the run's audit
+RELAY_PREFIX = "BIOTOOL_RELAY"   # the site's NCBI relay (relay.py)
+STORE_HEADER = "BIOTOOL_STORE"   # the store's first line: `PREFIX {"holds": [...]}`
+# Squid's fields after the prefix, in order (render.py gives each its format code).
+SQUID_FIELDS = ("time", "client", "method", "url", "host", "port", "status", "http_status",
+                "error", "bytes_sent", "bytes_received")
+
+# The gate's bounded audit store on the egress-only state volume (compose's egress-state, the
+# egress pod's state emptyDir); entrypoint.sh names the same file.
+RUN_STATE = "/var/lib/biotool-egress-run"
+STORE = f"{RUN_STATE}/audit.jsonl"
+
+# Gate records' events. The last three are not attempts: the launcher counts them apart.
+REQUEST, DECIDED, TUNNEL, OPEN, TLS, CLOSE = "request", "decided", "tunnel", "open", "tls", "close"
+GATE_RESTART, AUDIT_FULL, SUPPRESSED = "gate_restart", "audit_full", "suppressed"
