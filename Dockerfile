@@ -120,7 +120,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log \
       /var/log/alternatives.log /var/cache/ldconfig/aux-cache
 
-# The toolbox (docs/TOOLS.md; what each command is: entrypoints/biotool/system/toolbox.toml).
+# The toolbox (docs/TOOLS.md; what each command is: entrypoints/biotool/system/toolbox/toolbox.toml).
 # An agent here cannot install anything, so the image carries what agents reach for, each
 # pinned to its Debian bookworm version (a point release that supersedes a pin fails this
 # step by name: take the new version from `apt-cache policy`). Debian's mosdepth opens htslib
