@@ -8,39 +8,15 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from typing import Any
 
-# The exit codes and the error every program raises are the command-line layer's (one
-# ladder for biotool, molperceive and biotool-sandbox); biotool's errors are its kinds.
-from commandline.errors import EXIT_FAILED, EXIT_INPUT, EXIT_OK, EXIT_REFUSED, ProgramError
+# The exit codes and the errors are the command-line layer's (one ladder for biotool,
+# molperceive and biotool-sandbox), named here too for biotool's modules.
+from commandline.errors import (EXIT_FAILED, EXIT_INPUT, EXIT_OK, EXIT_REFUSED, InputError,
+                                ProgramError, RefusedError, ToolFailure)
 
-__all__ = ["EXIT_OK", "EXIT_INPUT", "EXIT_REFUSED", "EXIT_FAILED", "BiotoolError",
+__all__ = ["EXIT_OK", "EXIT_INPUT", "EXIT_REFUSED", "EXIT_FAILED", "ProgramError",
            "InputError", "RefusedError", "ToolFailure", "plain", "render", "emit"]
-
-
-class BiotoolError(ProgramError):
-    """An error the agent can act on; its message is one line naming the culprit."""
-
-    exit_code = EXIT_FAILED
-
-
-class InputError(BiotoolError):
-    """Bad input or usage: missing file, malformed data, bad JSON (exit 2)."""
-
-    exit_code = EXIT_INPUT
-
-
-class RefusedError(BiotoolError):
-    """Refused by the rules: forbidden tool, host not on the allowlist (exit 3)."""
-
-    exit_code = EXIT_REFUSED
-
-
-class ToolFailure(BiotoolError):
-    """A tool, model or remote service failed or timed out (exit 4)."""
-
-    exit_code = EXIT_FAILED
 
 
 def _jsonable(obj: Any) -> Any:
@@ -87,5 +63,7 @@ def render(result: dict, as_tool: bool = False) -> str:
 
 
 def emit(result: dict) -> None:
-    sys.stdout.write(render(result) + "\n")
-    sys.stdout.flush()
+    """A result on stdout through the one emitter, rendered in this process's arm."""
+    from commandline.ladder import emit as emit_json
+
+    emit_json(render(result))

@@ -7,14 +7,14 @@ code (that is in the JSON as exit_code).
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 
 from commandline import program
+from commandline.kinds import count
 from commandline.spec import Argument, Command, Option
 
 from .errors import EngineError, LauncherError
+from .timeouts import SECONDS
 
 PROG = "biotool-sandbox"
 
@@ -204,7 +204,8 @@ def commands() -> list[Command]:
                 arguments=(run, Argument("cmd", "-- then the command and its arguments",
                                          many=True)),
                 options=(Option(("--timeout",), "kill the command after this many seconds "
-                                "(exit_code 124)", kind=float),
+                                "(exit_code 124; 0, as for timeout(1), is no limit)",
+                                kind=SECONDS),
                          Option(("--workdir",), "working directory in the sandbox",
                                 default="/work"),
                          Option(("--env",), "an environment variable for the command "
@@ -289,7 +290,7 @@ def commands() -> list[Command]:
                                 "time (out/images/<name>/files.tsv) to check it against too",
                                 metavar="FILE"),
                          Option(("--limit",), "list at most this many differing paths per "
-                                "comparison (the counts are always whole)", kind=int,
+                                "comparison (the counts are always whole)", kind=count(0),
                                 default=200))),
         Command("demo", demo, short_help="up, a short agent session with every landed tool, a "
                 "blocked egress attempt, audit, down",
@@ -299,15 +300,8 @@ def commands() -> list[Command]:
     ]
 
 
-def _emit(result: dict | str) -> None:
-    # k8s-values prints the values file itself (YAML), the one command whose output is not JSON.
-    sys.stdout.write(result if isinstance(result, str)
-                     else json.dumps(result, indent=None, sort_keys=False) + "\n")
-    sys.stdout.flush()
-
-
 def main(argv: list[str] | None = None) -> None:
-    program.main(PROG, commands(), help=__doc__, epilog=EPILOG, emit=_emit, argv=argv)
+    program.main(PROG, commands(), help=__doc__, epilog=EPILOG, argv=argv)
 
 
 if __name__ == "__main__":

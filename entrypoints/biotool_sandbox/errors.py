@@ -1,12 +1,10 @@
 """Launcher errors: each carries the exit code the CLI returns (the biotool convention)."""
 
-from commandline.errors import EXIT_FAILED, EXIT_INPUT, ProgramError
+from commandline.errors import EXIT_FAILED, InputError
 
 
-class LauncherError(ProgramError):
+class LauncherError(InputError):
     """Bad input or usage (exit 2); the message names the argument or run at fault."""
-
-    exit_code = EXIT_INPUT
 
 
 class EngineError(LauncherError):

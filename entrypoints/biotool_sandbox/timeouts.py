@@ -3,10 +3,13 @@ path, never through the image's PATH), and the host's own wait on the stream bes
 
 from __future__ import annotations
 
-import math
 import re
 
+from commandline.kinds import invalid, seconds
+
 from .errors import LauncherError
+
+SECONDS = seconds(zero_ok=True)  # exec --timeout's kind: 0, as for timeout(1), is no limit
 
 TIMEOUT_BIN = "/usr/bin/timeout"
 KILL_AFTER = 5
@@ -37,10 +40,11 @@ def wrapper_refused(line: str, wrapper: str, cmd0: str) -> bool:
 
 
 def checked(timeout: float | None, option: str = "--timeout") -> float | None:
-    """A timeout as GNU timeout and the host's wait can honour it: finite and >= 0 (0, as for
-    timeout(1), is no limit); NaN, infinity and negatives are refused naming the option."""
+    """A timeout as GNU timeout and the host's wait can honour it (SECONDS), for a caller of
+    `agent.exec_` that is not the command line; refused in the command line's words."""
     if timeout is None:
         return None
-    if not math.isfinite(timeout) or timeout < 0:
-        raise LauncherError(f"{option} {timeout:g} is not a number of seconds >= 0")
-    return timeout
+    try:
+        return SECONDS.check(timeout)
+    except ValueError as exc:
+        raise LauncherError(invalid(f"'{option}'", str(exc))) from None

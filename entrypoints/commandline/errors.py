@@ -1,4 +1,5 @@
-"""The exit codes of every program of this project (docs/contract.md) and the error they raise."""
+"""The exit codes of every program of this project (docs/contract.md) and the errors they raise,
+one class per exit code."""
 
 from __future__ import annotations
 
@@ -26,10 +27,26 @@ class ProgramError(Exception):
         self.result = result
 
 
-class UsageError(ProgramError):
-    """The command line itself is wrong (exit 2); `command` names the subcommand, if any."""
+class InputError(ProgramError):
+    """Bad input or usage: missing file, malformed data, bad JSON (exit 2)."""
 
     exit_code = EXIT_INPUT
+
+
+class RefusedError(ProgramError):
+    """Refused by the rules: forbidden tool, host not on the allowlist (exit 3)."""
+
+    exit_code = EXIT_REFUSED
+
+
+class ToolFailure(ProgramError):
+    """A tool, model, engine or remote service failed or timed out (exit 4)."""
+
+    exit_code = EXIT_FAILED
+
+
+class UsageError(InputError):
+    """The command line itself is wrong (exit 2); `command` names the subcommand, if any."""
 
     def __init__(self, message: str, command: str = ""):
         super().__init__(message)

@@ -102,9 +102,10 @@ def _metavar(opt: Option) -> str:
         return " " + opt.metavar
     if opt.choices:
         return " [" + "|".join(opt.choices) + "]"
-    name = getattr(opt.kind, "__name__", "str") if opt.kind in (str, int, float) else "str"
-    ranged = opt.kind in (int, float) and (opt.min is not None or opt.max is not None)
-    return f" <{name} range>" if ranged else f" <{name}>"
+    number = opt.number
+    if number is None:
+        return " <str>"
+    return f" <{number.__name__} range>" if number.ranged else f" <{number.__name__}>"
 
 
 def option_row(opt: Option, text: Callable[[str], str]) -> tuple[str, str]:
@@ -112,10 +113,7 @@ def option_row(opt: Option, text: Callable[[str], str]) -> tuple[str, str]:
     extra = []
     empty = isinstance(opt.default, (str, tuple, list)) and not opt.default
     shown = not opt.flag and opt.default is not None and not empty
-    bounds = ""
-    if opt.kind in (int, float) and (opt.min is not None or opt.max is not None):
-        lo, hi = opt.min, opt.max
-        bounds = f"x>={lo}" if hi is None else f"x<={hi}" if lo is None else f"{lo}<=x<={hi}"
+    bounds = opt.number.bounds() if opt.number and opt.number.ranged else ""
     if shown:
         extra.append(f"default: {opt.default}")
     if bounds:

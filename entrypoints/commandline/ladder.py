@@ -11,6 +11,18 @@ from typing import Any, Callable, NoReturn
 from commandline.errors import EXIT_FAILED, EXIT_INPUT, EXIT_OK, ProgramError, one_line
 
 
+def emit(result: Any) -> None:
+    """The one JSON emitter of every program: result as one JSON object on one line of
+    stdout (UTF-8 as is). A str is the output already encoded (biotool's rendered answer,
+    molperceive label's bytes, k8s-values' YAML file) and is written as it is."""
+    if not isinstance(result, str):
+        import json  # not at start-up: --help and a usage error print no JSON
+
+        result = json.dumps(result, ensure_ascii=False)
+    sys.stdout.write(result if result.endswith("\n") else result + "\n")
+    sys.stdout.flush()
+
+
 def fail_line(prog: str, message: str, code: int) -> NoReturn:
     """The one error line of every program (`PROG: error: ...`), then exit with `code`."""
     sys.stdout.flush()

@@ -2,8 +2,8 @@
 
 Every option gets the checks it shares with every other: given once unless repeatable, no
 empty value (unless empty is its default), valid UTF-8 text of bounded length, numbers
-converted with the option named, integers within their declared range and what a C long
-holds. (Other bounds, NaN included, are each command's: it knows what its options mean.)
+converted and held to their kind (commandline.kinds: finite, within its range) with the
+option named, and integers within what a C long holds.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from commandline.errors import UsageError
+from commandline.kinds import invalid
 from commandline.spec import Argument, Command, Option
 
 HELP_FLAGS = ("-h", "--help")
@@ -116,14 +117,6 @@ def _hint(opt: Option) -> str:
     return " / ".join(f"'{s}'" for s in opt.flags)
 
 
-def _range(opt: Option) -> str:
-    if opt.min is None:
-        return f"x<={opt.max}"
-    if opt.max is None:
-        return f"x>={opt.min}"
-    return f"{opt.min}<=x<={opt.max}"
-
-
 def value(opt: Option, raw: str, where: str) -> Any:
     """One option value, checked and converted; each problem a UsageError naming the option."""
     def refuse(shown: str, problem: str) -> UsageError:
@@ -139,18 +132,12 @@ def value(opt: Option, raw: str, where: str) -> Any:
     except UnicodeEncodeError:
         raise refuse(ascii(raw)[:60], "not valid UTF-8 text") from None
     if opt.choices is not None and raw not in opt.choices:
-        raise UsageError(f"Invalid value for {_hint(opt)}: {raw!r} is not one of "
-                         f"{', '.join(map(repr, opt.choices))}.", where)
+        raise UsageError(invalid(_hint(opt), f"{raw!r} is not one of "
+                                 f"{', '.join(map(repr, opt.choices))}."), where)
     try:
-        out = opt.kind(raw)
+        out = (opt.number or opt.kind)(raw)
     except ValueError as exc:
-        why = (f"{raw!r} is not a valid {opt.kind.__name__}." if opt.kind in (int, float)
-               else str(exc))
-        raise UsageError(f"Invalid value for {_hint(opt)}: {why}", where) from None
-    if opt.kind in (int, float) and ((opt.min is not None and out < opt.min)
-                                     or (opt.max is not None and out > opt.max)):
-        raise UsageError(f"Invalid value for {_hint(opt)}: {out} is not in the range "
-                         f"{_range(opt)}.", where)
+        raise UsageError(invalid(_hint(opt), str(exc)), where) from None
     if isinstance(out, int) and not isinstance(out, bool) and abs(out) > MAX_OPTION_INT:
         raise refuse(f"{str(out)[:12]}...", f"a {len(str(abs(out)))}-digit integer is out of range")
     return out

@@ -7,7 +7,7 @@ from typing import Any, Callable, NoReturn, Sequence
 
 from commandline.errors import EXIT_INPUT, EXIT_OK, UsageError
 from commandline.helptext import command_help, program_help
-from commandline.ladder import fail_line, finish
+from commandline.ladder import emit as emit_json, fail_line, finish
 from commandline.parse import HELP_FLAGS, no_such_option, parse
 from commandline.spec import Command, Option
 
@@ -18,7 +18,8 @@ def _print(text: str) -> NoReturn:
     raise SystemExit(EXIT_OK)
 
 
-def main(prog: str, commands: Sequence[Command], *, help: str, emit: Callable[[Any], None],
+def main(prog: str, commands: Sequence[Command], *, help: str,
+         emit: Callable[[Any], None] = emit_json,
          argv: Sequence[str] | None = None, options: Sequence[Option] = (),
          setup: Callable[[set[str]], None] = lambda flags: None, epilog: str = "",
          text: Callable[[str], str] = str) -> NoReturn:

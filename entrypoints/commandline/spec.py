@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
+from commandline.kinds import Number
+
 
 @dataclass(frozen=True)
 class Option:
-    """One option. `kind` is str, int or float (converted and range-checked by the parser) or
-    a function from the text to the value that raises UsageError naming what is wrong.
+    """One option. `kind` is str, int, float or a number kind (commandline.kinds: converted
+    and range-checked by the parser), or a function from the text to the value that raises
+    UsageError naming what is wrong.
 
     flag: takes no value (True when given). multiple: may be repeated (a list; otherwise
     given twice is refused). gather: "each" takes the files after the flag as more values
@@ -25,8 +28,6 @@ class Option:
     flag: bool = False
     multiple: bool = False
     gather: Optional[str] = None
-    min: Optional[float] = None
-    max: Optional[float] = None
     choices: Optional[tuple[str, ...]] = None
     metavar: Optional[str] = None
     aliases: tuple[str, ...] = ()
@@ -36,6 +37,13 @@ class Option:
     def name(self) -> str:
         """The spelling errors name: the longest flag."""
         return max(self.flags, key=len)
+
+    @property
+    def number(self) -> Optional[Number]:
+        """The number kind this option's values are held to, None for text."""
+        if isinstance(self.kind, Number):
+            return self.kind
+        return Number(self.kind) if self.kind in (int, float) else None
 
     @property
     def key(self) -> str:

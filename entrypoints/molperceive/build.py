@@ -20,9 +20,6 @@ from biotool.output import InputError, ToolFailure
 from molperceive import contract, corrupt, jsonl, label, requests, smiles_syntax
 
 INVALID_REASONS = contract.CHEMISTRY_REASONS + contract.SYNTAX_REASONS
-# Rows per molecule beyond this repeat the same few fields and phrasings: more rows, no more
-# information, and an unbounded value would let one argument fill the disk.
-MAX_ROWS_PER_MOLECULE = 100
 
 
 def read_smiles(path: str | Path) -> list[tuple[int, str, str]]:
@@ -185,14 +182,6 @@ def build(smiles_path: str | Path, out_path: str | Path, seed: int = 0, eval_fra
     if not set(fields) & contract.GRAPH_DETERMINED:
         raise InputError("fields must include a graph-determined field: "
                          + ", ".join(sorted(contract.GRAPH_DETERMINED)))
-    for name, value in (("eval_fraction", eval_fraction), ("graph_fraction", graph_fraction),
-                        ("invalid_fraction", invalid_fraction), ("para_fraction", para_fraction)):
-        if not 0.0 <= value <= 1.0:
-            raise InputError(f"--{name.replace('_', '-')} must be between 0 and 1, got {value}")
-    if not 1 <= rows_per_molecule <= MAX_ROWS_PER_MOLECULE:
-        raise InputError(f"--rows-per-molecule must be 1-{MAX_ROWS_PER_MOLECULE}, got {rows_per_molecule}")
-    if limit is not None and limit < 1:
-        raise InputError(f"--limit must be at least 1, got {limit}")
     jsonl.check_output(out_path)
     if Path(out_path).exists() and files.same_content_key(out_path) == files.same_content_key(smiles_path):
         raise InputError(f"--out {out_path}: is the input SMILES list itself; it would be overwritten")

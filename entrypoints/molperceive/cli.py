@@ -7,11 +7,11 @@ gate), 3 refused (an excluded field), 4 a failure (and a failing selftest).
 
 from __future__ import annotations
 
-import json
 import sys
 
 from biotool.output import InputError, ToolFailure
 from commandline import program
+from commandline.kinds import count, fraction
 from commandline.ladder import run_process
 from commandline.spec import Argument, Command, Option
 
@@ -66,27 +66,6 @@ def _fields(text: str | None, option: str = "--fields"):
     if not names:
         raise InputError(f"{option} {text!r}: no names given (leave the option out for the default)")
     return names
-
-
-def _bounded(low: int, high: int, what: str):
-    """An option kind: an integer from low to high (the parser names the option on error)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise ValueError(f"{text[:20]!r} is not an integer") from None
-        if not low <= value <= high:
-            raise ValueError(f"{text[:20]}{'...' if len(text) > 20 else ''} is "
-                             f"out of range: {what} is {low} to {high:,}")
-        return value
-    return parse
-
-
-def _emit(result: dict | str) -> None:
-    # A str is the result already encoded (label: molperceive.label_json, the same bytes).
-    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
 
 
 def cmd_contract():
@@ -182,7 +161,10 @@ def cmd_score(rows, predictions, slices, no_recompute, strict, lenient_fields):
     return report
 
 
-INDEX = _bounded(0, 9999, "an atom index")
+INDEX = count(0, 9999)  # an atom index
+# Rows per molecule beyond this repeat the same few fields and phrasings: more rows, no more
+# information, and an unbounded value would let one argument fill the disk.
+MAX_ROWS_PER_MOLECULE = 100
 
 
 def _label_options() -> tuple[Option, ...]:
@@ -232,17 +214,17 @@ def commands() -> list[Command]:
                 arguments=(Argument("smiles_file", "SMILES list, one per line (SMILES first, "
                                     "name optional)", required=True),),
                 options=(out, Option(("--seed",), kind=int, default=0),
-                         Option(("--eval-fraction",), kind=float, default=0.2),
-                         Option(("--rows-per-molecule",), "SMILES rows per molecule", kind=int,
-                                default=1),
+                         Option(("--eval-fraction",), kind=fraction(), default=0.2),
+                         Option(("--rows-per-molecule",), "SMILES rows per molecule",
+                                kind=count(1, MAX_ROWS_PER_MOLECULE), default=1),
                          Option(("--graph-fraction",), "share of molecules with a graph row",
-                                kind=float, default=0.25),
+                                kind=fraction(), default=0.25),
                          Option(("--invalid-fraction",), "share with an invalid row",
-                                kind=float, default=0.1),
+                                kind=fraction(), default=0.1),
                          Option(("--para-fraction",), "share of eval molecules with an mp_para "
-                                "row", kind=float, default=0.3),
-                         Option(("--limit",), "use at most this many molecules (1 to "
-                                "100,000,000)", kind=_bounded(1, 100_000_000, "--limit")),
+                                "row", kind=fraction(), default=0.3),
+                         Option(("--limit",), "use at most this many molecules",
+                                kind=count(1, 100_000_000)),
                          Option(("--fields",), "comma-separated headline fields to ask (default "
                                 "all); must include a graph-determined one; excluded fields are "
                                 "refused (exit 3)"))),
@@ -287,7 +269,7 @@ def commands() -> list[Command]:
 
 
 def main(argv=None) -> None:
-    program.main(PROG, commands(), help=DESCRIPTION, emit=_emit, argv=argv)
+    program.main(PROG, commands(), help=DESCRIPTION, argv=argv)
 
 
 def run() -> None:

@@ -18,7 +18,7 @@ import math
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from biotool.output import BiotoolError, InputError
+from biotool.output import InputError, ProgramError
 
 from molperceive import contract, label, requests, rows
 
@@ -133,7 +133,7 @@ def check_row(row: dict, mols: Molecules) -> tuple[list[tuple[str, str]], str | 
     for f in fields:
         try:
             value = m.headline(f, args)
-        except BiotoolError as exc:
+        except ProgramError as exc:
             fails.append(("label_mismatch", f"{f}: cannot recompute: {exc}"))
             continue
         if f not in stored or _key(stored[f]) != _key(value):

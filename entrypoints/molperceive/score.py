@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from biotool.output import BiotoolError, InputError, RefusedError
+from biotool.output import InputError, ProgramError, RefusedError
 
 from molperceive import contract, gate, jsonl, label, rows, smiles_syntax
 
@@ -362,7 +362,7 @@ def _drift(row: dict, mols: gate.Molecules) -> Counter:
             m = mols.classify(inp["smiles"])["molecule"]
         else:
             m = mols.graph(inp["graph"])
-    except BiotoolError:
+    except ProgramError:
         m = None
     if m is None:
         out["_unparseable"] += 1
@@ -370,7 +370,7 @@ def _drift(row: dict, mols: gate.Molecules) -> Counter:
     for f in row.get("fields") or []:
         try:
             now = m.headline(f, row.get("args") or {})
-        except BiotoolError:
+        except ProgramError:
             out[f] += 1
             continue
         if gate._key(now) != gate._key((row.get("labels") or {}).get(f)):

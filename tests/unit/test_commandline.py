@@ -10,12 +10,14 @@ import pytest
 from commandline import program
 from commandline.errors import ProgramError, UsageError
 from commandline.helptext import command_help, program_help
+from commandline.kinds import count, seconds
 from commandline.parse import parse
 from commandline.spec import Argument, Command, Option
 
 CMD = Command("go", lambda **v: v, help="Does it.\n\n\b\nkept   as\n  written", options=(
     Option(("--name", "-n"), "A name.", required=True),
-    Option(("--count",), "How many.", kind=int, default=3, min=1, max=9),
+    Option(("--count",), "How many.", kind=count(1, 9), default=3),
+    Option(("--wait",), "Seconds.", kind=seconds(max=60)),
     Option(("--ratio",), kind=float, default=0.5),
     Option(("--fast", "-f"), "Quickly.", flag=True),
     Option(("--file",), multiple=True, gather="each"),
@@ -48,6 +50,11 @@ def test_option_forms():
     (["-n"], "Option '-n' requires an argument."),
     (["-n", "a", "x", "y"], "Got unexpected extra argument(s) (y)"),
     (["-n", "a", "--ratio", "1" * 30], None),  # a float that large is a float: no refusal
+    (["-n", "a", "--ratio", "nan"], "Invalid value for '--ratio': nan is not a finite number."),
+    (["-n", "a", "--ratio", "-inf"], "Invalid value for '--ratio': -inf is not a finite number."),
+    (["-n", "a", "--wait", "0"], "Invalid value for '--wait': 0.0 is not in the range 0<x<=60."),
+    (["-n", "a", "--wait", "61"], "Invalid value for '--wait': 61.0 is not in the range 0<x<=60."),
+    (["-n", "a", "--wait", "Infinity"], "Invalid value for '--wait': inf is not a finite number."),
 ])
 def test_usage_errors_name_the_culprit(args, message):
     if message is None:
@@ -56,6 +63,24 @@ def test_usage_errors_name_the_culprit(args, message):
     with pytest.raises(UsageError) as err:
         values(*args)
     assert err.value.message == message and err.value.command == "go"
+
+
+@pytest.mark.parametrize("kind,bounds,takes,refuses", [
+    (seconds(), "x>0", ["0.5", "1e300"], ["0", "-0", "-1", "nan", "inf", "soon"]),
+    (seconds(zero_ok=True), "x>=0", ["0", "2"], ["-1", "nan", "-inf"]),
+    (seconds(max=604800), "0<x<=604800", ["604800"], ["604800.5", "1e300", "0"]),
+    (count(), "x>=1", ["1", "50"], ["0", "-3", "1.5", "nan"]),
+    (count(0, 255), "0<=x<=255", ["0", "255"], ["-1", "256"]),
+])
+def test_option_kinds_hold_one_rule_in_one_wording(kind, bounds, takes, refuses):
+    """seconds() and count(): every --timeout, --top, --threads of every family (biotool.options)."""
+    assert kind.bounds() == bounds
+    for raw in takes:
+        assert kind(raw) == kind.type(raw)
+    for raw in refuses:
+        with pytest.raises(ValueError, match=r"(is not a valid \w+|is not a finite number|is not in "
+                           r"the range [^ ]+)\.$"):
+            kind(raw)
 
 
 def test_help_pages():

@@ -8,6 +8,7 @@ from biotool.arms import hedge
 from biotool.family import Family
 from biotool.files import read_bounded
 from biotool.output import InputError
+from commandline.kinds import count
 from commandline.spec import Argument, Command, Option
 
 MAX_ARGS_BYTES = 8 * 2 ** 20  # a tool's JSON arguments; a sequence of a few megabases fits
@@ -133,5 +134,5 @@ def commands() -> list[Command]:
                "cutting the longest strings and lists (marked truncated, truncated_fields); 0 = "
                "no bound (narrow --list with --filter instead). Provenance is never cut"
                + hedge(", nor competence") + ", so a tiny bound is exceeded, but the output is "
-               "always one JSON object.", kind=int, default=DEFAULT_MAX_CHARS, min=0),
+               "always one JSON object.", kind=count(0), default=DEFAULT_MAX_CHARS),
     ))]

@@ -14,7 +14,6 @@ from biotool.competence import bounded
 from biotool.output import ToolFailure
 from biotool.provenance import provenance
 from biotool.reads import fastq
-from biotool.reads.inputs import check_top
 from biotool.reads.job import deadline_from
 from biotool.reads.shortreads import map_sample
 
@@ -49,7 +48,6 @@ def _minimap2_sample(index, preset, recs, deadline, reference):
 def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
                  preset: str = "auto", seed: int = 0, top: int = 5,
                  timeout: float | None = None) -> dict:
-    check_top(top)
     _, deadline = deadline_from(timeout)
     ref = resolve(reference)
     recs, total = fastq.sample(fastq_path, n_reads, seed)

@@ -21,7 +21,7 @@ from biotool.provenance import provenance
 from biotool.reads import bamscan
 from biotool.reads.bam import open_bam
 from biotool.reads.indel import deletion_span, insertion_left, insertion_right
-from biotool.reads.inputs import check_top, region_not_in_bam
+from biotool.reads.inputs import region_not_in_bam
 from biotool.reads.job import open_job, with_warnings
 
 CONVENTION = ("pos is the 1-based last reference base covered before the break: a read "
@@ -227,7 +227,6 @@ def _indel_plateau(t: dict) -> dict | None:
 def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] | None = None,
                 region: str | None = None, top: int = 10, min_mapq: int = 20, threads: int = 2,
                 timeout: float | None = None, preset: str = "auto") -> dict:
-    check_top(top)
     if bam and len(bam) > 1:
         raise InputError(f"--bam {' '.join(bam)}: breakpoints counts one library; give one BAM "
                          "(biotool variants pools several)")

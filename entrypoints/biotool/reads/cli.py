@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from biotool import options
 from biotool.family import Binary, Family
+from commandline.kinds import count, fraction
 from commandline.spec import Command, Option
 
 REF_HELP = ("Staged reference name or alias (see `biotool references`, e.g. MN908947.3), or a "
@@ -29,12 +31,10 @@ def describe() -> Family:
 
 REFERENCE = Option(("--reference",), REF_HELP, required=True)
 REGION = Option(("--region",), REGION_HELP)
-TIMEOUT = Option(("--timeout",), TIMEOUT_HELP, kind=float)
+TIMEOUT = options.timeout(TIMEOUT_HELP)
 PRESET = Option(("--preset",), PRESET_HELP, default="auto")
-MIN_MAPQ = Option(("--min-mapq",), "Ignore alignments below this MAPQ.", kind=int, default=20,
-                  min=0, max=255)
-THREADS = Option(("--threads",), "Threads for the aligner and sorting.", kind=int, default=2,
-                 min=1, max=256)
+MIN_MAPQ = options.min_mapq()
+THREADS = options.threads("Threads for the aligner and sorting.", 2)
 
 
 def align_cmd(fastq, reference, n_reads, preset, seed, top, timeout) -> dict:
@@ -133,11 +133,11 @@ def commands() -> list[Command]:
         Command("align", align_cmd, help=align_cmd.__doc__, options=(
             Option(("--fastq",), "Reads (FASTQ, plain or gzip).", required=True),
             REFERENCE,
-            Option(("--sample",), "Size of the seeded random sample.", kind=int, default=20000,
+            Option(("--sample",), "Size of the seeded random sample.", kind=count(), default=20000,
                    aliases=("--n-reads",), dest="n_reads"),
             PRESET,
             Option(("--seed",), "Sampling seed (same seed, same sample).", kind=int, default=0),
-            Option(("--top",), "How many loci to list.", kind=int, default=5),
+            options.top("How many loci to list.", 5),
             TIMEOUT)),
         Command("breakpoints", breakpoints_cmd, help=breakpoints_cmd.__doc__, options=(
             REFERENCE,
@@ -148,7 +148,7 @@ def commands() -> list[Command]:
             Option(("--bam",), "Instead of --fastq: one coordinate-sorted BAM with its .bai "
                    "index, aligned to --reference.", multiple=True, gather="each", metavar="B"),
             REGION,
-            Option(("--top",), "How many consensus positions to list.", kind=int, default=10),
+            options.top("How many consensus positions to list.", 10),
             MIN_MAPQ, THREADS, TIMEOUT, PRESET)),
         Command("variants", variants_cmd, help=variants_cmd.__doc__, options=(
             REFERENCE,
@@ -161,21 +161,21 @@ def commands() -> list[Command]:
                    "sample: --bam a.bam b.bam c.bam or --bam a.bam --bam b.bam (pooled, "
                    "per-sample counts kept).", multiple=True, gather="each", metavar="B.."),
             REGION,
-            Option(("--min-depth",), "Floor: informative depth.", kind=int, default=10),
-            Option(("--min-af",), "Floor: allele fraction.", kind=float, default=0.2),
-            Option(("--top",), "How many variants to list (all go to --vcf).", kind=int,
-                   default=25),
+            Option(("--min-depth",), "Floor: informative depth.", kind=count(), default=10),
+            Option(("--min-af",), "Floor: allele fraction.", kind=fraction(zero_ok=False),
+                   default=0.2),
+            options.top("How many variants to list (all go to --vcf).", 25),
             Option(("--vcf",), "Also write every variant above the floor to this .vcf.gz "
                    "(bgzipped, with a .tbi index; readable by bcftools)."),
             MIN_MAPQ,
-            Option(("--min-bq",), "Ignore bases below this quality.", kind=int, default=13,
-                   min=0, max=93),
+            Option(("--min-bq",), "Ignore bases below this quality.", kind=count(0, 93),
+                   default=13),
             THREADS, TIMEOUT, PRESET)),
         Command("index", index_cmd, help=index_cmd.__doc__, options=(
             REFERENCE,
             Option(("--kind",), "bwa, bowtie2, hisat2, salmon, kallisto, or minimap2:PRESET "
                    "(map-ont, map-pb, map-hifi, asm5, asm10, asm20, splice).", required=True),
-            Option(("--timeout",), "Time budget in seconds for building the index when it is "
-                   "neither staged nor cached: a build it cannot cover is stopped, keeps "
-                   "nothing, and exits 2.", kind=float))),
+            options.timeout("Time budget in seconds for building the index when it is "
+                            "neither staged nor cached: a build it cannot cover is stopped, "
+                            "keeps nothing, and exits 2."))),
     ]

@@ -154,8 +154,3 @@ def region_not_in_bam(bam_path: str, regions) -> InputError:
     names = ", ".join(c for c, _, _ in regions[:3])
     return InputError(f"--bam {bam_path}: its header has none of the region's contigs ({names}); "
                       "was it aligned to this --reference?")
-
-
-def check_top(top: int) -> None:
-    if top < 1:
-        raise InputError(f"--top {top}: must be at least 1")

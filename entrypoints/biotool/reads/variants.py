@@ -16,7 +16,7 @@ from biotool.arms import Hedges, declared, hedge
 from biotool.competence import bounded, not_applicable
 from biotool.provenance import provenance, used
 from biotool.reads.bam import open_bam, refuse_if_divergent
-from biotool.reads.inputs import check_top, region_not_in_bam
+from biotool.reads.inputs import region_not_in_bam
 from biotool.reads.job import Library, open_job, with_warnings
 from biotool.reads.pileup import Pileup, _lut
 
@@ -46,13 +46,6 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
              timeout: float | None = None, preset: str = "auto") -> dict:
     import numpy as np
 
-    from biotool.output import InputError
-
-    if min_depth < 1:
-        raise InputError(f"--min-depth {min_depth}: must be at least 1")
-    if not 0 < min_af <= 1:
-        raise InputError(f"--min-af {min_af}: must be in (0, 1]")
-    check_top(top)
     if vcf is not None:  # before any work: '' or an unwritable place is refused here
         from biotool.reads.vcf import check_vcf_path
 

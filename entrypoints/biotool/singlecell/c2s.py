@@ -220,13 +220,13 @@ def check_answer(folder: Path) -> str:
     import contextlib
     import sys
 
-    from biotool.output import BiotoolError
+    from biotool.output import ProgramError
 
     try:
         with contextlib.redirect_stdout(sys.stderr):
             loaded = load(folder, folder, device="cpu", cache=False)
             said = generate(loaded, [prompt(PROBE_GENES, "Homo sapiens")], max_new_tokens=2)
-    except BiotoolError as exc:
+    except ProgramError as exc:
         raise ToolFailure(f"the model in {folder.name} does not load or answer ({exc})") from None
     return said["answers"][0][:80]
 

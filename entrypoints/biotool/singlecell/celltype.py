@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from biotool.arms import Hedges, declared, hedge
 from biotool.competence import bounded, not_applicable
-from biotool.output import BiotoolError, InputError, ToolFailure
+from biotool.output import InputError, ProgramError, ToolFailure
 from biotool.provenance import provenance, used
 from biotool.singlecell import celltypist_panel as ctp
 from biotool.singlecell import models as mdl
@@ -261,16 +261,6 @@ def _c2s(cells: list[dict], organism: str, spec: dict, deadline: float,
              "competence": comp.explain()}, spec["provenance"])
 
 
-def _check_budget(budget_seconds: float, batch_size: int = 1) -> None:
-    import math
-
-    if not (math.isfinite(budget_seconds) and budget_seconds > 0):
-        raise InputError(f"--timeout {budget_seconds}: must be a number of seconds > 0 (the "
-                         "whole command, start-up included)")
-    if batch_size < 1:
-        raise InputError(f"--batch-size {batch_size}: must be at least 1")
-
-
 def _c2s_organism(species: dict) -> str:
     if species["species"] not in ("human", "mouse"):
         raise InputError("--organism: the species could not be read from the gene names "
@@ -328,12 +318,9 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
     deadline = start + budget_seconds
     if model not in MODELS:
         raise InputError(f"--model {model}: expected one of {', '.join(MODELS)}")
-    if n_cells < 1:
-        raise InputError(f"--sample {n_cells}: must be at least 1")
     if model == "c2s-celltype" and reference != "auto":
         raise InputError(f"--reference {reference}: names a CellTypist model, which --model "
                          "c2s-celltype does not use; add --model all or celltypist")
-    _check_budget(budget_seconds, batch_size)
     cells_path = output_file(cells_out, "--cells-out") if cells_out is not None else None
     errors: dict[str, str] = {}
     # Resolve the models before any work: a model this image lacks fails at once, except that
@@ -342,7 +329,7 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
     if model in ("c2s-celltype", "all"):
         try:
             spec = mdl.c2s_model(c2s_model)
-        except BiotoolError as exc:
+        except ProgramError as exc:
             if model != "all" or c2s_model != mdl.DEFAULT_C2S:
                 raise
             errors["c2s-celltype"] = str(exc)
@@ -383,7 +370,7 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
                 raise _spent(budget_seconds, start, "preparing Cell2Sentence's prompts") from None
             res, items = _c2s(cells, organism_c2s, spec, deadline, batch_size, budget_seconds,
                               start)
-        except BiotoolError as exc:
+        except ProgramError as exc:
             if model != "all":
                 raise
             errors["c2s-celltype"] = str(exc)
@@ -426,7 +413,6 @@ def celltype_genes(genes: str, organism: str = "auto", c2s_model: str = mdl.DEFA
     ranked = [g.strip() for g in genes.split(",") if g.strip()]
     if not ranked:
         raise InputError("--genes: no gene names given (comma-separated, highest expression first)")
-    _check_budget(budget_seconds)
     species = _species(ranked, organism, min_informative=5)
     org = _c2s_organism(species)
     res, items = _c2s([{"cell": "genes", "genes": ranked}], org, mdl.c2s_model(c2s_model),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from biotool import options
 from biotool.family import Family
 from biotool.output import InputError
+from commandline.kinds import count
 from commandline.spec import Command, Option
 
 CELLTYPE_HELP = """Which cell types are in a single-cell sample, from pretrained models⟦, with
@@ -125,21 +127,21 @@ def commands() -> list[Command]:
         Option(("--reference",), "auto (score the species' panel) or a staged CellTypist model "
                "name, or a .pkl path.", default="auto"),
         Option(("--organism",), "auto | human | mouse.", default="auto"),
-        Option(("--sample",), "Cells sampled for Cell2Sentence (seeded).", kind=int, default=8,
+        Option(("--sample",), "Cells sampled for Cell2Sentence (seeded).", kind=count(), default=8,
                aliases=("--n-cells",), dest="n_cells"),
-        Option(("--timeout",), "Seconds for the whole command, counted from the process's "
-               "start: imports, the matrix load, the CellTypist panel and the Cell2Sentence model "
-               "load count. A model load that an earlier run measured as longer than what is "
-               "left is refused up front, naming the measured time; generation stops at the "
-               "deadline and the answered cells come back with truncated: true (timing.cells_"
-               "covered says how many). When nothing could be answered in time: exit 2, one "
-               "line. The floor is start-up + matrix load + panel (+ model load + one cell).",
-               kind=float, default=300.0, aliases=("--budget-seconds",),
-               dest="budget_seconds"),
+        options.timeout("Seconds for the whole command, counted from the process's start: imports,"
+                        " the matrix load, the CellTypist panel and the Cell2Sentence model load "
+                        "count. A model load that an earlier run measured as longer than what is "
+                        "left is refused up front, naming the measured time; generation stops at "
+                        "the deadline and the answered cells come back with truncated: true "
+                        "(timing.cells_covered says how many). When nothing could be answered in "
+                        "time: exit 2, one line. The floor is start-up + matrix load + panel (+ "
+                        "model load + one cell).",
+                        300.0, aliases=("--budget-seconds",), dest="budget_seconds"),
         Option(("--c2s-model",), "Staged Cell2Sentence model name/alias, or a folder with "
                "config.json, weights and tokenizer.", default="c2s-celltype"),
         Option(("--batch-size",), "Most cells per Cell2Sentence generation batch (smaller when "
-               "the budget needs it).", kind=int, default=8),
+               "the budget needs it).", kind=count(), default=8),
         Option(("--seed",), "Seed for sampling cells.", kind=int, default=0),
         Option(("--cells-out",), "Write every cell's labels (TSV) here; the path is returned as "
                "cells_file."),

@@ -292,7 +292,7 @@ def check_hf_model(folder: Path, entry: dict) -> dict:
     formats), then the item's own check (manifest `check`, "module:function" of the family
     that runs the model, given the folder: a real prompt encoded and answered), so staging
     knows the format and never a framework's prompt."""
-    from biotool.output import BiotoolError
+    from biotool.output import ProgramError
 
     weights = check_weights(folder)
     spec = entry.get("check")
@@ -301,7 +301,7 @@ def check_hf_model(folder: Path, entry: dict) -> dict:
                            "the code that proves the model answers)")
     try:
         found = hook(spec)(folder)
-    except BiotoolError as exc:
+    except ProgramError as exc:
         raise StagingError(str(exc)) from None
     return {"tokenizer_probe_ids": found["tokenizer_ids"],
             "model_probe": {"weights": weights, "answer": found["answer"]}}

@@ -110,11 +110,11 @@ def check_network(timeout: float = 3.0) -> dict:
                       "unavailable, local tools and the staged BLAST database work")
     # The client's own parser: doctor never calls usable a proxy the client would refuse.
     from biotool import net
-    from biotool.output import BiotoolError
+    from biotool.output import ProgramError
 
     try:
         proxy = net.proxy_from_env()
-    except BiotoolError as exc:
+    except ProgramError as exc:
         return _check("egress", False, f"HTTPS_PROXY is not usable by biotool's client: {exc}")
     if proxy is None:
         return _check("egress", False, "no HTTPS_PROXY, yet the network is not offline")

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from biotool import options
 from biotool.arms import hedge
 from biotool.family import Binary, Family
+from commandline.kinds import count
 from commandline.spec import Command, Option
+
+MAX_TOP = 50  # hits an agent reads; each query is searched for 5 whatever --top
+# A week: beyond it, time arithmetic overflows and NCBI drops RIDs.
+MAX_TIMEOUT = 7 * 86400
 
 HELP = """Which organisms the reads or sequences come from, by BLAST (blastn).
 
@@ -86,12 +92,12 @@ def commands() -> list[Command]:
     return [Command("taxonomy", taxonomy_cmd, help=HELP, options=(
         Option(("--fasta",), "FASTA file of queries."),
         Option(("--fastq",), "FASTQ file of reads."),
-        Option(("--top",), "Best hits returned over all queries (1-50); each query is searched "
-               "for 5 hits whatever this is.", kind=int, default=5),
+        options.top("Best hits returned over all queries; each query is searched for 5 hits "
+                    "whatever this is.", 5, max=MAX_TOP),
         Option(("--sample",), "Reads searched, drawn with a fixed seed." + hedge(
-               " The detection floor is ~1/sample."), kind=int, default=100),
-        Option(("--timeout",), "Seconds for the whole run (at most 604800); when it runs out, a "
-               "partial result with truncated=true.", kind=float, default=600.0),
+               " The detection floor is ~1/sample."), kind=count(), default=100),
+        options.timeout("Seconds for the whole run; when it runs out, a partial result with "
+                        "truncated=true.", 600.0, max=MAX_TIMEOUT),
         Option(("--local",), "Search the staged BLAST database.", flag=True),
         Option(("--remote",), "Search NCBI BLAST through the egress proxy.", flag=True),
         Option(("--database",), "Local: a staged BLAST database name or alias (default: the "
@@ -100,7 +106,7 @@ def commands() -> list[Command]:
         Option(("--email",), "Contact address sent to NCBI as the `email` parameter (or env "
                "BIOTOOL_NCBI_EMAIL)."),
         Option(("--seed",), "Sampling seed.", kind=int, default=0),
-        Option(("--threads",), "blastn threads (local).", kind=int, default=1, min=1, max=256),
+        options.threads("blastn threads (local).", 1),
         Option(("--hits-out",), "Write every query's hits (JSON Lines) to this file; its path "
                "is returned as hits_file."),
     ))]

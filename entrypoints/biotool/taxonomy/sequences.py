@@ -54,8 +54,6 @@ def load_queries(fasta: str | None, fastq: str | None, n: int, seed: int = 0) ->
     """The query set: {queries: [(id, seq)], total, sampled, source, format}."""
     if (fasta is None) == (fastq is None):
         raise InputError("taxonomy: give exactly one of --fasta or --fastq")
-    if n < 1:
-        raise InputError(f"--sample: must be at least 1, got {n}")
     fmt, path = ("fasta", fasta) if fasta else ("fastq", fastq)
     reader = read_fasta if fmt == "fasta" else read_fastq
     skipped = {"empty": 0, "no_acgt": 0}

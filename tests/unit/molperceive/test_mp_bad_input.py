@@ -56,7 +56,7 @@ def test_fifo_with_no_writer_never_hangs(fifo, small_corpus, tmp_path):
 @pytest.mark.parametrize("n", ["100000", "0", "-3"])
 def test_rows_per_molecule_is_bounded(n, tmp_path):
     refusal(run("build", NCI, "--out", tmp_path / "o.jsonl", f"--rows-per-molecule={n}"), 2,
-            "--rows-per-molecule must be 1-100")
+            "Invalid value for '--rows-per-molecule'", "not in the range 1<=x<=100")
     assert not (tmp_path / "o.jsonl").exists()
 
 

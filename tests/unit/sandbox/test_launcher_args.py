@@ -265,7 +265,7 @@ def test_a_command_that_never_started_is_told_from_its_own_exit_code(code, out, 
 def test_exec_timeouts_must_be_finite_and_not_negative(value):
     from biotool_sandbox import timeouts
 
-    with pytest.raises(LauncherError, match="^--timeout"):
+    with pytest.raises(LauncherError, match="^Invalid value for '--timeout': "):
         timeouts.checked(value)
     assert timeouts.checked(0.0) == 0.0 and timeouts.checked(None) is None
 

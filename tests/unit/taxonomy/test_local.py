@@ -109,7 +109,8 @@ def test_bad_input_is_exit_2_with_one_line(biotool, tmp_path):
         (("--fastq", str(ARTIC), "--fasta", str(ARTIC)), "exactly one of --fasta or --fastq"),
         (("--fastq", str(ARTIC), "--local", "--database", "genes"),
          "demo-gene-annotation is not a BLAST database"),
-        (("--fastq", str(ARTIC), "--local", "--top", "0"), "--top: must be between 1 and 50"),
+        (("--fastq", str(ARTIC), "--local", "--top", "0"),
+         "Invalid value for '--top': 0 is not in the range 1<=x<=50."),
     ]
     for args, message in cases:
         error_line(biotool("taxonomy", *args), message)

@@ -121,10 +121,11 @@ def test_the_mock_runs_standalone_over_tls(biotool, test_ca, tmp_path):
 def test_bad_remote_options_are_exit_2_before_any_contact(biotool, serve_mock):
     mock, _, env = serve_mock(min_interval=0, poll_interval=0)
     for args, message in ((["--database", "nt&CMD=Delete"], "is not an NCBI BLAST database"),
-                          (["--timeout", "nan"], "--timeout: must be between 0 and"),
-                          (["--timeout", "1e300"], "--timeout: must be between 0 and"),
-                          (["--top", "0"], "--top: must be between 1 and 50"),
-                          (["--sample", "0"], "--sample: must be at least 1")):
+                          (["--timeout", "nan"], "'--timeout': nan is not a finite number."),
+                          (["--timeout", "1e300"], "'--timeout': 1e+300 is not in the range "
+                                                   "0<x<=604800."),
+                          (["--top", "0"], "'--top': 0 is not in the range 1<=x<=50."),
+                          (["--sample", "0"], "'--sample': 0 is not in the range x>=1.")):
         r = biotool("taxonomy", "--fastq", str(ARTIC), "--remote", *args, env={**env, **FAST})
         error_line(r, message)
     assert mock.requests == []
