@@ -53,14 +53,16 @@ class Number:
             return f"x{'>' if self.min_open else '>='}{_shown(self.min)}" if low else "x"
         return f"{low}x<={_shown(self.max)}"
 
-    def check(self, value: Any) -> Any:
-        """value itself, or ValueError saying why it is refused (no option named)."""
+    def check(self, value: Any, written: str | None = None) -> Any:
+        """value itself, or ValueError saying why it is refused (no option named); `written`:
+        the value as the caller wrote it, which the refusal echoes (0, not 0.0)."""
+        shown = _echo(value if written is None else written)
         if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"{_echo(value)} is not a finite number.")
+            raise ValueError(f"{shown} is not a finite number.")
         below = self.min is not None and (value < self.min
                                           or (self.min_open and value == self.min))
         if below or (self.max is not None and value > self.max):
-            raise ValueError(f"{_echo(value)} is not in the range {self.bounds()}.")
+            raise ValueError(f"{shown} is not in the range {self.bounds()}.")
         return value
 
     def __call__(self, raw: str) -> Any:
@@ -68,7 +70,7 @@ class Number:
             value = self.type(raw)
         except ValueError:
             raise ValueError(f"{_echo(raw)!r} is not a valid {self.type.__name__}.") from None
-        return self.check(value)
+        return self.check(value, raw)
 
 
 def seconds(max: Optional[float] = None, zero_ok: bool = False) -> Number:

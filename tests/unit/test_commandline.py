@@ -52,9 +52,9 @@ def test_option_forms():
     (["-n", "a", "--ratio", "1" * 30], None),  # a float that large is a float: no refusal
     (["-n", "a", "--ratio", "nan"], "Invalid value for '--ratio': nan is not a finite number."),
     (["-n", "a", "--ratio", "-inf"], "Invalid value for '--ratio': -inf is not a finite number."),
-    (["-n", "a", "--wait", "0"], "Invalid value for '--wait': 0.0 is not in the range 0<x<=60."),
-    (["-n", "a", "--wait", "61"], "Invalid value for '--wait': 61.0 is not in the range 0<x<=60."),
-    (["-n", "a", "--wait", "Infinity"], "Invalid value for '--wait': inf is not a finite number."),
+    (["-n", "a", "--wait", "0"], "Invalid value for '--wait': 0 is not in the range 0<x<=60."),
+    (["-n", "a", "--wait", "61"], "Invalid value for '--wait': 61 is not in the range 0<x<=60."),
+    (["-n", "a", "--wait", "Infinity"], "Invalid value for '--wait': Infinity is not a finite number."),
 ])
 def test_usage_errors_name_the_culprit(args, message):
     if message is None:

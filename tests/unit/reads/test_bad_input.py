@@ -130,7 +130,7 @@ def test_the_same_bam_twice_is_refused(biotool, planted, tmp_path):
     (("--top", "0"), "'--top': 0 is not in the range x>=1."),
     (("--top", "-3"), "'--top': -3 is not in the range x>=1."),
     (("--timeout", "nan"), "'--timeout': nan is not a finite number."),
-    (("--timeout", "0"), "'--timeout': 0.0 is not in the range x>0."),
+    (("--timeout", "0"), "'--timeout': 0 is not in the range x>0."),
     (("--region", ""), "--region ''"), (("--region", "sim_chr:-5-100"), "cannot read"),
     (("--region", "sim_chr:0-100"), "outside the contig"),
     (("--region", "sim_chr:6001"), "outside the contig"),

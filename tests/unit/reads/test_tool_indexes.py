@@ -64,7 +64,7 @@ def test_a_build_the_timeout_cannot_cover_is_exit_2_and_keeps_nothing(biotool, b
 
 @pytest.mark.parametrize("args, culprit", [
     (["--kind", "star"], "--kind 'star'"),
-    (["--kind", "bowtie2", "--timeout", "0"], "'--timeout': 0.0 is not in the range x>0."),
+    (["--kind", "bowtie2", "--timeout", "0"], "'--timeout': 0 is not in the range x>0."),
     (["--kind", "bowtie2", "--timeout", "nan"], "'--timeout': nan is not a finite number."),
     (["--kind", "minimap2:sr"], "--kind 'minimap2:sr'"),
     (["--kind", "bowtie2", "--reference", "no-such-ref"], "--reference 'no-such-ref'"),

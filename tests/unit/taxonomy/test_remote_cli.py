@@ -122,7 +122,7 @@ def test_bad_remote_options_are_exit_2_before_any_contact(biotool, serve_mock):
     mock, _, env = serve_mock(min_interval=0, poll_interval=0)
     for args, message in ((["--database", "nt&CMD=Delete"], "is not an NCBI BLAST database"),
                           (["--timeout", "nan"], "'--timeout': nan is not a finite number."),
-                          (["--timeout", "1e300"], "'--timeout': 1e+300 is not in the range "
+                          (["--timeout", "1e300"], "'--timeout': 1e300 is not in the range "
                                                    "0<x<=604800."),
                           (["--top", "0"], "'--top': 0 is not in the range 1<=x<=50."),
                           (["--sample", "0"], "'--sample': 0 is not in the range x>=1.")):
