@@ -14,8 +14,8 @@ import subprocess
 
 import pytest
 
-from biotool_testing.harbor_jobs import (ANSWER, CHEATS, RUNNER, RUNNER_IMAGE, TASKS, cli,
-                                         harbor_project, run_job)
+from biotool_testing.harbor_jobs import (ANSWER, CHEATS, RUNNER, RUNNER_IMAGE, TASKS, UNRUN,
+                                         UNRUN_ANSWER, cli, harbor_project, run_job)
 from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE
 
 
@@ -69,6 +69,10 @@ def cheats(workspace, tasks):
         (out / name / "solution" / "solve.sh").write_text(
             f"#!/bin/bash\n{attempt}\nprintf '%s' '{json.dumps(ANSWER)}' > "
             "/logs/artifacts/answer.json\n")
+    unrun = out / UNRUN
+    shutil.copytree(tasks / "sarscov2-deletion", unrun)
+    (unrun / "solution" / "solve.sh").write_text(
+        f"#!/bin/bash\nprintf '%s' '{json.dumps(UNRUN_ANSWER)}' > /logs/artifacts/answer.json\n")
     # An infrastructure failure: the task no longer collects the egress audit, so the
     # verifier has none to read (the answer is right; the grade cannot be given).
     infra = out / "infra-no-audit"
