@@ -13,7 +13,8 @@ from pathlib import Path
 from biotool_testing.paths import REPO
 RUNNER = REPO / "image" / "harbor"
 VERSION = (RUNNER / "HARBOR_VERSION").read_text().strip()
-RUNNER_IMAGE = f"biotool-harbor-runner:{VERSION}"
+# image/harbor/run.sh's variable: a runner built under another tag (build-runner.sh TAG).
+RUNNER_IMAGE = os.environ.get("HARBOR_RUNNER_IMAGE") or f"biotool-harbor-runner:{VERSION}"
 JOB_TIMEOUT = 900
 TASKS = ("molperceive-batch", "pbmc-celltype", "sarscov2-deletion", "spike-d614g")
 # Components a task's key adds to reward.json beside the common ones (harbor_grade).

@@ -54,8 +54,11 @@ def workspace(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tasks(workspace):
     out = workspace / "tasks"
+    # The offline tasks: reads-organism-blast needs NCBI itself, which this host cannot reach
+    # (tests/image/test_harbor_blast_task.py runs it against the mock NCBI instead).
     written = json.loads(cli("harbor", "--out", str(out), "--image", SANDBOX_IMAGE,
-                              "--egress-image", EGRESS_IMAGE).stdout)
+                              "--egress-image", EGRESS_IMAGE,
+                              *[a for t in TASKS for a in ("--task", t)]).stdout)
     assert sorted(t["task"] for t in written["tasks"]) == [f"biotool/{t}" for t in TASKS]
     return out
 

@@ -278,3 +278,14 @@ def test_a_regrade_with_evidence_and_molperceive_is_byte_identical(tmp_path, mon
         grade(tmp_path / out, answer=_molecules(), key=MOLPERCEIVE_KEY, out="m")
     for name in ("a/reward.json", "a/grade.json", "a/m/reward.json", "a/m/grade.json"):
         assert (tmp_path / name).read_bytes() == (tmp_path / name.replace("a/", "b/", 1)).read_bytes()
+
+
+def test_a_task_answered_through_blast_scores_0_when_no_search_reached_ncbi(tmp_path):
+    # The right organism, under an audit with no allowed request (read off the sample's
+    # manifest, or from the staged panel): the route the task asks for was not taken.
+    key = REPO / "harbor" / "tasks" / "reads-organism-blast" / "key.json"
+    _, reward, detail, _ = grade(tmp_path, key=key, answer={
+        "organism": "Severe acute respiratory syndrome coronavirus 2"})
+    assert (reward["reward"], reward["answer"], reward["egress_ok"]) == (0, 1, 0)
+    assert detail["egress"]["broken"] == [
+        "0 allowed request(s); the task needs at least 1 (it is answered through NCBI BLAST)"]
