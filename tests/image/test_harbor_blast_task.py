@@ -19,7 +19,7 @@ import pytest
 
 from biotool_sandbox.audit import STORE
 from biotool_testing import stack
-from biotool_testing.images import SANDBOX_IMAGE
+from biotool_testing.images import SANDBOX_IMAGE, SESSION, TEST_LABEL
 
 TASK = stack.REPO / "harbor" / "tasks" / "reads-organism-blast"
 ARTIFACTS = "/tmp/logs/artifacts"  # /logs is Harbor's mount; the stack's root is read-only
@@ -38,7 +38,7 @@ def _grade(tmp_path, answer: str, store: str) -> tuple[int, dict, dict]:
     (tmp_path / "out").mkdir()
     done = subprocess.run(
         ["docker", "run", "--rm", "--network", "none", "--user", "0", "--cap-drop", "ALL",
-         "-v", f"{tmp_path}:/g", "--label", "org.biotool.test=harbor-blast-task",
+         "-v", f"{tmp_path}:/g", "--label", f"{TEST_LABEL}={SESSION}",
          "--entrypoint", "python", SANDBOX_IMAGE, "-m", "biotool_sandbox.harbor_grade",
          "--key", "/g/key.json", "--answer", "/g/answer.json", "--audit", "/g/audit.jsonl",
          "--out", "/g/out"], capture_output=True, text=True, timeout=120)
