@@ -13,6 +13,12 @@ Deterministic and offline: no clock, no network, no randomness. An infrastructur
 key, the audit missing, unreadable or incomplete, a grader error) is `infrastructure_error: 1`
 with no `reward` and no components, never an agent's 0; a missing or malformed answer is the
 agent's 0.
+
+Two checks a task's key may add: `molperceive` fields are scored by MolPerceive's own rule
+(molperceive.score.correct) against the stored label, each recomputed under the verifier's
+RDKit so drift is reported; `evidence` asks for the JSON output of the biotool command that
+found the answer, beside it, from this image build on the staged input (docs/harbor.md says
+what that can and cannot tell).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from commandline.errors import EXIT_FAILED
 
 from .audit import report, store_holds
 
-GRADER_VERSION = 1
+GRADER_VERSION = 2
 # What the egress audit of the agent phase may show, unless the key says otherwise: no denied
 # attempt (a host off the allowlist, plain HTTP, an accession as a BLAST query, a paced
 # flood), no record the gate could not parse, no tunnel left without its close record.
@@ -47,10 +53,30 @@ class Inputs:
     answer_problem: str | None
     store: str
     digests: dict
+    evidence: object = None  # the tool's output the key asks for; None when not asked or absent
+    evidence_problem: str | None = None
 
 
 def _sha256(data: bytes | None) -> str | None:
     return hashlib.sha256(data).hexdigest() if data is not None else None
+
+
+def _read_object(path: Path, what: str) -> tuple[object, str | None, bytes | None]:
+    """(parsed JSON object or None, why not, the bytes read): the agent's files, whose
+    absence or damage is the agent's doing."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, f"no {what}: {path.name} was not written", None
+    except OSError as exc:
+        return None, f"the {what} cannot be read ({exc.strerror or exc})", None
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        return None, f"the {what} is not JSON ({exc})", data
+    if not isinstance(doc, dict):
+        return None, f"the {what} is not a JSON object", data
+    return doc, None, data
 
 
 def read_inputs(key_path: Path, answer_path: Path, audit_path: Path) -> Inputs:
@@ -73,28 +99,28 @@ def read_inputs(key_path: Path, answer_path: Path, audit_path: Path) -> Inputs:
     if "proxy" not in store_holds(store):
         raise InfrastructureError("the egress audit holds the gate's records only: Squid's "
                                   "denials are not in it, so the agent phase cannot be judged")
-    answer, problem, answer_bytes = None, None, None
-    try:
-        answer_bytes = answer_path.read_bytes()
-        answer = json.loads(answer_bytes)
-    except FileNotFoundError:
-        problem = f"no answer: {answer_path.name} was not written"
-    except OSError as exc:
-        problem = f"the answer cannot be read ({exc.strerror or exc})"
-    except ValueError as exc:
-        problem = f"the answer is not JSON ({exc})"
-    if answer is not None and not isinstance(answer, dict):
-        answer, problem = None, "the answer is not a JSON object"
-    return Inputs(key, answer, problem, store,
-                  {"key": _sha256(key_bytes), "answer": _sha256(answer_bytes),
-                   "audit": _sha256(store_bytes)})
+    answer, problem, answer_bytes = _read_object(answer_path, "answer")
+    digests = {"key": _sha256(key_bytes), "answer": _sha256(answer_bytes),
+               "audit": _sha256(store_bytes)}
+    evidence, evidence_problem = None, None
+    if key.get("evidence"):
+        evidence, evidence_problem, evidence_bytes = _read_object(
+            answer_path.parent / key["evidence"]["artifact"], "evidence")
+        digests["evidence"] = _sha256(evidence_bytes)
+    return Inputs(key, answer, problem, store, digests, evidence, evidence_problem)
 
 
 def check_field(rule: dict, given) -> tuple[bool, str]:
     """One field against its rule: equals (exact, numbers as numbers), equals_ci (text, case
-    and surrounding space ignored), approx (a number within tol)."""
+    and surrounding space ignored), approx (a number within tol), molperceive (MolPerceive's
+    scoring rule for that label field against the stored label)."""
     if given is None:
         return False, "missing"
+    if "molperceive" in rule:
+        from molperceive import score
+
+        return score.correct(rule["molperceive"], given, rule["stored"]), \
+            f"expected {rule['stored']!r} (molperceive's rule for {rule['molperceive']})"
     if "equals" in rule:
         want = rule["equals"]
         if isinstance(want, bool) or not isinstance(want, (int, float)):
@@ -120,8 +146,81 @@ def grade_answer(key: dict, answer: dict | None, problem: str | None) -> dict:
         ok, expected = check_field(rule, given)
         fields[name] = {"ok": ok, "given": given, "expected": expected}
     passed = sum(f["ok"] for f in fields.values())
-    return {"ok": problem is None and passed == len(fields), "problem": problem,
-            "fields": fields, "fields_passed": passed, "fields_total": len(fields)}
+    out = {"ok": problem is None and passed == len(fields), "problem": problem,
+           "fields": fields, "fields_passed": passed, "fields_total": len(fields)}
+    scored = {n: r for n, r in key["fields"].items() if "molperceive" in r}
+    if scored:
+        out["molperceive"] = grade_molperceive(scored, fields)
+    return out
+
+
+def grade_molperceive(rules: dict, fields: dict) -> dict:
+    """MolPerceive's view of its fields: the share right per label field, and each stored
+    label recomputed under this RDKit (molperceive.label), a changed one counted as drift
+    (the key is re-derived, as molperceive's score reports it, never silently re-scored)."""
+    from molperceive import label
+
+    per_field: dict[str, list[bool]] = {}
+    drift = []
+    for name, rule in rules.items():
+        per_field.setdefault(rule["molperceive"], []).append(fields[name]["ok"])
+        now = label.label(rule["smiles"], [rule["molperceive"]]).get("labels", {})
+        if now.get(rule["molperceive"]) != rule["stored"]:
+            drift.append({"field": name, "stored": rule["stored"],
+                          "recomputed": now.get(rule["molperceive"])})
+    return {"rdkit": label.rdkit_info(), "drift": drift,
+            "fields": {f: round(sum(oks) / len(oks), 4) for f, oks in sorted(per_field.items())}}
+
+
+def _same(listed, given) -> bool:
+    """A listed value and the answer's: text with case ignored (bases), the rest exact."""
+    if isinstance(listed, str) and isinstance(given, str):
+        return listed.casefold() == given.strip().casefold()
+    return listed == given and type(listed) is type(given)
+
+
+def grade_evidence(rule: dict, evidence, problem: str | None, answer: dict | None) -> dict:
+    """The tool output the key asks for beside the answer: biotool's JSON from this image
+    build (provenance.image), on the staged reference (its sha256) and the staged reads (the
+    sample's name and read count), holding the answer in its `list`. It tells an answer
+    written without running the tool here; not one whose output was forged in its shape."""
+    from biotool.provenance import provenance
+
+    broken = [problem] if problem else []
+    if evidence is not None:
+        prov = evidence.get("provenance") if isinstance(evidence.get("provenance"), dict) \
+            else {}
+        image = provenance().get("image")
+        if not image:
+            raise InfrastructureError("the verifier has no image build identity "
+                                      "(/etc/biotool/build.json): evidence cannot be checked")
+        if prov.get("image") != image:
+            broken.append(f"the evidence is not this image build's output (provenance.image "
+                          f"{prov.get('image')!r}, this image {image!r})")
+        refs = [u for u in prov.get("used") or [] if isinstance(u, dict)
+                and u.get("kind") == "reference"]
+        if not any(u.get("sha256") == rule["reference_sha256"] for u in refs):
+            broken.append(f"the evidence used no reference with the staged "
+                          f"{rule['reference']}'s sha256 {rule['reference_sha256'][:12]}...")
+        reads = Path(rule["reads"])
+        try:
+            with reads.open("rb") as fh:
+                n_reads = sum(1 for _ in fh) // 4
+        except OSError as exc:
+            raise InfrastructureError(f"the staged reads {reads} cannot be read in the "
+                                      f"verifier ({exc.strerror or exc})") from None
+        samples = evidence.get("samples") if isinstance(evidence.get("samples"), list) else []
+        if not any(isinstance(s, dict) and s.get("sample") == reads.name
+                   and s.get("reads_used") == n_reads for s in samples):
+            broken.append(f"the evidence is not of the staged reads ({reads.name}, "
+                          f"{n_reads} reads used)")
+        listed = evidence.get(rule["list"]) if isinstance(evidence.get(rule["list"]), list) \
+            else []
+        want = {f: (answer or {}).get(f) for f in rule["match"]}
+        if not any(isinstance(item, dict) and all(_same(item.get(f), v) for f, v in want.items())
+                   for item in listed):
+            broken.append(f"the answer {want} is not in the evidence's {rule['list']}")
+    return {"ok": not broken, "broken": broken, "artifact": rule["artifact"]}
 
 
 def grade_egress(store: str, declared: dict) -> dict:
@@ -154,8 +253,10 @@ def grade(inputs: Inputs) -> tuple[dict, dict]:
     """(reward.json, grade.json) for readable inputs."""
     answer = grade_answer(inputs.key, inputs.answer, inputs.answer_problem)
     egress = grade_egress(inputs.store, inputs.key.get("egress") or {})
+    evidence = grade_evidence(inputs.key["evidence"], inputs.evidence, inputs.evidence_problem,
+                              inputs.answer) if inputs.key.get("evidence") else None
     reward = {
-        "reward": 1 if answer["ok"] and egress["ok"] else 0,
+        "reward": 1 if answer["ok"] and egress["ok"] and (evidence or {"ok": True})["ok"] else 0,
         "answer": 1 if answer["ok"] else 0,
         "answer_fields": round(answer["fields_passed"] / max(answer["fields_total"], 1), 4),
         "egress_ok": 1 if egress["ok"] else 0,
@@ -166,8 +267,17 @@ def grade(inputs: Inputs) -> tuple[dict, dict]:
         "egress_unrecorded": egress["unrecorded"],
         "infrastructure_error": 0,
     }
+    # A task's own components, only where its key declares them (named in grade.json too).
+    if evidence is not None:
+        reward["evidence_ok"] = 1 if evidence["ok"] else 0
+    if "molperceive" in answer:
+        for field, share in answer["molperceive"]["fields"].items():
+            reward[f"molperceive_{field}"] = share
+        reward["molperceive_drift"] = len(answer["molperceive"]["drift"])
     detail = {"status": "graded", "task": inputs.key.get("task"), "grader": GRADER_VERSION,
               "reward": reward, "answer": answer, "egress": egress, "inputs": inputs.digests}
+    if evidence is not None:
+        detail["evidence"] = evidence
     return reward, detail
 
 

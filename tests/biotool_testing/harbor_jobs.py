@@ -13,9 +13,16 @@ from pathlib import Path
 from biotool_testing.paths import REPO
 RUNNER = REPO / "image" / "harbor"
 VERSION = (RUNNER / "HARBOR_VERSION").read_text().strip()
-RUNNER_IMAGE = f"biotool-harbor-runner:{VERSION}"
+# image/harbor/run.sh's variable: a runner built under another tag (build-runner.sh TAG).
+RUNNER_IMAGE = os.environ.get("HARBOR_RUNNER_IMAGE") or f"biotool-harbor-runner:{VERSION}"
 JOB_TIMEOUT = 900
 TASKS = ("molperceive-batch", "pbmc-celltype", "sarscov2-deletion", "spike-d614g")
+# Components a task's key adds to reward.json beside the common ones (harbor_grade).
+TASK_COMPONENTS = {
+    "molperceive-batch": {"molperceive_formula", "molperceive_heavy_atom_count",
+                          "molperceive_drift"},
+    "sarscov2-deletion": {"evidence_ok"},
+}
 ANSWER = {"gene": "S", "hgvs_p": "p.Asp614Gly", "effect": "missense"}
 # Cheating solutions of spike-d614g: each writes the right answer, and what else it does is
 # what the task's declaration scores 0.
@@ -26,6 +33,10 @@ CHEATS = {
                         "&QUERY=MN908947.3' https://blast.ncbi.nlm.nih.gov/Blast.cgi "
                         "> /logs/agent/blast.txt 2>&1 || true"),
 }
+# A solution of sarscov2-deletion that writes the right answer without running anything: the
+# key asks for the caller's output on the staged reads beside it (evidence), so it scores 0.
+UNRUN = "cheat-unrun"
+UNRUN_ANSWER = {"pos": 29749, "ref": "ACGATCGAGTG", "alt": "A"}
 
 
 @dataclass

@@ -1,9 +1,9 @@
 """Helpers for image tests that need the enforced compose stack: runs, probes, an outside server.
 
 Imported by the image tests that bring up runs (test_egress.py, test_launcher.py,
-test_taxonomy_remote.py, test_isolation.py, test_relay.py; fixtures are defined in those modules
-from these plain functions; tests/image/conftest.py's `images` fixture makes sure the images
-exist). Every run is brought up and torn down through the real launcher.
+test_taxonomy_remote.py, test_harbor_blast_task.py, test_isolation.py, test_relay.py; fixtures
+are defined in those modules from these plain functions; tests/image/conftest.py's `images`
+fixture makes sure the images exist). Every run is brought up and torn down through the real launcher.
 """
 
 from __future__ import annotations
@@ -203,3 +203,20 @@ def mock_requests(mock) -> dict:
     res = mock.exec_run(["python3", "-c", code])
     assert res.exit_code == 0, res.output
     return json.loads(res.output)
+
+
+def run_with_mock_ncbi(ca_dir: Path, *mock_args: str):
+    """A run (`up --extra-ca`) whose egress reaches the mock NCBI under NCBI's name, over TLS
+    with a test CA the gate trusts upstream: yields the run (its mock as run["mock"]), then
+    removes both. A generator for a module fixture to `yield from`."""
+    from biotool_testing import certificates
+
+    certs = certificates.server_ca(ca_dir, ALLOWED_HOST)
+    up = launcher("up", "--extra-ca", str(certs["ca"]))
+    try:
+        up["mock"] = start_mock_ncbi([up], certs, f"{up['run']}-ncbi", *mock_args)
+        yield up
+    finally:
+        if up.get("mock"):
+            up["mock"].remove(force=True)
+        launcher("down", up["run"])

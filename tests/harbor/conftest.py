@@ -14,8 +14,8 @@ import subprocess
 
 import pytest
 
-from biotool_testing.harbor_jobs import (ANSWER, CHEATS, RUNNER, RUNNER_IMAGE, TASKS, cli,
-                                         harbor_project, run_job)
+from biotool_testing.harbor_jobs import (ANSWER, CHEATS, RUNNER, RUNNER_IMAGE, TASKS, UNRUN,
+                                         UNRUN_ANSWER, cli, harbor_project, run_job)
 from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE
 
 
@@ -54,8 +54,11 @@ def workspace(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tasks(workspace):
     out = workspace / "tasks"
+    # The offline tasks: reads-organism-blast needs NCBI itself, which this host cannot reach
+    # (tests/image/test_harbor_blast_task.py runs it against the mock NCBI instead).
     written = json.loads(cli("harbor", "--out", str(out), "--image", SANDBOX_IMAGE,
-                              "--egress-image", EGRESS_IMAGE).stdout)
+                              "--egress-image", EGRESS_IMAGE,
+                              *[a for t in TASKS for a in ("--task", t)]).stdout)
     assert sorted(t["task"] for t in written["tasks"]) == [f"biotool/{t}" for t in TASKS]
     return out
 
@@ -69,6 +72,10 @@ def cheats(workspace, tasks):
         (out / name / "solution" / "solve.sh").write_text(
             f"#!/bin/bash\n{attempt}\nprintf '%s' '{json.dumps(ANSWER)}' > "
             "/logs/artifacts/answer.json\n")
+    unrun = out / UNRUN
+    shutil.copytree(tasks / "sarscov2-deletion", unrun)
+    (unrun / "solution" / "solve.sh").write_text(
+        f"#!/bin/bash\nprintf '%s' '{json.dumps(UNRUN_ANSWER)}' > /logs/artifacts/answer.json\n")
     # An infrastructure failure: the task no longer collects the egress audit, so the
     # verifier has none to read (the answer is right; the grade cannot be given).
     infra = out / "infra-no-audit"

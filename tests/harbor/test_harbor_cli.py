@@ -11,7 +11,8 @@ import ipaddress
 import json
 from datetime import datetime
 
-from biotool_testing.harbor_jobs import CHEATS, TASKS, cli, harbor, harbor_project, read_json
+from biotool_testing.harbor_jobs import (CHEATS, TASK_COMPONENTS, TASKS, UNRUN, cli, harbor,
+                                         harbor_project, read_json)
 
 COMPONENTS = {"reward", "answer", "answer_fields", "egress_ok", "egress_allowed",
               "egress_denied", "egress_paced", "egress_errors", "egress_unrecorded",
@@ -41,10 +42,14 @@ def test_the_oracle_passes_every_task(oracle_job):
     for name, trial in trials.items():
         result = _trial_ok(trial)
         reward = read_json(trial / "verifier" / "reward.json")
-        assert set(reward) == COMPONENTS, name
+        own = TASK_COMPONENTS.get(name, set())
+        assert set(reward) == COMPONENTS | own, name
         assert reward == {**reward, "reward": 1, "answer": 1, "answer_fields": 1.0,
                           "egress_ok": 1, "egress_denied": 0, "egress_unrecorded": 0,
                           "infrastructure_error": 0}, (name, reward)
+        # A task's own components all pass: evidence checked, MolPerceive's shares 1, no drift.
+        assert {k: reward[k] for k in own} == {k: 0 if k == "molperceive_drift" else 1
+                                               for k in own}, (name, reward)
         assert result["verifier_result"]["rewards"] == reward
         grade = read_json(trial / "verifier" / "grade.json")
         assert grade["status"] == "graded" and grade["task"] == name
@@ -60,7 +65,7 @@ def test_nop_fails_every_task_as_the_agent_not_the_infrastructure(nop_job):
     for name, trial in trials.items():
         _trial_ok(trial)
         reward = read_json(trial / "verifier" / "reward.json")
-        assert set(reward) == COMPONENTS
+        assert set(reward) == COMPONENTS | TASK_COMPONENTS.get(name, set())
         assert (reward["reward"], reward["answer"], reward["answer_fields"]) == (0, 0, 0.0), name
         assert (reward["egress_ok"], reward["infrastructure_error"]) == (1, 0), name
         grade = read_json(trial / "verifier" / "grade.json")
@@ -86,6 +91,17 @@ def test_each_cheat_scores_zero_as_declared_with_the_attempt_named(cheat_job):
     assert "accession" in accession["reason"].lower(), accession
 
 
+def test_the_right_answer_written_without_running_the_tool_scores_zero(cheat_job):
+    trial = cheat_job.trials()[UNRUN]
+    _trial_ok(trial)
+    reward = read_json(trial / "verifier" / "reward.json")
+    # Answer and egress pass; the caller's output on the staged reads is missing.
+    assert (reward["reward"], reward["answer"], reward["egress_ok"], reward["evidence_ok"]) \
+        == (0, 1, 1, 0), reward
+    grade = read_json(trial / "verifier" / "grade.json")
+    assert grade["evidence"]["broken"] == ["no evidence: variants.json was not written"]
+
+
 def test_an_uncollected_audit_is_an_infrastructure_error_never_an_agents_zero(cheat_job):
     trial = cheat_job.trials()["infra-no-audit"]
     reward = read_json(trial / "verifier" / "reward.json")
@@ -99,7 +115,7 @@ def test_an_uncollected_audit_is_an_infrastructure_error_never_an_agents_zero(ch
     assert stats["infrastructure_error"]["1"] == [trial.name]
     assert trial.name not in {t for names in stats["reward"].values() for t in names}
     assert sorted(t.rsplit("__", 1)[0] for names in stats["reward"].values() for t in names) \
-        == sorted(CHEATS)
+        == sorted([*CHEATS, UNRUN])
 
 
 def test_the_verifiers_audit_is_what_biotool_sandbox_audit_reads_of_the_trial(oracle_job):

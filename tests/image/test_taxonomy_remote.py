@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from biotool_testing import certificates, stack
+from biotool_testing import stack
 
 HOST = stack.ALLOWED_HOST
 READS = stack.REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq"
@@ -22,15 +22,7 @@ READS = stack.REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq"
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, images):
-    certs = certificates.server_ca(tmp_path_factory.mktemp("test-ca"), stack.ALLOWED_HOST)
-    up = stack.launcher("up", "--extra-ca", str(certs["ca"]))
-    try:
-        up["mock"] = stack.start_mock_ncbi([up], certs, f"{up['run']}-ncbi", "--rtoe", "1")
-        yield up
-    finally:
-        if up.get("mock"):
-            up["mock"].remove(force=True)
-        stack.launcher("down", up["run"])
+    yield from stack.run_with_mock_ncbi(tmp_path_factory.mktemp("test-ca"), "--rtoe", "1")
 
 
 mock_requests = stack.mock_requests

@@ -1,0 +1,68 @@
+"""The Harbor task answered through NCBI BLAST (harbor/tasks/reads-organism-blast), run the
+way the image tier runs remote BLAST: in the enforced stack (`biotool-sandbox up`) whose
+egress reaches the mock NCBI (biotool_testing/mock_ncbi.py, TLS as blast.ncbi.nlm.nih.gov,
+a test CA the gate trusts upstream), then graded by the task's own grader in the image,
+offline, on the egress audit store of the run.
+
+Not through Harbor (docs/harbor.md): a Harbor trial's environment is the stack as
+compose.yaml renders it, whose egress trusts only the public CAs and resolves NCBI's real
+name; pointing it at the mock would mean a task environment with a test CA and a fake NCBI,
+which the tier refuses to publish as the rule.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from biotool_sandbox.audit import STORE
+from biotool_testing import stack
+from biotool_testing.images import SANDBOX_IMAGE, SESSION, TEST_LABEL
+
+TASK = stack.REPO / "harbor" / "tasks" / "reads-organism-blast"
+ARTIFACTS = "/tmp/logs/artifacts"  # /logs is Harbor's mount; the stack's root is read-only
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, images):
+    yield from stack.run_with_mock_ncbi(tmp_path_factory.mktemp("test-ca"), "--rtoe", "1")
+
+
+def _grade(tmp_path, answer: str, store: str) -> tuple[int, dict, dict]:
+    """The task's test.sh, as the separate verifier runs it: the image, no network, root."""
+    (tmp_path / "key.json").write_bytes((TASK / "key.json").read_bytes())
+    (tmp_path / "answer.json").write_text(answer)
+    (tmp_path / "audit.jsonl").write_text(store)
+    (tmp_path / "out").mkdir()
+    done = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", "--user", "0", "--cap-drop", "ALL",
+         "-v", f"{tmp_path}:/g", "--label", f"{TEST_LABEL}={SESSION}",
+         "--entrypoint", "python", SANDBOX_IMAGE, "-m", "biotool_sandbox.harbor_grade",
+         "--key", "/g/key.json", "--answer", "/g/answer.json", "--audit", "/g/audit.jsonl",
+         "--out", "/g/out"], capture_output=True, text=True, timeout=120)
+    return (done.returncode, json.loads((tmp_path / "out" / "reward.json").read_text()),
+            json.loads((tmp_path / "out" / "grade.json").read_text()))
+
+
+def test_the_blast_tasks_oracle_through_the_egress_scores_1(run, tmp_path):
+    stack.launcher("cp", str(TASK / "solve.sh"), f"{run['run']}:/work/solve.sh")
+    # The oracle as written, its artifacts folder moved off Harbor's /logs mount.
+    res = stack.launcher("exec", run["run"], "--timeout", "400", "--", "bash", "-c",
+                         f"mkdir -p {ARTIFACTS} && sed 's#/logs/artifacts#{ARTIFACTS}#g' "
+                         f"/work/solve.sh | bash && cat {ARTIFACTS}/answer.json", timeout=480)
+    assert res["exit_code"] == 0, res
+    answer = res["stdout"]
+    assert json.loads(answer) == {"organism": "Severe acute respiratory syndrome coronavirus 2"}
+    seen = stack.mock_requests(run["mock"])
+    assert seen["violations"] == [] and [r for r in seen["requests"] if r["what"] == "put"]
+    egress = stack.container(run["containers"]["egress"])
+    code, store = egress.exec_run(["cat", "--", STORE], user="proxy")
+    assert code == 0, store
+    rc, reward, grade = _grade(tmp_path, answer, store.decode())
+    assert rc == 0, grade
+    assert (reward["reward"], reward["answer"], reward["egress_ok"]) == (1, 1, 1), grade
+    # Every request the mock answered is an allowed record the grader counted.
+    assert reward["egress_allowed"] >= len(seen["requests"]) >= 1
+    assert reward["egress_denied"] == 0 and reward["infrastructure_error"] == 0
