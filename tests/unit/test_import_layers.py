@@ -39,8 +39,13 @@ STAGING = ("staging is still two packages in one, the run-time inventory and the
 MANIFEST = ("the file manifest (stdlib only, shared by the image build, the egress image and "
             "the launcher's verify-image) belongs in biotool's core; it moves with the "
             "Dockerfile's COPY of it (the image's own rework)")
+GRADER = ("the Harbor verifier scores a chemistry task by MolPerceive's own rule and labels "
+          "(issue 33): the one place the two programs meet, in the image that carries both")
 # (importer, imported): an edge the walk leaves out, and why.
 KNOWN = {
+    ("biotool_sandbox.harbor_grade", "molperceive"): GRADER,
+    ("biotool_sandbox.harbor_grade", "molperceive.label"): GRADER,
+    ("biotool_sandbox.harbor_grade", "molperceive.score"): GRADER,
     ("biotool.staging", "biotool.staging.build"): STAGING,
     ("biotool.staging.layers", "biotool.staging.build"): STAGING,
     ("biotool.staging.prepare", "biotool.alignment"): STAGING,

@@ -30,7 +30,7 @@ def test_out_of_range_budget_and_batch_are_refused(biotool, staged_home, flag, v
     assert r.code == 2 and r.stdout == "" and r.stderr.count("\n") == 1
     # --budget-seconds is the old, hidden spelling of --timeout: the error uses the new name.
     assert f"Invalid value for '{flag.replace('--budget-seconds', '--timeout')}': " in r.stderr
-    assert f": {float(value) if 'timeout' in flag or 'budget' in flag else value}" in r.stderr
+    assert f"': {value} is not" in r.stderr  # the value as written
 
 
 def test_a_celltypist_reference_with_c2s_only_is_refused_not_ignored(biotool, staged_home):
