@@ -107,3 +107,34 @@ def test_launcher_refuses_a_runtime_the_engine_lacks_and_leaves_nothing(images):
     after = sorted(p.name for p in launcher_stack.state_root().iterdir()) \
         if launcher_stack.state_root().exists() else []
     assert after == before
+
+
+def test_under_runsc_an_internal_network_off_a_byte_boundary_reads_as_enforced(sandbox, runsc,
+                                                                              docker_client):
+    # Docker's second address pool hands out /20s once the 172.x /16s are taken; gVisor writes
+    # such a mask in its own form, which once crashed doctor (NetmaskValueError).
+    import docker
+    from biotool_testing.images import SESSION, TEST_LABEL
+
+    net = None
+    for third in range(16, 256, 16):
+        subnet = f"10.213.{third}.0/20"
+        try:
+            net = docker_client.networks.create(
+                f"biotool-test-nm20-{SESSION}", driver="bridge", internal=True,
+                options={"com.docker.network.bridge.inhibit_ipv4": "true"},  # as compose.yaml
+                labels={TEST_LABEL: SESSION}, ipam=docker.types.IPAMConfig(
+                    pool_configs=[docker.types.IPAMPool(subnet=subnet)]))
+            break
+        except docker.errors.APIError:  # overlaps a network already there: the next /20
+            continue
+    assert net is not None, "no free /20 under 10.213.0.0/16"
+    try:
+        proxy = f"10.213.{third + 2}.7"  # on the /20, off its first /24
+        ran = sandbox.run(["python3", "-m", "biotool.system.enforcement"], runtime=runsc,
+                          network_mode=net.name, environment={"HTTPS_PROXY": f"http://{proxy}:3128"})
+        assert ran.code == 0, ran
+        st = ran.json
+        assert st["enforced"] is True and subnet in st["reason"], st
+    finally:
+        net.remove()

@@ -55,6 +55,18 @@ def _hex_ipv4(field: str) -> str:
     return str(ipaddress.IPv4Address(bytes.fromhex(field)[::-1]))  # little-endian in /proc
 
 
+def _mask_bits(field: str) -> int | None:
+    """The prefix length of /proc/net/route's Mask field; None when it is no mask. gVisor
+    writes (1 << prefix) - 1 (a /20 reads 000FFFFF where Linux writes 00F0FFFF), the same
+    bytes as Linux's only on byte boundaries, so both forms are read."""
+    try:
+        return ipaddress.IPv4Network(f"0.0.0.0/{_hex_ipv4(field)}").prefixlen
+    except ValueError:
+        value = int(field, 16) if len(field) == 8 and all(
+            c in "0123456789abcdefABCDEF" for c in field) else -1
+        return value.bit_length() if value > 0 and value & (value + 1) == 0 else None
+
+
 def default_routes(proc_net: Path = Path("/proc/net")) -> list[tuple[str, str, str]]:
     """Every usable default route as (family, gateway, device), IPv4 and IPv6."""
     found = []
@@ -236,7 +248,11 @@ def routes4(proc_net: Path = Path("/proc/net")) -> tuple[list[ipaddress.IPv4Netw
         f = line.split()
         if len(f) < 8 or f[0] == "lo" or not int(f[3], 16) & RTF_UP or int(f[3], 16) & RTF_REJECT:
             continue
-        net = ipaddress.IPv4Network(f"{_hex_ipv4(f[1])}/{_hex_ipv4(f[7])}", strict=False)
+        bits = _mask_bits(f[7])
+        if bits is None:  # no mask either way: what it reaches is unknown, so it leads out
+            routed.append(f"{_hex_ipv4(f[1])} mask {f[7]} (unreadable) dev {f[0]}")
+            continue
+        net = ipaddress.IPv4Network(f"{_hex_ipv4(f[1])}/{bits}", strict=False)
         if net.prefixlen == 0:
             continue  # the default route: judged by whether its gateway answers
         if int(f[3], 16) & RTF_GATEWAY:

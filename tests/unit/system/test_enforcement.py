@@ -178,10 +178,11 @@ class Gateway:
         return self.held
 
 
-def gvisor_status(proc: Path, held: bool, kinds: dict, env: dict = PROXY) -> tuple[dict, Gateway]:
+def gvisor_status(proc: Path, held: bool, kinds: dict, env: dict = PROXY,
+                  proxy_at: str = "172.26.0.3") -> tuple[dict, Gateway]:
     gateway = Gateway(held)
     never = Neighbour(proc, answers=True)  # the ARP probe must not decide anything under gVisor
-    st = status(proc, env, proxy_at="172.26.0.3", kinds=kinds, gvisor=lambda: True, held=gateway,
+    st = status(proc, env, proxy_at=proxy_at, kinds=kinds, gvisor=lambda: True, held=gateway,
                 solicit=never)
     assert never.asked == []
     return st, gateway
@@ -210,6 +211,33 @@ def test_under_gvisor_two_links_or_no_default_route_stay_unenforced(tmp_path):
     proc = fake(tmp_path / "b", INTERNAL4, LINK_LOCAL6, ["eth0"])
     st, gateway = gvisor_status(proc, held=False, kinds={"eth0": ""})
     assert st["enforced"] is False and gateway.asked == [], st
+
+
+# A compose internal network Docker gave a /20 (192.168.208.0/20, from its second address
+# pool), as runsc writes /proc/net/route (captured): the mask as (1 << 20) - 1, and a host route
+# for the container's own address. runc writes the same subnet's mask as 00F0FFFF.
+GVISOR_20 = ("Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n"
+             "eth0\t00000000\t01D0A8C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
+             "eth0\t00D0A8C0\t00000000\t0001\t0\t0\t0\t000FFFFF\t0\t0\t0\n"
+             "eth0\t02D0A8C0\t00000000\t0001\t0\t0\t0\tFFFFFFFF\t0\t0\t0\n")
+RUNC_20 = HEADER4 + ("eth0\t00000000\t01D0A8C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
+                     "eth0\t00D0A8C0\t00000000\t0001\t0\t0\t0\t00F0FFFF\t0\t0\t0\n")
+
+
+def test_a_20_bit_subnet_reads_the_same_from_gvisor_and_linux(tmp_path):
+    # gVisor's form of a mask off a byte boundary once crashed doctor (NetmaskValueError).
+    for name, route in (("runsc", GVISOR_20), ("runc", RUNC_20)):
+        connected, routed = enforcement.routes4(fake(tmp_path / name, route, LINK_LOCAL6, ["eth0"]))
+        assert routed == [] and "192.168.208.0/20" in map(str, connected), (name, connected)
+    proc = fake(tmp_path / "gv", GVISOR_20, LINK_LOCAL6, ["eth0"])
+    st, _ = gvisor_status(proc, held=False, kinds={"eth0": ""}, proxy_at="192.168.210.7")
+    assert st["enforced"] is True and "192.168.208.0/20" in st["reason"], st
+
+
+def test_a_route_whose_mask_is_no_mask_leads_out(tmp_path):
+    bad = HEADER4 + "eth0\t000014AC\t00000000\t0001\t0\t0\t0\t00F0FF0F\t0\t0\t0\n"
+    connected, routed = enforcement.routes4(fake(tmp_path, bad, LINK_LOCAL6, ["eth0"]))
+    assert connected == [] and routed == ["172.20.0.0 mask 00F0FF0F (unreadable) dev eth0"]
 
 
 def test_link_kinds_come_from_this_namespaces_netlink():
