@@ -1,11 +1,12 @@
 """Staged references, indexes, databases and models: the run-time inventory.
 
-At build time `python -m biotool.staging --refs refs --dest /opt/biotool --sets demo` fetches
-each manifest item of the chosen sets, checks every byte against its pin (the manifest's
-sha256 for files shipped in refs/, refs/pins.lock.toml for production sources), builds its
-indexes and writes `staged.json`, the inventory every command reads at run time. Nothing is
-fetched at run time. `python -m biotool.staging pin --sets production` writes the lock
-(biotool.staging.build, .pins, .fetch, .prepare).
+The bottom layer every command reads (above biotool's core, below `alignment`): `staged.json`
+as typed items (`StagedItem`, biotool.staging.item), `find` and `staged_items(kind)` to look
+one up, `status` (how a manifest item stands here, and its remedy), `usable` (the one
+rule) and `not_staged`, the refusal of an item that is not usable. Nothing here fetches or
+builds: the build-time staging is biotool.stagebuild, run as `python -m biotool.staging`
+(this package's __main__, the one program of it) at image build, which writes
+`staged.json`. Nothing is fetched at run time.
 
 A site overlay (BIOTOOL_SITE_DIR, a read-only directory staged on the host by the same
 command with `--dest DIR`) is merged into the inventory: each item says its `origin`
@@ -18,8 +19,8 @@ tables:
   references: "faidx", "bwa" for short reads, "minimap2:<preset>" for long reads; for
   databases: "blastdb"), prepare (what to make of the fetched files: "fasta",
   "blastdb-tar", "gene-table", "hf-model"), and for items built rather than fetched,
-  builder = "module:function" called as fn(dest_dir, refs_dir); for an "hf-model" item,
-  check = "module:function" called as fn(model_dir), which proves the model answers.
+  builder (a name of biotool.stagebuild.hooks.BUILDERS); for an "hf-model" item, check (a
+  name of biotool.stagebuild.hooks.CHECKS), which proves the model answers.
 """
 
 from __future__ import annotations
@@ -48,15 +49,6 @@ LOCK = "pins.lock.toml"
 
 class StagingError(RuntimeError):
     """A manifest item could not be staged; the message names the item and why."""
-
-
-def hook(spec: str):
-    """The function a manifest names as "module:function" (an item's `builder` or `check`):
-    the family's code that staging calls without knowing the family."""
-    import importlib
-
-    module, _, func = spec.partition(":")
-    return getattr(importlib.import_module(module), func)
 
 
 def home() -> Path:
@@ -217,16 +209,3 @@ def _unstaged_reason(entry: dict) -> str:
     return (f"{NOT_STAGED}: set '{set_name}' (build with "
             f"--build-arg BIOTOOL_STAGE={set_name} on a host that can reach {src}, or stage "
             f"it into a site directory mounted at BIOTOOL_SITE_DIR)")
-
-
-def stage(refs_dir: Path, dest_home: Path, sets: list[str], **options) -> dict:
-    """Stage every manifest item in `sets` into dest_home (see biotool.staging.build.stage)."""
-    from biotool.staging.build import stage as _stage
-
-    return _stage(refs_dir, dest_home, sets, **options)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from biotool.staging.build import main as _main
-
-    return _main(argv)
