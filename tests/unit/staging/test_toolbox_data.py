@@ -231,7 +231,7 @@ def test_blastp_and_diamond_find_a_protein_offline(prod_home, use_home, world, t
     assert rec.extra["sequences"] == len(truth["proteins"]) and rec.taxa is None
     db = rec.path("blastdb") / "db"
     dmnd = rec.path("diamond")
-    assert staging.status(rec.record())["use"] == (f"blastp -db {db} -query proteins.faa; "
+    assert staging.status(rec.record()).use == (f"blastp -db {db} -query proteins.faa; "
                                           f"diamond blastp -d {dmnd} -q proteins.faa")
     queries = protein_queries(truth, random.Random(7))
     assert len(queries) >= 4
