@@ -222,8 +222,9 @@ RUN apt-get update && cd /tmp && apt-get download prokka=1.14.6+dfsg-4 \
 COPY --from=wheels /opt/venv /opt/venv
 
 # ---- data: the production items, staged from refs/, the pin lock and the staging code alone
-# (the modules it imports, no other), so a change to the rest of the code stages nothing.
-# They leave as numbered layer folders (biotool.staging.layers): a reference's FASTA and each
+# (the inventory, the build-time staging and the modules they import, no other), so a change
+# to the rest of the code stages nothing.
+# They leave as numbered layer folders (biotool.stagebuild.layers): a reference's FASTA and each
 # of its indexes one apiece, databases, models and samples one each, the inventory last.
 FROM tools AS data
 COPY entrypoints/biotool/__init__.py entrypoints/biotool/cache.py entrypoints/biotool/output.py \
@@ -238,6 +239,7 @@ COPY entrypoints/biotool/alignment/__init__.py entrypoints/biotool/alignment/ali
 COPY entrypoints/biotool/singlecell/__init__.py entrypoints/biotool/singlecell/c2s.py \
      /opt/staging/biotool/singlecell/
 COPY entrypoints/biotool/staging/ /opt/staging/biotool/staging/
+COPY entrypoints/biotool/stagebuild/ /opt/staging/biotool/stagebuild/
 # The manifests and the lock only: the demo's files (refs/demo) are staged after the code.
 COPY refs/*.toml /src/refs/
 ARG BIOTOOL_STAGE=demo

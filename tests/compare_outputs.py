@@ -135,13 +135,13 @@ def snapshot(dest: Path, work: Path) -> None:
     (work / "out").mkdir(parents=True)
     tree = Path(os.environ["PYTHONPATH"].split(os.pathsep)[0]).resolve().parent
     sys.path.insert(0, str(tree / "entrypoints"))
-    from biotool import staging
+    from biotool.stagebuild.build import stage
 
     # Staged once and kept: makeblastdb stamps its database with the time, so a second
     # staging would differ in a digest no refactor changed.
     home = work / "home"
     if not (home / "staged.json").exists():
-        staging.stage(REPO / "refs", home, ["demo"])
+        stage(REPO / "refs", home, ["demo"])
     env = {k: v for k, v in os.environ.items()
            if k.lower() not in ("https_proxy", "http_proxy", "all_proxy")
            and k not in ("BIOTOOL_CONFIDENT", "BIOTOOL_DEBUG")}

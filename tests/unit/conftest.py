@@ -46,10 +46,10 @@ def _private_temp_and_state(tmp_path_factory):
 @pytest.fixture(scope="session")
 def staged_home(tmp_path_factory) -> Path:
     """The demo manifests staged through the real staging code into a temporary home."""
-    from biotool import staging
+    from biotool.stagebuild.build import stage
 
     home = tmp_path_factory.mktemp("biotool-home")
-    staging.stage(REFS, home, ["demo"])
+    stage(REFS, home, ["demo"])
     return home
 
 

@@ -3,15 +3,20 @@ with the layers docs/architecture.md draws ("Layers").
 
 Bottom first: `commandline` (the command-line layer, standard library only); biotool's core
 (its top-level shared modules: output, files, cache, procs, family, ...); `biotool.staging` (the
-staged-item inventory); `biotool.alignment` (references, indexes, aligners); the families
-(`system`, `reads`, `taxonomy`, `singlecell`, `annotate`), each apart from the others; and
-the programs on top (`biotool.cli`, `biotool.__main__`, `biotool.buildcache`, which runs
-`celltype`'s code at image build). `molperceive` and the launcher `biotool_sandbox` stand
-beside biotool: they import the command-line layer and biotool's core, never a family.
+staged-item inventory every command reads); `biotool.alignment` (references, indexes,
+aligners); the families (`system`, `reads`, `taxonomy`, `singlecell`, `annotate`), each apart
+from the others; `biotool.stagebuild`, the build-time staging (it indexes with `alignment` and
+runs the families' builders and checks, by a table of names, never a "module:function" string
+in a manifest); and the programs on top (`biotool.cli`, `biotool.__main__`,
+`biotool.buildcache`, which runs `celltype`'s code at image build, and
+`biotool.staging.__main__`, the `python -m biotool.staging` that runs `stagebuild`). A program
+is a unit of its own, apart from the package whose name it carries: `biotool.staging` itself
+never imports the build. `molperceive` and the launcher `biotool_sandbox` stand beside
+biotool: they import the command-line layer and biotool's core, never a family.
 
 Every `import` and `from ... import` counts, at a module's top or inside a function, relative
 ones resolved. Imports by a name computed at run time (`importlib.import_module` of a family's
-`cli`, the "module:function" strings of the staging manifests) are not seen.
+`cli`) are not seen.
 
 KNOWN lists the import edges that still close a cycle or point upward, each with why it is
 not fixed here; the walk leaves them out, so any new cycle or upward import fails, and an
@@ -30,12 +35,11 @@ import pytest
 ENTRYPOINTS = Path(__file__).resolve().parents[2] / "entrypoints"
 
 FAMILIES = {"system", "reads", "taxonomy", "singlecell", "annotate"}
-PROGRAMS = {"biotool.cli", "biotool.__main__", "biotool.buildcache"}
+PROGRAMS = {"biotool.cli", "biotool.__main__", "biotool.buildcache", "biotool.staging.__main__"}
 BESIDE = {"molperceive", "biotool_sandbox"}   # import commandline and biotool's core only
-RANK = {"commandline": 0, "core": 1, "staging": 2, "alignment": 3, "family": 4, "program": 5}
+RANK = {"commandline": 0, "core": 1, "staging": 2, "alignment": 3, "family": 4, "stagebuild": 5,
+        "program": 6}
 
-STAGING = ("staging is still two packages in one, the run-time inventory and the build-time "
-           "preparers (issue 37, item 1): split with the staging rework, not here")
 MANIFEST = ("the file manifest (stdlib only, shared by the image build, the egress image and "
             "the launcher's verify-image) belongs in biotool's core; it moves with the "
             "Dockerfile's COPY of it (the image's own rework)")
@@ -46,12 +50,6 @@ KNOWN = {
     ("biotool_sandbox.harbor_grade", "molperceive"): GRADER,
     ("biotool_sandbox.harbor_grade", "molperceive.label"): GRADER,
     ("biotool_sandbox.harbor_grade", "molperceive.score"): GRADER,
-    ("biotool.staging", "biotool.staging.build"): STAGING,
-    ("biotool.staging.layers", "biotool.staging.build"): STAGING,
-    ("biotool.staging.prepare", "biotool.alignment"): STAGING,
-    ("biotool.staging.prepare", "biotool.alignment.aligners"): STAGING,
-    ("biotool.staging.prepare", "biotool.alignment.indexes"): STAGING,
-    ("biotool.staging.prepare", "biotool.alignment.vocabulary"): STAGING,
     ("biotool_sandbox.imagefiles", "biotool.system"): MANIFEST,
     ("biotool_sandbox.imagefiles", "biotool.system.filemanifest"): MANIFEST,
 }
@@ -138,8 +136,9 @@ def cycles(g: dict[str, set[str]]) -> list[list[str]]:
 
 def unit(module: str) -> str:
     """What a layer is made of: biotool's sub-packages and top-level modules, the other
-    packages' modules (`biotool.reads.bam` -> `biotool.reads`; `molperceive.label` itself)."""
-    return ".".join(module.split(".")[:2])
+    packages' modules (`biotool.reads.bam` -> `biotool.reads`; `molperceive.label` itself),
+    and each program (`biotool.staging.__main__` itself)."""
+    return module if module in PROGRAMS else ".".join(module.split(".")[:2])
 
 
 def units(g: dict[str, set[str]]) -> dict[str, set[str]]:
@@ -158,7 +157,7 @@ def layer(module: str) -> str:
     sub = rest.split(".")[0]
     if unit(module) in PROGRAMS:
         return "program"
-    if sub in ("staging", "alignment"):
+    if sub in ("staging", "alignment", "stagebuild"):
         return sub
     return "family" if sub in FAMILIES else "core"
 

@@ -98,17 +98,20 @@ class Reference:
 def staged(name: str) -> Reference | None:
     """The usable staged reference of that name or alias, or None."""
     item = staging.find("reference", name)
-    if not staging.usable(item):
-        return None
+    return _of(item) if staging.usable(item) else None
+
+
+def required(name: str, what: str, otherwise: str | None = None) -> Reference:
+    """The usable staged reference of that name or alias; else the one refusal of an item
+    that is not staged here (staging.require), `what` naming where it was given."""
+    return _of(staging.require("reference", name, what, otherwise))
+
+
+def _of(item: StagedItem) -> Reference:
     fasta = item.path()
     if not Path(str(fasta) + ".fai").exists():
         raise ToolFailure(f"reference {item.name}: staged faidx missing beside {fasta}")
     return Reference(item.name, fasta, item.sha256, staged=item)
-
-
-def staged_names() -> list[str]:
-    """Names of the usable staged references, for error lines that say what there is."""
-    return sorted(i.name for i in staging.staged_items("reference") if i.usable)
 
 
 def resolve(reference: str) -> Reference:
@@ -119,10 +122,7 @@ def resolve(reference: str) -> Reference:
     if reference and os.path.lexists(reference):
         # A path that exists in some form: refused by kind (FIFO, folder, loop) without opening.
         return _cached_fasta(input_file(reference, "--reference", allow_empty=False))
-    names = staged_names()
-    hint = f"staged here: {', '.join(names)}" if names else "nothing is staged here"
-    raise InputError(f"--reference {reference!r} is neither a staged reference nor a FASTA file "
-                     f"({hint}; run `biotool references`)")
+    return required(reference, "--reference", otherwise="a FASTA file")
 
 
 # IUPAC nucleotide codes (and gap/stop marks aligners read as N), either case, and line ends.

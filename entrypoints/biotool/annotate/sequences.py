@@ -41,13 +41,9 @@ def clean(text: str, field: str = "sequence", alphabet: str = "dna") -> str:
 
 def staged_reference(name: str, field: str = "reference") -> Reference:
     """The staged reference of that name or alias (alignment.reference, the one resolver)."""
-    from biotool.alignment.reference import staged, staged_names
+    from biotool.alignment.reference import required
 
-    ref = staged(name)
-    if ref is None:
-        raise InputError(f"args.{field}: no staged reference {name!r} (staged: "
-                         f"{', '.join(staged_names()) or 'none'}; see `biotool references`)")
-    return ref
+    return required(name, f"args.{field}")
 
 
 def resolve(args: dict, alphabet: str = "dna", field: str = "sequence") -> tuple[str, list[dict]]:

@@ -38,39 +38,23 @@ def celltypist_panel(species: str) -> list[StagedItem]:
     return sorted(out, key=lambda r: r.name)
 
 
-def unstaged_reason(name: str) -> str | None:
-    """Why a model the manifests name (by name or alias) is not usable here; None if unnamed."""
-    want = name.strip().lower()
-    for entry in staging.load_manifests():
-        names = [entry["name"], *entry.get("aliases", [])]
-        if entry["kind"] == "model" and want in (n.lower() for n in names):
-            return f"{entry['name']} is " + staging.status(entry).get("reason", "not staged")
-    return None
-
-
 def celltypist_model(name_or_path: str) -> tuple[Path, dict, StagedItem | None]:
     """(path, provenance item, staged item or None) for `--reference NAME|PATH.pkl`."""
-    rec = staging.find("model", name_or_path)
-    if rec is not None:
-        if not rec.usable:
-            raise staging.not_staged(f"--reference {name_or_path}", rec)
-        if rec.framework != "celltypist":
-            raise InputError(f"--reference {name_or_path}: is a {rec.framework} model, "
-                             "not a CellTypist model")
-        return rec.path(), used("model", rec.name, rec.sha256, framework="celltypist"), rec
     path = Path(name_or_path)
-    if "/" in name_or_path or path.suffix == ".pkl":
+    if staging.find("model", name_or_path) is None and ("/" in name_or_path or
+                                                         path.suffix == ".pkl"):
         from biotool.cache import sha256_file
         from biotool.files import input_file
 
         input_file(path, "--reference", allow_empty=False)  # a FIFO is refused, never opened
 
         return path, used("model", path.name, sha256_file(path), framework="celltypist"), None
-    known = ", ".join(r.name for r in celltypist_panel("unknown")) or "none staged"
-    why = unstaged_reason(name_or_path)
-    raise InputError(f"--reference {name_or_path}: " + (
-        f"{why}; staged CellTypist models: {known}" if why else
-        f"no staged CellTypist model of that name (staged: {known})"))
+    rec = staging.require("model", name_or_path, "--reference",
+                          otherwise="a CellTypist model file (.pkl)")
+    if rec.framework != "celltypist":
+        raise InputError(f"--reference {name_or_path}: is a {rec.framework} model, "
+                         "not a CellTypist model")
+    return rec.path(), used("model", rec.name, rec.sha256, framework="celltypist"), rec
 
 
 def _has_tokenizer(folder: Path) -> bool:
@@ -85,21 +69,14 @@ def c2s_model(name_or_path: str = DEFAULT_C2S) -> dict:
     """
     from biotool.cache import sha256_tree
 
-    rec = staging.find("model", name_or_path)
-    if rec is None:
-        path = Path(name_or_path)
-        if not path.is_dir():
-            why = unstaged_reason(name_or_path)
-            raise InputError(f"--c2s-model {name_or_path}: " + (
-                f"{why}; use --model celltypist here, or give a folder with config.json, "
-                "weights and tokenizer" if why else
-                "neither a staged model nor a folder (see `biotool list`; production images "
-                "stage C2S-Pythia-410m-cell-type-prediction)"))
+    path = Path(name_or_path)
+    if staging.find("model", name_or_path) is None and path.is_dir():
         weights, tok, err = path, path, InputError
         items = [used("model", path.name, sha256_tree(path), framework="cell2sentence")]
     else:
-        if not rec.usable:
-            raise staging.not_staged(f"model {rec.name}", rec)
+        rec = staging.require("model", name_or_path, "--c2s-model",
+                              otherwise="a model folder (config.json, weights, tokenizer), or "
+                                        "use --model celltypist")
         weights, err = rec.path(), ToolFailure
         items = [used("model", rec.name, rec.sha256, framework="cell2sentence")]
         tok_spec = rec.tokenizer

@@ -1,11 +1,13 @@
 """Staged references, indexes, databases and models: the run-time inventory.
 
-At build time `python -m biotool.staging --refs refs --dest /opt/biotool --sets demo` fetches
-each manifest item of the chosen sets, checks every byte against its pin (the manifest's
-sha256 for files shipped in refs/, refs/pins.lock.toml for production sources), builds its
-indexes and writes `staged.json`, the inventory every command reads at run time. Nothing is
-fetched at run time. `python -m biotool.staging pin --sets production` writes the lock
-(biotool.staging.build, .pins, .fetch, .prepare).
+The bottom layer every command reads (above biotool's core, below `alignment`): `staged.json`
+as typed items (`StagedItem`, biotool.staging.item), `find` and `staged_items(kind)` to look
+one up, `status` (a typed `Status`: how a manifest item stands here, and its remedy),
+`usable` (the one rule)
+and `require(kind, name, what)`, which returns a usable item or raises the one refusal,
+naming what is staged. Nothing here fetches or builds: the build-time staging is
+biotool.stagebuild, run as `python -m biotool.staging` (this package's __main__, the one
+program of it) at image build, which writes `staged.json`. Nothing is fetched at run time.
 
 A site overlay (BIOTOOL_SITE_DIR, a read-only directory staged on the host by the same
 command with `--dest DIR`) is merged into the inventory: each item says its `origin`
@@ -18,8 +20,8 @@ tables:
   references: "faidx", "bwa" for short reads, "minimap2:<preset>" for long reads; for
   databases: "blastdb"), prepare (what to make of the fetched files: "fasta",
   "blastdb-tar", "gene-table", "hf-model"), and for items built rather than fetched,
-  builder = "module:function" called as fn(dest_dir, refs_dir); for an "hf-model" item,
-  check = "module:function" called as fn(model_dir), which proves the model answers.
+  builder (a name of biotool.stagebuild.hooks.BUILDERS); for an "hf-model" item, check (a
+  name of biotool.stagebuild.hooks.CHECKS), which proves the model answers.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
 from biotool.cache import sha256_tree
 from biotool.output import InputError
@@ -48,15 +50,6 @@ LOCK = "pins.lock.toml"
 
 class StagingError(RuntimeError):
     """A manifest item could not be staged; the message names the item and why."""
-
-
-def hook(spec: str):
-    """The function a manifest names as "module:function" (an item's `builder` or `check`):
-    the family's code that staging calls without knowing the family."""
-    import importlib
-
-    module, _, func = spec.partition(":")
-    return getattr(importlib.import_module(module), func)
 
 
 def home() -> Path:
@@ -120,13 +113,6 @@ def usable(item: StagedItem | None) -> bool:
     return item is not None and item.usable
 
 
-def not_staged(what: str, item: StagedItem) -> InputError:
-    """The one refusal of a staged item that is not usable here, `what` naming it as the
-    caller was given it (`--reference X`, `model X`)."""
-    return InputError(f"{what}: not staged here ({item.error or 'no files'}); see "
-                      "`biotool list`")
-
-
 @dataclass(frozen=True)
 class Inventory:
     """The staged items a command may look up, by "kind/name", and the site overlay merged
@@ -173,6 +159,31 @@ def find(kind: str, name: str) -> StagedItem | None:
     return None
 
 
+def require(kind: str, name: str, what: str, otherwise: str | None = None) -> StagedItem:
+    """The usable staged `kind` of that name or alias; else the one refusal (InputError, exit
+    2) of an item a command was asked for and cannot use here. It names where the name was
+    given (`what`: `--database`, `args.reference`), the item (by its own name where the
+    inventory or a manifest knows it), why (staging's error, or the manifests' word: a set
+    this image did not stage, or no manifest names it), what of that kind is staged, and
+    `otherwise`, what else the option takes (a FASTA file, a folder)."""
+    item = find(kind, name)
+    if usable(item):
+        return item
+    if item is not None:
+        name, why = item.name, item.error or "no files"
+    else:
+        want = name.strip().lower()
+        named = [e for e in load_manifests() if e["kind"] == kind and
+                 want in (n.lower() for n in (e["name"], *e.get("aliases", ())))]
+        why = "no manifest names it"
+        if named:
+            name, why = named[0]["name"], status(named[0]).reason or NOT_STAGED
+    staged = sorted(i.name for i in staged_items(kind) if i.usable)
+    raise InputError(f"{what}: no usable staged {kind} {name!r} ({why}); staged {kind}s: "
+                     f"{', '.join(staged) or 'none'}; see `biotool list`"
+                     + (f", or give {otherwise}" if otherwise else ""))
+
+
 def verify(item: StagedItem) -> list[str]:
     """Problems with a staged item's files on disk: missing, or sha256 not as recorded."""
     problems = []
@@ -185,48 +196,70 @@ def verify(item: StagedItem) -> list[str]:
     return problems
 
 
-def status(entry: dict) -> dict:
-    """How a manifest item stands here: staged and usable, or why not, and where it came from."""
+@dataclass(frozen=True)
+class Status:
+    """How a manifest item stands here: staged and usable, or why not (`reason`; for an item of
+    a set this image did not stage, `remedy` says how to stage it), and where it came from."""
+    kind: str
+    name: str
+    set: str
+    title: str
+    staged: bool
+    usable: bool
+    origin: str | None = None  # "image" or "site", where a record of it was found
+    sha256: str | None = None
+    path: str | None = None
+    source: Any = None         # where its files came from (URLs, a refs/ path, a builder)
+    use: str | None = None     # how a tool is pointed at it
+    tofu: bool = False
+    reason: str | None = None
+    remedy: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        """As `list` and `references` print it: what was found, in this order (the digest,
+        path and source only of a staged item; the remedy is in the reason)."""
+        out: dict[str, Any] = {"kind": self.kind, "name": self.name, "set": self.set,
+                               "title": self.title}
+        if self.origin is not None:
+            out["origin"] = self.origin
+        out.update(staged=self.staged, usable=self.usable)
+        if self.staged:
+            out.update(sha256=self.sha256, path=self.path, source=self.source)
+        if self.use is not None:
+            out["use"] = self.use
+        if self.tofu:
+            out["tofu"] = True
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+
+def status(entry: Mapping[str, Any]) -> Status:
+    """How a manifest item (or a staged item's record) stands here."""
     staged = inventory().items.get(f"{entry['kind']}/{entry['name']}")
-    out = {"kind": entry["kind"], "name": entry["name"], "set": entry.get("set", "production"),
-           "title": entry.get("title", "")}
+    said = dict(kind=entry["kind"], name=entry["name"], set=entry.get("set", "production"),
+                title=entry.get("title", ""))
     if staged is None:
-        out.update(staged=False, usable=False, reason=_unstaged_reason(entry))
-        return out
-    out["origin"] = staged.origin
+        remedy = _remedy(entry)
+        return Status(**said, staged=False, usable=False, remedy=remedy,
+                      reason=f"{NOT_STAGED}: set '{said['set']}' ({remedy})")
     if staged.error:
-        out.update(staged=False, usable=False, reason=staged.error)
-        return out
+        return Status(**said, origin=staged.origin, staged=False, usable=False,
+                      reason=staged.error)
     missing = [k for k in staged.files if not staged.path(k).exists()]
-    out.update(staged=True, usable=not missing, sha256=staged.sha256,
-               path=str(staged.path()), source=list(staged.fetched_from or ()) or
-               entry.get("source") or entry.get("builder"))
-    if staged.use and not missing:
-        out["use"] = staged.use_line()
-    if staged.tofu:
-        out["tofu"] = True
-    if missing:
-        out["reason"] = f"staged files missing: {', '.join(missing)}"
-    return out
+    return Status(**said, origin=staged.origin, staged=True, usable=not missing,
+                  sha256=staged.sha256, path=str(staged.path()),
+                  source=list(staged.fetched_from or ()) or entry.get("source") or
+                  entry.get("builder"),
+                  use=staged.use_line() if staged.use and not missing else None,
+                  tofu=bool(staged.tofu),
+                  reason=f"staged files missing: {', '.join(missing)}" if missing else None)
 
 
-def _unstaged_reason(entry: dict) -> str:
+def _remedy(entry: Mapping[str, Any]) -> str:
+    """How to stage an item of a set this image did not stage."""
     src = entry.get("source") or entry.get("builder") or "?"
     src = src[0] if isinstance(src, list) else src
     set_name = entry.get("set", "production")
-    return (f"{NOT_STAGED}: set '{set_name}' (build with "
-            f"--build-arg BIOTOOL_STAGE={set_name} on a host that can reach {src}, or stage "
-            f"it into a site directory mounted at BIOTOOL_SITE_DIR)")
-
-
-def stage(refs_dir: Path, dest_home: Path, sets: list[str], **options) -> dict:
-    """Stage every manifest item in `sets` into dest_home (see biotool.staging.build.stage)."""
-    from biotool.staging.build import stage as _stage
-
-    return _stage(refs_dir, dest_home, sets, **options)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from biotool.staging.build import main as _main
-
-    return _main(argv)
+    return (f"build with --build-arg BIOTOOL_STAGE={set_name} on a host that can reach {src}, "
+            "or stage it into a site directory mounted at BIOTOOL_SITE_DIR")

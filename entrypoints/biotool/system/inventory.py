@@ -34,11 +34,12 @@ HOW_TO_STAGE = ("build with --build-arg BIOTOOL_STAGE={set} (make image BIOTOOL_
 def list_everything() -> dict:
     families = [family_status(name, fam) for name, fam in family.every().items()]
     manifests = staging.load_manifests()
-    items = [staging.status(e) for e in manifests]
+    statuses = [staging.status(e) for e in manifests]
     # Items a site overlay stages that the image's manifests do not name are listed too.
     named = {(e["kind"], e["name"]) for e in manifests}
-    items += [staging.status(i.record()) for i in staging.staged_items()
-              if (i.kind, i.name) not in named]
+    statuses += [staging.status(i.record()) for i in staging.staged_items()
+                 if (i.kind, i.name) not in named]
+    items = [st.record() for st in statuses]
     for i in items:
         # `references` and provenance carry digests (and a site item's source); here an image
         # item's are noise (a sample's digest stays: nothing else reports it, and graders check
@@ -49,11 +50,11 @@ def list_everything() -> dict:
             i.pop("source", None)
         if len(i.get("title") or "") > TITLE_CHARS:  # `biotool references` keeps them whole
             i["title"] = i["title"][:TITLE_CHARS - 3].rstrip() + "..."
-    unusable = [i for i in items if not i["usable"]]
+    unusable = [(st, i) for st, i in zip(statuses, items) if not st.usable]
     how, by_set, spots = {}, {}, []
-    for i in unusable:
+    for st, i in unusable:
         # A whole set left out of the build is one reason, said once (the output stays small).
-        if i.get("reason", "").startswith(staging.NOT_STAGED + ": set "):
+        if st.remedy:
             how[i["set"]] = HOW_TO_STAGE.format(set=i["set"])
             # staged: false and its set say it; how_to_stage says what to do; its title and
             # kind are the manifest's (refs/*.toml), of no use until the set is staged.
@@ -102,14 +103,15 @@ def references() -> dict:
     entries += [i.record() for i in staging.staged_items("reference") if i.name not in named]
     for entry in entries:
         st = staging.status(entry)
-        rec = staging.find("reference", entry["name"]) if st["staged"] else None
+        rec = staging.find("reference", entry["name"]) if st.staged else None
         row = {"name": entry["name"], "aliases": entry.get("aliases", []),
                "title": entry.get("title", ""), "organism": entry.get("organism", ""),
-               "set": st["set"], "staged": st["staged"], "usable": st["usable"]}
-        for key in ("origin", "source"):
+               "set": st.set, "staged": st.staged, "usable": st.usable}
+        if st.origin is not None:
+            row["origin"] = st.origin
+        if st.staged and st.origin == "site":
             # An image item's source is its manifest's (as in `list`); a site's is news.
-            if key in st and (key == "origin" or st.get("origin") == "site"):
-                row[key] = st[key]
+            row["source"] = st.source
         if rec:
             main = rec.path()
             row["path"] = str(main)
@@ -120,10 +122,10 @@ def references() -> dict:
             gtfs = _annotations(rec.name)
             if gtfs:
                 row["annotation"] = gtfs
-            if st["usable"]:
+            if st.usable:
                 usable_used.append(used("reference", rec.name, rec.sha256))
-        if "reason" in st:
-            row["reason"] = st["reason"]
+        if st.reason is not None:
+            row["reason"] = st.reason
         out.append(row)
     return {"references": out, "home": str(staging.home()),
             "site": staging.inventory().site,

@@ -25,11 +25,7 @@ def staged_database(name: str | None) -> StagedItem:
     from biotool import staging
 
     if name:
-        rec = staging.find("database", name)
-        if rec is None:
-            names = [i.name for i in staging.staged_items("database") if i.usable]
-            raise InputError(f"--database: {name!r} is not a staged BLAST database "
-                             f"(staged: {', '.join(names) or 'none'}; see `biotool list`)")
+        rec = staging.require("database", name, "--database")
     else:
         # A taxonomy panel carries its organisms (`taxa`); other BLAST databases (gene
         # annotation sets) would name no organism, so they are never the default here.
@@ -39,8 +35,6 @@ def staged_database(name: str | None) -> StagedItem:
             raise InputError(f"no taxonomy BLAST database is staged under {staging.home()}; "
                              f"local search is impossible here (see `biotool list`)")
         rec = sorted(usable, key=lambda i: (i.set != "production", i.name))[0]
-    if not rec.usable:
-        raise staging.not_staged(f"database {rec.name}", rec)
     if "blastdb" not in rec.files:
         raise InputError(f"--database: {rec.name} is not a BLAST database (no blastdb index)")
     if rec.molecule == "protein":

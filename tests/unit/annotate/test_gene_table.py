@@ -46,5 +46,5 @@ def test_an_unknown_gene_is_not_applicable_with_a_suggestion(call):
 def test_restricting_to_a_reference(call):
     res = call("gene_lookup", {"query": "HA", "reference": "sars-cov-2"})
     assert res["count"] == 0
-    with pytest.raises(Exception, match="no staged reference"):
+    with pytest.raises(Exception, match="no usable staged reference 'nope'"):
         call("gene_lookup", {"query": "HA", "reference": "nope"})

@@ -138,6 +138,6 @@ def test_a_sequence_with_invalid_characters_is_refused(call, tool):
 
 
 def test_unknown_reference_names_the_staged_ones(call):
-    with pytest.raises(InputError, match=r"^args\.reference: no staged reference 'hg19'.*"
+    with pytest.raises(InputError, match=r"^args\.reference: no usable staged reference 'hg19'.*"
                                          r"MN908947\.3"):
         call("seq_stats", {"reference": "hg19"})

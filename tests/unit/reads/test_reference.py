@@ -54,11 +54,13 @@ def test_unknown_reference_is_bad_input_in_both_families(biotool_env):
     from biotool.annotate.sequences import resolve as annotate_resolve
     from biotool.alignment.reference import resolve
 
-    with pytest.raises(InputError, match=r"^--reference 'hg19' is neither a staged reference "
-                                         r"nor a FASTA file \(staged here: .*MN908947\.3"):
+    with pytest.raises(InputError, match=r"^--reference: no usable staged reference 'hg19' "
+                                         r"\(no manifest names it\); staged references: "
+                                         r".*MN908947\.3.*, or give a FASTA file$"):
         resolve("hg19")
-    with pytest.raises(InputError, match=r"^args\.reference: no staged reference 'hg19' "
-                                         r"\(staged: .*MN908947\.3"):
+    with pytest.raises(InputError, match=r"^args\.reference: no usable staged reference 'hg19' "
+                                         r"\(no manifest names it\); staged references: "
+                                         r".*MN908947\.3"):
         annotate_resolve({"reference": "hg19"})
 
 

@@ -67,7 +67,8 @@ def test_a_build_the_timeout_cannot_cover_is_exit_2_and_keeps_nothing(biotool, b
     (["--kind", "bowtie2", "--timeout", "0"], "'--timeout': 0 is not in the range x>0."),
     (["--kind", "bowtie2", "--timeout", "nan"], "'--timeout': nan is not a finite number."),
     (["--kind", "minimap2:sr"], "--kind 'minimap2:sr'"),
-    (["--kind", "bowtie2", "--reference", "no-such-ref"], "--reference 'no-such-ref'"),
+    (["--kind", "bowtie2", "--reference", "no-such-ref"],
+     "--reference: no usable staged reference 'no-such-ref'"),
 ])
 def test_bad_kind_or_reference_is_one_line_exit_2(biotool, args, culprit):
     argv = ["index", *args] if "--reference" in args else ["index", "--reference", FASTA, *args]

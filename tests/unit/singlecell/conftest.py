@@ -105,8 +105,8 @@ def _toml_value(v) -> str:
 @pytest.fixture(scope="session")
 def stage_models(tmp_path_factory):
     """stage_models(entries) -> env: a manifest of [[model]] entries (source paths pinned by
-    their sha256) staged into a fresh home by biotool.staging.stage."""
-    from biotool import staging
+    their sha256) staged into a fresh home by biotool.stagebuild.build.stage."""
+    from biotool.stagebuild.build import stage
 
     def make(entries: list[dict]) -> dict:
         root = tmp_path_factory.mktemp("sc-home")
@@ -122,7 +122,7 @@ def stage_models(tmp_path_factory):
             lines.append("")
         (manifests / "models.toml").write_text("\n".join(lines))
         home = root / "home"
-        staging.stage(manifests, home, ["test"])
+        stage(manifests, home, ["test"])
         # One torch thread: on shared CI cores, oversubscribed intra-op threads run ~30x slower.
         return {"BIOTOOL_HOME": str(home), "BIOTOOL_MANIFESTS": str(manifests),
                 "CELLTYPIST_FOLDER": str(root / "celltypist"), "OMP_NUM_THREADS": "1"}

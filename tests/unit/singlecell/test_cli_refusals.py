@@ -14,12 +14,14 @@ def test_production_models_named_but_not_staged_say_so(biotool, staged_home):
     sample = str(staged_home / "samples" / PBMC)
     r = biotool("celltype", "--matrix", sample, "--model", "c2s-celltype")
     assert r.code == 2 and r.stdout == "" and r.stderr.count("\n") == 1
-    assert "C2S-Pythia-410m-cell-type-prediction is not staged in this image" in r.stderr
+    assert ("--c2s-model: no usable staged model 'C2S-Pythia-410m-cell-type-prediction' (not "
+            "staged in this image: set 'production'") in r.stderr
     assert "huggingface.co" in r.stderr and "--model celltypist" in r.stderr
     r = biotool("celltype", "--matrix", sample, "--reference", "human_lung_atlas")
     assert r.code == 2 and r.stdout == "" and r.stderr.count("\n") == 1
-    assert "Human_Lung_Atlas is not staged in this image" in r.stderr
-    assert "staged CellTypist models: demo-pbmc68k-celltypist" in r.stderr
+    assert ("--reference: no usable staged model 'Human_Lung_Atlas' (not staged in this image: "
+            "set 'production'") in r.stderr
+    assert "staged models: demo-pbmc68k-celltypist;" in r.stderr
 
 
 @pytest.mark.parametrize("flag,value", [("--batch-size", "0"), ("--timeout", "-1"),

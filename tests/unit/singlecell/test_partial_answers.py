@@ -70,7 +70,8 @@ def test_model_all_without_c2s_staged_returns_celltypist_and_the_error(biotool, 
     assert out["celltypist"]["reference"] == "demo-pbmc68k-celltypist"
     assert out["celltypist"]["composition"]
     assert "c2s" not in out and "agreement" not in out
-    assert "C2S-Pythia-410m-cell-type-prediction is not staged" in out["errors"]["c2s-celltype"]
+    assert ("no usable staged model 'C2S-Pythia-410m-cell-type-prediction' (not staged in this "
+            "image" in out["errors"]["c2s-celltype"])
     # Asking for C2S alone still refuses: there is nothing to answer with.
     alone = biotool("celltype", "--matrix", str(staged_home / "samples" / PBMC), "--model",
                     "c2s-celltype")

@@ -79,7 +79,7 @@ def server(world, monkeypatch):
 @pytest.fixture(scope="session")
 def pinned(world, tmp_path_factory):
     """A lock pinned once against the fake sources, for tests that stage from it."""
-    from biotool.staging import pins
+    from biotool.stagebuild import pins
 
     root, _ = world
     lock = tmp_path_factory.mktemp("lock") / "pins.lock.toml"
@@ -93,7 +93,7 @@ def pinned(world, tmp_path_factory):
 @pytest.fixture(scope="session")
 def prod_home(world, pinned, tmp_path_factory):
     """A home with the ITEMS staged from the lock (the fake served them)."""
-    from biotool.staging import build
+    from biotool.stagebuild import build
 
     root, _ = world
     home = tmp_path_factory.mktemp("home")

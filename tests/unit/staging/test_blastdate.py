@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from biotool.staging import blastdate
+from biotool.stagebuild import blastdate
 
 FASTA = ">seq1 demo\nACGTACGTTAGCTAGCTAGGATCGATCGATCGTAGCTAGCTAGCTAGCATCGAT\n"
 

@@ -29,7 +29,7 @@ def _copied_code() -> list[tuple[str, str]]:
 
 
 def test_the_sandbox_copies_every_layer_folder_before_the_project():
-    from biotool.staging import layers
+    from biotool.stagebuild import layers
 
     sandbox = DOCKERFILE.split("FROM tools AS sandbox", 1)[1]
     copies = re.findall(r"^COPY --from=data /data/(\d+)/ /opt/biotool/$", sandbox, re.M)
@@ -60,7 +60,7 @@ def test_the_data_stage_stages_with_only_the_code_it_copies(server, pinned, tmp_
     out = tmp_path / "data"
     only = [a for n in item_names for a in ("--only", n)]
     run = ("import sys, biotool; assert biotool.__file__.startswith(sys.argv[1]), biotool.__file__; "
-           "from biotool.staging.build import main; sys.exit(main(sys.argv[2:]))")
+           "from biotool.stagebuild.cli import main; sys.exit(main(sys.argv[2:]))")
     proc = subprocess.run([sys.executable, "-c", run, str(code / "biotool"), "layers", "--refs",
                            str(REPO / "refs"), "--lock", str(pinned), "--sets", "demo,production",
                            "--out", str(out), *only],
@@ -77,7 +77,7 @@ def test_the_data_stage_stages_with_only_the_code_it_copies(server, pinned, tmp_
 def test_each_large_part_gets_a_layer_and_the_demo_merges_over_them(prod_home, tmp_path,
                                                                     use_home):
     from biotool import staging
-    from biotool.staging import build, layers
+    from biotool.stagebuild import build, layers
 
     home = tmp_path / "staged"
     shutil.copytree(prod_home, home)

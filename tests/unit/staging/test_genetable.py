@@ -9,7 +9,7 @@ import csv
 def _table(tmp_path, genes, chromosomes, seqids):
     from biotool_testing.fake_sources import write_gene_gff
 
-    from biotool.staging import genetable
+    from biotool.stagebuild import genetable
 
     write_gene_gff(tmp_path, "https://h/x.gff.gz", 10090, chromosomes, genes)
     out = tmp_path / "genes.tsv"

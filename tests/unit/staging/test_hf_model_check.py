@@ -16,7 +16,8 @@ C2S = "C2S-Pythia-410m-cell-type-prediction"
 def _stage_repo(folder, tmp_path, monkeypatch):
     from biotool_testing.fake_sources import FakeSources, write_hf_repo
 
-    from biotool.staging import StagingError, build
+    from biotool.staging import StagingError
+    from biotool.stagebuild import build
 
     root = tmp_path / "src"
     write_hf_repo(root, f"vandijklab/{C2S}", folder)
@@ -54,7 +55,7 @@ def test_weights_that_do_not_load_are_refused(c2s_folder, tmp_path, monkeypatch)
 
 def test_a_shard_index_must_have_every_shard(c2s_folder, tmp_path):
     from biotool.staging import StagingError
-    from biotool.staging.prepare import check_weights
+    from biotool.stagebuild.hfmodel import check_weights
 
     sharded = tmp_path / "sharded"
     shutil.copytree(c2s_folder, sharded)
@@ -68,9 +69,9 @@ def test_a_shard_index_must_have_every_shard(c2s_folder, tmp_path):
 
 
 def test_the_real_tiny_model_passes_and_answers(c2s_folder):
-    from biotool.staging.prepare import check_hf_model
+    from biotool.stagebuild.hfmodel import check_hf_model
 
-    found = check_hf_model(c2s_folder, {"check": "biotool.singlecell.c2s:check_staged"})
+    found = check_hf_model(c2s_folder, {"check": "cell2sentence-prompt"})
     assert found["tokenizer_probe_ids"] > 20
     probe = found["model_probe"]
     assert probe["weights"] == ["model.safetensors"] and isinstance(probe["answer"], str)
@@ -78,7 +79,7 @@ def test_the_real_tiny_model_passes_and_answers(c2s_folder):
 
 def test_an_hf_model_item_without_its_check_is_refused(c2s_folder):
     from biotool.staging import StagingError
-    from biotool.staging.prepare import check_hf_model
+    from biotool.stagebuild.hfmodel import check_hf_model
 
     with pytest.raises(StagingError, match="names its check"):
         check_hf_model(c2s_folder, {})

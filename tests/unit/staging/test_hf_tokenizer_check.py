@@ -14,7 +14,8 @@ def test_a_repository_without_vocabulary_is_refused_naming_the_item(c2s_folder, 
                                                                      monkeypatch):
     from biotool_testing.fake_sources import FakeSources, write_hf_repo
 
-    from biotool.staging import StagingError, build
+    from biotool.staging import StagingError
+    from biotool.stagebuild import build
 
     weights_only = tmp_path / "weights-only"
     shutil.copytree(c2s_folder, weights_only)

@@ -18,7 +18,7 @@ GENOME = ("https://ftp.ncbi.nlm.nih.gov/genomes/all/GCA/000/001/405/GCA_00000140
 
 
 def _stage(tmp_path, pinned, only=("GRCh38",), **kw):
-    from biotool.staging import build
+    from biotool.stagebuild import build
 
 
     home = tmp_path / "home"
@@ -90,7 +90,8 @@ def test_a_wrong_byte_stops_the_run_before_any_index_in_one_line(server, pinned,
                                                                 monkeypatch):
     # The same size, other bytes: only the download can tell, and it tells before any item
     # is unpacked or indexed (GRCh38 would be indexed with bwa and samtools).
-    from biotool.staging import StagingError, build
+    from biotool.staging import StagingError
+    from biotool.stagebuild import build
 
     prepared = []
     monkeypatch.setattr(build, "prepare", lambda *a: prepared.append(a) or {})
@@ -141,10 +142,11 @@ def test_a_source_rewritten_since_its_pin_fails_before_any_download(server, pinn
 def test_a_server_that_changes_the_size_without_head_is_refused_at_the_first_bytes(
         server, pinned, tmp_path, rewrite, monkeypatch):
     # Where HEAD tells nothing, the GET's Content-Length does: the body is not read.
-    from biotool.staging import StagingError, fetch
+    from biotool.staging import StagingError
+    from biotool.stagebuild import fetch
 
     monkeypatch.setattr(fetch, "head_size", lambda url: None)
-    monkeypatch.setattr("biotool.staging.build.head_size", lambda url: None)
+    monkeypatch.setattr("biotool.stagebuild.build.head_size", lambda url: None)
     rewrite(GENOME, b"\x1f\x8b" + b"x" * 100)
     with pytest.raises(StagingError, match=r"^reference GRCh38: .*is 102 bytes now, the lock "
                                            r"pins \d+.*make pins PINS_ONLY=GRCh38"):

@@ -108,7 +108,8 @@ def _one_item_refs(tmp_path, source: str):
 
 
 def test_pinning_refuses_a_file_its_host_rewrites_in_place_naming_the_fixed_copy(server, tmp_path):
-    from biotool.staging import StagingError, build, pins
+    from biotool.staging import StagingError
+    from biotool.stagebuild import build, pins
 
     daily = "https://ftp.ncbi.nlm.nih.gov/gene/DATA/GENE_INFO/Mammalia/Homo_sapiens.gene_info.gz"
     refs = _one_item_refs(tmp_path, daily)
@@ -128,7 +129,8 @@ def test_pinning_refuses_a_file_its_host_rewrites_in_place_naming_the_fixed_copy
 
 
 def test_no_production_source_is_one_its_host_rewrites_in_place():
-    from biotool.staging import load_manifests, pins
+    from biotool.staging import load_manifests
+    from biotool.stagebuild import pins
 
     refs = Path(__file__).resolve().parents[3] / "refs"
     urls = [u for e in load_manifests(refs) if e.get("set") == "production"
@@ -146,7 +148,8 @@ def test_no_production_source_is_one_its_host_rewrites_in_place():
 
 
 def test_a_file_missing_from_its_folders_md5_list_is_refused_at_pin_time(server, tmp_path, world):
-    from biotool.staging import StagingError, pins
+    from biotool.staging import StagingError
+    from biotool.stagebuild import pins
 
     root, _ = world
     gff = ("https://ftp.ncbi.nlm.nih.gov/refseq/H_sapiens/annotation/annotation_releases/"
@@ -189,7 +192,7 @@ def _bwa_tarball(tmp_path, name: str, fasta_text: str) -> Path:
 def test_a_prebuilt_index_of_another_sequence_is_not_used(tmp_path, other, why):
     import random
 
-    from biotool.staging.prepare import use_prebuilt
+    from biotool.stagebuild.prebuilt import use_prebuilt
 
     rng = random.Random(5)
     seq = "".join(rng.choice("ACGT") for _ in range(20000))

@@ -27,9 +27,10 @@ def _refs(tmp_path: Path, indexes: list[str]) -> Path:
 
 def test_the_bwa_index_is_one_folder_checked_by_its_sha256(tmp_path, monkeypatch):
     from biotool import staging
+    from biotool.stagebuild.build import stage
 
     home = tmp_path / "home"
-    staging.stage(_refs(tmp_path, ["faidx", "bwa"]), home, ["demo"])
+    stage(_refs(tmp_path, ["faidx", "bwa"]), home, ["demo"])
     monkeypatch.setenv("BIOTOOL_HOME", str(home))
     monkeypatch.delenv("BIOTOOL_SITE_DIR", raising=False)
     rec = staging.find("reference", "phix")
@@ -42,9 +43,10 @@ def test_the_bwa_index_is_one_folder_checked_by_its_sha256(tmp_path, monkeypatch
 
 
 def test_a_minimap2_sr_index_is_refused_at_staging(tmp_path):
-    from biotool import staging
+    from biotool.staging import StagingError
+    from biotool.stagebuild.build import stage
 
-    with pytest.raises(staging.StagingError, match=r'^reference/phix: index "minimap2:sr" '
+    with pytest.raises(StagingError, match=r'^reference/phix: index "minimap2:sr" '
                                                    r"would never be used: short reads align "
                                                    r'with bwa; stage "bwa" instead$'):
-        staging.stage(_refs(tmp_path, ["faidx", "minimap2:sr"]), tmp_path / "home", ["demo"])
+        stage(_refs(tmp_path, ["faidx", "minimap2:sr"]), tmp_path / "home", ["demo"])

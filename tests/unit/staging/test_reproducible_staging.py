@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from biotool.cache import sha256_tree
-from biotool.staging import blastdate, stage
+from biotool.stagebuild import blastdate
+from biotool.stagebuild.build import stage
 
 REPO = Path(__file__).resolve().parents[3]
 ITEMS = ["demo-pbmc68k-celltypist", "demo-viral-panel"]

@@ -28,7 +28,8 @@ def _record(home: Path, key: str) -> dict:
 def test_the_new_sources_are_dated_and_pinned_with_their_publishers_digests(pinned, world):
     import hashlib
 
-    from biotool.staging import load_manifests, pins
+    from biotool.staging import load_manifests
+    from biotool.stagebuild import pins
 
     root, _ = world
     entries = {e["name"]: e for e in load_manifests(REPO / "refs")}
@@ -48,7 +49,7 @@ def test_the_new_sources_are_dated_and_pinned_with_their_publishers_digests(pinn
 
 
 def test_the_moving_copies_of_the_new_sources_are_refused():
-    from biotool.staging import pins
+    from biotool.stagebuild import pins
 
     for moving in (
             "https://ftp.ebi.ac.uk/pub/databases/gencode/Gencode_human/latest_release/"
@@ -66,7 +67,8 @@ def test_the_moving_copies_of_the_new_sources_are_refused():
 
 
 def test_a_gtf_missing_from_gencodes_md5sums_is_refused_at_pin_time(server, tmp_path, world):
-    from biotool.staging import StagingError, pins
+    from biotool.staging import StagingError
+    from biotool.stagebuild import pins
 
     root, _ = world
     listing = root / "ftp.ebi.ac.uk/pub/databases/gencode/Gencode_human/release_46/MD5SUMS"
@@ -134,7 +136,8 @@ def test_a_gtf_on_another_naming_is_refused_and_one_on_the_genomes_names_staged(
         server, world, prod_home, tmp_path):
     """Ensembl's own GTF names chromosomes 17, not chr17: staged beside the UCSC-named
     genome it would count nothing, so staging refuses it, naming both namings."""
-    from biotool.staging import StagingError, build
+    from biotool.staging import StagingError
+    from biotool.stagebuild import build
 
     root, truth = world
     url = "https://ftp.ensembl.org/pub/release-112/gtf/homo_sapiens/Homo_sapiens.GRCh38.112.gtf.gz"
@@ -161,7 +164,8 @@ def test_a_gtf_on_another_naming_is_refused_and_one_on_the_genomes_names_staged(
 
 
 def test_a_gtf_is_not_staged_without_its_genome(server, pinned, tmp_path):
-    from biotool.staging import StagingError, build
+    from biotool.staging import StagingError
+    from biotool.stagebuild import build
 
     with pytest.raises(StagingError, match="its genome GRCh38 is not staged here"):
         build.stage(REPO / "refs", tmp_path / "home", ["production"], lock=pinned,
@@ -169,7 +173,8 @@ def test_a_gtf_is_not_staged_without_its_genome(server, pinned, tmp_path):
 
 
 def test_gencode_scaffold_accessions_land_on_the_analysis_sets_names(tmp_path):
-    from biotool.staging import StagingError, gtf
+    from biotool.staging import StagingError
+    from biotool.stagebuild import gtf
 
     fai = tmp_path / "g.fa.fai"
     fai.write_text("chr1\t1000\t6\t60\t61\nchr1_KI270706v1_random\t500\t1100\t60\t61\n"
@@ -197,7 +202,7 @@ def test_gencode_scaffold_accessions_land_on_the_analysis_sets_names(tmp_path):
 def test_the_mouse_refseq_gtf_stages_on_the_refseq_genome(server, world, tmp_path):
     """The other naming: GRCm39 from the RefSeq release folder keeps NC_ accessions, and so
     does the GTF of the same release (its md5 from the folder's md5checksums.txt)."""
-    from biotool.staging import build, pins
+    from biotool.stagebuild import build, pins
 
     _, truth = world
     lock = tmp_path / "lock.toml"
@@ -226,7 +231,7 @@ def test_blastp_and_diamond_find_a_protein_offline(prod_home, use_home, world, t
     assert rec.extra["sequences"] == len(truth["proteins"]) and rec.taxa is None
     db = rec.path("blastdb") / "db"
     dmnd = rec.path("diamond")
-    assert staging.status(rec.record())["use"] == (f"blastp -db {db} -query proteins.faa; "
+    assert staging.status(rec.record()).use == (f"blastp -db {db} -query proteins.faa; "
                                           f"diamond blastp -d {dmnd} -q proteins.faa")
     queries = protein_queries(truth, random.Random(7))
     assert len(queries) >= 4
@@ -281,7 +286,8 @@ def test_kraken2_classifies_reads_of_real_viruses_with_the_staged_database(
 def test_a_tarball_without_a_kraken2_database_is_refused(tmp_path):
     import tarfile
 
-    from biotool.staging import StagingError, prepare
+    from biotool.staging import StagingError
+    from biotool.stagebuild import prepare
 
     (tmp_path / "opts.k2d").write_bytes(b"x")
     archive = tmp_path / "k2_viral_20240904.tar.gz"

@@ -105,7 +105,7 @@ def test_bad_input_is_exit_2_with_one_line(biotool, tmp_path):
         (("--fasta", str(ARTIC), "--local"), "not FASTA"),
         (("--fastq", str(ARTIC), "--local", "--remote"), "--local and --remote are exclusive"),
         (("--fastq", str(ARTIC), "--local", "--database", "nt"),
-         "'nt' is not a staged BLAST database"),
+         "--database: no usable staged database 'nt' (no manifest names it); staged databases: "),
         (("--fastq", str(ARTIC), "--fasta", str(ARTIC)), "exactly one of --fasta or --fastq"),
         (("--fastq", str(ARTIC), "--local", "--database", "genes"),
          "demo-gene-annotation is not a BLAST database"),

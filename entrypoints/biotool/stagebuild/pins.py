@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from biotool.staging import LOCK, StagingError
-from biotool.staging.fetch import download, read_bytes
+from biotool.stagebuild.fetch import download, read_bytes
 
 HF_INCLUDE = ("*.json", "*.safetensors", "*.txt", "*.model")
 

@@ -1,50 +1,44 @@
-"""Build-time staging: manifests + pin lock in, verified items and staged.json out.
-
-    python -m biotool.staging --refs refs --dest /opt/biotool --sets demo,production [--tofu]
-    python -m biotool.staging pin --sets production [--only NAME ...]
-    python -m biotool.staging layers --refs refs --sets demo,production --out /data  # image data stage
+"""Build-time staging of one home: manifests + pin lock in, verified items and staged.json
+out (`stage`; the command is biotool.stagebuild.cli, run as `python -m biotool.staging`).
 
 Every production item is fetched from the URLs its pin records and checked byte for byte
-against the pin's sha256 and size. An unpinned item fails the run with one line saying how to
-pin it, unless trust-on-first-use is asked for (`--tofu`, BIOTOOL_TOFU=1): then what the
-source serves now is staged, recorded as `tofu` in staged.json, and its lock lines printed
-(and written to <dest>/pins.tofu.toml) to commit.
-
-A run fails fast, in three passes: every pin is checked first (present, and each source's
-size as a HEAD request reports it), then every source is downloaded and verified, and only
-then is anything unpacked or indexed. A stale pin therefore stops the run in seconds, and a
-source whose bytes changed at the same size stops it before the first index, each with one
-line naming the item, its URL and the `make pins` that refreshes it. Each item is built in
-a hidden folder and renamed into place only when complete, so nothing half-staged is ever
-left; a summary of what was staged and what was not ends the run, which fails if any
-asked-for item did not stage (unless --keep-going, which records it as not staged with the
-reason and goes on).
+against the pin's sha256 and size, in three passes that fail fast: pins, downloads, then
+preparing (biotool.stagebuild.prepare) and indexing. Each item is built in a hidden folder
+and renamed into place only when complete, so nothing half-staged is ever left. The manifest
+entries are frozen: a preparer returns what it made and found, and the record is written
+from that.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
 
 from biotool.cache import atomic_path, sha256_tree
-from biotool.staging import (INVENTORY, LOCK, REPO_REFS, StagingError, home, hook,
-                             load_manifests, usable)
-from biotool.staging import pins as pinning
-from biotool.staging.fetch import PinMismatch, download, head_size
+from biotool.staging import INVENTORY, LOCK, StagingError, load_manifests, usable
 from biotool.staging.item import StagedItem
-from biotool.staging.prepare import Beside, prepare
+from biotool.stagebuild import pins as pinning
+from biotool.stagebuild.fetch import PinMismatch, download, head_size
+from biotool.stagebuild.hooks import BUILDERS, named
+from biotool.stagebuild.prepare import Beside, prepare
+from biotool.stagebuild.tools import Prepared
+
+Entry = Mapping[str, Any]  # a manifest entry, frozen (MappingProxyType): read, never changed
 
 
-def _call_builder(spec: str, dest: Path, refs_dir: Path) -> Path:
-    return Path(hook(spec)(dest, refs_dir))
+def _built(entry: Entry, dest: Path, refs_dir: Path) -> Prepared:
+    """An item its manifest's `builder` makes (a name of hooks.BUILDERS)."""
+    build = named(BUILDERS, "builder", entry["builder"], pinning.label(entry))
+    return Prepared({"main": Path(build(dest, refs_dir))})
 
 
-def _local_sources(entry: dict, refs_dir: Path, into: Path) -> list[Path]:
+def _local_sources(entry: Entry, refs_dir: Path, into: Path) -> list[Path]:
     """Files shipped in refs/ (or URLs pinned in the manifest itself), checked by its sha256."""
     srcs = pinning.sources(entry)
     digests = entry.get("sha256")
@@ -72,7 +66,7 @@ def _local_sources(entry: dict, refs_dir: Path, into: Path) -> list[Path]:
     return out
 
 
-def _pinned_sources(entry: dict, pin: dict, into: Path) -> list[Path]:
+def _pinned_sources(entry: Entry, pin: dict, into: Path) -> list[Path]:
     out = []
     for f in pin["files"]:
         path = into / f["path"]
@@ -82,35 +76,35 @@ def _pinned_sources(entry: dict, pin: dict, into: Path) -> list[Path]:
     return out
 
 
-def _unpinned_line(entry: dict) -> str:
+def _unpinned_line(entry: Entry) -> str:
     return (f"{pinning.label(entry)}: not pinned in refs/{LOCK}; pin it on a host that reaches "
             f"{pinning.sources(entry)[0]} with `make pins` (python -m biotool.staging pin "
             f"--sets {entry.get('set', 'production')} --only {entry['name']}) and commit the "
             "lock, or build with --build-arg BIOTOOL_TOFU=1 to trust what it serves now")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Fetched:
     """One item with its sources downloaded and verified into its hidden work folder."""
-    entry: dict
+    entry: Entry
     work: Path
     files: list[Path] | None  # None: a builder makes the item
-    extra: dict = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
         return f"{self.entry['kind']}/{self.entry['name']}"
 
 
-def _refresh(entry: dict) -> str:
+def _refresh(entry: Entry) -> str:
     return (f"refresh its pin with `make pins PINS_ONLY={entry['name']}` (python -m "
             f"biotool.staging pin --only {entry['name']}) and commit refs/{LOCK}")
 
 
-def fetch_item(entry: dict, refs_dir: Path, dest_home: Path, pins: dict | None = None,
+def fetch_item(entry: Entry, refs_dir: Path, dest_home: Path, pins: dict | None = None,
                tofu: bool = False) -> Fetched:
     """Download and verify one item's sources into dest_home/<kind>s/.<name>.staging."""
-    entry = dict(entry)
+    entry = MappingProxyType(dict(entry))
     kind, name = entry["kind"], entry["name"]
     work = dest_home / f"{kind}s" / f".{name}.staging"
     shutil.rmtree(work, ignore_errors=True)
@@ -155,13 +149,15 @@ def finish_item(item: Fetched, refs_dir: Path, dest_home: Path,
     kind, name = entry["kind"], entry["name"]
     try:
         if item.files is None:
-            files = {"main": _call_builder(entry["builder"], work, refs_dir)}
+            made = _built(entry, work, refs_dir)
         else:
-            files = prepare(entry, item.files, work, Beside(dest_home, dict(staged or {})))
+            made = prepare(entry, item.files, work, Beside(dest_home, dict(staged or {})))
+        # The manifest's fields, then what preparing found, then where it was fetched from.
         record = {k: v for k, v in entry.items() if k != "kind"}
+        record.update(made.facts)
         record.update(item.extra, kind=kind, files={
             k: {"path": str(Path(f"{kind}s") / name / p.relative_to(work)),
-                "sha256": sha256_tree(p)} for k, p in files.items()})
+                "sha256": sha256_tree(p)} for k, p in made.files.items()})
         record["sha256"] = record["files"]["main"]["sha256"]
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
@@ -172,7 +168,7 @@ def finish_item(item: Fetched, refs_dir: Path, dest_home: Path,
     return record
 
 
-def preflight(entries: list[dict], pins: dict, tofu: bool) -> dict[str, str]:
+def preflight(entries: list[Entry], pins: dict, tofu: bool) -> dict[str, str]:
     """Before any download: {key: why} for items that cannot stage as pinned: unpinned (with
     no trust on first use), or a source whose size is no longer the pinned one (a HEAD
     request; a server that does not say is checked by the download itself)."""
@@ -226,10 +222,10 @@ def stage(refs_dir: Path, dest_home: Path, sets: list[str], lock: Path | None = 
     dest_home.mkdir(parents=True, exist_ok=True)
     pins = pinning.read_lock(Path(lock) if lock else refs_dir / LOCK)
     items, failed, tofu_pins = {}, [], []
-    wanted = [e for e in load_manifests(refs_dir)
+    wanted = [MappingProxyType(e) for e in load_manifests(refs_dir)
               if e.get("set", "production") in sets and not (only and e["name"] not in only)]
 
-    def fail(entry: dict, why: str) -> None:
+    def fail(entry: Entry, why: str) -> None:
         key = f"{entry['kind']}/{entry['name']}"
         why = " ".join(why.split())  # one line, whatever a tool printed
         if entry.get("set") == "demo":
@@ -300,64 +296,3 @@ def stage(refs_dir: Path, dest_home: Path, sets: list[str], lock: Path | None = 
     if failed and not keep_going:
         raise StagingError(f"{len(failed)} item(s) not staged: " + "; ".join(failed))
     return inv
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def main(argv: list[str] | None = None) -> int:
-    from biotool.staging import layers
-
-    argv = sys.argv[1:] if argv is None else argv
-    mode = argv[0] if argv and argv[0] in ("pin", "layers") else None
-    ap = argparse.ArgumentParser(prog="python -m biotool.staging" + (f" {mode}" if mode else ""),
-                                 description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--refs", type=Path, default=REPO_REFS, help="manifest directory")
-    ap.add_argument("--lock", type=Path, default=None, help=f"pin lock (default: <refs>/{LOCK})")
-    if mode == "pin":
-        ap.add_argument("--sets", default="production", help="comma-separated sets to pin")
-        ap.add_argument("--only", action="append", default=[], metavar="NAME",
-                        help="pin only this item (repeatable)")
-    elif mode == "layers":
-        ap.add_argument("--sets", default="demo", help="comma-separated sets asked for (only "
-                        f"{', '.join(layers.DATA_SETS)} is staged here; the rest is skipped)")
-        ap.add_argument("--out", type=Path, required=True,
-                        help=f"folder of the {layers.SLOTS} layer folders 1..{layers.SLOTS}")
-        ap.add_argument("--tofu", action="store_true", default=_truthy(os.environ.get("BIOTOOL_TOFU")),
-                        help="trust on first use: stage unpinned items and print their lock lines")
-        ap.add_argument("--only", action="append", default=[], metavar="NAME",
-                        help="stage only this item (repeatable)")
-    else:
-        ap.add_argument("--dest", type=Path, default=None,
-                        help="staging root (BIOTOOL_HOME; a site directory for BIOTOOL_SITE_DIR)")
-        ap.add_argument("--sets", default="demo", help="comma-separated sets to stage")
-        ap.add_argument("--tofu", action="store_true", default=_truthy(os.environ.get("BIOTOOL_TOFU")),
-                        help="trust on first use: stage unpinned items and print their lock lines")
-        ap.add_argument("--only", action="append", default=[], metavar="NAME",
-                        help="stage only this item (repeatable)")
-        ap.add_argument("--keep-going", action="store_true",
-                        help="record items that fail as not staged instead of failing")
-        ap.add_argument("--skip-sets", default="", metavar="SETS",
-                        help="comma-separated sets staged elsewhere (the image's data stage): "
-                             "not staged here, their staged items kept in the inventory")
-    args = ap.parse_args(argv[1:] if mode else argv)
-    sets = [s for s in args.sets.split(",") if s]
-    try:
-        if mode == "pin":
-            lock = args.lock or args.refs / LOCK
-            pinned = pinning.pin(args.refs.resolve(), sets, lock, only=args.only or None)
-            print(f"staging: {len(pinned)} pins in {lock}", file=sys.stderr)
-        elif mode == "layers":
-            layers.stage_layers(args.refs.resolve(), args.out, sets, lock=args.lock,
-                                tofu=args.tofu, only=args.only or None)
-        else:
-            skip = set(args.skip_sets.split(","))
-            stage(args.refs.resolve(), args.dest or home(), [s for s in sets if s not in skip],
-                  lock=args.lock, tofu=args.tofu, keep_going=args.keep_going,
-                  only=args.only or None)
-    except StagingError as exc:
-        print(f"staging: error: {exc}", file=sys.stderr)
-        return 1
-    return 0

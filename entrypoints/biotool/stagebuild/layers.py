@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -68,7 +67,7 @@ def split(home: Path, out: Path, slots: int = SLOTS) -> list[dict]:
     if len(planned) > slots:
         raise StagingError(f"the production data needs {len(planned)} layers and the "
                            f"Dockerfile copies {slots}: add COPY --from=data lines and raise "
-                           "biotool.staging.layers.SLOTS")
+                           "biotool.stagebuild.layers.SLOTS")
     report = []
     for n, (name, paths) in enumerate(planned, start=1):
         size = 0
@@ -84,19 +83,3 @@ def split(home: Path, out: Path, slots: int = SLOTS) -> list[dict]:
         over = " (over the ~8 GB some registries accept)" if size > LAYER_LIMIT else ""
         print(f"staging: layer {n}: {name}, {size / 1e6:.1f} MB{over}", file=sys.stderr)
     return report
-
-
-def stage_layers(refs_dir: Path, out: Path, sets: list[str], lock: Path | None = None,
-                 tofu: bool = False, only: list[str] | None = None) -> list[dict]:
-    """Stage the DATA_SETS among `sets` into out/.home, then split it into out/1..SLOTS."""
-    from biotool.staging.build import stage
-
-    out = Path(out)
-    home = out / ".home"
-    wanted = [s for s in sets if s in DATA_SETS]
-    try:
-        if wanted:
-            stage(refs_dir, home, wanted, lock=lock, tofu=tofu, only=only)
-        return split(home, out)
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
