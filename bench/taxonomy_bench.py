@@ -37,6 +37,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from biotool import staging
+    from biotool.stagebuild import build
     from biotool.taxonomy import local, sequences
 
     with tempfile.TemporaryDirectory(prefix="taxbench-") as tmp:
@@ -48,7 +49,7 @@ def main() -> int:
             # Only the panel's manifest: staging models would dominate the benchmark's time.
             (manifests / "databases.toml").write_text((REPO / "refs/databases.toml").read_text())
             (manifests / "demo").symlink_to(REPO / "refs" / "demo")
-            staging.stage(manifests, tmp / "home", ["demo"])
+            build.stage(manifests, tmp / "home", ["demo"])
         base = list(sequences.read_fastq(ARTIC))
         reads = [(f"{q}_{i}", s) for i in range(args.reads // len(base) + 1)
                  for q, s in base][:args.reads]
