@@ -8,8 +8,8 @@ tag="${1:-biotool-base:bookworm}"
 suite="${DEBIAN_SUITE:-bookworm}"
 # The mirrors this host's apt already uses (deb822 or one-line sources), unless overridden.
 . "$(dirname "$0")/../aptsources.sh"
-mirror="${DEBIAN_MIRROR:-$(apt_uri "$suite" | head -n1)}"
-security_mirror="${DEBIAN_SECURITY_MIRROR:-$(apt_uri "$suite-security" | head -n1)}"
+mirror="${DEBIAN_MIRROR:-$(apt_uri "$suite" | sed -n 1p)}"
+security_mirror="${DEBIAN_SECURITY_MIRROR:-$(apt_uri "$suite-security" | sed -n 1p)}"
 if [ -z "$mirror" ]; then
     echo "base: no apt source for $suite on this host: set DEBIAN_MIRROR" >&2
     exit 2

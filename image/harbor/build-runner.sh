@@ -16,8 +16,8 @@ ctx="$repo/out/harbor-runner"
 if ! docker image inspect "$base" >/dev/null 2>&1; then
     # trixie from the mirror that serves this host's bookworm (the same archive).
     . "$repo/image/aptsources.sh"
-    DEBIAN_SUITE=trixie DEBIAN_MIRROR="${DEBIAN_MIRROR:-$(apt_uri bookworm | head -n1)}" \
-        DEBIAN_SECURITY_MIRROR="${DEBIAN_SECURITY_MIRROR:-$(apt_uri bookworm-security | head -n1)}" \
+    DEBIAN_SUITE=trixie DEBIAN_MIRROR="${DEBIAN_MIRROR:-$(apt_uri bookworm | sed -n 1p)}" \
+        DEBIAN_SECURITY_MIRROR="${DEBIAN_SECURITY_MIRROR:-$(apt_uri bookworm-security | sed -n 1p)}" \
         "$repo/image/base/build.sh" "$base"
 fi
 

@@ -13,7 +13,7 @@ suite="$(. /etc/os-release && echo "${VERSION_CODENAME:-}")"
 want=20240729
 have=$(runsc --version 2>/dev/null | sed -n 's/^runsc version [0-9.]*~\{0,1\}\([0-9]\{8\}\).*/\1/p' || true)
 if [[ -z "$have" || "$have" < "$want" ]]; then
-    mirror="${DEBIAN_MIRROR:-$(apt_uri "$suite" | head -n1)}"
+    mirror="${DEBIAN_MIRROR:-$(apt_uri "$suite" | sed -n 1p)}"
     [[ -n "$mirror" ]] || { echo "install-runsc: no apt source for $suite on this host: set DEBIAN_MIRROR" >&2; exit 2; }
     list=/etc/apt/sources.list.d/biotool-backports.list
     # Backports are pinned at priority 100 by their Release file: nothing else is upgraded.
@@ -21,5 +21,6 @@ if [[ -z "$have" || "$have" < "$want" ]]; then
     apt-get update -q -o Dir::Etc::sourcelist="$list" -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends -t "$suite-backports" runsc
 fi
-runsc --version | head -1 >&2
+# sed reads every line: head would leave runsc writing into a closed pipe (SIGPIPE, 141 under pipefail).
+runsc --version | sed -n 1p >&2
 "$here/register-runsc.sh"
