@@ -34,7 +34,7 @@ COPY entrypoints/biotool/rules.py entrypoints/biotool/ncbirule.py entrypoints/bi
 # The audit's wire format (what the gate writes, the launcher and the verifier read), as the namespace package `biotool_sandbox`.
 COPY entrypoints/biotool_sandbox/auditwire.py /usr/local/lib/egress/biotool_sandbox/
 COPY image/rules.toml /etc/biotool/rules.toml
-COPY entrypoints/biotool/system/filemanifest.py /usr/local/lib/egress/filemanifest.py
+COPY entrypoints/biotool/filemanifest.py /usr/local/lib/egress/filemanifest.py
 # The file manifest last (biotool-sandbox verify-image checks the image against it).
 RUN install -d -o proxy -g proxy -m 0700 /run/egress /var/lib/biotool-egress /var/lib/biotool-egress-run \
  && install -d -o proxy -g proxy -m 0755 /run/egress-ca \
@@ -347,11 +347,11 @@ RUN sh /usr/local/lib/biotool-shell/install.sh \
  && chmod 1777 /var/tmp
 
 # What the image is, last: the SBOM (CycloneDX, biotool.system.sbom), then the manifest of every
-# file's sha256 (biotool.system.filemanifest) that `biotool-sandbox verify-image` checks the
+# file's sha256 (biotool.filemanifest) that `biotool-sandbox verify-image` checks the
 # image against; `make image` copies both to out/. Times clamped to SOURCE_DATE_EPOCH.
 RUN python -m biotool.system.sbom write /etc/biotool/sbom.cdx.json \
  && rm -rf /tmp/* /tmp/.[!.]* \
- && python -m biotool.system.filemanifest write /etc/biotool/files.tsv \
+ && python -m biotool.filemanifest write /etc/biotool/files.tsv \
  && touch -h -d "@${SOURCE_DATE_EPOCH}" /etc/biotool /etc/biotool/sbom.cdx.json /etc/biotool/files.tsv
 
 LABEL org.opencontainers.image.title="biotool sandbox" \

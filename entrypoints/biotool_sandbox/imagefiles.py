@@ -17,8 +17,8 @@ import subprocess
 import tarfile
 from dataclasses import dataclass, field
 
-from biotool.system import filemanifest
-from biotool.system.filemanifest import Difference, Entry
+from biotool import filemanifest
+from biotool.filemanifest import Difference, Entry
 
 from .errors import EngineError, LauncherError
 

@@ -40,9 +40,6 @@ BESIDE = {"molperceive", "biotool_sandbox"}   # import commandline and biotool's
 RANK = {"commandline": 0, "core": 1, "staging": 2, "alignment": 3, "family": 4, "stagebuild": 5,
         "program": 6}
 
-MANIFEST = ("the file manifest (stdlib only, shared by the image build, the egress image and "
-            "the launcher's verify-image) belongs in biotool's core; it moves with the "
-            "Dockerfile's COPY of it (the image's own rework)")
 GRADER = ("the Harbor verifier scores a chemistry task by MolPerceive's own rule and labels "
           "(issue 33): the one place the two programs meet, in the image that carries both")
 # (importer, imported): an edge the walk leaves out, and why.
@@ -50,8 +47,6 @@ KNOWN = {
     ("biotool_sandbox.harbor_grade", "molperceive"): GRADER,
     ("biotool_sandbox.harbor_grade", "molperceive.label"): GRADER,
     ("biotool_sandbox.harbor_grade", "molperceive.score"): GRADER,
-    ("biotool_sandbox.imagefiles", "biotool.system"): MANIFEST,
-    ("biotool_sandbox.imagefiles", "biotool.system.filemanifest"): MANIFEST,
 }
 
 

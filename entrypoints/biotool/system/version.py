@@ -60,7 +60,8 @@ def described() -> dict:
     checks an image in hand against (`biotool-sandbox verify-image`). Empty outside the image."""
     from pathlib import Path
 
-    from biotool.system import filemanifest, sbom
+    from biotool import filemanifest
+    from biotool.system import sbom
 
     out = {}
     if Path(sbom.SBOM).is_file():

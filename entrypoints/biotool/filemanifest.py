@@ -1,8 +1,8 @@
 """The image's file manifest: every path of its root filesystem with its type, mode, owner and
 content digest (sha256 for a file, the target for a link), written as the build's last step.
 
-    python -m biotool.system.filemanifest write /etc/biotool/files.tsv   # at image build
-    python -m biotool.system.filemanifest check /etc/biotool/files.tsv   # in a container
+    python -m biotool.filemanifest write /etc/biotool/files.tsv   # at image build
+    python -m biotool.filemanifest check /etc/biotool/files.tsv   # in a container
 
 One line per path, sorted, tab-separated: type (f file, d directory, l symlink, o other),
 mode (octal, permission bits), uid:gid, digest (sha256 of a file, a link's target, - else),
@@ -203,7 +203,7 @@ def write(out: str, root: str = "/") -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2 or argv[0] not in ("write", "check"):
-        print("usage: python -m biotool.system.filemanifest write|check MANIFEST",
+        print("usage: python -m biotool.filemanifest write|check MANIFEST",
               file=sys.stderr)
         return 2
     mode, path = argv

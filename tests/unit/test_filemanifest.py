@@ -1,4 +1,4 @@
-"""The file manifest (biotool.system.filemanifest) and its reading from image layers on the host
+"""The file manifest (biotool.filemanifest) and its reading from image layers on the host
 (biotool_sandbox.imagefiles.merge): whiteouts, opaque folders, hard links."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import io
 import os
 import tarfile
 
-from biotool.system import filemanifest as fm
+from biotool import filemanifest as fm
 from biotool_sandbox import imagefiles
 
 
