@@ -26,10 +26,23 @@ def _sandbox(run: str):
 
 
 @dataclass(frozen=True)
+class Exec:
+    """One engine exec as the engine reports it: the exit code, the output, and whether the
+    exec's process started at all (the engine gave it a PID); one that never started carries
+    the engine's own exit code (126/127) and message, never the command's."""
+
+    code: int
+    stdout: bytes
+    stderr: bytes
+    started: bool
+
+
+@dataclass(frozen=True)
 class Ran:
     """One command run as the agent: its exit code and output, its wall time, whether the
     timeout ended it, the engine's or the wrapper's one-line refusal to start it (None
-    when it started), and whether the out-of-memory killer ended it."""
+    when it started), whether the out-of-memory killer ended it, and whether the engine
+    started the exec's process (the command, or our timeout wrapper)."""
 
     code: int
     stdout: bytes
@@ -38,6 +51,7 @@ class Ran:
     timed_out: bool
     refusal: str | None
     oom_killed: bool = False
+    started: bool = True
 
 
 def exec_(run: str, cmd: list[str], *, workdir: str = "/work", env: dict | None = None,
@@ -54,7 +68,8 @@ def exec_(run: str, cmd: list[str], *, workdir: str = "/work", env: dict | None 
     if not workdir or not PurePosixPath(workdir).is_absolute() or "\0" in workdir:
         raise LauncherError(f"--workdir {workdir!r} is not an absolute path in the sandbox")
     ran = run_in(_sandbox(run), cmd, workdir=workdir, env=env, user=user, timeout=timeout)
-    why = not_started(ran.code, ran.stdout, ran.stderr, cmd, wrapped=bool(timeout))
+    why = not_started(ran.code, ran.stdout, ran.stderr, cmd, wrapped=bool(timeout),
+                      started=ran.started)
     if why:
         culprit = f"--workdir {workdir}" if "chdir" in why or "cwd" in why else f"command {cmd[0]!r}"
         raise LauncherError(f"exec: {culprit} did not start in run {run}: {why[:300]}")
@@ -70,9 +85,9 @@ def run_in(container, cmd: list[str], *, stdin: bytes | None = None, workdir: st
     (exec_bytes' deadline), so neither the image's PATH nor a child holding the output open
     decides when it ends."""
     start = time.monotonic()
-    code, out, err = exec_bytes(container, with_timeout(cmd, timeout), stdin=stdin,
-                                workdir=workdir, env=env, user=user,
-                                deadline=host_deadline(timeout))
+    done = exec_process(container, with_timeout(cmd, timeout), stdin=stdin, workdir=workdir,
+                        env=env, user=user, deadline=host_deadline(timeout))
+    code, out, err = done.code, done.stdout, done.stderr
     elapsed = time.monotonic() - start
     if code == 126 and not (out or err) and user:
         # Docker 20.10 at times drops its own message for an unknown user: it is said here.
@@ -82,34 +97,51 @@ def run_in(container, cmd: list[str], *, stdin: bytes | None = None, workdir: st
     why = oom.reason(container) if code == 137 and not late else None
     if why:
         err += (b"" if not err or err.endswith(b"\n") else b"\n") + f"biotool-sandbox: {why}\n".encode()
-    return Ran(code, out, err, elapsed, late, _exec_refusal(code, out, err, cmd, wrapped=bool(timeout)),
-               oom_killed=bool(why))
+    refusal = _exec_refusal(code, out, err, cmd, wrapped=bool(timeout), started=done.started)
+    return Ran(code, out, err, elapsed, late, refusal, oom_killed=bool(why), started=done.started)
 
 
-def _exec_refusal(code: int, out: bytes, err: bytes, cmd: list[str], wrapped: bool) -> str | None:
-    """The engine's or our timeout wrapper's one-line refusal to start cmd, else None."""
-    # Exit 126 is also a shell's own answer for a script it cannot run: only these two count.
-    if code != 126 or (out and err) or not cmd:
+def _engine_line(code: int, out: bytes, err: bytes) -> str:
+    """What the engine said of an exec it could not start, as one line."""
+    said = " ".join((out + err).decode("utf-8", "replace").split())
+    return said or f"the engine did not start it (exit {code})"
+
+
+def _exec_refusal(code: int, out: bytes, err: bytes, cmd: list[str], wrapped: bool, *,
+                  started: bool) -> str | None:
+    """The engine's or our timeout wrapper's one-line refusal to execute cmd (permission
+    denied), else None. The engine's counts only when it started no process (its own report,
+    whatever the text); a started command's output is its own, whatever it prints."""
+    if code != 126 or not cmd:
         return None
-    line = (out or err).decode("utf-8", "replace").strip()
+    if not started:
+        # Wrapped, the engine failed to start our wrapper (its workdir, say), not cmd.
+        line = _engine_line(code, out, err)
+        return line if not wrapped and "permission denied" in line.lower() else None
+    if not wrapped or out:
+        return None
+    line = err.decode("utf-8", "replace").strip()
     if "\n" in line or "permission denied" not in line.lower():
         return None
-    if not wrapped:
-        return line if line.lower().startswith("oci runtime exec failed") else None
     return line if wrapper_refused(line, TIMEOUT_BIN, cmd[0]) else None
 
 
-def not_started(code: int, out: bytes, err: bytes, cmd: list[str], wrapped: bool) -> str | None:
-    """The engine's (runc's) or our timeout wrapper's one line saying cmd never started (not
-    found, not executable, no such working directory), else None. Exit 126/127 is also what a
-    shell says of a script it cannot run, so only these exact senders count."""
-    if code not in (126, 127) or (out and err) or not cmd:
+def not_started(code: int, out: bytes, err: bytes, cmd: list[str], wrapped: bool, *,
+                started: bool) -> str | None:
+    """The engine's or our timeout wrapper's one line saying cmd never started (not found,
+    not executable, no such working directory), else None. The engine's is known by what it
+    reports (no process started), never by the text, so a command that prints the engine's
+    words and exits 126 is a result; our wrapper's is its exact line naming cmd[0], alone on
+    stderr (exit 126/127 is also what a shell says of a script it cannot run)."""
+    if not cmd:
         return None
-    line = (out or err).decode("utf-8", "replace").strip()
+    if not started:
+        return _engine_line(code, out, err)
+    if code not in (126, 127) or out:
+        return None
+    line = err.decode("utf-8", "replace").strip()
     if not line or "\n" in line:
         return None
-    if line.lower().startswith("oci runtime exec failed"):
-        return line
     if wrapped:
         quoted = re.fullmatch(f"{re.escape(TIMEOUT_BIN)}: failed to run command [‘'](.*)[’']: (.*)",
                               line, re.IGNORECASE)
@@ -130,7 +162,18 @@ def _unknown_user(container, user: str) -> bytes | None:
 def exec_bytes(container, argv: list[str], *, stdin: bytes | None = None, workdir: str = "/work",
                env: dict | None = None, user: str | None = None,
                deadline: float | None = None) -> tuple[int, bytes, bytes]:
-    """One exec with stdin fed and closed (exec_run cannot): exit code, stdout, stderr as bytes.
+    """exec_process's exit code, stdout and stderr."""
+    done = exec_process(container, argv, stdin=stdin, workdir=workdir, env=env, user=user,
+                        deadline=deadline)
+    return done.code, done.stdout, done.stderr
+
+
+def exec_process(container, argv: list[str], *, stdin: bytes | None = None,
+                 workdir: str = "/work", env: dict | None = None, user: str | None = None,
+                 deadline: float | None = None) -> Exec:
+    """One exec with stdin fed and closed (exec_run cannot): exit code, stdout and stderr as
+    bytes, and whether its process started (exec inspect's Pid: the engine sets it only once
+    the runtime started the process; a failed start keeps 0 and its own 126/127).
 
     deadline bounds the wait on the host too (a child holding the output open would keep the
     stream alive past any in-container timeout); past it, TimeoutError.
@@ -168,8 +211,10 @@ def exec_bytes(container, argv: list[str], *, stdin: bytes | None = None, workdi
     finally:
         sock.close()
     writer.join(timeout=5)
-    code = api.exec_inspect(ex["Id"])["ExitCode"]
-    return (code if code is not None else -1), out or b"", err or b""
+    state = api.exec_inspect(ex["Id"])
+    code = state.get("ExitCode")
+    return Exec(code if code is not None else -1, out or b"", err or b"",
+                started=bool(state.get("Pid")))
 
 
 def split_spec(spec: str) -> tuple[str | None, str]:

@@ -26,14 +26,28 @@ TMPFS_VARS = {"/work": "BIOTOOL_WORK_SIZE", "/tmp": "BIOTOOL_TMP_SIZE",
 RESERVATION = "memory-reserved"  # in a run's state dir, from its check until `down`
 UP_GRACE_S = 900.0               # a reservation whose run never got containers, then ignored
 
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+# The options that set a compose variable, which a refusal names when they were given.
+OPTION_OF = {"BIOTOOL_MEM_LIMIT": "--memory", "BIOTOOL_WORK_SIZE": "--work-size"}
 
 
-def to_bytes(size: str) -> int:
-    m = re.fullmatch(r"\s*([0-9]+)\s*([bkmgBKMG]?)\s*", str(size))
-    if not m:
-        raise LauncherError(f"{size!r} is not a size like 4g")
-    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+def to_bytes(size: str, source: str = "") -> int:
+    """Bytes of a size like 4g (commandline.kinds.size_bytes); LauncherError naming `source`
+    (the option, variable or file it came from)."""
+    from commandline.kinds import size_bytes
+
+    try:
+        return size_bytes(size)
+    except ValueError as exc:
+        raise LauncherError(f"{source}: {exc}" if source else str(exc)) from None
+
+
+def size_source(var: str, env: dict, given: dict, compose: Path) -> str:
+    """Who set compose variable var: its option, the caller's environment, or the file."""
+    if var in given and var in OPTION_OF:
+        return OPTION_OF[var]
+    if env.get(var):
+        return var
+    return f"{var} (the default in {compose})"
 
 
 def shown(n: int) -> str:
@@ -52,13 +66,16 @@ def egress_limit(compose: Path) -> int:
     return to_bytes(m.group(1)) if m else 0
 
 
-def run_memory(compose: Path, env: dict) -> dict:
+def run_memory(compose: Path, env: dict, given: dict | None = None) -> dict:
     """The run's sizes in bytes as compose will apply them (env over compose.yaml's defaults),
-    checked so that full tmpfs still leave PROCESS_HEADROOM of the memory limit."""
+    checked so that full tmpfs still leave PROCESS_HEADROOM of the memory limit. given: the
+    variables set from options (their refusals name the option, the others the variable)."""
     defaults = compose_defaults(compose)
+    given = given or {}
 
     def value(var: str) -> int:
-        return to_bytes(env.get(var) or defaults.get(var, "0"))
+        return to_bytes(env.get(var) or defaults.get(var, "0"),
+                        size_source(var, env, given, compose))
 
     memory = value("BIOTOOL_MEM_LIMIT")
     tmpfs = {path: value(var) for path, var in TMPFS_VARS.items()}
@@ -66,8 +83,12 @@ def run_memory(compose: Path, env: dict) -> dict:
     total = sum(tmpfs.values())
     if total + PROCESS_HEADROOM > memory:
         parts = ", ".join(f"{p} {shown(n)}" for p, n in tmpfs.items())
+        work, mem = (size_source(v, env, given, compose)
+                     for v in ("BIOTOOL_WORK_SIZE", "BIOTOOL_MEM_LIMIT"))
         raise LauncherError(
-            f"--work-size {shown(tmpfs['/work'])} is too large for --memory {shown(memory)}: "
+            f"{work.split(' (')[0]} {shown(tmpfs['/work'])} is too large for "
+            f"{mem.split(' (')[0]} {shown(memory)}"
+            f"{f' (defaults of {compose})' if '(' in work + mem else ''}: "
             f"the run's tmpfs ({parts}) count against its memory limit, and full they would "
             f"leave {shown(max(0, memory - total))} for processes (at least "
             f"{shown(PROCESS_HEADROOM)} is needed, or a full /work kills every command in the "

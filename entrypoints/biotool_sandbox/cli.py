@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 
 from commandline import program
-from commandline.kinds import count
+from commandline.kinds import (Size, count, existing_file, existing_folder, output_file,
+                               output_folder)
 from commandline.spec import Argument, Command, Option
 
 from .errors import EngineError, LauncherError
@@ -98,7 +99,14 @@ def k8s_values(rules, compose_file, image, egress_image, relay, pin, out) -> dic
                                  egress_image=egress_image, relay=relay, pin_digests=pin))
     if not out:
         return text
-    Path(out).write_text(text, encoding="utf-8")
+    dest = Path(out)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
+    try:  # written beside it and renamed: a reader never sees half of it
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, dest)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise LauncherError(f"--out {out}: cannot write it ({exc.strerror})") from None
     return {"written": out}
 
 
@@ -177,24 +185,24 @@ def commands() -> list[Command]:
                            "at all", default="default", choices=("default", "gpu", "offline")),
                     image, egress,
                     Option(("--extra-ca",), "a CA the egress gate trusts upstream for the "
-                           "allowlisted host (tests: a mock NCBI)", metavar="PEM"),
+                           "allowlisted host (tests: a mock NCBI)", metavar="PEM",
+                           kind=existing_file()),
                     Option(("--cpus",), "CPU limit of the sandbox (default 1.5, BIOTOOL_CPUS)"),
                     Option(("--memory",), "memory limit of the sandbox, e.g. 8g (default 8g, "
-                           "BIOTOOL_MEM_LIMIT)"),
+                           "BIOTOOL_MEM_LIMIT)", kind=Size()),
                     Option(("--work-size",), "size cap of /work, a tmpfs, e.g. 4g (default 4g, "
-                           "BIOTOOL_WORK_SIZE)"),
+                           "BIOTOOL_WORK_SIZE)", kind=Size()),
                     Option(("--compose-file",), "compose.yaml to use (default: "
-                           "BIOTOOL_COMPOSE_FILE, the checkout's)"),
+                           "BIOTOOL_COMPOSE_FILE, the checkout's)", kind=existing_file()),
                     Option(("--site",), "a site directory staged with `python -m "
                            "biotool.staging --dest DIR`, mounted read-only at /opt/biotool-site "
-                           "and merged into the inventory", metavar="DIR"),
+                           "and merged into the inventory", kind=existing_folder()),
                     Option(("--relay",), "https://HOST:PORT of the site's NCBI relay: the run's "
                            "gate sends BLAST there, never to NCBI itself (default "
-                           "BIOTOOL_NCBI_RELAY)", metavar="URL",
-                           default=os.environ.get("BIOTOOL_NCBI_RELAY") or None),
+                           "BIOTOOL_NCBI_RELAY)", metavar="URL"),
                     Option(("--relay-tls",), "the gate's relay certificates: site-ca.pem, "
                            "client.pem, client.key (default BIOTOOL_NCBI_RELAY_TLS)",
-                           metavar="DIR", default=os.environ.get("BIOTOOL_NCBI_RELAY_TLS") or None),
+                           kind=existing_folder()),
                     Option(("--runtime",), "the sandbox's OCI runtime as registered with the "
                            "engine, e.g. runsc (gVisor); egress keeps the default (default "
                            "BIOTOOL_RUNTIME, else the engine's default)", metavar="NAME"))),
@@ -231,9 +239,9 @@ def commands() -> list[Command]:
                 "compose.yaml's hardening and limits, and the Cilium policies from the rules "
                 "file's allowlist.",
                 options=(Option(("--rules",), "the rules file (default: the checkout's "
-                                "image/rules.toml)"),
+                                "image/rules.toml)", kind=existing_file()),
                          Option(("--compose-file",), "compose.yaml whose defaults give the "
-                                "limits"),
+                                "limits", kind=existing_file()),
                          Option(("--image",), "sandbox image as the cluster pulls it (default "
                                 "compose's BIOTOOL_IMAGE default)"),
                          Option(("--egress-image",), "egress image as the cluster pulls it"),
@@ -244,23 +252,26 @@ def commands() -> list[Command]:
                                 "(NAME@sha256:...), from the registry digests this engine knows "
                                 "for them (a digest reference given is kept either way)",
                                 flag=True),
-                         Option(("--out",), "write the file here instead of printing it"))),
+                         Option(("--out",), "write the file here instead of printing it",
+                                kind=output_file()))),
         Command("harbor", harbor, short_help="write Harbor tasks (the enforced stack as their "
                 "environment, the image as their offline verifier) for one pair of images",
                 help="Write each task of harbor/tasks in Harbor's format under OUT: task.toml, "
                 "instruction.md, environment/docker-compose.yaml rendered from compose.yaml, "
                 "solution/solve.sh, tests/ (the grader's key, test.sh and the verifier's "
                 "compose file). Run them with `harbor run -p OUT/TASK -a oracle` (docs/harbor.md).",
-                options=(Option(("--out",), "the folder to write the tasks in", required=True),
+                options=(Option(("--out",), "the folder to write the tasks in (made when "
+                                "missing)", required=True, kind=output_folder()),
                          Option(("--image",), "sandbox image the tasks run (default "
                                 "BIOTOOL_IMAGE, else biotool-sandbox:latest)"),
                          Option(("--egress-image",), "egress image (default "
                                 "BIOTOOL_EGRESS_IMAGE, else biotool-egress:latest)"),
                          Option(("--task",), "only this task (repeatable; default all)",
                                 multiple=True, default=(), metavar="NAME"),
-                         Option(("--compose-file",), "compose.yaml to render from"),
+                         Option(("--compose-file",), "compose.yaml to render from",
+                                kind=existing_file()),
                          Option(("--sources",), "task sources (default the checkout's "
-                                "harbor/tasks)", metavar="DIR"),
+                                "harbor/tasks)", kind=existing_folder()),
                          Option(("--version",), "the tasks' version in task.toml",
                                 default="1"),
                          Option(("--pin",), "write both images as digest references "
@@ -288,14 +299,14 @@ def commands() -> list[Command]:
                                 "file with", metavar="IMAGE2"),
                          Option(("--manifest",), "a manifest written beside the image at build "
                                 "time (out/images/<name>/files.tsv) to check it against too",
-                                metavar="FILE"),
+                                kind=existing_file()),
                          Option(("--limit",), "list at most this many differing paths per "
                                 "comparison (the counts are always whole)", kind=count(0),
                                 default=200))),
         Command("demo", demo, short_help="up, a short agent session with every landed tool, a "
                 "blocked egress attempt, audit, down",
                 options=(Option(("--image",)), Option(("--egress-image",)),
-                         Option(("--compose-file",)),
+                         Option(("--compose-file",), kind=existing_file()),
                          Option(("--keep",), "leave the run up afterwards", flag=True))),
     ]
 

@@ -114,13 +114,41 @@ service = "egress"
 """
 
 
+def read_key(src: Path) -> dict:
+    """A task source's key.json: a JSON object naming the task `src` is, else LauncherError
+    naming the file (read before anything is written)."""
+    from commandline.kinds import path_problem
+
+    path = src / "key.json"
+    why = path_problem(str(path), "file")
+    if why:
+        raise LauncherError(f"task source {why}")
+    try:
+        key = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise LauncherError(f"{path}: not valid JSON ({' '.join(str(exc).split())[:200]})") \
+            from None
+    if not isinstance(key, dict):
+        raise LauncherError(f"{path}: a JSON {type(key).__name__}, not an object")
+    if key.get("task") != src.name:
+        raise LauncherError(f"{path} names task {key.get('task')!r}, not {src.name}")
+    return key
+
+
 def write_task(src: Path, dest: Path, compose: Path, image: str, egress_image: str,
                version: str) -> dict:
-    key = json.loads((src / "key.json").read_text(encoding="utf-8"))
-    if key.get("task") != src.name:
-        raise LauncherError(f"{src}/key.json names task {key.get('task')!r}, not {src.name}")
+    key = read_key(src)
     partial = dest.with_name(dest.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
+    try:  # whatever fails on the way, nothing half-written is left
+        return _write_partial(src, dest, partial, key, compose, image, egress_image, version)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+
+
+def _write_partial(src: Path, dest: Path, partial: Path, key: dict, compose: Path, image: str,
+                   egress_image: str, version: str) -> dict:
     for sub in ("environment", "solution", "tests"):
         (partial / sub).mkdir(parents=True)
     shutil.copyfile(src / "instruction.md", partial / "instruction.md")
@@ -137,11 +165,7 @@ def write_task(src: Path, dest: Path, compose: Path, image: str, egress_image: s
         harbor_env.render(harbor_env.verifier_compose(image)), encoding="utf-8")
     for script in (partial / "solution" / "solve.sh", partial / "tests" / "test.sh"):
         script.chmod(0o755)
-    try:
-        check(partial)  # what is written keeps the rule, or nothing is
-    except LauncherError:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
+    check(partial)  # what is written keeps the rule, or nothing is (write_task removes it)
     shutil.rmtree(dest, ignore_errors=True)
     partial.rename(dest)
     return {"task": f"{ORG}/{key['task']}", "path": str(dest)}
@@ -200,5 +224,18 @@ def write(out: Path, compose: Path, image: str, egress_image: str, only: list[st
     unknown = [n for n in names if n not in found]
     if unknown:
         raise LauncherError(f"unknown task(s) {', '.join(unknown)}; known: {', '.join(found)}")
+    for name in names:  # every source and the compose file are read before anything is written
+        read_key(found[name])
+    harbor_env.agent_compose(compose, image, egress_image)
+    harbor_env.limits(compose)
+    if out.exists() and not out.is_dir():
+        raise LauncherError(f"--out {out} is not a folder")
+    made = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    return [write_task(found[n], out / n, compose, image, egress_image, version) for n in names]
+    try:
+        return [write_task(found[n], out / n, compose, image, egress_image, version)
+                for n in names]
+    except BaseException:
+        if made:  # a folder this call made holds only what it wrote: nothing is left
+            shutil.rmtree(out, ignore_errors=True)
+        raise

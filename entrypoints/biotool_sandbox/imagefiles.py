@@ -193,12 +193,33 @@ def check(files: ImageFiles) -> list[Difference]:
     return filemanifest.compare(expected, files.entries)
 
 
+def read_manifest(manifest: str) -> tuple[str, dict[str, Entry]]:
+    """A manifest file's text and entries; LauncherError naming it when it is not a regular
+    file (never opened then: a FIFO would hang), cannot be read, is malformed or lists
+    nothing (an empty one would report every path of the image as added)."""
+    from pathlib import Path
+
+    from commandline.kinds import path_problem
+
+    why = path_problem(manifest, "file")
+    if why:
+        raise LauncherError(f"--manifest {why}")
+    try:
+        text = Path(manifest).read_text(encoding="utf-8", errors="surrogateescape")
+        expected = filemanifest.parse(text)
+    except (OSError, ValueError) as exc:
+        raise LauncherError(f"--manifest {manifest}: {exc}") from None
+    if not expected:
+        raise LauncherError(f"--manifest {manifest}: lists no file (empty, or comments only); "
+                            "it is not a manifest a build wrote")
+    return text, expected
+
+
 def verify(image: str, against: str | None = None, manifest: str | None = None,
            limit: int = 200) -> dict:
     """The verify-image report: the image against its own manifest (and against a manifest
     file written beside it at build time, and another image, when given)."""
-    from pathlib import Path
-
+    given = read_manifest(manifest) if manifest else None  # refused before docker save
     files = read_image(image)
     report: dict = {"image": image, "image_id": files.image_id, "paths": len(files.entries),
                     "layers": files.layers}
@@ -212,12 +233,8 @@ def verify(image: str, against: str | None = None, manifest: str | None = None,
         failed = bool(own)
     else:  # an image built before manifests can still be compared with another
         report["manifest"] = None
-    if manifest:
-        try:
-            text = Path(manifest).read_text(encoding="utf-8", errors="surrogateescape")
-            expected = filemanifest.parse(text)
-        except (OSError, ValueError) as exc:
-            raise LauncherError(f"--manifest {manifest}: {exc}") from None
+    if given is not None:
+        text, expected = given
         outside = filemanifest.compare(expected, files.entries)
         report["manifest_file"] = {"path": manifest, "differences": len(outside),
                                    "same_as_image's": text == files.manifest_text,

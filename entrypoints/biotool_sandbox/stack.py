@@ -48,16 +48,44 @@ def client():
         raise EngineError(f"docker engine not reachable ({exc}); start dockerd") from None
 
 
-def compose_file(explicit: str | None = None) -> Path:
-    """compose.yaml: --compose-file, then BIOTOOL_COMPOSE_FILE, then the checkout, then cwd."""
-    candidates = [explicit, os.environ.get("BIOTOOL_COMPOSE_FILE"),
-                  Path(__file__).resolve().parents[2] / "compose.yaml", Path.cwd() / "compose.yaml"]
-    for cand in candidates:
-        if cand and Path(cand).is_file():
-            return Path(cand).resolve()
-    if explicit:
-        raise LauncherError(f"compose file {explicit} does not exist")
-    raise LauncherError("compose.yaml not found: pass --compose-file or set BIOTOOL_COMPOSE_FILE")
+COMPOSE_ENV = "BIOTOOL_COMPOSE_FILE"
+
+
+def compose_file(explicit: str | None = None, option: str = "--compose-file") -> Path:
+    """compose.yaml: --compose-file, else BIOTOOL_COMPOSE_FILE, else the checkout's, else
+    cwd's. A file named by the option or the variable is used or refused (naming it), never
+    replaced by the next one; it must be a compose file with the stack's services."""
+    from commandline.kinds import path_problem
+
+    named = [(option, explicit), (COMPOSE_ENV, os.environ.get(COMPOSE_ENV))]
+    for source, value in named:
+        if value is None or (source == COMPOSE_ENV and not value.strip()):
+            continue
+        why = path_problem(value, "file")
+        if why:
+            raise LauncherError(f"{source} {why}" if why.startswith(value) else f"{source}: {why}")
+        return check_compose(Path(value).resolve(), f"{source} {value}")
+    for cand in (Path(__file__).resolve().parents[2] / "compose.yaml", Path.cwd() / "compose.yaml"):
+        if cand.is_file():
+            return check_compose(cand.resolve(), str(cand))
+    raise LauncherError(f"compose.yaml not found: pass {option} or set {COMPOSE_ENV}")
+
+
+def check_compose(path: Path, where: str) -> Path:
+    """path when it is a compose file with the stack's sandbox and egress services (what
+    every command renders or starts), else LauncherError naming `where` it came from."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise LauncherError(f"{where}: not a readable compose file "
+                            f"({' '.join(str(exc).split())[:200]})") from None
+    services = doc.get("services") if isinstance(doc, dict) else None
+    if not isinstance(services, dict) or not {"sandbox", "egress"} <= set(services):
+        raise LauncherError(f"{where}: not the stack's compose file (it has no sandbox and "
+                            f"egress services{'; it is empty' if doc is None else ''})")
+    return path
 
 
 def state_root() -> Path:
@@ -150,33 +178,67 @@ def _override(run_dir: Path, extra_ca: Path) -> Path:
                            {"BIOTOOL_EGRESS_EXTRA_CA": EXTRA_CA_IN_EGRESS})
 
 
+RELAY_ENV, RELAY_TLS_ENV = "BIOTOOL_NCBI_RELAY", "BIOTOOL_NCBI_RELAY_TLS"
+
+
+def check_extra_ca(path: str) -> None:
+    """--extra-ca is a readable regular file holding a PEM certificate (an empty or foreign
+    file would only fail in the egress, after the run's volumes and networks exist)."""
+    from commandline.kinds import path_problem
+
+    why = path_problem(path, "file")
+    if why:
+        raise LauncherError(f"--extra-ca {why}")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 20)
+    except OSError as exc:
+        raise LauncherError(f"--extra-ca {path}: cannot read it ({exc.strerror})") from None
+    if b"-----BEGIN CERTIFICATE-----" not in head:
+        raise LauncherError(f"--extra-ca {path}: no PEM certificate in it")
+
+
 def relay_settings(relay: str | None, relay_tls: str | None) -> tuple[str | None, str | None]:
     """The site relay to use: as given, else BIOTOOL_NCBI_RELAY(_TLS), so one setting on a host
     covers every way a run starts (the CLI, Inspect's provider, the demo)."""
-    return (relay or os.environ.get("BIOTOOL_NCBI_RELAY") or None,
-            relay_tls or os.environ.get("BIOTOOL_NCBI_RELAY_TLS") or None)
+    return (relay or os.environ.get(RELAY_ENV) or None,
+            relay_tls or os.environ.get(RELAY_TLS_ENV) or None)
 
 
-def check_relay(url: str, tls_dir: str | None) -> None:
+def relay_sources(relay: str | None, relay_tls: str | None) -> tuple[str, str]:
+    """What the refusals name for the relay's URL and certificates: the options when given,
+    else the variables they came from."""
+    return ("--relay" if relay else RELAY_ENV, "--relay-tls" if relay_tls else RELAY_TLS_ENV)
+
+
+def check_relay(url: str, tls_dir: str | None,
+                names: tuple[str, str] = ("--relay", "--relay-tls")) -> None:
     """--relay is https://HOST[:PORT] and --relay-tls holds the gate's certificates (checked
-    before anything of the run exists)."""
+    before anything of the run exists); `names`: the option or variable each came from."""
     from urllib.parse import urlsplit
 
-    parts = urlsplit(url)
-    if parts.scheme != "https" or not parts.hostname or parts.path not in ("", "/") \
-            or parts.query or parts.username:
-        raise LauncherError(f"--relay {url!r} is not https://HOST[:PORT]")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a port out of range raises ValueError here
+        ok = parts.scheme == "https" and bool(parts.hostname) and parts.path in ("", "/") \
+            and not parts.query and not parts.username
+    except ValueError:
+        ok = False
+    if not ok:
+        raise LauncherError(f"{names[0]} {url!r} is not https://HOST[:PORT]")
     missing = [f for f in RELAY_TLS_FILES if not tls_dir or not (Path(tls_dir) / f).is_file()]
     if missing:
-        raise LauncherError(f"--relay needs --relay-tls DIR holding {', '.join(RELAY_TLS_FILES)}"
+        held = f"{names[1]} {tls_dir}" if tls_dir else f"--relay-tls DIR (or {RELAY_TLS_ENV})"
+        raise LauncherError(f"{names[0]} needs {held} holding {', '.join(RELAY_TLS_FILES)}"
                             f" (missing: {', '.join(missing)})")
 
 
-def _relay_override(run_dir: Path, url: str, tls_dir: str | None) -> Path:
+def _relay_override(run_dir: Path, url: str, tls_dir: str | None,
+                    names: tuple[str, str] = ("--relay", "--relay-tls")) -> Path:
     """A compose override sending the run's NCBI traffic through the site's relay: the URL and
     a copy of the gate's client certificate, readable by the egress's proxy user only through
     the run's own 0700 directory."""
-    check_relay(url, tls_dir)
+    check_relay(url, tls_dir, names)
     holder = run_dir / "relay"
     holder.mkdir(mode=0o700, exist_ok=True)
     tls = holder / "tls"
@@ -207,7 +269,7 @@ def _site_override(run_dir: Path, service: str, site: Path) -> Path:
 
 def check_limits(limits: dict) -> dict:
     """{env var: value} for the given limits, each checked (LauncherError names the bad one)."""
-    import re
+    from commandline.kinds import Size
 
     out = {}
     for name, value in (limits or {}).items():
@@ -216,16 +278,20 @@ def check_limits(limits: dict) -> dict:
         if name not in LIMIT_ENV:
             raise LauncherError(f"unknown limit {name!r}")
         value = str(value).strip()
+        option = f"--{name.replace('_', '-')}"
         if name == "cpus":
             try:
                 ok = 0 < float(value) <= 1024
             except ValueError:
                 ok = False
+            if not ok:
+                raise LauncherError(f"{option} {value!r} is not a valid limit (a positive "
+                                    "number of CPUs)")
         else:
-            ok = bool(re.fullmatch(r"[1-9][0-9]*[kmgKMG]?", value))
-        if not ok:
-            raise LauncherError(f"--{name.replace('_', '-')} {value!r} is not a valid limit "
-                                f"({'a positive number of CPUs' if name == 'cpus' else 'a size like 4g'})")
+            try:
+                value = Size()(value)  # the one size rule: the option's kind on the CLI
+            except ValueError as exc:
+                raise LauncherError(f"{option} {value!r} is not a valid limit: {exc}") from None
         out[LIMIT_ENV[name]] = value
     return out
 
@@ -342,6 +408,7 @@ def check_started(run: str, dc, services: tuple[str, ...], compose_stderr: str,
 def check_runtime(dc, name: str | None) -> str | None:
     """The sandbox's OCI runtime (--runtime, else BIOTOOL_RUNTIME; None: the engine's default),
     refused unless this engine has it registered (daemon.json "runtimes")."""
+    source = "--runtime" if (name or "").strip() else "BIOTOOL_RUNTIME"
     name = (name or os.environ.get("BIOTOOL_RUNTIME") or "").strip() or None
     if name is None:
         return None
@@ -350,7 +417,7 @@ def check_runtime(dc, name: str | None) -> str | None:
     except Exception as exc:  # docker.errors.APIError, or the engine gone
         raise EngineError(f"cannot read the engine's runtimes: {exc}") from None
     if name not in known:
-        raise LauncherError(f"--runtime {name[:64]!r} is not registered with this engine "
+        raise LauncherError(f"{source} {name[:64]!r} is not registered with this engine "
                             f"(it has: {', '.join(known) or 'none'}); register it in "
                             f"/etc/docker/daemon.json (docs/rules.md, the runtime layer)")
     return name
@@ -380,8 +447,8 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
     runtime: the sandbox's OCI runtime (runsc: gVisor); egress keeps the engine's default."""
     if mode not in MODES:
         raise LauncherError(f"--mode {mode!r} is not one of {', '.join(MODES)}")
-    if extra_ca and not Path(extra_ca).is_file():
-        raise LauncherError(f"--extra-ca {extra_ca} does not exist")
+    if extra_ca:
+        check_extra_ca(extra_ca)
     site_dir = check_site(site) if site else None
     limit_env = check_limits(limits or {})
     base = compose_file(compose)
@@ -390,10 +457,11 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
         env["BIOTOOL_CUDA_IMAGE" if mode == "gpu" else "BIOTOOL_IMAGE"] = image
     if egress_image:
         env["BIOTOOL_EGRESS_IMAGE"] = egress_image
+    relay_names = relay_sources(relay, relay_tls)
     relay, relay_tls = relay_settings(relay, relay_tls)
     if relay and mode != "offline":
-        check_relay(relay, relay_tls)
-    sizes = budget.run_memory(base, env)  # its tmpfs leave room for processes, or refused
+        check_relay(relay, relay_tls, relay_names)
+    sizes = budget.run_memory(base, env, limit_env)  # tmpfs leave room for processes, or refused
     defaults = budget.compose_defaults(base)
     dc = client()
     check_engine(dc)
@@ -424,7 +492,7 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
         if site_dir:
             files.append(_site_override(run_dir, service, site_dir))
         if relay and mode != "offline":
-            files.append(_relay_override(run_dir, relay, relay_tls))
+            files.append(_relay_override(run_dir, relay, relay_tls, relay_names))
         proc = _run_compose(compose_cmd(run, files, *args), env, timeout, check=False)
         services = (service,) if mode == "offline" else ("egress", service)
         check_started(run, dc, services, proc.stderr, limit_env, images)

@@ -9,7 +9,10 @@ from commandline.kinds import invalid, seconds
 
 from .errors import LauncherError
 
-SECONDS = seconds(zero_ok=True)  # exec --timeout's kind: 0, as for timeout(1), is no limit
+# A year: far past any command, and inside every clock on the way (a socket's timeout
+# overflows near 9.2e9 s, the host's wait adds HOST_GRACE).
+MAX_TIMEOUT_S = 365 * 86400
+SECONDS = seconds(max=MAX_TIMEOUT_S, zero_ok=True)  # exec --timeout: 0, as for timeout(1), is no limit
 
 TIMEOUT_BIN = "/usr/bin/timeout"
 KILL_AFTER = 5

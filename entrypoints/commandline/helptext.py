@@ -100,6 +100,8 @@ def _metavar(opt: Option) -> str:
         return ""
     if opt.metavar:
         return " " + opt.metavar
+    if getattr(opt.kind, "metavar", None):  # a path or size kind (commandline.kinds)
+        return " " + opt.kind.metavar
     if opt.choices:
         return " [" + "|".join(opt.choices) + "]"
     number = opt.number

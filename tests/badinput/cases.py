@@ -359,6 +359,13 @@ def materialise(root: str | os.PathLike) -> Path:
     (root / "ro").mkdir(exist_ok=True)
     (root / "ro-cache").mkdir(exist_ok=True)
 
+    # The launcher's: a task source whose key.json is not JSON.
+    bad_task = root / "harbor-badkey" / LAUNCHER_TASK
+    w(f"harbor-badkey/{LAUNCHER_TASK}/key.json", '{"task": "' + LAUNCHER_TASK + '", ')
+    w(f"harbor-badkey/{LAUNCHER_TASK}/instruction.md", "Say D614G.\n")
+    w(f"harbor-badkey/{LAUNCHER_TASK}/solve.sh", "#!/bin/sh\n")
+    assert bad_task.is_dir()
+
     manifest = {"cases": cases()}
     (root / "cases.json").write_text(json.dumps(manifest, indent=1))
 
@@ -848,7 +855,85 @@ def cases() -> list[dict]:
             argv[argv.index("--out") + 1].startswith(("out/", "ro/", "no-such")) else {}
         add(f"mp.{tag}", "molperceive", argv, expect=expect, culprit=culprit,
             cls="refused" if expect == 3 else "molperceive", **extra)
+    _launcher_cases(add)
     return out
+
+
+LAUNCHER_TASK = "spike-d614g"
+NO_RUN = "bts-0badc0de"  # a run id no engine has: every case is refused before it is looked up
+# The file kinds an option that names a file is held to (commandline.kinds): no sparse file
+# (a regular file), no permission case twice.
+LAUNCHER_SPECIALS = [(t, p) for t, p in SPECIALS if t not in ("sparse-10GB", "folder-unreadable")]
+
+
+def _launcher_cases(add) -> None:
+    """The host launcher's (`biotool-sandbox`) refusals that need no engine: every option
+    that names a file, harbor's sources and output, option kinds' bounds, and the variables a
+    refusal must name. They run on the host only (the image has no launcher to run)."""
+    bs = "biotool-sandbox"
+    slots = [
+        ("verify-image.manifest", lambda x: [bs, "verify-image", "biotool-no-such:image",
+                                             "--manifest", x], "--manifest", "file"),
+        ("harbor.compose-file", lambda x: [bs, "harbor", "--out", "out/harbor-{tag}",
+                                           "--compose-file", x], "--compose-file", "file"),
+        ("harbor.sources", lambda x: [bs, "harbor", "--out", "out/harbor-src-{tag}",
+                                      "--sources", x], "--sources", "folder"),
+        ("k8s-values.compose-file", lambda x: [bs, "k8s-values", "--compose-file", x],
+         "--compose-file", "file"),
+        ("k8s-values.rules", lambda x: [bs, "k8s-values", "--rules", x], "--rules", "file"),
+        ("up.extra-ca", lambda x: [bs, "up", "--extra-ca", x], "--extra-ca", "file"),
+        ("up.site", lambda x: [bs, "up", "--site", x], "--site", "folder"),
+    ]
+    for slot, make, option, want in slots:
+        for tag, path in LAUNCHER_SPECIALS:
+            if want == "folder" and tag == "dir" or slot == "k8s-values.rules" and \
+                    tag == "empty-file":
+                continue  # a folder is what it takes; an empty rules file allows nothing
+            argv = [a.replace("{tag}", tag) for a in make(path)]
+            absent = [a for a in argv if a.startswith("out/harbor")]
+            add(f"launcher.{slot}.{tag}", "launcher", argv, culprit=path or option,
+                cls="special", absent=[*absent, *(f"{a}.partial" for a in absent)])
+    out_cases = [
+        # harbor: the output and the sources are checked before anything is written
+        ("harbor.out.existing-file", [bs, "harbor", "--out", "good.fastq"], "good.fastq", {}),
+        ("harbor.out.fifo", [bs, "harbor", "--out", "fifo"], "fifo", {}),
+        ("harbor.out.no-folder", [bs, "harbor", "--out", "no-such-dir-h/x/tasks"],
+         "no-such-dir-h/x/tasks", {}),
+        ("harbor.key-not-json", [bs, "harbor", "--out", "out/harbor-badkey", "--sources",
+                                 "harbor-badkey"], "key.json",
+         {"absent": ["out/harbor-badkey"]}),
+        ("harbor.compose-empty-no-partial", [bs, "harbor", "--out", "out/harbor-empty",
+                                             "--compose-file", "empty.txt", "--task",
+                                             LAUNCHER_TASK], "empty.txt",
+         {"absent": ["out/harbor-empty", f"out/harbor-empty/{LAUNCHER_TASK}.partial"]}),
+        ("k8s-values.out.folder", [bs, "k8s-values", "--out", "adir"], "adir", {}),
+        ("k8s-values.out.device", [bs, "k8s-values", "--out", "/dev/zero"], "/dev/zero", {}),
+        # a named compose file is used or refused, never replaced by another
+        ("harbor.compose-env-missing", [bs, "harbor", "--out", "out/harbor-env"],
+         "BIOTOOL_COMPOSE_FILE", {"env": {"BIOTOOL_COMPOSE_FILE": "no-such-compose.yaml"},
+                                  "absent": ["out/harbor-env"]}),
+        ("k8s-values.compose-env-empty-file", [bs, "k8s-values"], "BIOTOOL_COMPOSE_FILE",
+         {"env": {"BIOTOOL_COMPOSE_FILE": "empty.txt"}}),
+        # what the clock and the engine can hold
+        ("exec.timeout.1e10", [bs, "exec", NO_RUN, "--timeout", "1e10", "--", "true"],
+         "--timeout", {}),
+        ("exec.timeout.1e300", [bs, "exec", NO_RUN, "--timeout", "1e300", "--", "true"],
+         "--timeout", {}),
+        ("up.work-size.past-int64", [bs, "up", "--work-size", "99999999999999999999g"],
+         "--work-size", {}),
+        ("up.memory.zero", [bs, "up", "--memory", "0"], "--memory", {}),
+        # a variable's bad value is named as the variable
+        ("up.env.work-size-1t", [bs, "up"], "BIOTOOL_WORK_SIZE",
+         {"env": {"BIOTOOL_WORK_SIZE": "1t"}}),
+        ("up.env.mem-limit-words", [bs, "up"], "BIOTOOL_MEM_LIMIT",
+         {"env": {"BIOTOOL_MEM_LIMIT": "lots"}}),
+        ("up.env.relay-not-https", [bs, "up"], "BIOTOOL_NCBI_RELAY",
+         {"env": {"BIOTOOL_NCBI_RELAY": "http://relay.invalid"}}),
+    ]
+    for tag, argv, culprit, extra in out_cases:
+        add(f"launcher.{tag}", "launcher", argv, culprit=culprit,
+            cls="count" if "timeout" in tag or "size" in tag or "memory" in tag else
+            "output" if ".out." in tag else "option", **extra)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 KEEP = 4000  # characters of stdout/stderr kept per case (enough to judge the contract)
-PROGRAMS = ("biotool", "molperceive")
+PROGRAMS = {"biotool": "biotool", "molperceive": "molperceive",
+            "biotool-sandbox": "biotool_sandbox"}  # program: its module
 
 
 def _slug(case_id: str) -> str:
@@ -62,7 +63,7 @@ def stdout_kind(out: bytes) -> str:
 def run_case(case: dict, home: str, cache_base: str, cwd: str, timeout: float = 30) -> dict:
     argv = [a.replace("{home}", home) for a in case["argv"]]
     if argv[0] in PROGRAMS:
-        argv = [sys.executable, "-m", argv[0], *argv[1:]]
+        argv = [sys.executable, "-m", PROGRAMS[argv[0]], *argv[1:]]
     cache = Path(cache_base) / _slug(case["id"])
     env = dict(os.environ)
     for k in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy",
@@ -98,6 +99,8 @@ def run_case(case: dict, home: str, cache_base: str, cwd: str, timeout: float = 
                         if q.name.startswith(f".{p.name}") or q.name.endswith(".part")]
         except OSError:
             pass
+    # Folders (or anything) a refused command must not leave: an output folder, a .partial.
+    present += [rel for rel in case.get("absent", []) if os.path.lexists(Path(cwd) / rel)]
     return {"id": case["id"], "rc": proc.returncode, "timed_out": timed_out,
             "stdout_kind": stdout_kind(out),
             "elapsed": round(elapsed, 3),

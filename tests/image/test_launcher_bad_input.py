@@ -216,3 +216,69 @@ def test_cp_in_refuses_what_cp_out_refuses(sandbox_launcher, offline_run, tmp_pa
         sandbox_launcher.refused("cp", src, f"{offline_run}:/work/", needles=(kind,))
     listing = sandbox_launcher("exec", offline_run, "--", "ls", "-A", "/work")
     assert listing.json["stdout"] == "", listing
+
+
+# ------------------------------------------------------------------ issue 50
+
+def test_up_refuses_an_unregistered_runtime_from_the_environment_naming_the_variable(
+        sandbox_launcher):
+    sandbox_launcher.refused("up", "--mode", "offline", env={"BIOTOOL_RUNTIME": "nope"},
+                             needles=("BIOTOOL_RUNTIME", "nope", "not registered"))
+
+
+@pytest.mark.parametrize("timeout", [(), ("--timeout", "30")], ids=["bare", "wrapped"])
+def test_a_command_printing_the_engines_words_keeps_its_own_exit_code(sandbox_launcher,
+                                                                      offline_run, timeout):
+    """The engine's failure is what the engine reports (no process started), never the
+    command's text: one that prints runc's line and exits 126 ran, and its 126 is its result."""
+    said = ('OCI runtime exec failed: exec failed: unable to start container process: exec: '
+            '"/x": permission denied: unknown')
+    for stream in ("", " >&2"):
+        ran = sandbox_launcher("exec", offline_run, *timeout, "--", "sh", "-c",
+                               f"printf '%s\\n' '{said}'{stream}; exit 126")
+        assert ran.code == 0 and ran.json["exit_code"] == 126, ran
+        assert said in ran.json["stdout" if not stream else "stderr"], ran
+
+
+def _big_reference(folder: Path, mb: int = 9) -> tuple[Path, Path]:
+    """A random genome past BACKGROUND_FROM (8 Mb) and short reads cut from it."""
+    acgt = bytes.maketrans(bytes(range(256)), b"ACGT" * 64)
+    seq = os.urandom(mb * 1_000_000).translate(acgt).decode()
+    fasta = folder / "big.fa"
+    fasta.write_text(">big\n" + "\n".join(seq[i:i + 80] for i in range(0, len(seq), 80)) + "\n")
+    reads = folder / "reads.fastq"
+    step = len(seq) // 100
+    reads.write_text("".join(f"@r{i}\n{seq[i * step:i * step + 150]}\n+\n{'I' * 150}\n"
+                             for i in range(100)))
+    return fasta, reads
+
+
+@pytest.mark.parametrize("shape,says", [
+    ("docker-run", "one-shot container"),
+    ("apptainer-exec", "Apptainer"),
+], ids=["docker-run", "apptainer-exec"])
+def test_the_background_index_is_not_promised_where_it_would_die_with_the_command(
+        sandbox, apptainer_shape, tmp_path, shape, says):
+    """`docker run --rm IMAGE biotool align` (tini as PID 1) and an Apptainer exec of the image
+    (its variables, any UID, a read-only root): a build left in the background dies with the
+    container, so the line says how to get the index instead (issue 50's probe: six calls over
+    365 s, no index), and no index is left half-built in the cache kept on the host."""
+    data, cache = tmp_path / "data", tmp_path / "cache"
+    data.mkdir()
+    cache.mkdir()
+    os.chmod(cache, 0o777)
+    _big_reference(data)
+    kwargs: dict = {"volumes": {str(data): {"bind": "/data", "mode": "ro"},
+                                str(cache): {"bind": "/cache", "mode": "rw"}},
+                    "environment": {"BIOTOOL_CACHE": "/cache"}}
+    if shape == "apptainer-exec":
+        kwargs.update({k: v for k, v in apptainer_shape.items() if k != "environment"})
+        kwargs["environment"].update({**apptainer_shape.get("environment", {}),
+                                      "APPTAINER_CONTAINER": "/images/biotool-sandbox.sif"})
+    ran = sandbox.biotool("align", "--fastq", "/data/reads.fastq", "--reference", "/data/big.fa",
+                          **kwargs)
+    line = error_line(ran, "--reference /data/big.fa", says, "biotool index --kind bwa",
+                      "--timeout", code=2)
+    assert "few minutes" not in line and "now being built" not in line, line
+    assert not [p for p in cache.rglob("*") if p.name in ("bwa", "bwa.failed")], \
+        sorted(str(p) for p in cache.rglob("*"))

@@ -9,6 +9,7 @@ within the command's time budget (the build is killed at the deadline).
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
@@ -157,6 +158,11 @@ def cached(name: str, fasta: Path, digest: str, label: str,
         _background_failure(final)
         bases = sum(_lengths(fasta).values())
         if deadline is None and bases >= background_from(label):
+            from biotool.system.lifetime import one_shot
+
+            shape = one_shot()
+            if shape:  # a background build would die with this command: no promise
+                raise InputError(no_background(name, label, bases, shape))
             building = start_background(label, fasta, final, shown)
             raise InputError(
                 f"{shown}: its {label} index ({bases / 1e6:.1f} Mb) is not staged; it is "
@@ -192,6 +198,31 @@ FAILED_SUFFIX = ".failed"  # beside `final`: a background build's error line, sa
 
 def background_from(label: str) -> int:
     return BACKGROUND_FROM_MINIMAP2 if label.startswith("minimap2:") else BACKGROUND_FROM
+
+
+# Seconds per Mb a first-use build may take on a loaded 2-core host: bwa's 196 s for 30 Mb
+# (docs/reads.md); minimap2 indexes a 256 Mb genome in well under a minute; the others have
+# no measure here and are given bwa's.
+BUILD_S_PER_MB = {"bwa": 6.5, "minimap2": 0.25}
+
+
+def expected_build_s(label: str, bases: int) -> int:
+    """A rough upper estimate of the build's seconds, for the advice a refusal gives."""
+    rate = BUILD_S_PER_MB.get(label.split(":", 1)[0], BUILD_S_PER_MB["bwa"])
+    return max(10, math.ceil(bases / 1e6 * rate))
+
+
+def no_background(name: str, label: str, bases: int, shape: str) -> str:
+    """The refusal where a background build cannot outlive the command (system.lifetime):
+    the ways to the index instead of a promise that cannot come true."""
+    est = expected_build_s(label, bases)
+    budget = 60 * math.ceil((2 * est + 60) / 60)  # room for the command's own work
+    return (f"--reference {name}: its {label} index ({bases / 1e6:.1f} Mb) is not staged or "
+            f"cached, and a build in the background would not outlive this command ({shape}). "
+            f"Give --timeout {budget} to build it in this command (about {est} s; kept in the "
+            f"cache, BIOTOOL_CACHE, for later runs where the cache outlives the container), or "
+            f"build it once with `biotool index --kind {label} --reference {name} --timeout "
+            f"{budget}`, or stage it (indexes = [\"{label}\"] in refs/references.toml)")
 
 
 def start_background(label: str, fasta: Path, final: Path, shown: str) -> bool:

@@ -174,8 +174,9 @@ def test_tmpfs_sizes_are_checked_against_the_memory_limit_from_compose_yamls_def
     # compose.yaml's own defaults: 8g memory, /work 4g + /tmp 2g + /var/tmp 512m + /dev/shm.
     assert sizes == {"sandbox": 8 << 30, "egress": 512 << 20,
                      "tmpfs": (4 << 30) + (2 << 30) + (512 << 20) + (64 << 20)}
-    with pytest.raises(LauncherError, match=r"--work-size 4\.0g is too large for --memory 6\.0g"
-                                            r".* leave 0m for processes"):
+    # Set in the environment, the variables are named (an option would be: `given`).
+    with pytest.raises(LauncherError, match=r"BIOTOOL_WORK_SIZE 4\.0g is too large for "
+                                            r"BIOTOOL_MEM_LIMIT 6\.0g.* leave 0m for processes"):
         budget.run_memory(compose, {"BIOTOOL_MEM_LIMIT": "6g", "BIOTOOL_TMP_SIZE": "2g"} |
                           {"BIOTOOL_VARTMP_SIZE": "2g"})
     with pytest.raises(LauncherError, match="/work 8.0g, /tmp 2.0g, /var/tmp 512m, /dev/shm 64m"):
@@ -243,22 +244,30 @@ RUNC_MISSING = (b'OCI runtime exec failed: exec failed: container_linux.go:380: 
                 b'process caused: exec: "nope": executable file not found in $PATH: unknown\r\n')
 
 
-@pytest.mark.parametrize("code,out,err,cmd,wrapped,started", [
-    (126, RUNC_MISSING, b"", ["nope"], False, False),
+@pytest.mark.parametrize("code,out,err,cmd,wrapped,engine_started,refused", [
+    (126, RUNC_MISSING, b"", ["nope"], False, False, True),
     (127, b"", b"/usr/bin/timeout: failed to run command \xe2\x80\x98nope\xe2\x80\x99: No such file "
-     b"or directory\n", ["nope"], True, False),
+     b"or directory\n", ["nope"], True, True, True),
     (126, b'OCI runtime exec failed: exec failed: container_linux.go:380: starting container '
      b'process caused: chdir to cwd ("/nope") set in config.json failed: no such file or '
-     b'directory: unknown\r\n', b"", ["true"], True, False),
+     b'directory: unknown\r\n', b"", ["true"], True, False, True),
+    # the engine's failure is what it reports (no process), whatever it printed, if anything
+    (126, b"", b"", ["true"], False, False, True),
     # the command's own 126/127: a shell, or the caller's own timeout, is no refusal
-    (127, b"", b"sh: 1: nope: not found\n", ["sh", "-c", "nope"], False, True),
+    (127, b"", b"sh: 1: nope: not found\n", ["sh", "-c", "nope"], False, True, False),
     (127, b"", b"timeout: failed to run command 'nope': No such file or directory\n",
-     ["timeout", "5", "nope"], True, True),
-    (127, b"", b"", ["sh", "-c", "exit 127"], False, True),
-], ids=["runc-missing", "wrapper-missing", "workdir", "own-shell", "own-timeout", "own-exit"])
-def test_a_command_that_never_started_is_told_from_its_own_exit_code(code, out, err, cmd, wrapped,
-                                                                    started):
-    assert (agent.not_started(code, out, err, cmd, wrapped) is None) is started
+     ["timeout", "5", "nope"], True, True, False),
+    (127, b"", b"", ["sh", "-c", "exit 127"], False, True, False),
+    # a command that started, printing the engine's words and exiting 126: its own result
+    (126, RUNC_MISSING, b"", ["sh", "-c", "printf ...; exit 126"], False, True, False),
+    (126, b"", RUNC_MISSING, ["sh", "-c", "printf ... >&2; exit 126"], False, True, False),
+    (126, RUNC_MISSING, b"", ["sh", "-c", "printf ...; exit 126"], True, True, False),
+], ids=["runc-missing", "wrapper-missing", "workdir", "engine-silent", "own-shell", "own-timeout",
+        "own-exit", "engine-words-stdout", "engine-words-stderr", "engine-words-wrapped"])
+def test_a_command_that_never_started_is_told_from_its_own_exit_code(
+        code, out, err, cmd, wrapped, engine_started, refused):
+    why = agent.not_started(code, out, err, cmd, wrapped, started=engine_started)
+    assert (why is not None) is refused and (why is None or "\n" not in why)
 
 
 @pytest.mark.parametrize("value", [-1.0, float("nan"), float("inf"), -float("inf")])
