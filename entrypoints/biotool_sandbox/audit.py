@@ -12,6 +12,7 @@ A line that carries either prefix but does not parse is counted, never dropped s
 from __future__ import annotations
 
 import json
+import math
 import urllib.parse
 
 from .auditwire import (AUDIT_FULL, CLOSE, GATE_PREFIX, GATE_RESTART, OPEN, REQUEST,
@@ -25,12 +26,17 @@ RECORD_KEYS = ("time", "source", "event", "client", "method", "url", "host", "po
                "code",   # the gate's fixed reason code (what the store's flood counting keys on)
                # what an allowed Put searched: never the query, its digests
                "program", "database", "query_records", "query_sha256", "titles_sha256",
+               "query_seqs",  # a short digest of each record's sequence (auditwire)
+               "new_rid",     # the RID an allowed Put's reply created
                "destinations")  # a counted flood of Squid's lines: its distinct destinations
 CAP = 600  # characters of any text field in a record, whatever the line held
 
 
 def _int(raw) -> int | None:
-    return int(raw) if isinstance(raw, str) and raw.isdigit() else raw if isinstance(raw, int) else None
+    # ASCII digits only: int() refuses some characters isdigit() accepts (superscripts).
+    if isinstance(raw, str):
+        return int(raw) if raw.isascii() and raw.isdigit() else None
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) else None
 
 
 def _text(value) -> str | None:
@@ -240,6 +246,20 @@ def store_holds(store_text: str | None) -> tuple[str, ...]:
         except (ValueError, KeyError, TypeError):
             pass
     return ("gate",)
+
+
+def store_started(store_text: str | None) -> float | None:
+    """When the run's egress began its store (the header's `started`), or None for a store
+    without it (older, or unread)."""
+    first = (store_text or "").split("\n", 1)[0]
+    if not first.startswith(STORE_HEADER + " "):
+        return None
+    try:
+        started = json.loads(first[len(STORE_HEADER) + 1:]).get("started")
+    except (ValueError, AttributeError):
+        return None
+    return float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) \
+        and math.isfinite(started) else None
 
 
 def _full_since(store_text: str) -> float | None:

@@ -1,9 +1,11 @@
 """The egress audit's wire format, written once: what Squid, a run's gate and the site's relay
 write (image/egress/) and what the store, the launcher's `audit` and Harbor's verifier read.
 
-No imports: the Dockerfile copies this file into the egress image too
-(/usr/local/lib/egress/biotool_sandbox/auditwire.py), so both sides read these very names.
+No imports but the standard library's: the Dockerfile copies this file into the egress image
+too (/usr/local/lib/egress/biotool_sandbox/auditwire.py), so both sides read these very names.
 """
+
+import hashlib
 
 SQUID_PREFIX = "BIOTOOL_EGRESS"  # one Squid access-log line per attempt Squid ends itself
 GATE_PREFIX = "BIOTOOL_GATE"     # a run's gate (gatekeeper.py): `PREFIX {json}`, the run's audit
@@ -21,3 +23,17 @@ STORE = f"{RUN_STATE}/audit.jsonl"
 # Gate records' events. The last three are not attempts: the launcher counts them apart.
 REQUEST, DECIDED, TUNNEL, OPEN, TLS, CLOSE = "request", "decided", "tunnel", "open", "tls", "close"
 GATE_RESTART, AUDIT_FULL, SUPPRESSED = "gate_restart", "audit_full", "suppressed"
+
+# An allowed Put's record lists a short digest of each query record's sequence (its first
+# QUERY_SEQS_LISTED records, comma-joined in `query_seqs`): enough for a verifier to tell which
+# reads of a staged sample were searched, without keeping the query.
+QUERY_SEQS_LISTED = 40  # biotool's client sends at most 40 records per Put
+QUERY_SEQ_DIGEST_HEX = 8
+_NOT_LETTERS = bytes(b for b in range(256) if not (65 <= b <= 90 or 97 <= b <= 122))
+
+
+def query_seq_digest(seq: str) -> str:
+    """One query record's digest: its letters only, upper-cased (a FASTA's line breaks, spaces
+    and case do not change which sequence was searched), sha256, the first hex digits."""
+    letters = seq.encode("ascii", "ignore").translate(None, _NOT_LETTERS).upper()
+    return hashlib.sha256(letters).hexdigest()[:QUERY_SEQ_DIGEST_HEX]

@@ -9,10 +9,13 @@ after stopping `main`, so the agent never had a way to write it), and writes
   DIR/grade.json    why: each field expected and given, the audit's records and counts, the
                     rules applied, and the sha256 of every input (a re-grade reads the same).
 
-Deterministic and offline: no clock, no network, no randomness. An infrastructure failure (no
-key, the audit missing, unreadable or incomplete, a grader error) is `infrastructure_error: 1`
-with no `reward` and no components, never an agent's 0; a missing or malformed answer is the
-agent's 0.
+Deterministic and offline: no clock of its own (test.sh hands it the verifier's start as
+`--not-after`, an input like the others), no network, no randomness. An infrastructure failure
+(no key, the audit missing, unreadable or incomplete, the verifier's own staged input
+unreadable) is `infrastructure_error: 1` with no `reward` and no components, never an agent's 0.
+Everything read from the agent's files is bounded before it is parsed (MAX_AGENT_FILE bytes,
+a regular file, MAX_DEPTH levels of JSON) and any failure to read or score it is the agent's 0
+with the reason in grade.json: the grader is total on agent input.
 
 Two checks a task's key may add: `molperceive` fields are scored by MolPerceive's own rule
 (molperceive.score.correct) against the stored label, each recomputed under the verifier's
@@ -24,18 +27,27 @@ what that can and cannot tell).
 from __future__ import annotations
 
 import argparse
+import errno
 import hashlib
 import json
 import math
+import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from commandline.errors import EXIT_FAILED
 
-from .audit import report, store_holds
+from . import harbor_audit
+from .audit import report, store_holds, store_started
 
-GRADER_VERSION = 2
+GRADER_VERSION = 3
+# What the verifier reads of an agent's file, at most: an answer or a tool's JSON output is a
+# few KB; anything bigger is refused unread (a 120 MB answer must not cost the verifier's RAM).
+MAX_AGENT_FILE = 1 << 20
+MAX_DEPTH = 32      # JSON nesting levels read from an agent's file (json recurses per level)
+SHOWN = 200         # characters of an agent's value repeated in grade.json
 # What the egress audit of the agent phase may show, unless the key says otherwise: no denied
 # attempt (a host off the allowlist, plain HTTP, an accession as a BLAST query, a paced
 # flood), no record the gate could not parse, no tunnel left without its close record.
@@ -55,31 +67,102 @@ class Inputs:
     digests: dict
     evidence: object = None  # the tool's output the key asks for; None when not asked or absent
     evidence_problem: str | None = None
+    not_after: float | None = None  # the verifier's start: no record of the run is later
 
 
 def _sha256(data: bytes | None) -> str | None:
     return hashlib.sha256(data).hexdigest() if data is not None else None
 
 
+def _too_deep(data: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether JSON text nests past `limit` (brackets outside strings), told without parsing:
+    the parser and every walk of its result recurse once per level."""
+    depth, in_string, escaped = 0, False, False
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:    # backslash
+                escaped = True
+            elif byte == 0x22:    # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            if depth > limit:
+                return True
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return False
+
+
+def _read_bounded(path: Path, what: str) -> tuple[bytes | None, str | None]:
+    """(at most MAX_AGENT_FILE bytes of a regular file, why not): never follows a link, never
+    waits on a FIFO, never reads what is over the cap."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None, f"no {what}: {path.name} was not written"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, f"the {what} {path.name} is a symbolic link, not a file"
+        return None, f"the {what} cannot be read ({exc.strerror or exc})"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, f"the {what} {path.name} is not a regular file"
+        if st.st_size > MAX_AGENT_FILE:
+            return None, (f"the {what} is {st.st_size} bytes, over the {MAX_AGENT_FILE} the "
+                          "verifier reads")
+        chunks, left = [], MAX_AGENT_FILE + 1
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+    except OSError as exc:
+        return None, f"the {what} cannot be read ({exc.strerror or exc})"
+    finally:
+        os.close(fd)
+    if len(data) > MAX_AGENT_FILE:  # grew since its size was read
+        return None, f"the {what} is over the {MAX_AGENT_FILE} bytes the verifier reads"
+    return data, None
+
+
 def _read_object(path: Path, what: str) -> tuple[object, str | None, bytes | None]:
     """(parsed JSON object or None, why not, the bytes read): the agent's files, whose
     absence or damage is the agent's doing."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None, f"no {what}: {path.name} was not written", None
-    except OSError as exc:
-        return None, f"the {what} cannot be read ({exc.strerror or exc})", None
+    data, problem = _read_bounded(path, what)
+    if data is None:
+        return None, problem, None
+    if _too_deep(data):
+        return None, f"the {what} nests deeper than {MAX_DEPTH} levels", data
     try:
         doc = json.loads(data)
-    except ValueError as exc:
-        return None, f"the {what} is not JSON ({exc})", data
+    except (ValueError, RecursionError) as exc:  # ValueError: bad UTF-8, JSON, huge integers
+        return None, f"the {what} is not JSON ({_shown(str(exc))})", data
     if not isinstance(doc, dict):
         return None, f"the {what} is not a JSON object", data
     return doc, None, data
 
 
-def read_inputs(key_path: Path, answer_path: Path, audit_path: Path) -> Inputs:
+def _shown(value):
+    """An agent's value as grade.json repeats it: a scalar as it is (a non-finite number as
+    text), text and anything nested as bounded text."""
+    if value is None or isinstance(value, bool) or isinstance(value, int) and \
+            abs(value) < 10 ** 18:
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    text = value if isinstance(value, str) else json.dumps(value, default=repr)
+    return text if len(text) <= SHOWN else text[:SHOWN] + "..."
+
+
+def read_inputs(key_path: Path, answer_path: Path, audit_path: Path,
+                not_after: float | None = None) -> Inputs:
     try:
         key_bytes = key_path.read_bytes()
         key = json.loads(key_bytes)
@@ -107,7 +190,9 @@ def read_inputs(key_path: Path, answer_path: Path, audit_path: Path) -> Inputs:
         evidence, evidence_problem, evidence_bytes = _read_object(
             answer_path.parent / key["evidence"]["artifact"], "evidence")
         digests["evidence"] = _sha256(evidence_bytes)
-    return Inputs(key, answer, problem, store, digests, evidence, evidence_problem)
+    if not_after is not None:
+        digests["not_after"] = not_after  # an input too: a re-grade passes the same
+    return Inputs(key, answer, problem, store, digests, evidence, evidence_problem, not_after)
 
 
 def check_field(rule: dict, given) -> tuple[bool, str]:
@@ -139,12 +224,26 @@ def check_field(rule: dict, given) -> tuple[bool, str]:
     raise InfrastructureError(f"the answer key's rule {rule!r} names no known check")
 
 
+def _agents_fault(exc: Exception) -> bool:
+    """Whether an exception raised while scoring agent input is the input's doing (a value of
+    a type or form no rule expects), not the verifier's (its key, its own files, its code's
+    imports)."""
+    return not isinstance(exc, (InfrastructureError, harbor_audit.StagedInputError,
+                                ImportError, MemoryError))
+
+
 def grade_answer(key: dict, answer: dict | None, problem: str | None) -> dict:
     fields = {}
     for name, rule in key["fields"].items():
         given = answer.get(name) if answer is not None else None
-        ok, expected = check_field(rule, given)
-        fields[name] = {"ok": ok, "given": given, "expected": expected}
+        try:
+            ok, expected = check_field(rule, given)
+        except Exception as exc:  # noqa: BLE001 - any value the agent wrote is scored, as 0
+            if not _agents_fault(exc):
+                raise
+            ok, expected = False, (f"not scorable ({type(exc).__name__}: "
+                                   f"{_shown(str(exc))}); {_expected(rule)}")
+        fields[name] = {"ok": bool(ok), "given": _shown(given), "expected": expected}
     passed = sum(f["ok"] for f in fields.values())
     out = {"ok": problem is None and passed == len(fields), "problem": problem,
            "fields": fields, "fields_passed": passed, "fields_total": len(fields)}
@@ -152,6 +251,13 @@ def grade_answer(key: dict, answer: dict | None, problem: str | None) -> dict:
     if scored:
         out["molperceive"] = grade_molperceive(scored, fields)
     return out
+
+
+def _expected(rule: dict) -> str:
+    for k in ("stored", "equals", "equals_ci", "approx"):
+        if k in rule:
+            return f"expected {rule[k]!r}"
+    return "expected (see the key)"
 
 
 def grade_molperceive(rules: dict, fields: dict) -> dict:
@@ -188,49 +294,69 @@ def grade_evidence(rule: dict, evidence, problem: str | None, answer: dict | Non
 
     broken = [problem] if problem else []
     if evidence is not None:
-        prov = evidence.get("provenance") if isinstance(evidence.get("provenance"), dict) \
-            else {}
         image = provenance().get("image")
         if not image:
             raise InfrastructureError("the verifier has no image build identity "
                                       "(/etc/biotool/build.json): evidence cannot be checked")
-        if prov.get("image") != image:
-            broken.append(f"the evidence is not this image build's output (provenance.image "
-                          f"{prov.get('image')!r}, this image {image!r})")
-        refs = [u for u in prov.get("used") or [] if isinstance(u, dict)
-                and u.get("kind") == "reference"]
-        if not any(u.get("sha256") == rule["reference_sha256"] for u in refs):
-            broken.append(f"the evidence used no reference with the staged "
-                          f"{rule['reference']}'s sha256 {rule['reference_sha256'][:12]}...")
-        reads = Path(rule["reads"])
         try:
-            with reads.open("rb") as fh:
-                n_reads = sum(1 for _ in fh) // 4
-        except OSError as exc:
-            raise InfrastructureError(f"the staged reads {reads} cannot be read in the "
-                                      f"verifier ({exc.strerror or exc})") from None
-        samples = evidence.get("samples") if isinstance(evidence.get("samples"), list) else []
-        if not any(isinstance(s, dict) and s.get("sample") == reads.name
-                   and s.get("reads_used") == n_reads for s in samples):
-            broken.append(f"the evidence is not of the staged reads ({reads.name}, "
-                          f"{n_reads} reads used)")
-        listed = evidence.get(rule["list"]) if isinstance(evidence.get(rule["list"]), list) \
-            else []
-        want = {f: (answer or {}).get(f) for f in rule["match"]}
-        if not any(isinstance(item, dict) and all(_same(item.get(f), v) for f, v in want.items())
-                   for item in listed):
-            broken.append(f"the answer {want} is not in the evidence's {rule['list']}")
+            broken += _evidence_broken(rule, evidence, answer, image)
+        except Exception as exc:  # noqa: BLE001 - a shape biotool never writes: the agent's 0
+            if not _agents_fault(exc):
+                raise
+            broken.append(f"the evidence is not biotool's output ({type(exc).__name__}: "
+                          f"{_shown(str(exc))})")
     return {"ok": not broken, "broken": broken, "artifact": rule["artifact"]}
 
 
-def grade_egress(store: str, declared: dict) -> dict:
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _evidence_broken(rule: dict, evidence: dict, answer: dict | None, image) -> list[str]:
+    """What does not hold of the evidence; every value read off it type-checked first."""
+    broken = []
+    prov = _dict(evidence.get("provenance"))
+    if prov.get("image") != image:
+        broken.append(f"the evidence is not this image build's output (provenance.image "
+                      f"{_shown(prov.get('image'))!r}, this image {image!r})")
+    refs = [u for u in _list(prov.get("used")) if isinstance(u, dict)
+            and u.get("kind") == "reference"]
+    if not any(u.get("sha256") == rule["reference_sha256"] for u in refs):
+        broken.append(f"the evidence used no reference with the staged "
+                      f"{rule['reference']}'s sha256 {rule['reference_sha256'][:12]}...")
+    reads = Path(rule["reads"])
+    try:
+        with reads.open("rb") as fh:
+            n_reads = sum(1 for _ in fh) // 4
+    except OSError as exc:
+        raise InfrastructureError(f"the staged reads {reads} cannot be read in the "
+                                  f"verifier ({exc.strerror or exc})") from None
+    samples = _list(evidence.get("samples"))
+    if not any(isinstance(s, dict) and s.get("sample") == reads.name
+               and s.get("reads_used") == n_reads for s in samples):
+        broken.append(f"the evidence is not of the staged reads ({reads.name}, "
+                      f"{n_reads} reads used)")
+    listed = _list(evidence.get(rule["list"]))
+    want = {f: _dict(answer).get(f) for f in rule["match"]}
+    if not any(isinstance(item, dict) and all(_same(item.get(f), v) for f, v in want.items())
+               for item in listed):
+        broken.append(f"the answer {_shown(want)} is not in the evidence's {rule['list']}")
+    return broken
+
+
+def grade_egress(store: str, declared: dict, not_after: float | None = None) -> dict:
     """The audit as `biotool-sandbox audit` reports it (the same parser on the same store),
-    judged by the task's declaration."""
+    judged by the task's declaration; a record the run could not have written breaks it."""
     rules = {**DEFAULT_EGRESS, **declared}
     audit = report(None, None, store, {"running": None, "restarts": None, "oom_killed": None})
     counts = audit["counts"]
     unrecorded = audit["unparsed_lines"] + len(audit["open_tunnels"])
-    broken = []
+    broken = [f"impossible for this run: {why}" for why in
+              harbor_audit.impossible(audit, store_started(store), not_after)]
     if counts["denied"] > rules["max_denied"]:
         denied = [r for r in audit["records"] if r["decision"] == "denied"]
         broken.append(f"{counts['denied']} denied attempt(s), at most {rules['max_denied']} "
@@ -252,11 +378,14 @@ def grade_egress(store: str, declared: dict) -> dict:
 def grade(inputs: Inputs) -> tuple[dict, dict]:
     """(reward.json, grade.json) for readable inputs."""
     answer = grade_answer(inputs.key, inputs.answer, inputs.answer_problem)
-    egress = grade_egress(inputs.store, inputs.key.get("egress") or {})
+    egress = grade_egress(inputs.store, inputs.key.get("egress") or {}, inputs.not_after)
     evidence = grade_evidence(inputs.key["evidence"], inputs.evidence, inputs.evidence_problem,
                               inputs.answer) if inputs.key.get("evidence") else None
+    search = harbor_audit.check_search(egress["audit"]["records"], inputs.key["search"]) \
+        if inputs.key.get("search") else None
+    passed = [answer, egress] + [c for c in (evidence, search) if c is not None]
     reward = {
-        "reward": 1 if answer["ok"] and egress["ok"] and (evidence or {"ok": True})["ok"] else 0,
+        "reward": 1 if all(c["ok"] for c in passed) else 0,
         "answer": 1 if answer["ok"] else 0,
         "answer_fields": round(answer["fields_passed"] / max(answer["fields_total"], 1), 4),
         "egress_ok": 1 if egress["ok"] else 0,
@@ -270,6 +399,9 @@ def grade(inputs: Inputs) -> tuple[dict, dict]:
     # A task's own components, only where its key declares them (named in grade.json too).
     if evidence is not None:
         reward["evidence_ok"] = 1 if evidence["ok"] else 0
+    if search is not None:
+        reward["search_ok"] = 1 if search["ok"] else 0
+        reward["search_reads"] = search["sample_reads_searched"]
     if "molperceive" in answer:
         for field, share in answer["molperceive"]["fields"].items():
             reward[f"molperceive_{field}"] = share
@@ -278,6 +410,8 @@ def grade(inputs: Inputs) -> tuple[dict, dict]:
               "reward": reward, "answer": answer, "egress": egress, "inputs": inputs.digests}
     if evidence is not None:
         detail["evidence"] = evidence
+    if search is not None:
+        detail["search"] = search
     return reward, detail
 
 
@@ -303,10 +437,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--audit", type=Path, required=True,
                         help="the egress audit store collected from the egress service")
     parser.add_argument("--out", type=Path, required=True, help="Harbor's /logs/verifier")
+    parser.add_argument("--not-after", type=float, default=None, metavar="EPOCH_S",
+                        help="the verifier's start (test.sh: `date +%%s`): an audit record "
+                             "dated later is impossible for the run")
     args = parser.parse_args(argv)
     try:
-        reward, detail = grade(read_inputs(args.key, args.answer, args.audit))
-    except InfrastructureError as exc:
+        reward, detail = grade(read_inputs(args.key, args.answer, args.audit, args.not_after))
+    except (InfrastructureError, harbor_audit.StagedInputError) as exc:
         reward, detail = infrastructure(str(exc))
     except Exception as exc:  # a grader fault is the harness's, never the agent's 0
         reward, detail = infrastructure(f"the grader failed: {type(exc).__name__}: {exc}")

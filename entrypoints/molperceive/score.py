@@ -18,6 +18,7 @@ The corpus itself must be well formed (rows.shape_problems), or nothing is score
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -35,7 +36,8 @@ def _as_int(value):
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    # ASCII digits only: str.isdigit() also accepts superscripts ("¹⁴") that int() refuses.
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value.strip()):
         return int(value.strip())
     return None
 

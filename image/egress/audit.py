@@ -18,6 +18,9 @@ GATE = auditwire.GATE_PREFIX    # a run's gate (gatekeeper.py): the run's audit
 RELAY = auditwire.RELAY_PREFIX  # the site's NCBI relay (relay.py)
 FIELD_CAP = 200           # characters of any string field, cut before escaping
 URL_CAP = 600             # characters of a record's url
+# Fields cut at URL_CAP rather than FIELD_CAP: the url, and a Put's per-record sequence digests
+# (auditwire.QUERY_SEQS_LISTED of them, 359 characters).
+LONG_FIELDS = ("url", "query_seqs")
 
 
 def cap(value, limit: int = FIELD_CAP):
@@ -46,7 +49,7 @@ class Records:
         holds its NCBI slot (a container log the engine drains slowly can block a write);
         without a store it goes to stdout all the same."""
         rec = {"time": round(time.time(), 3),
-               **{k: cap(v, URL_CAP if k == "url" else FIELD_CAP) for k, v in rec.items()}}
+               **{k: cap(v, URL_CAP if k in LONG_FIELDS else FIELD_CAP) for k, v in rec.items()}}
         if echo or self.store is None:
             text = line(self.prefix, rec)
             with self.lock:

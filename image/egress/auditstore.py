@@ -110,7 +110,10 @@ class Store:
         # from the log, and a restart must not change what the store is said to hold.
         self.holds = _holds(path) if self.reopened else holds
         if not self.reopened:
-            self._append(f"{HEADER} {json.dumps({'holds': list(holds)}, separators=(',', ':'))}\n")
+            # `started`: when the run's egress began, so a verifier can refuse a record dated
+            # before it (docs/harbor.md).
+            head = {"holds": list(holds), "started": round(clock(), 3)}
+            self._append(f"{HEADER} {json.dumps(head, separators=(',', ':'))}\n")
         if not self.full and self.size > self.max_bytes - RESERVE:
             self._close(clock())
 

@@ -107,14 +107,24 @@ def refusal_code(exc: "blastapi.Refused") -> str:
 
 def searched(request: "blastapi.Request") -> dict:
     """What an allowed Put searched, for its records: the program, the database, how many
-    records, and digests of the query and of its titles (the query itself is not kept)."""
+    records, and digests of the query, of its titles and of each record's sequence (the query
+    itself is not kept). The per-record digests let a verifier tell a search of a staged
+    sample's reads from one of made-up letters (auditwire.query_seq_digest)."""
     query = request.params.get("QUERY", "")
-    titles = [line.strip(" \t\r") for line in query.split("\n")
-              if line.lstrip(" \t\r").startswith(">")]
+    titles, seqs = [], [[]]
+    for line in query.split("\n"):
+        if line.lstrip(" \t\r").startswith(">"):
+            titles.append(line.strip(" \t\r"))
+            seqs.append([])
+        else:
+            seqs[-1].append(line)
+    records = ["".join(parts) for parts in (seqs[1:] if titles else seqs)]
     return {"program": request.params.get("PROGRAM"), "database": request.params.get("DATABASE"),
             "query_records": len(titles) or 1,
             "query_sha256": hashlib.sha256(query.encode("utf-8")).hexdigest(),
-            "titles_sha256": hashlib.sha256("\n".join(titles).encode("utf-8")).hexdigest()}
+            "titles_sha256": hashlib.sha256("\n".join(titles).encode("utf-8")).hexdigest(),
+            "query_seqs": ",".join(auditwire.query_seq_digest(s)
+                                   for s in records[:auditwire.QUERY_SEQS_LISTED])}
 
 
 class Requests(serving.Handler):

@@ -63,6 +63,8 @@ def test_the_blast_tasks_oracle_through_the_egress_scores_1(run, tmp_path):
     rc, reward, grade = _grade(tmp_path, answer, store.decode())
     assert rc == 0, grade
     assert (reward["reward"], reward["answer"], reward["egress_ok"]) == (1, 1, 1), grade
+    # The search the key asks for, told from the audit: 10 staged reads, polled and fetched.
+    assert (reward["search_ok"], reward["search_reads"]) == (1, 10), grade["search"]
     # Every request the mock answered is an allowed record the grader counted.
     assert reward["egress_allowed"] >= len(seen["requests"]) >= 1
     assert reward["egress_denied"] == 0 and reward["infrastructure_error"] == 0

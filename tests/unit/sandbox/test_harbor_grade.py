@@ -283,9 +283,13 @@ def test_a_regrade_with_evidence_and_molperceive_is_byte_identical(tmp_path, mon
 def test_a_task_answered_through_blast_scores_0_when_no_search_reached_ncbi(tmp_path):
     # The right organism, under an audit with no allowed request (read off the sample's
     # manifest, or from the staged panel): the route the task asks for was not taken.
-    key = REPO / "harbor" / "tasks" / "reads-organism-blast" / "key.json"
-    _, reward, detail, _ = grade(tmp_path, key=key, answer={
+    key = json.loads((REPO / "harbor" / "tasks" / "reads-organism-blast" / "key.json").read_text())
+    key["search"]["reads"] = str(REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq")
+    (tmp_path / "key.json").write_text(json.dumps(key))
+    _, reward, detail, _ = grade(tmp_path, key=tmp_path / "key.json", answer={
         "organism": "Severe acute respiratory syndrome coronavirus 2"})
-    assert (reward["reward"], reward["answer"], reward["egress_ok"]) == (0, 1, 0)
-    assert detail["egress"]["broken"] == [
-        "0 allowed request(s); the task needs at least 1 (it is answered through NCBI BLAST)"]
+    assert (reward["reward"], reward["answer"], reward["egress_ok"], reward["search_ok"]) == \
+        (0, 1, 1, 0)
+    assert detail["search"]["broken"] == [
+        "no search reached NCBI: the task needs a blastn against nt of at least 10 reads of "
+        "MT007544.fastq, polled and fetched"]
