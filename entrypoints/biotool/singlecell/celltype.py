@@ -30,6 +30,9 @@ CELLTYPIST_HEDGES = Hedges.of("competence", "margin", "reference_is_conclusive",
 MATRIX_HEDGES = (sp.HEDGES.under("species") | CELLTYPIST_HEDGES.under("celltypist")
                  | Hedges.of("c2s.competence", "agreement.competence"))
 GENES_HEDGES = sp.HEDGES.under("species") | Hedges.of("competence")
+# No reference labelled a cell: a failure, listed in `errors` in both arms, never a hedge.
+NO_REFERENCE_KEY = "celltypist"
+NO_REFERENCE = "no CellTypist reference could be scored"
 
 
 def _species(symbols, organism: str, min_informative: int = sp.MIN_INFORMATIVE) -> dict:
@@ -112,6 +115,7 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
                   if panel else f"no CellTypist reference for species '{species}' is staged here")
         comp = not_applicable(reason, "see `biotool list`; production images stage the "
                                       "CellTypist panels")
+        errors[NO_REFERENCE_KEY] = f"{NO_REFERENCE}: {reason}"
         return {"reference": None, "ranking": unloadable, "composition": [],
                 "reference_is_conclusive": False, "competence": comp.explain(),
                 "caveat": comp.blind_spots[0]}, [], errors, None
@@ -129,6 +133,7 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
     if not scored:
         comp = not_applicable("the data cover too few genes of every staged reference",
                               "check the species and that genes are symbols, not ids")
+        errors[NO_REFERENCE_KEY] = f"{NO_REFERENCE}: {comp.blind_spots[0]}"
         return {"reference": None, "ranking": ranking, "panel_cells": panel_cells,
                 "composition": [], "reference_is_conclusive": False,
                 "competence": comp.explain(), "caveat": comp.blind_spots[0]}, items, errors, None
@@ -398,7 +403,8 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
     if errors:
         out["errors"] = errors
     out.setdefault("truncated", False)
-    covered = {"celltypist": int(adata.n_obs)} if "celltypist" in out else {}
+    # Cells count as covered only when a scored reference labelled them.
+    covered = {"celltypist": int(adata.n_obs)} if labels is not None else {}
     if "c2s" in out:
         covered["c2s"] = out["c2s"]["cells_answered"]
     out["timing"] = {"timeout_s": budget_seconds, "elapsed_s": round(time.monotonic() - start, 2),
