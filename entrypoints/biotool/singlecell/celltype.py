@@ -227,14 +227,17 @@ def _c2s(cells: list[dict], organism: str, spec: dict, deadline: float,
             f"{seen['load_s']:.1f} s on this machine (measured by an earlier run"
             + (f"; one cell {seen['per_cell_s']:.1f} s" if seen.get("per_cell_s") else "")
             + f") and {max(0.0, left):.1f} s of --timeout {timeout:g} s are left; give "
-            f"--timeout {need:.0f} or more")
+            f"--timeout {budget.advised(need)} or more")
     t0 = time.monotonic()
     try:
         with budget.alarm(deadline):
             loaded = c2s.load(spec["weights"], spec["tokenizer"])
     except budget.BudgetSpent:
+        cut = time.monotonic() - t0
+        if fresh:  # the load takes longer than this: a faster figure kept from before is stale
+            budget.record_at_least(key, load_s=cut)
         raise _spent(timeout, start, f"loading the Cell2Sentence model "
-                                     f"({time.monotonic() - t0:.1f} s into the load)") from None
+                                     f"({cut:.1f} s into the load)") from None
     load_s = time.monotonic() - t0
     if fresh:  # a model this process already held says nothing of a load's cost
         budget.record(key, load_s=load_s)
@@ -421,13 +424,29 @@ def celltype_genes(genes: str, organism: str = "auto", c2s_model: str = mdl.DEFA
         raise InputError("--genes: no gene names given (comma-separated, highest expression first)")
     species = _species(ranked, organism, min_informative=5)
     org = _c2s_organism(species)
-    res, items = _c2s([{"cell": "genes", "genes": ranked}], org, mdl.c2s_model(c2s_model),
-                      start + budget_seconds, 1, budget_seconds, start)
+    spec = mdl.c2s_model(c2s_model)
+    deadline = start + budget_seconds
+    res, items = _c2s([{"cell": "genes", "genes": ranked}], org, spec, deadline, 1,
+                      budget_seconds, start)
     answer = res["cells"][0]["cell_type"] if res["cells"] else None
-    comp = bounded(0.5 if answer else 0.0, 0.0, blind_spots=(
-        "one ranked gene list: a single cell's answer, with no composition to weigh it",
-        "the model's own certainty is not exposed by greedy generation"),
-        remedy="run on a matrix with --sample to see the spread of answers")
+    spots = ["one ranked gene list: a single cell's answer, with no composition to weigh it"]
+    # Confidence is measured: the model's probability of its own answer (no constant).
+    certainty = 0.0
+    if answer:
+        from biotool import budget
+        from biotool.singlecell import c2s
+
+        try:
+            with budget.alarm(deadline):
+                loaded = c2s.load(spec["weights"], spec["tokenizer"])  # held: costs nothing
+                certainty = c2s.answer_probability(
+                    loaded, c2s.prompt(ranked, sp.ORGANISM_NAMES[org]), answer)
+            spots.append(f"confidence is the model's probability of this answer "
+                         f"({certainty:.4f}); a model can be sure and wrong")
+        except budget.BudgetSpent:
+            spots.append("confidence not measured: --timeout ran out after the answer")
+    comp = bounded(certainty, 0.0, blind_spots=spots,
+                   remedy="run on a matrix with --sample to see the spread of answers")
     return declared({"genes": len(ranked), "species": species, "cell_type": answer,
                      "model": res["model"], "device": res["device"], "truncated": res["truncated"],
                      "competence": comp.explain(), "provenance": provenance(*items)}, GENES_HEDGES)
