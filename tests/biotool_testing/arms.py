@@ -27,7 +27,8 @@ LESSONS = ("blind_spot", "blind spot", "caveat", "detection floor", "detection_f
 # case; wherever the tool's answer says one, the control's must too (a failure or a reason is
 # not a hedge, so declaring it one would strip it from the control).
 FINDINGS = ("indistinguishable from sequencing", "is not the md5 of",
-            "positions are read as --reference's", "could be scored", "whole_input",
+            "positions are read as --reference's", "no celltypist reference could be scored",
+            "whole_input",
             "cannot load", "failed while generating")
 
 
