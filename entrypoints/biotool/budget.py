@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import signal
 import time
@@ -104,3 +105,31 @@ def record(key: str, **seconds: float) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         with published(path) as tmp:
             tmp.write_text(json.dumps(data))
+
+
+# Advice is for the next run, whose start-up and loads vary: a quarter more than this run's
+# measured need, and at least 2 s more (a need of a few seconds varies by whole seconds).
+ADVICE_MARGIN = 0.25
+ADVICE_SLACK_S = 2.0
+
+
+def advised(need_s: float) -> int:
+    """The --timeout to advise for a run measured to need `need_s` seconds: the need with a
+    margin, rounded up (never down), so a run given it has the need and more."""
+    return math.ceil(max(0.0, need_s) * (1 + ADVICE_MARGIN) + ADVICE_SLACK_S)
+
+
+def record_at_least(key: str, **seconds: float) -> None:
+    """Raise kept measurements to at least these values: a stage cut short by the budget took
+    longer than it ran, so a smaller figure kept from an earlier run is stale."""
+    old = measured(key)
+    higher = {}
+    for name, value in seconds.items():
+        try:
+            kept = float(old.get(name) or 0.0)
+        except (TypeError, ValueError):
+            kept = 0.0
+        if value > kept:
+            higher[name] = value
+    if higher:
+        record(key, **higher)

@@ -9,11 +9,11 @@ from __future__ import annotations
 import importlib
 import sys
 
-from biotool import __version__
+from biotool import __version__, options
 from biotool.family import FAMILIES
 from commandline import program
 from commandline.ladder import run_process
-from commandline.spec import Command, Option
+from commandline.spec import Command
 
 HELP = f"""biotool {__version__}: structured biology tools for agents with a shell.
 
@@ -31,7 +31,7 @@ floors, ...: docs/contract.md), in its answers and in these help texts.⟧
 Start with `biotool list` to see what is staged and usable here."""
 
 # Agents write `biotool CMD ... --quiet` as often as `biotool --quiet CMD`: the layer takes both.
-QUIET = Option(("--quiet", "-q"), "No progress or logs on stderr.", flag=True)
+QUIET = options.QUIET
 
 
 def commands() -> list[Command]:
@@ -67,10 +67,7 @@ def _refuse_where_required(args: list[str]) -> None:
 
 
 def _setup(flags: set[str]) -> None:
-    from biotool.progress import set_quiet
-
-    if "quiet" in flags:
-        set_quiet(True)
+    options.apply_program_flags(flags)
 
 
 def main(argv: list[str] | None = None) -> None:

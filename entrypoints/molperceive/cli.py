@@ -156,7 +156,9 @@ def cmd_score(rows, predictions, slices, no_recompute, strict, lenient_fields):
         warnings.append(f"{invalid['count']} prediction line(s) or answer(s) in {predictions} "
                         f"not scored ({', '.join(f'{k}: {n}' for k, n in invalid['by_why'].items())}); "
                         "listed in invalid_predictions")
-    for w in warnings:
+    from biotool.progress import quiet
+
+    for w in warnings if not quiet() else ():
         sys.stderr.write(f"{PROG}: warning: {' '.join(w.split())}\n")
     return report
 
@@ -269,7 +271,11 @@ def commands() -> list[Command]:
 
 
 def main(argv=None) -> None:
-    program.main(PROG, commands(), help=DESCRIPTION, argv=argv)
+    from biotool import options
+
+    # -q/--quiet as biotool's, before or after the command: no warning lines on stderr.
+    program.main(PROG, commands(), help=DESCRIPTION, argv=argv, options=(options.QUIET,),
+                 setup=options.apply_program_flags)
 
 
 def run() -> None:

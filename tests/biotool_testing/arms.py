@@ -22,6 +22,22 @@ LESSONS = ("blind_spot", "blind spot", "caveat", "detection floor", "detection_f
            "biotool_confident", "with the limits stated", "types it never saw",
            "the subtype may be missing", "stands alone", "trusting")
 
+# Findings: sentences that report what happened (what was searched, what a check found, why a
+# floor is where it is, what could not be scored), not doubt about it. Each is a phrase, lower
+# case; wherever the tool's answer says one, the control's must too (a failure or a reason is
+# not a hedge, so declaring it one would strip it from the control).
+FINDINGS = ("indistinguishable from sequencing", "is not the md5 of",
+            "positions are read as --reference's", "no celltypist reference could be scored",
+            "whole_input",
+            "cannot load", "failed while generating")
+
+
+def findings_lost(tool, control) -> list[str]:
+    """The findings the tool's answer states and the control's does not."""
+    have = json.dumps(control, ensure_ascii=False).lower()
+    said = json.dumps(tool, ensure_ascii=False).lower()
+    return [w for w in FINDINGS if w in said and w not in have]
+
 
 def marks_left(obj) -> list[str]:
     """Every string (or help text) that still carries a hedge mark."""
@@ -86,6 +102,8 @@ def check_answer(name: str, marked: dict, tool: dict, control: dict) -> Hedges:
     assert not left, (name, left)
     said = lessons_in(json.dumps({k: v for k, v in control.items() if k != "provenance"}))
     assert not said, f"{name}: the control arm still teaches {said}"
+    lost = findings_lost(tool, control)
+    assert not lost, f"{name}: the control arm lost findings, declared as hedges: {lost}"
     return hedges
 
 

@@ -30,9 +30,9 @@ CONVENTION = ("pos is the 1-based last reference base covered before the break: 
               "of bases s..e spans s-1..e, widened across repeats; an insertion after base p "
               "spans p, widened likewise). A blunt cut is named either by the last base "
               "before it or by the next one; this names it by the last base before it")
-# The warnings are the rows' blind spots too; the note (the ranking rule) and discounted_why
-# say what the answer is, in both arms.
-HEDGES = Hedges.of("competence", "consensus[].competence", "warnings")
+# The note (the ranking rule), discounted_why and the warnings (what the input checks found)
+# say what the answer is, in both arms; a warning's guess at why is marked in its text.
+HEDGES = Hedges.of("competence", "consensus[].competence")
 MIN_CLIP = 5    # shorter clips are indistinguishable from mismatches at a read end
 MIN_AGREE = 2   # reads a signature needs at a position before it counts as agreeing
 AGREE_SHARE = 0.1  # ... and this share of the position's support, so stray clips do not count

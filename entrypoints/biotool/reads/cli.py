@@ -102,8 +102,8 @@ def variants_cmd(reference, fastq, bam, region, min_depth, min_af, top, vcf, min
     input (malformed FASTQ, BAM without index, reference not staged, region outside the
     contig, the same file twice, BAMs aligned to a different reference: a contig of another
     length in the header, or >30% of aligned bases differing from --reference); 4 if the
-    aligner or samtools fail.⟦ A header M5 that differs while lengths and bases agree is
-    listed in warnings and competence.⟧"""
+    aligner or samtools fail. A header M5 that differs while lengths and bases agree is
+    listed in warnings⟦ and competence⟧."""
     from biotool.reads.variants import variants
 
     groups = [[p for p in f.split(",") if p] for f in (fastq or [])]

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from biotool.alignment.reference import Reference
+from biotool.arms import hedge
 from biotool.files import input_file
 from biotool.output import InputError
 from biotool.reads.bam import (MISMATCH_MIN_BASES, MISMATCH_REFUSE, refuse_if_divergent,
@@ -47,13 +48,15 @@ def check_header(handle, path: str, ref: Reference, contigs: dict[str, int],
                                      f"{differ / bases:.0%} of a sample of its aligned bases "
                                      "differ from it: it was aligned to a different reference")
                 ur = f" (UR {sq['UR']})" if sq.get("UR") else ""
+                # What the checks found and how positions are read are findings (both arms);
+                # the guess at why is a hedge.
                 warnings.append(
                     f"--bam {path}: the header's M5 for {sq['SN']}{ur} is not the md5 of "
                     f"{sq['SN']} in --reference {ref.name}, but the lengths agree and "
                     f"{_share(differ, bases)} of a sample of {bases} aligned bases differ from "
-                    "it: the BAM was likely aligned to a longer or differently packaged "
-                    "sequence of the same name (e.g. the full chromosome); positions are read "
-                    "as --reference's")
+                    "it" + hedge(": the BAM was likely aligned to a longer or differently "
+                                 "packaged sequence of the same name (e.g. the full "
+                                 "chromosome)") + "; positions are read as --reference's")
     return warnings
 
 

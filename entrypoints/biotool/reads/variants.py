@@ -23,8 +23,9 @@ from biotool.reads.pileup import Pileup, _lut
 BASES = "ACGT"
 
 # What the depth could not show (fraction_assessed is the summary competence's margin,
-# other_indels_nearby the count its call's blind spot gives; warnings are its blind spots too).
-HEDGES = Hedges.of("competence", "fraction_assessed", "n_below_floor", "warnings",
+# other_indels_nearby the count its call's blind spot gives). The warnings say what the input
+# checks found, in both arms (a warning's guess at why is marked in its text).
+HEDGES = Hedges.of("competence", "fraction_assessed", "n_below_floor",
                    "variants[].competence", "variants[].other_indels_nearby")
 
 
@@ -105,11 +106,12 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
                     for one in seen],
         "floor": {"min_depth": min_depth, "min_af": min_af, "min_mapq": min_mapq,
                   "min_base_quality": min_bq},
+        # The floor and its reason define the answer (both arms); the count below it is what
+        # the floor hid (a hedge, as n_below_floor is).
         "note": (f"only variants with depth >= {min_depth} and allele fraction >= {min_af} (and "
-                 f"at least 2 alt reads) are shown" + hedge(
-                     f": below that floor sequencing and alignment errors cannot be told apart "
-                     f"from real low-fraction alleles at these depths ({below} candidate alleles "
-                     f"seen in 2+ reads fell below it)")),
+                 f"at least 2 alt reads) are shown: below that floor an allele is "
+                 f"indistinguishable from sequencing and alignment error at these depths"
+                 + hedge(f" ({below} candidate alleles seen in 2+ reads fell below it)")),
         # What defines the answer, kept in both arms.
         "convention": ("pos is 1-based; for indels pos is the base before the event and ref/alt "
                        "include it (VCF convention), shifted fully left in repeats. Ranked by "

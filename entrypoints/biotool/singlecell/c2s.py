@@ -235,3 +235,24 @@ def check_staged(folder: Path) -> dict:
     """The staging check of a Cell2Sentence model folder (its manifest's `check`): the ids a
     real prompt encodes to, and the model's answer to it; ToolFailure saying which failed."""
     return {"tokenizer_ids": check_tokenizer(folder), "answer": check_answer(folder)}
+
+
+def answer_probability(loaded: Loaded, prompt_text: str, answer: str) -> float:
+    """The model's probability of `answer` as the continuation of `prompt_text` (one forward
+    pass, teacher-forced): its own certainty in what greedy generation said, which generate()
+    does not expose. 0.0 for an empty answer."""
+    import torch
+
+    tok = loaded.tokenizer
+    head = tok(prompt_text)["input_ids"]
+    whole = tok(f"{prompt_text} {answer}")["input_ids"] if answer else head
+    # The answer's tokens are what follows the longest prefix the two encodings share.
+    k = next((i for i, (a, b) in enumerate(zip(head, whole)) if a != b), min(len(head),
+                                                                              len(whole)))
+    if not answer or k == 0 or k >= len(whole):
+        return 0.0
+    ids = torch.tensor([whole], device=loaded.device)
+    with torch.inference_mode():
+        logits = loaded.model(ids).logits[0, k - 1:-1].float()
+    logp = torch.log_softmax(logits, dim=-1).gather(1, ids[0, k:, None]).sum()
+    return float(torch.exp(logp))

@@ -30,6 +30,9 @@ CELLTYPIST_HEDGES = Hedges.of("competence", "margin", "reference_is_conclusive",
 MATRIX_HEDGES = (sp.HEDGES.under("species") | CELLTYPIST_HEDGES.under("celltypist")
                  | Hedges.of("c2s.competence", "agreement.competence"))
 GENES_HEDGES = sp.HEDGES.under("species") | Hedges.of("competence")
+# No reference labelled a cell: a failure, listed in `errors` in both arms, never a hedge.
+NO_REFERENCE_KEY = "celltypist"
+NO_REFERENCE = "no CellTypist reference could be scored"
 
 
 def _species(symbols, organism: str, min_informative: int = sp.MIN_INFORMATIVE) -> dict:
@@ -112,6 +115,7 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
                   if panel else f"no CellTypist reference for species '{species}' is staged here")
         comp = not_applicable(reason, "see `biotool list`; production images stage the "
                                       "CellTypist panels")
+        errors[NO_REFERENCE_KEY] = f"{NO_REFERENCE}: {reason}"
         return {"reference": None, "ranking": unloadable, "composition": [],
                 "reference_is_conclusive": False, "competence": comp.explain(),
                 "caveat": comp.blind_spots[0]}, [], errors, None
@@ -129,6 +133,7 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
     if not scored:
         comp = not_applicable("the data cover too few genes of every staged reference",
                               "check the species and that genes are symbols, not ids")
+        errors[NO_REFERENCE_KEY] = f"{NO_REFERENCE}: {comp.blind_spots[0]}"
         return {"reference": None, "ranking": ranking, "panel_cells": panel_cells,
                 "composition": [], "reference_is_conclusive": False,
                 "competence": comp.explain(), "caveat": comp.blind_spots[0]}, items, errors, None
@@ -222,14 +227,17 @@ def _c2s(cells: list[dict], organism: str, spec: dict, deadline: float,
             f"{seen['load_s']:.1f} s on this machine (measured by an earlier run"
             + (f"; one cell {seen['per_cell_s']:.1f} s" if seen.get("per_cell_s") else "")
             + f") and {max(0.0, left):.1f} s of --timeout {timeout:g} s are left; give "
-            f"--timeout {need:.0f} or more")
+            f"--timeout {budget.advised(need)} or more")
     t0 = time.monotonic()
     try:
         with budget.alarm(deadline):
             loaded = c2s.load(spec["weights"], spec["tokenizer"])
     except budget.BudgetSpent:
+        cut = time.monotonic() - t0
+        if fresh:  # the load takes longer than this: a faster figure kept from before is stale
+            budget.record_at_least(key, load_s=cut)
         raise _spent(timeout, start, f"loading the Cell2Sentence model "
-                                     f"({time.monotonic() - t0:.1f} s into the load)") from None
+                                     f"({cut:.1f} s into the load)") from None
     load_s = time.monotonic() - t0
     if fresh:  # a model this process already held says nothing of a load's cost
         budget.record(key, load_s=load_s)
@@ -398,7 +406,8 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
     if errors:
         out["errors"] = errors
     out.setdefault("truncated", False)
-    covered = {"celltypist": int(adata.n_obs)} if "celltypist" in out else {}
+    # Cells count as covered only when a scored reference labelled them.
+    covered = {"celltypist": int(adata.n_obs)} if labels is not None else {}
     if "c2s" in out:
         covered["c2s"] = out["c2s"]["cells_answered"]
     out["timing"] = {"timeout_s": budget_seconds, "elapsed_s": round(time.monotonic() - start, 2),
@@ -415,13 +424,29 @@ def celltype_genes(genes: str, organism: str = "auto", c2s_model: str = mdl.DEFA
         raise InputError("--genes: no gene names given (comma-separated, highest expression first)")
     species = _species(ranked, organism, min_informative=5)
     org = _c2s_organism(species)
-    res, items = _c2s([{"cell": "genes", "genes": ranked}], org, mdl.c2s_model(c2s_model),
-                      start + budget_seconds, 1, budget_seconds, start)
+    spec = mdl.c2s_model(c2s_model)
+    deadline = start + budget_seconds
+    res, items = _c2s([{"cell": "genes", "genes": ranked}], org, spec, deadline, 1,
+                      budget_seconds, start)
     answer = res["cells"][0]["cell_type"] if res["cells"] else None
-    comp = bounded(0.5 if answer else 0.0, 0.0, blind_spots=(
-        "one ranked gene list: a single cell's answer, with no composition to weigh it",
-        "the model's own certainty is not exposed by greedy generation"),
-        remedy="run on a matrix with --sample to see the spread of answers")
+    spots = ["one ranked gene list: a single cell's answer, with no composition to weigh it"]
+    # Confidence is measured: the model's probability of its own answer (no constant).
+    certainty = 0.0
+    if answer:
+        from biotool import budget
+        from biotool.singlecell import c2s
+
+        try:
+            with budget.alarm(deadline):
+                loaded = c2s.load(spec["weights"], spec["tokenizer"])  # held: costs nothing
+                certainty = c2s.answer_probability(
+                    loaded, c2s.prompt(ranked, sp.ORGANISM_NAMES[org]), answer)
+            spots.append(f"confidence is the model's probability of this answer "
+                         f"({certainty:.4f}); a model can be sure and wrong")
+        except budget.BudgetSpent:
+            spots.append("confidence not measured: --timeout ran out after the answer")
+    comp = bounded(certainty, 0.0, blind_spots=spots,
+                   remedy="run on a matrix with --sample to see the spread of answers")
     return declared({"genes": len(ranked), "species": species, "cell_type": answer,
                      "model": res["model"], "device": res["device"], "truncated": res["truncated"],
                      "competence": comp.explain(), "provenance": provenance(*items)}, GENES_HEDGES)

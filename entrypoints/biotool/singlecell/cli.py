@@ -58,10 +58,13 @@ OUTPUT (bounded: a few KB): matrix {cells, genes, read_as, normalisation}; speci
   panel_cells, composition [{cell_type, cells, fraction, mean_probability}] (top 30 types;
   the rest in composition_other)}; c2s {model, device, cells_answered, truncated,
   composition, cells [{cell, cell_type}] (the first 20)}; agreement (with all); errors
-  {model: why} when a model was skipped or failed; truncated; timing {timeout_s, elapsed_s,
-  cells_covered {celltypist, c2s}}; provenance (model sha256s).
+  {model: why} when a model was skipped or failed ({"celltypist": "no CellTypist reference
+  could be scored: ..."} when none was); truncated; timing {timeout_s, elapsed_s,
+  cells_covered {celltypist (cells a scored reference labelled), c2s}}; provenance (model
+  sha256s).
   ⟦Beside them: competence in species, celltypist and c2s, and celltypist's margin,
-  reference_is_conclusive and caveat.⟧
+  reference_is_conclusive and caveat; with --genes, competence.confidence is the model's
+  probability of its answer.⟧
   --cells-out FILE writes every cell's labels (TSV) and returns its path as cells_file.
 
 Models staged here: `biotool list` (production panels and C2S are named there, with why

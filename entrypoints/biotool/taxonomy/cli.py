@@ -37,18 +37,23 @@ bit_score, evalue, pident, align_len, query and subject coordinates; never an ac
 Every query is searched for 5 hits (search.hits_per_query, whatever --top); --hits-out FILE
 writes them all, one JSON line per query, and returns the path as hits_file. summary: the
 dominant organism, organisms with read counts (the top 20; the rest counted in
-other_organisms; a read tied between names counts for each) and no_hit.⟦ Beside them:
+other_organisms; a read tied between names counts for each), no_hit, whole_input (true
+when every searchable record was searched, not a sample) and, for --fasta,
+aligned_fraction (how much of the named records their best hits align).⟦ Beside them:
 dominant_fraction (of named_reads, the reads with a named best hit), no_hit_caveat,
 detection_floor (1/n: an organism rarer than that is unobserved, not absent), can_see_minority (true only when the
 dominant organism holds under half the named reads and at least 200 reads have a named hit;
 no named hit at all establishes nothing; otherwise the caveat gives the dominant share and
-says to deplete it: map to it, keep the unmapped reads; or search far more reads),
-p_minority_seen (the chance an organism at 5% of reads was drawn), host_dominated, caveat,
-competence. Competence is over every read searched: confidence = dominant share of the named
-reads x named reads / reads searched; margin = the dominant organism's lead beyond the no-hit
-reads (which might all be the runner-up), over the reads searched; under 20 named reads
-nothing is confident (confidence under 0.5, margin 0). With no named hit, detection_floor is
-1.0 and competence.applicable is false.⟧ When influenza hits are present, an `influenza` block: strong tier (H from
+names the other organisms seen and how to see rarer ones: deplete it, or search far more
+reads; with the whole input searched, only more sequence helps), p_minority_seen (the chance
+an organism at 5% of reads was drawn), host_dominated, caveat, competence. Competence is over
+every record searched: confidence = dominant share of the named reads x identified share of
+the records searched (--fasta: each named record weighted by how much of it aligns); margin =
+the dominant organism's lead beyond the no-hit reads (which might all be the runner-up), over
+the records searched. The whole input's shares are exact; a sample's are taken at their 95%
+Wilson bound (k of k reads: k/(k+3.84)), so few reads give low confidence smoothly, with no
+cut at a count. With no named hit, detection_floor is 1.0 and competence.applicable is
+false.⟧ When influenza hits are present, an `influenza` block: strong tier (H from
 HA/segment 4 hits, N from NA/segment 6 hits), weak tier (strain labels of internal-segment
 hits) and candidate subtypes.⟦ Its competence: (confidence = min(1, strong reads / 10); margin 1.0
 only when a strong H x N subtype exists (HA-only reads, H5N?, give 0.0) and no weak-only

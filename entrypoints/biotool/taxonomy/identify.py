@@ -141,7 +141,8 @@ def identify(fasta: str | None = None, fastq: str | None = None, top: int = 5,
         "n": len(searched),
         "truncated": bool(found["truncated"]),
         "hits": top_hits(hits, searched, top),
-        "summary": summary.summarize(hits, searched, query_set["total"], local_db),
+        "summary": summary.summarize(hits, searched, query_set["total"], local_db,
+                                     fmt=query_set["format"]),
     }
     if hits_path is not None:
         write_hits(hits_path, hits, searched)

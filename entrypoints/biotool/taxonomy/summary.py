@@ -2,11 +2,12 @@
 
 A sample of n reads sees an organism only if at least one of its reads was drawn: below
 about 1/n of the reads an organism was probably not sampled at all, and a confident
-answer about the majority (often the host) says nothing about a minority. The design's rule:
-a minority can be seen only when the dominant organism holds under half the reads and at
-least 200 were searched (`can_see_minority`); otherwise the caveat says how much the
-dominant organism holds and how to get past it. `p_minority_seen` (the chance an organism at
-5% of reads was drawn at all) is extra detail beside that rule, never a substitute for it.
+answer about the majority (often the host) says nothing about a rare organism. The design's
+rule: a minority can be relied on only when the dominant organism holds under half the reads
+and at least 200 were searched (`can_see_minority`); otherwise the caveat says how much the
+dominant organism holds, which other organisms the reads did show, and how to see rarer ones.
+`p_minority_seen` (the chance an organism at 5% of reads was drawn at all) is extra detail
+beside that rule, never a substitute for it.
 
 Dominance and the rule are over reads with a named best hit, as the design computes them:
 reads that matched nothing say nothing about who dominates, so they are reported on their
@@ -14,17 +15,26 @@ own (`no_hit`, `no_hit_caveat`), and a sample with no named hit at all establish
 A read whose best hit ties between names is counted for each of them (stated in the caveat),
 so reads tied between human and macaque still count as host.
 
-Competence, unlike dominance, is over the whole sample: an organism that holds every named
-read is not "the organism" when most reads were never identified. Confidence is the dominant
-share of the named reads times the share of the searched reads that were named; the margin is
-the lead over the runner-up that the no-hit reads could not overturn (they might all be the
-runner-up), over all searched reads; and below MIN_CONFIDENT_NAMED named reads nothing is
-confident (confidence under 0.5, margin 0) whatever the shares. With no named hit at all the
-question has no answer here: competence is not applicable and the detection floor is 1.0.
+Whole input or sample: when every searchable record of the input was searched
+(`whole_input`), the shares are the input's own, not estimates, so they are used as they are
+and no remedy asks for more of a sample; when a sample was searched, the dominant share is
+replaced by what its reads vouch for: the lower end of its 95% Wilson interval, k/(k + 3.84)
+for k of k reads. That shrinks small samples smoothly (3 reads 0.44, 19 reads 0.83, 200 reads
+0.98) instead of cutting at a count.
+
+Competence, unlike dominance, is over every record searched: an organism that holds every
+named read is not "the organism" when most reads were never identified. Confidence is the
+dominant share of the named reads (its Wilson lower bound for a sample) times the share of the
+searched records that were identified (for FASTA records, each weighted by how much of it its
+best hit aligns); the margin is the lead over the runner-up (lower bound against upper bound
+for a sample) that the no-hit reads could not overturn (they might all be the runner-up), over
+all searched reads. With no named hit at all the question has no answer here: competence is
+not applicable and the detection floor is 1.0.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 from biotool.arms import Hedges
@@ -32,7 +42,8 @@ from biotool.competence import bounded
 
 MINORITY_ABUNDANCE = 0.05  # "a minority organism": 5% of reads, a typical pathogen-in-host share
 MIN_READS_FOR_MINORITY = 200  # below it a minority is a handful of reads at best
-MIN_CONFIDENT_NAMED = 20  # fewer named reads: a handful of hits, never a confident call
+Z95 = 1.96  # the sampled share's interval: 95%, two-sided
+MIN_ALIGNED = 0.5  # a record whose best hit aligns under half of it is named by a part of it
 MAX_ORGANISMS = 20  # organisms listed by name; the rest are counted (bounded output)
 # Hosts whose reads swamp a clinical or cultured sample (NCBI taxids).
 HOST_TAXIDS = {9606: "Homo sapiens", 9544: "Macaca mulatta", 10090: "Mus musculus",
@@ -40,6 +51,7 @@ HOST_TAXIDS = {9606: "Homo sapiens", 9544: "Macaca mulatta", 10090: "Mus musculu
                60711: "Chlorocebus sabaeus", 9823: "Sus scrofa", 9615: "Canis lupus familiaris"}
 # What the summary could not see: the design's dominance and floor fields, this project's
 # minority and host fields, and organisms[].fraction (the first is dominant_fraction again).
+# whole_input, named_reads, no_hit and aligned_fraction say what was searched and found: kept.
 HEDGES = Hedges.of("dominant_fraction", "organisms[].fraction", "caveat", "no_hit_caveat",
                    "detection_floor", "can_see_minority", "minority_abundance",
                    "p_minority_seen", "host_dominated", "hosts", "competence")
@@ -64,13 +76,36 @@ def assign(hits: dict[str, list], searched: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def _reads(k: int) -> str:
-    return f"{k} read" if k == 1 else f"{k} reads"
+def aligned_share(query_hits: list) -> float | None:
+    """How much of the query its best hit aligns (0..1), or None when the hit does not say."""
+    if not query_hits:
+        return None
+    best = max(query_hits, key=lambda h: h.get("bit_score") or 0)
+    length = best.get("query_len")
+    start, end = best.get("query_from"), best.get("query_to")
+    if not length:
+        return None
+    span = abs(end - start) + 1 if start and end else best.get("align_len")
+    return min(1.0, span / length) if span else None
+
+
+def _count(k: int, noun: str) -> str:
+    return f"{k} {noun[:-1]}" if k == 1 else f"{k} {noun}"
 
 
 def p_seen(abundance: float, n: int) -> float:
     """Chance that at least one of n sampled reads comes from an organism at `abundance`."""
     return 1.0 - (1.0 - abundance) ** n if n else 0.0
+
+
+def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a share seen as k of n sampled reads."""
+    if n <= 0:
+        return 0.0, 1.0
+    p, z2 = k / n, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def can_see_minority(dominant_fraction: float, n: int) -> bool:
@@ -79,23 +114,47 @@ def can_see_minority(dominant_fraction: float, n: int) -> bool:
     return dominant_fraction < 0.5 and n >= MIN_READS_FOR_MINORITY
 
 
-def sample_competence(top: int, second: int, named: int, n: int) -> tuple[float, float]:
-    """(confidence, margin) of a dominance call over the whole sample of n searched reads, of
-    which `named` had a named hit, `top` and `second` the two leading organisms' reads."""
+def sample_competence(top: int, second: int, named: int, n: int, whole: bool = False,
+                      identified: float | None = None) -> tuple[float, float]:
+    """(confidence, margin) of a dominance call over the n searched records, of which `named`
+    had a named hit, `top` and `second` the two leading organisms' counts. `whole`: the n are
+    the whole input, so the shares are exact; otherwise a sample's shares are taken at the
+    end of their 95% interval that is against the call. `identified`: the identified weight
+    of the named records (default `named`; FASTA records count by their aligned share)."""
     if not named or not n:
         return 0.0, 0.0
-    identified = named / n
-    depth = 1.0 if named >= MIN_CONFIDENT_NAMED else named / (2 * MIN_CONFIDENT_NAMED)
-    confidence = (top / named) * identified * depth
+    if whole:
+        low, high = top / named, second / named
+    else:
+        low, high = wilson(top, named)[0], wilson(second, named)[1]
+    confidence = low * (named if identified is None else identified) / n
     # Every no-hit read might belong to the runner-up: only the lead beyond them is secure.
-    margin = (max(0, top - second - (n - named)) / n if named >= MIN_CONFIDENT_NAMED else 0.0)
+    margin = max(0.0, (low - high) * named - (n - named)) / n
     return confidence, margin
 
 
+def _others(organisms: list[dict], noun: str) -> str:
+    """What the list beside the caveat shows besides the dominant organism, in words."""
+    rest = organisms[1:]
+    if not rest:
+        return f"; no other organism is among the named {noun}"
+    first = rest[0]
+    if len(rest) == 1:
+        return f"; {first['name']} is also seen, at {first['fraction']:.0%}"
+    return (f"; {len(rest)} other organisms are also seen, the largest {first['name']} at "
+            f"{first['fraction']:.0%}")
+
+
 def summarize(hits: dict[str, list], searched: list[str], total_reads: int, local_db: str | None,
-              minority: float = MINORITY_ABUNDANCE, max_organisms: int = MAX_ORGANISMS) -> dict:
+              minority: float = MINORITY_ABUNDANCE, max_organisms: int = MAX_ORGANISMS,
+              fmt: str = "fastq") -> dict:
+    """`total_reads`: the input's searchable records; when every one was searched the answer
+    is about the whole input, not a sample. `fmt`: "fasta" records (contigs, segments) are
+    weighed by how much of each its best hit aligns; "fastq" reads are not."""
     calls = assign(hits, searched)
     n = len(searched)
+    whole = n >= total_reads
+    noun = "sequences" if fmt == "fasta" else "reads"
     counts: dict[str, int] = {}
     taxids: dict[str, object] = {}
     for orgs in calls.values():
@@ -118,32 +177,53 @@ def summarize(hits: dict[str, list], searched: list[str], total_reads: int, loca
     can_see = bool(named) and can_see_minority(dom_frac, named)
     host = [o["name"] for o in organisms if o["taxid"] in HOST_TAXIDS]
     host_dominated = bool(dominant and taxids.get(dominant) in HOST_TAXIDS)
-    of_named = f"the {named} reads with a named hit"
+    shares = [aligned_share(hits.get(q) or []) for q in searched if calls[q]]
+    aligned = None
+    identified = None
+    partial = 0
+    if fmt == "fasta" and named:
+        # A contig named by a hit over a tenth of it is a tenth identified.
+        weights = [1.0 if s is None else s for s in shares]
+        identified = sum(weights)
+        aligned = round(identified / named, 4)
+        partial = sum(1 for w in weights if w < MIN_ALIGNED)
+    of_named = f"the {named} {noun} with a named hit"
+    scope = (f"Every {noun[:-1]} of the input was searched ({named} of {n} identified): the "
+             f"whole input, not a sample. " if whole else "")
     if not named:
-        caveat = (f"No named hits among the {n} reads searched; this establishes nothing about "
+        caveat = (f"No named hits among the {n} {noun} searched; this establishes nothing about "
                   f"the sample. ")
     elif can_see:
-        caveat = (f"{named} reads with a named hit and no organism holds half of them: an "
-                  f"organism below about {floor:.2%} of the reads (1/n) is unobserved, not "
+        caveat = (f"{scope}{named} {noun} with a named hit and no organism holds half of them: an "
+                  f"organism below about {floor:.2%} of the {noun} (1/n) is unobserved, not "
                   f"absent. ")
     else:
-        why = (f"it dominates the {named} named reads" if dom_frac >= 0.5 else
-               f"fewer than {MIN_READS_FOR_MINORITY} reads have a named hit")
+        why = (f"it dominates the {named} named {noun}" if dom_frac >= 0.5 else
+               f"fewer than {MIN_READS_FOR_MINORITY} {noun} have a named hit")
         if no_hit:
-            why += f"; {no_hit} of {n} reads matched nothing"
-        caveat = (f"{dominant} is {dom_frac:.0%} of {of_named}, so a minority organism cannot be "
-                  f"seen ({why}): anything below about {floor:.2%} of the reads (1/n) is "
-                  f"unobserved, not absent. To see a minority, deplete {dominant} (map the "
-                  f"reads to its genome and keep the unmapped reads) or search far more reads "
-                  f"(--sample). ")
-    if named and (named < MIN_CONFIDENT_NAMED or no_hit * 2 > n):
-        caveat += (f"Only {named} of {n} reads ({named / n:.1%}) were identified: {dominant} "
-                   f"is not established as the sample's organism"
-                   + (f" (fewer than {MIN_CONFIDENT_NAMED} named reads)"
-                      if named < MIN_CONFIDENT_NAMED else "") + ". ")
+            why += f"; {no_hit} of {n} {noun} matched nothing"
+        floor_is = (f"A dominance call from {n} {noun} has a floor of 1/{n}: anything below "
+                    f"about {floor:.2%} of the {noun} is unobserved, not absent" if whole else
+                    f"Anything below about {floor:.2%} of the {noun} (1/n) is unobserved, not "
+                    f"absent")
+        caveat = (f"{scope}{dominant} is {dom_frac:.0%} of {of_named} ({why})"
+                  f"{_others(organisms, noun)}. {floor_is}. ")
+        if whole:
+            caveat += (f"Only more sequence would show a rarer organism (sequence deeper, or "
+                       f"deplete {dominant} before sequencing). ")
+        else:
+            caveat += (f"To see a rarer organism, deplete {dominant} (map the {noun} to its "
+                       f"genome and keep the unmapped {noun}) or search far more {noun} "
+                       f"(--sample). ")
+    if named and no_hit * 2 > n:
+        caveat += (f"Only {named} of {n} {noun} ({named / n:.1%}) were identified: {dominant} "
+                   f"is not established as the sample's organism. ")
+    if partial:
+        caveat += (f"{_count(partial, noun)} of {named} align over under half their length at "
+                   f"their best hit: their name rests on part of the sequence. ")
     if ambiguous:
-        caveat += (f"{_reads(ambiguous)} tied between names at their best hit and count for "
-                   f"each name. ")
+        caveat += (f"{_count(ambiguous, noun)} tied between names at their best hit and count "
+                   f"for each name. ")
     if host_dominated:
         caveat += (f"The dominant organism is a host ({dominant}); the organism asked about may "
                    f"be a minority. ")
@@ -152,47 +232,68 @@ def summarize(hits: dict[str, list], searched: list[str], total_reads: int, loca
                    f"panel is unobserved, not absent.")
     second = ranked[1][1] if len(ranked) > 1 else 0
     ties = sum(1 for _, v in ranked[1:] if ranked and v == ranked[0][1])
-    blind = ([f"organisms below ~{floor:.2%} of reads (detection floor 1/n, n={n})"] if named
-             else [f"every organism: none of the {n} reads searched has a named hit"])
-    if named and named < MIN_CONFIDENT_NAMED:
-        blind.append(f"{named} named reads are too few for a confident call (the floor is "
-                     f"{MIN_CONFIDENT_NAMED})")
-    elif named and not can_see:
-        blind.append(f"a minority organism: {dominant} holds {dom_frac:.0%} of {of_named} (a "
-                     f"minority shows only below 50% dominance and from "
-                     f"{MIN_READS_FOR_MINORITY} reads with a named hit)")
+    if not named:
+        blind = [f"every organism: none of the {n} {noun} searched has a named hit"]
+    elif whole:
+        blind = [f"organisms below ~{floor:.2%} of the {noun}: the whole input was searched "
+                 f"and a dominance call from {n} {noun} has a floor of 1/{n}"]
+    else:
+        blind = [f"organisms below ~{floor:.2%} of {noun} (detection floor 1/n, n={n})"]
+        low = wilson(ranked[0][1], named)[0]
+        if dom_frac - low >= 0.005:
+            blind.append(f"{named} named {noun} are a sample: {dominant}'s share is at least "
+                         f"{low:.0%} (95% lower bound), which the confidence uses, not "
+                         f"{dom_frac:.0%}")
+    if named and not can_see:
+        blind.append(f"organisms rarer than that beside {dominant}, which holds {dom_frac:.0%} of "
+                     f"{of_named} (the design relies on a minority only below 50% dominance "
+                     f"and from {MIN_READS_FOR_MINORITY} {noun} with a named hit)")
     if no_hit:
-        blind.append(f"what the {no_hit} reads that matched nothing come from")
+        blind.append(f"what the {no_hit} {noun} that matched nothing come from")
+    if partial:
+        blind.append(f"the unaligned parts of {_count(partial, noun)} whose best hit aligns "
+                     f"under half of them")
     if local_db:
         blind.append(f"the database is the panel {local_db}, not nt: organisms outside it "
-                     f"cannot be named, and their reads show as no-hit or as a wrong relative")
+                     f"cannot be named, and their {noun} show as no-hit or as a wrong relative")
     if host_dominated:
-        blind.append(f"host reads ({dominant}) dominate the sample")
-    if total_reads > n:
-        blind.append(f"{total_reads - n} of {total_reads} input reads were not searched")
+        blind.append(f"host {noun} ({dominant}) dominate the sample")
+    if not whole:
+        blind.append(f"{total_reads - n} of {total_reads} input {noun} were not searched")
     wider = ("search nt remotely (--remote) for organisms outside the panel" if local_db
              else "search a wider database (--database) for what matched nothing")
     if not named:
         # Nothing to be competent about: no dominant organism, so nothing to deplete.
         competence = bounded(0.0, 0.0, blind_spots=blind, applicable=False, remedy=(
             "search nt remotely (--remote) or a wider staged database (--database)" if local_db
-            else "search a wider database (--database)") + "; check that the reads are "
+            else "search a wider database (--database)") + f"; check that the {noun} are "
             "nucleotide sequence of what was asked about")
     else:
-        remedy = (f"deplete {dominant} (map to it, keep the unmapped reads) or raise --sample"
-                  if not can_see else "raise --sample to lower the detection floor")
+        if whole:  # nothing more to draw from this input: --sample cannot help
+            remedy = ("" if can_see else
+                      f"to see organisms rarer than 1/{n}, sequence deeper (every "
+                      f"{noun[:-1]} of the input was searched)")
+        else:
+            remedy = (f"deplete {dominant} (map to it, keep the unmapped {noun}) or raise "
+                      f"--sample" if not can_see else "raise --sample to lower the detection "
+                      f"floor")
         if no_hit * 2 > n:  # most of the sample is unidentified: that comes first
-            remedy = f"{wider} ({no_hit} of {n} reads matched nothing); {remedy}"
+            remedy = f"{wider} ({no_hit} of {n} {noun} matched nothing)" + (
+                f"; {remedy}" if remedy else "")
         elif local_db:
-            remedy += f"; {wider}"
-        confidence, margin = sample_competence(ranked[0][1], second, named, n)
+            remedy = f"{remedy}; {wider}" if remedy else wider
+        confidence, margin = sample_competence(ranked[0][1], second, named, n, whole,
+                                               identified)
         competence = bounded(
             confidence=confidence, margin=margin, alternatives=max(0, len(ranked) - 1),
             ties=ties, blind_spots=blind, remedy=remedy)
-    out = {"dominant": dominant, "dominant_fraction": dom_frac, "named_reads": named,
-           "organisms": organisms[:max_organisms], "no_hit": no_hit, "ambiguous": ambiguous}
+    out = {"dominant": dominant, "dominant_fraction": dom_frac, "whole_input": whole,
+           "named_reads": named, "organisms": organisms[:max_organisms], "no_hit": no_hit,
+           "ambiguous": ambiguous}
+    if aligned is not None:
+        out["aligned_fraction"] = aligned
     if no_hit:
-        out["no_hit_caveat"] = (f"{_reads(no_hit)} matched nothing in this database: "
+        out["no_hit_caveat"] = (f"{_count(no_hit, noun)} matched nothing in this database: "
                                 f"unobserved, not absent")
     if len(organisms) > max_organisms:
         rest = organisms[max_organisms:]

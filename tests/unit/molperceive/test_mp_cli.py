@@ -181,3 +181,21 @@ def test_prompts_are_shuffled_and_their_ids_carry_no_molecule_order(molperceive,
     again = tmp_path / "again.jsonl"
     assert molperceive("prompts", corpus[0], "--out", again, "--seed", 0)[0] == 0
     assert [json.loads(l)["id"] for l in again.read_text().splitlines()] == orders[0]
+
+
+def test_quiet_silences_the_warning_before_or_after_the_command_and_not_errors(molperceive,
+                                                                                corpus, tmp_path):
+    # docs/contract.md: every program takes --quiet/-q before or after its command.
+    rows = [json.loads(l) for l in corpus[0].read_text().splitlines()]
+    ok = [r for r in rows if r["status"] == "ok"]
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(json.dumps({"id": "mp-999999", "answers": {}}) + "\n"
+                     + json.dumps({"id": ok[0]["id"], "answers": ok[0]["labels"]}) + "\n")
+    loud = molperceive("score", corpus[0], preds)
+    assert loud[0] == 0 and loud[2].startswith("molperceive: warning: 1 prediction")
+    for args in (("-q", "score", corpus[0], preds), ("score", corpus[0], preds, "--quiet")):
+        code, out, err = molperceive(*args)
+        assert code == 0 and err == "" and json.loads(out) == json.loads(loud[1])
+    # An error is not progress: it still prints its one line.
+    code, out, err = molperceive("-q", "score", corpus[0], tmp_path / "missing.jsonl")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "missing.jsonl" in err

@@ -148,6 +148,81 @@ def test_a_model_load_measured_too_long_is_refused_up_front(c2s_env, use_home, q
     assert both["timing"]["cells_covered"] == {"celltypist": both["matrix"]["cells"]}
 
 
+@pytest.mark.parametrize("need", [0.0, 0.4, 6.5, 6.6, 7.4, 17.3, 59.99, 600.0])
+def test_advised_budgets_have_a_margin_and_never_round_down(need):
+    from biotool import budget
+
+    advised = budget.advised(need)
+    # "give --timeout 7" for a run that needed 7.4 s was advice that fails.
+    assert isinstance(advised, int) and advised >= need * 1.25 + 2.0
+    assert advised < need * 1.25 + 3.0  # a margin, not a guess: at most one second of rounding
+
+
+def test_a_load_cut_by_the_budget_replaces_a_faster_stale_measurement(
+        c2s_env, use_home, query_h5ad, monkeypatch, tmp_path):
+    """An earlier run measured a fast load; this time the load outlasts the budget. What was
+    kept must not go on advising budgets the load does not fit: the cut load's time is kept
+    as the least a load takes. The slow disk is injected (a sleep before the real load), so
+    the verdict does not depend on this host's speed."""
+    import re
+
+    from biotool import budget
+    from biotool.singlecell import models
+    from biotool.singlecell.celltype import BudgetRefusal, celltype_matrix
+
+    use_home(c2s_env)
+    monkeypatch.setenv("BIOTOOL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(c2s, "_LOADED", {})
+    spec = models.c2s_model("c2s-celltype")
+    key = f"c2s-load:{spec['weights']}:{c2s.pick_device(None)}"
+    budget.record(key, load_s=0.01)
+    real_load = c2s.load
+
+    def slow_disk(weights, tokenizer, device=None, cache=True):
+        time.sleep(600)  # the alarm at the deadline ends it
+        return real_load(weights, tokenizer, device, cache)
+
+    monkeypatch.setattr(c2s, "load", slow_disk)
+    with pytest.raises(BudgetRefusal, match="ran out while loading the Cell2Sentence model"):
+        celltype_matrix(str(query_h5ad), model="c2s-celltype", n_cells=1, budget_seconds=600,
+                        started=time.monotonic() - 585)
+    kept = budget.measured(key)["load_s"]
+    assert 1.0 < kept <= 15.5  # the cut (about 15 s less the matrix load), not 0.01
+    # The next run with less left is refused up front, and its advice covers the cut load.
+    with pytest.raises(BudgetRefusal, match="Cell2Sentence not started") as refused:
+        celltype_matrix(str(query_h5ad), model="c2s-celltype", n_cells=1, budget_seconds=600,
+                        started=time.monotonic() - 600 + kept / 2)
+    advised = int(re.search(r"give --timeout (\d+) or more", str(refused.value)).group(1))
+    assert advised >= (600 - kept / 2 + kept) * 1.25 + 2
+
+
+def test_the_advised_timeout_followed_as_given_succeeds(biotool, c2s_env, use_home,
+                                                        query_h5ad):
+    """A kept load measurement (60 s, longer than this host's real load of the tiny model)
+    refuses --timeout 60 up front; the run given exactly the advised --timeout answers, and its
+    fresh load replaces the slow figure."""
+    import re
+
+    from biotool import budget
+    from biotool.singlecell import models
+
+    use_home(c2s_env)  # BIOTOOL_CACHE is the one the biotool runs below use
+    spec = models.c2s_model("c2s-celltype")
+    key = f"c2s-load:{spec['weights']}:{c2s.pick_device(None)}"
+    budget.record(key, load_s=60.0, per_cell_s=1.0)
+    args = ("celltype", "--matrix", str(query_h5ad), "--model", "c2s-celltype", "--n-cells", "1")
+    refused = biotool(*args, "--timeout", "60", env=c2s_env)
+    assert refused.code == 2 and refused.stdout == ""
+    found = re.search(r"give --timeout (\d+) or more", refused.stderr)
+    assert found and "took 60.0 s on this machine" in refused.stderr, refused.stderr
+    advised = int(found.group(1))
+    assert advised >= 61 * 1.25 + 2
+    given = biotool(*args, "--timeout", str(advised), env=c2s_env)
+    assert given.code == 0, given.stderr
+    assert given.json["c2s"]["cells_answered"] == 1 and given.json["truncated"] is False
+    assert budget.measured(key)["load_s"] < 60.0  # the fresh load replaced the slow figure
+
+
 def test_genes_mode_answers_one_ranked_list(biotool, c2s_env):
     arms = run_arms(biotool, ("celltype", "--genes", "CD3E,IL7R,LTB,CCR7,LEF1,TCF7", "--model",
                               "c2s-celltype"), c2s_env)
@@ -156,6 +231,29 @@ def test_genes_mode_answers_one_ranked_list(biotool, c2s_env):
     # The control arm: the same answer without the competence of the call or the species.
     assert control["cell_type"] == tool["cell_type"] and "competence" not in control
     assert "competence" not in control["species"]
+
+
+def test_genes_mode_confidence_is_the_models_probability_of_its_answer(biotool, c2s_env,
+                                                                       use_home):
+    """Not a constant (it was 0.5 for any text): the staged model's probability of the answer
+    it gave, recomputed here from the same weights."""
+    from biotool.singlecell import models
+
+    genes = "CD3E,IL7R,LTB,CCR7,LEF1,TCF7"
+    r = biotool("celltype", "--genes", genes, "--model", "c2s-celltype", env=c2s_env)
+    assert r.code == 0, r.stderr
+    use_home(c2s_env)
+    spec = models.c2s_model("c2s-celltype")
+    loaded = c2s.load(spec["weights"], spec["tokenizer"], cache=False)
+    want = c2s.answer_probability(loaded, c2s.prompt(genes.split(","), "Homo sapiens"),
+                                  r.json["cell_type"])
+    comp = r.json["competence"]
+    assert 0.0 < want < 1.0 and comp["confidence"] == pytest.approx(want, abs=1e-4)
+    assert any("the model's probability of this answer" in b for b in comp["blind_spots"])
+    # A text the model did not say is less probable to it than its own greedy answer.
+    other = c2s.answer_probability(loaded, c2s.prompt(genes.split(","), "Homo sapiens"),
+                                   "platelet platelet platelet")
+    assert other < want
 
 
 def test_weights_folder_without_tokenizer_fails_at_load(biotool, c2s_env, tiny_c2s):

@@ -53,6 +53,43 @@ def test_a_broken_model_in_the_panel_is_skipped_as_no_evidence_and_listed(
     assert {"reference": "broken-reference", "fit": None} in control["celltypist"]["ranking"]
 
 
+@pytest.fixture(scope="module")
+def mouse_h5ad(halves, mouse_names, tmp_path_factory):
+    """The held-out PBMC half under mouse-style gene names (Cd3e): a species no human-only
+    panel can score."""
+    query = halves[1].copy()
+    query.var_names = mouse_names(query.var_names)
+    path = tmp_path_factory.mktemp("mouse") / "mouse_query.h5ad"
+    query.write_h5ad(path)
+    return path
+
+
+def _no_reference(arms: dict, reason: str) -> None:
+    """Nothing was scored: the error says so in both arms, and no cell is claimed as covered."""
+    for arm in ("tool", "control"):
+        out = arms[arm]
+        assert out["errors"]["celltypist"] == f"no CellTypist reference could be scored: {reason}"
+        assert out["celltypist"]["reference"] is None and out["celltypist"]["composition"] == []
+        assert out["timing"]["cells_covered"] == {}, arm
+
+
+def test_no_reference_for_the_species_is_an_error_in_both_arms(biotool, staged_home,
+                                                                mouse_h5ad):
+    # The demo image stages a human model only; mouse data get no CellTypist answer.
+    arms = run_arms(biotool, ("celltype", "--matrix", str(mouse_h5ad)))
+    assert arms["tool"]["species"]["species"] == "mouse"
+    _no_reference(arms, "no CellTypist reference for species 'mouse' is staged here")
+
+
+def test_a_panel_whose_every_model_fails_to_load_is_an_error_in_both_arms(
+        biotool, stage_models, junk_model, query_h5ad):
+    env = stage_models([{"name": "broken-reference", "framework": "celltypist",
+                         "organism": "human", "tissue": "somewhere", "source": str(junk_model)}])
+    arms = run_arms(biotool, ("celltype", "--matrix", str(query_h5ad)), env)
+    _no_reference(arms, "no staged CellTypist reference for species 'human' could be loaded")
+    assert "broken-reference" in arms["control"]["errors"]
+
+
 def test_a_broken_reference_named_by_path_is_bad_input_naming_the_file(biotool, staged_home,
                                                                        junk_model):
     r = biotool("celltype", "--matrix", str(staged_home / "samples" / PBMC), "--reference",

@@ -121,6 +121,11 @@ def test_the_named_restatements_are_gone_from_the_control(outputs):
     assert all("skipped" not in row for row in ct["ranking"])
     note = outputs["variants", "control"].json["note"]
     assert note.startswith("only variants with depth >= 10") and "fell below" not in note
+    # Why the floor is there is a finding, not a hedge: the control keeps it.
+    assert "indistinguishable from sequencing and alignment error" in note
+    # What was searched is a finding too: the whole FASTA, in both arms.
+    flu = outputs["taxonomy-influenza", "control"].json
+    assert flu["summary"]["whole_input"] is True and flu["input"]["sampled"] is False
 
 
 @pytest.mark.parametrize("name", [c[0] for c in COMMANDS])
@@ -205,6 +210,17 @@ def test_the_checks_fail_on_any_undeclared_difference():
     with pytest.raises(AssertionError):  # a lesson left undeclared is caught by its words
         check_answer("lesson", {**marked, "caveat": "x"}, {**tool, "caveat": "x"},
                      {**control, "caveat": "x"})
+    # A finding declared as a hedge is caught: the control would lose what happened.
+    found = {"note": "shown" + hedge(": indistinguishable from sequencing error below it"),
+             MARKED_KEY: []}
+    with pytest.raises(AssertionError, match="lost findings"):
+        check_answer("finding", found, {"note": "shown: indistinguishable from sequencing "
+                                                 "error below it"}, {"note": "shown"})
+    failed = {"errors": {"celltypist": "no CellTypist reference could be scored"},
+              "competence": {"confidence": 0.0}, MARKED_KEY: ["errors", "competence"]}
+    with pytest.raises(AssertionError, match="lost findings"):
+        check_answer("failure", failed, {k: v for k, v in failed.items() if k != MARKED_KEY},
+                     {})
     page = "Does a thing." + hedge(" Read blind_spots first.") + " Ranked by support."
     check_help("ok", page, "Does a thing. Read blind_spots first. Ranked by support.",
                "Does a thing. Ranked by support.")

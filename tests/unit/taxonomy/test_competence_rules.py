@@ -215,10 +215,31 @@ def test_a_dominated_sample_at_n_100_says_the_share_the_floor_and_the_remedy(bio
     assert r.json["n"] == 100 and s["dominant"] == SARS2 and s["dominant_fraction"] == 0.9
     assert s["can_see_minority"] is False
     assert f"{SARS2} is 90% of the 100 reads with a named hit" in s["caveat"]
+    assert "Escherichia phage phiX174 is also seen, at 10%" in s["caveat"]
+    # All 100 reads of the file were searched: more of this sample cannot help, more sequence can.
+    assert s["whole_input"] is True and s["caveat"].startswith(
+        "Every read of the input was searched (100 of 100 identified): the whole input")
+    assert ("A dominance call from 100 reads has a floor of 1/100: anything below about 1.00% "
+            "of the reads is unobserved, not absent") in s["caveat"]
+    assert f"sequence deeper, or deplete {SARS2} before sequencing" in s["caveat"]
+    assert "--sample" not in s["caveat"] + s["competence"]["remedy"]
+    assert 0 <= s["p_minority_seen"] <= 1  # extra detail beside the rule
+
+
+def test_a_dominated_sample_drawn_from_more_reads_says_how_to_see_past_it(biotool, tmp_path):
+    sars = list(sequences.read_fastq(ARTIC))[:180]
+    phix = fragments(DEMO / "genomes" / "phiX174.fasta", 20, 450, seed=7)
+    fq = write_fastq(tmp_path / "dominated.fastq", sars + phix)
+    r = biotool("taxonomy", "--fastq", str(fq), "--local", "--sample", "100")
+    assert r.code == 0, r.stderr
+    s = r.json["summary"]
+    assert r.json["n"] == 100 and s["whole_input"] is False and s["dominant"] == SARS2
     assert "below about 1.00% of the reads (1/n) is unobserved, not absent" in s["caveat"]
     assert (f"deplete {SARS2} (map the reads to its genome and keep the unmapped reads) or "
-            "search far more reads") in s["caveat"]
-    assert 0 <= s["p_minority_seen"] <= 1  # extra detail beside the rule
+            "search far more reads (--sample)") in s["caveat"]
+    assert "raise --sample" in s["competence"]["remedy"]
+    assert any("100 of 200 input reads were not searched" in b
+               for b in s["competence"]["blind_spots"])
 
 
 def test_a_balanced_sample_at_n_300_can_see_a_minority(biotool, tmp_path):
@@ -265,13 +286,10 @@ def test_confidence_and_margin_count_the_reads_that_matched_nothing(biotool, tmp
     assert comp["applicable"] is True
     # The no-hit reads could all be a runner-up: no lead survives them here.
     assert comp["margin"] == 0.0
-    if named >= summary.MIN_CONFIDENT_NAMED:
-        assert comp["confidence"] == round(named / total, 4)
-    else:  # below the floor nothing is confident, whatever the shares
-        assert comp["confidence"] < 0.5 * named / summary.MIN_CONFIDENT_NAMED
-        assert any(f"{named} named reads are too few for a confident call" in b
-                   for b in comp["blind_spots"])
+    # Every read of the file was searched: the share identified is the input's own.
+    assert s["whole_input"] is True and comp["confidence"] == round(named / total, 4)
     assert comp["remedy"].startswith("search nt remotely (--remote)")
+    assert "--sample" not in comp["remedy"]
 
 
 def test_the_whole_sample_named_keeps_full_confidence(biotool):
@@ -283,11 +301,91 @@ def test_the_whole_sample_named_keeps_full_confidence(biotool):
 
 
 def test_sample_competence_on_both_axes():
-    assert summary.sample_competence(90, 10, 100, 100) == (0.9, 0.8)
-    conf, margin = summary.sample_competence(60, 10, 100, 120)   # 20 no-hit reads
-    assert conf == pytest.approx(0.5) and margin == 30 / 120
-    assert summary.sample_competence(19, 0, 19, 19) == (19 / 40, 0.0)  # under the floor
+    # The whole input: its own shares.
+    assert summary.sample_competence(90, 10, 100, 100, whole=True) == (0.9, 0.8)
+    conf, margin = summary.sample_competence(60, 10, 100, 120, whole=True)   # 20 no-hit reads
+    assert conf == pytest.approx(0.5) and margin == pytest.approx(30 / 120)
+    assert summary.sample_competence(19, 0, 19, 19, whole=True) == (1.0, 1.0)
+    # A sample: the dominant share at its 95% lower bound, the runner-up at its upper bound.
+    low, high = summary.wilson(90, 100)[0], summary.wilson(10, 100)[1]
+    conf, margin = summary.sample_competence(90, 10, 100, 100)
+    assert conf == pytest.approx(low) and margin == pytest.approx(low - high)
+    assert 0.8 < low < 0.9 and 0.1 < high < 0.2
+    assert summary.sample_competence(19, 0, 19, 19)[0] == pytest.approx(19 / (19 + 1.96 ** 2))
     assert summary.sample_competence(0, 0, 0, 50) == (0.0, 0.0)
+
+
+def test_no_cliff_in_confidence_as_a_sample_grows():
+    """k of k sampled reads name one organism: confidence rises smoothly with k (it was 0.475
+    at 19 and 1.0 at 20), stays below the whole input's 1.0, and a handful stays under 0.5."""
+    values = []
+    for k in range(1, 301):
+        hits, searched = _assigned({"A": k})
+        s = summary.summarize(hits, searched, 10 * k, None)  # a sample of a larger input
+        assert s["whole_input"] is False
+        values.append(s["competence"]["confidence"])
+    steps = [b - a for a, b in zip(values, values[1:])]
+    assert all(d >= 0 for d in steps) and max(steps) < 0.15  # the largest step is 1 -> 2 reads
+    assert abs(values[19] - values[18]) < 0.01
+    assert values[2] < 0.5 < values[9] < values[199] < 1.0
+    whole = summary.summarize(*_assigned({"A": 3}), 3, None)
+    assert whole["competence"]["confidence"] == 1.0 and whole["competence"]["margin"] == 1.0
+
+
+def test_the_demo_influenza_segments_are_a_complete_identification(biotool):
+    """The demo's 10 influenza segments (each matched over its full length) are the whole
+    input: all 10 identified is confidence 1.0, not a failure, and no remedy asks for more of
+    a sample that was searched entirely."""
+    r = biotool("taxonomy", "--fasta", str(FLU), "--local")
+    assert r.code == 0, r.stderr
+    s = r.json["summary"]
+    comp = s["competence"]
+    assert r.json["input"]["sampled"] is False and s["whole_input"] is True
+    assert s["named_reads"] == 10 and s["dominant"] == "Influenza A virus"
+    assert s["aligned_fraction"] == 1.0
+    assert comp["confidence"] == 1.0 and comp["margin"] == 1.0
+    assert s["caveat"].startswith("Every sequence of the input was searched (10 of 10 "
+                                  "identified): the whole input, not a sample.")
+    assert "A dominance call from 10 sequences has a floor of 1/10" in s["caveat"]
+    assert "not established" not in s["caveat"] and "Only 10 of 10" not in s["caveat"]
+    assert "--sample" not in s["caveat"] + comp["remedy"]
+    assert not any("not searched" in b for b in comp["blind_spots"])
+
+
+def test_fasta_records_count_by_how_much_of_them_aligns(biotool, tmp_path):
+    """A contig that is phiX174 over 30% of its length and unrelated sequence over the rest is
+    named by a part of it: it counts as 0.3 identified, and the caveat says so."""
+    phix = dict(sequences.read_fasta(DEMO / "genomes" / "phiX174.fasta"))
+    phix = next(iter(phix.values()))
+    rng = random.Random(9)
+    filler = "".join(rng.choice("ACGT") for _ in range(1400))
+    fa = tmp_path / "contigs.fasta"
+    fa.write_text(f">whole\n{phix[:2000]}\n>chimera\n{phix[2000:2600]}{filler}\n")
+    r = biotool("taxonomy", "--fasta", str(fa), "--local")
+    assert r.code == 0, r.stderr
+    s = r.json["summary"]
+    assert s["whole_input"] is True and s["named_reads"] == 2
+    assert 0.62 <= s["aligned_fraction"] <= 0.66  # (1.0 + 0.3) / 2
+    assert s["competence"]["confidence"] == s["aligned_fraction"]
+    assert "1 sequence of 2 align over under half their length" in s["caveat"]
+
+
+def test_the_minority_wording_agrees_with_the_organisms_listed(biotool, tmp_path):
+    """200 SARS-CoV-2 reads and 50 phiX174 reads: phiX174 is listed at 20%, so the caveat must
+    not say a minority cannot be seen; it says what the list shows and what lies below 1/n."""
+    sars = list(sequences.read_fastq(ARTIC))
+    phix = fragments(DEMO / "genomes" / "phiX174.fasta", 50, 450, seed=7)
+    fq = write_fastq(tmp_path / "mix.fastq", sars + phix)
+    r = biotool("taxonomy", "--fastq", str(fq), "--local", "--sample", "250")
+    assert r.code == 0, r.stderr
+    s = r.json["summary"]
+    listed = {o["name"]: o["fraction"] for o in s["organisms"]}
+    assert listed == {SARS2: 0.8, "Escherichia phage phiX174": 0.2}
+    assert "cannot be seen" not in s["caveat"]
+    assert not any("cannot be seen" in b for b in s["competence"]["blind_spots"])
+    assert f"{SARS2} is 80% of the 250 reads with a named hit" in s["caveat"]
+    assert "Escherichia phage phiX174 is also seen, at 20%" in s["caveat"]
+    assert "anything below about 0.40% of the reads is unobserved, not absent" in s["caveat"]
 
 
 def test_a_sample_with_no_named_hit_establishes_nothing(biotool, tmp_path):
