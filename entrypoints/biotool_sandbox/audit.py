@@ -15,8 +15,12 @@ import json
 import math
 import urllib.parse
 
-from .auditwire import (AUDIT_FULL, CLOSE, GATE_PREFIX, GATE_RESTART, OPEN, REQUEST,
-                        SQUID_FIELDS, SQUID_PREFIX, STORE, STORE_HEADER, SUPPRESSED)
+from .auditwire import (AUDIT_FULL, CLOSE, CONNECTION_CAP, GATE_PREFIX, GATE_RESTART, OPEN,
+                        REQUEST, SQUID_FIELDS, SQUID_PREFIX, STORE, STORE_HEADER, SUPPRESSED)
+
+# Squid's errors for a connection that never sent a whole request head, by what they mean.
+UNFINISHED = {"ERR_REQUEST_START_TIMEOUT": "no request byte",
+              "ERR_REQUEST_PARSE_TIMEOUT": "an unfinished request head"}
 
 ESCAPED = {"method", "url", "host"}
 RECORD_KEYS = ("time", "source", "event", "client", "method", "url", "host", "port", "sni",
@@ -81,6 +85,12 @@ def classify(rec: dict) -> tuple[str, str]:
         if method and method != "CONNECT":
             return "denied", f"plain {method}: only CONNECT to an allowlisted host:port is tunnelled"
         return "denied", "CONNECT target is not an allowlisted host:port"
+    if rec.get("error") == CONNECTION_CAP:
+        return "denied", ("connection closed at accept: the client already held the proxy's "
+                          "per-client connection cap (a connection flood)")
+    if not method and rec.get("error") in UNFINISHED:
+        return "error", (f"{UNFINISHED[rec['error']]} within the proxy's request timeout: "
+                         f"the connection was cut (held open without a request)")
     if not method:
         return "error", "connected and closed before sending a request (e.g. a reachability check)"
     if rec.get("error") or (rec.get("http_status") or 0) >= 400:

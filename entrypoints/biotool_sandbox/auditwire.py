@@ -15,6 +15,11 @@ STORE_HEADER = "BIOTOOL_STORE"   # the store's first line: `PREFIX {"holds": [..
 SQUID_FIELDS = ("time", "client", "method", "url", "host", "port", "status", "http_status",
                 "error", "bytes_sent", "bytes_received")
 
+# The error code of the record squidlog.py writes for each connection Squid closed at accept
+# because its client already held client_ip_max_connections (Squid logs those in cache.log
+# only, never in its access log).
+CONNECTION_CAP = "ERR_CONNECTION_CAP"
+
 # The gate's bounded audit store on the egress-only state volume (compose's egress-state, the
 # egress pod's state emptyDir); entrypoint.sh names the same file.
 RUN_STATE = "/var/lib/biotool-egress-run"

@@ -138,7 +138,8 @@ def ensure_schedule_volume(docker_client) -> str:
     """The host-wide NCBI schedule volume (external to every project, so `down` keeps it).
 
     Mounted only in egress containers; a tmpfs owned by the proxy user, so it is bounded
-    (16 MB) and starts empty after a reboot (the rules only look back a minute).
+    (16 MB) and starts empty after a reboot or once the host's last egress stops; the gates
+    read empty as a contact made now (image/egress/schedule.py), never as "no contact yet".
     """
     import docker.errors
 

@@ -6,11 +6,15 @@ floods it with denied requests pushes the earlier records out. So every gate rec
 goes to a store in the gate's own tmpfs (readable only by the proxy user, never mounted in
 the sandbox), with three rules:
 
-  - a flood is counted, not kept: past BURST records with the same key in one WINDOW, the
-    rest are counted and written as one `suppressed` record when the window ends (or when
-    anything else is recorded). A key is made of fixed codes only (the event, the decision,
-    the gate's reason code, the HTTP status), never of text the agent chose, so no agent can
-    make each of its requests a flood of its own. Denied and paced requests, refused
+  - a flood is counted, not kept: past BURST records with the same key in one WINDOW (and
+    past KEEP_WINDOWS bursts of a key in the run, so no kind of record grows the store for
+    ever), the rest are counted in one `suppressed` record per key, written once and then
+    updated in place (a slot of fixed length: the file never grows by a count), at most
+    FLUSH_EVERY seconds behind and before anything else is recorded; past MAX_KEYS keys, a
+    new key's records are counted under one key per source and decision. A key is made of
+    fixed codes only (the event, the decision, the gate's reason code, the HTTP status),
+    never of text the agent chose, so no agent can make each of its requests a flood of its
+    own. Denied and paced requests, refused
     tunnels and hellos, and tunnel openings are counted so; a counted opening's close is
     counted with it;
   - what must pair is kept whole: a request's `decided` record (written once it holds its
@@ -49,6 +53,10 @@ DESTINATIONS = 16   # distinct destinations a counted flood of Squid's lines kee
 KEPT, COUNTED = "kept", "counted"  # what write() did; "" when the store is full
 HEADER = auditwire.STORE_HEADER  # the store's first line: which records it holds
 FLUSH_EVERY = 2.0   # seconds between writes of what a flood's counters hold (flush_every)
+KEEP_WINDOWS = 3    # a key keeps at most this many bursts in a run; past them, all is counted
+OPEN_KEEP_WINDOWS = 100  # for tunnel openings (each owes its close): an honest long run's
+MAX_KEYS = 64       # keys with a slot of their own; later keys share one per source and decision
+SLOT_ROOM = 64      # bytes a slot keeps beyond its first text, for its numbers to grow
 
 
 def _holds(path: str) -> tuple[str, ...]:
@@ -88,6 +96,15 @@ def _destination(line: str) -> str:
     parts = line.split(" ")  # prefix, time, client, method, url, ... (render.LOG_FIELDS)
     return parts[4][:200] if len(parts) > 4 else ""
 
+def _slot_text(line: str, length: int) -> str | None:
+    """`line` (a record, newline-ended) padded with spaces inside its JSON object to `length`
+    bytes, so it can replace a slot's text in place; None when it is longer."""
+    pad = length - len(line)
+    if pad < 0:
+        return None
+    return line[:-2] + " " * pad + line[-2:]  # `... }` + spaces before `}\n`
+
+
 class Store:
     def __init__(self, path: str, max_bytes: int = MAX_BYTES, burst: int = BURST,
                  window: float = WINDOW, clock=time.time, holds: tuple[str, ...] = ("gate",)):
@@ -96,12 +113,17 @@ class Store:
         self.lock = threading.Lock()
         self.window_start = clock()
         self.denied: dict[tuple, int] = {}      # flood key -> records this window
+        self.kept: dict[tuple, int] = {}        # flood key -> records kept in the run
         # flood key -> {"n", "first", "last", "status", "reason", "sample", "destinations",
-        # "more"}: what a flood's counted records were
+        # "more"}: what a flood's counted records were, for the run (its slot's text)
         self.suppressed: dict[tuple, dict] = {}
+        self.slots: dict[tuple, tuple[int, int]] = {}  # flood key -> (offset, length) in the file
+        self.dirty: set[tuple] = set()          # keys whose slot is behind their counter
         self.owed = 0  # bytes kept back for outcomes and closes still to come
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self.fh = os.fdopen(fd, "a", encoding="ascii")
+        # A second descriptor without O_APPEND: Linux's pwrite appends on an O_APPEND one.
+        self.slot_fd = os.open(path, os.O_WRONLY)
         # A restarted gate appends to what its run already recorded, and a full store stays full.
         self.size = os.fstat(fd).st_size
         self.reopened = self.size > 0
@@ -133,21 +155,45 @@ class Store:
         self.size += len(line)
         return True
 
+    def _counted(self, key: tuple, c: dict, drop: int = 0) -> str:
+        """The `suppressed` record of `key` as its slot holds it (less `drop` destinations)."""
+        rec = {"time": round(c["last"], 3), "event": auditwire.SUPPRESSED, "of": key[1],
+               "decision": key[2], "code": key[3], "reason": c["reason"], "count": c["n"],
+               "first": round(c["first"], 3), "http_status": c["status"]}
+        if key[0] != "gate":
+            # One of the lines counted, as written: the reader classifies it as it does a
+            # kept one (every line under one key reads the same). The agent chose the
+            # destinations, so each distinct one is kept (up to DESTINATIONS), not one.
+            kept = c["destinations"][:len(c["destinations"]) - drop]
+            rec.update(source=key[0], of=None, code=None,
+                       line=c["sample"].rstrip("\n") if c["sample"] else None,
+                       destinations=kept, destinations_more=c["more"] + drop)
+        return self._line(rec)
+
     def _flush_suppressed(self) -> bool:
-        for key, c in sorted(self.suppressed.items(), key=lambda kv: repr(kv[0])):
-            rec = {"time": round(c["last"], 3), "event": auditwire.SUPPRESSED, "of": key[1],
-                   "decision": key[2], "code": key[3], "reason": c["reason"], "count": c["n"],
-                   "first": round(c["first"], 3), "http_status": c["status"]}
-            if key[0] != "gate":
-                # One of the lines counted, as written: the reader classifies it as it does a
-                # kept one (every line under one key reads the same). The agent chose the
-                # destinations, so each distinct one is kept (up to DESTINATIONS), not one.
-                rec.update(source=key[0], of=None, code=None,
-                           line=c["sample"].rstrip("\n") if c["sample"] else None,
-                           destinations=c["destinations"], destinations_more=c["more"])
-            if not self._append(self._line(rec)):
-                return False
-        self.suppressed.clear()
+        """Each counted key's slot brought up to its counter: appended the first time (with
+        room to grow), rewritten in place after; False when a new slot finds no room."""
+        for key in sorted(self.dirty, key=repr):
+            c = self.suppressed[key]
+            if key not in self.slots:
+                line = self._counted(key, c)
+                room = SLOT_ROOM + (DESTINATIONS * (2 * 200 + 3) if key[0] != "gate" else 0)
+                text = _slot_text(line, len(line) + room)
+                offset = self.size
+                if not self._append(text):
+                    return False
+                self.slots[key] = (offset, len(text))
+            else:
+                offset, length = self.slots[key]
+                text = None
+                for drop in range(len(c["destinations"]) + 1):  # escapes can outgrow the room
+                    text = _slot_text(self._counted(key, c, drop), length)
+                    if text is not None:
+                        break
+                if text is None:
+                    continue  # cannot happen (the room holds the numbers); the slot stands
+                os.pwrite(self.slot_fd, text.encode("ascii"), offset)
+            self.dirty.discard(key)
         return True
 
     def write(self, rec: dict, how: str = "flood") -> str:
@@ -188,13 +234,22 @@ class Store:
             if now - self.window_start >= self.window:
                 self.window_start, self.denied = now, {}
             if flood is not None:
+                if flood not in self.kept and flood not in self.suppressed and \
+                        len(self.kept.keys() | self.suppressed.keys()) >= MAX_KEYS:
+                    # Past MAX_KEYS kinds: one shared key per source and decision, so the
+                    # slots stay bounded; its sample says what the first such record was.
+                    flood = (flood[0], flood[1], flood[2], "other-kinds", None)
+                    counted_now = True
                 self.denied[flood] = self.denied.get(flood, 0) + 1
-                if counted_now or self.denied[flood] > self.burst:
+                windows = OPEN_KEEP_WINDOWS if flood[3] == "tunnel-open" else KEEP_WINDOWS
+                if counted_now or self.denied[flood] > self.burst or \
+                        self.kept.get(flood, 0) >= self.burst * windows:
                     c = self.suppressed.setdefault(flood, {
                         "n": 0, "first": now, "last": now, "status": status, "reason": reason,
                         "sample": sample, "destinations": [], "more": 0})
                     c["n"] += 1
                     c["last"] = now
+                    self.dirty.add(flood)
                     if sample is not None:
                         dest = _destination(sample)
                         if dest not in c["destinations"]:
@@ -203,11 +258,13 @@ class Store:
                             else:
                                 c["more"] += 1
                     return COUNTED
-            if (self.suppressed and not self._flush_suppressed()) or \
+            if (self.dirty and not self._flush_suppressed()) or \
                     not self._append(text(), owes=owes):
                 self._close(now)
                 return ""
             self.owed += OWED if owes else 0
+            if flood is not None:
+                self.kept[flood] = self.kept.get(flood, 0) + 1
             return KEPT
 
     def _close(self, now: float) -> None:
@@ -220,7 +277,7 @@ class Store:
     def flush(self) -> None:
         """Write what is still counted (at exit, or when the audit is read)."""
         with self.lock:
-            if not self.full and self.suppressed and not self._flush_suppressed():
+            if not self.full and self.dirty and not self._flush_suppressed():
                 self._close(self.clock())
 
 

@@ -250,6 +250,12 @@ class _QueryScan:
         return max(1, len(self.records) - 1)
 
 
+def query_lines(query: str) -> list[str]:
+    """QUERY's lines by NCBI's rule (each ends at LF, CR LF or a lone CR), as _QueryScan
+    reads them."""
+    return _BREAKS.split(query)
+
+
 def _decoded(value: bytes):
     """A form value's bytes, percent- and '+'-decoded in bounded chunks (never split inside a
     %XX), so a value of many escapes is never one list of millions of pieces."""
@@ -478,7 +484,8 @@ def filter_put(body: bytes) -> bytes:
         if rtoe:
             info.append(("RTOE", rtoe.group(1).decode()))
         return _page("NCBI Blast", info, "Your request has been submitted.")
-    return _page(*_page_words(body))
+    title, words = _page_words(body)
+    return _page(title, [], words)
 
 
 def filter_status(body: bytes) -> bytes:
@@ -491,7 +498,8 @@ def filter_status(body: bytes) -> bytes:
         info.append(("ThereAreHits", hits.group(1).decode()))
     if info:
         return _page("Status", info)
-    return _page(*_page_words(body))
+    title, words = _page_words(body)
+    return _page(title, [], words)
 
 
 def _checked(entry: dict, fields: dict) -> dict:

@@ -81,7 +81,13 @@ if [ -n "$san" ]; then
     for _ in $(seq 200); do [ -e "$run_dir/gate-ready" ] && break; sleep 0.05; done
     [ -e "$run_dir/gate-ready" ] || { echo "egress: the gate did not start" >&2; exit 2; }
 fi
-squid -N -f "$run_dir/squid.conf" &
+if [ -n "$san" ]; then
+    # Squid's cache.log (stderr) through squidlog.py's filter: each connection closed at
+    # accept for the per-client cap is then a record in the run's store too.
+    squid -N -f "$run_dir/squid.conf" 2> >(python3 "$lib/squidlog.py" --warnings) &
+else
+    squid -N -f "$run_dir/squid.conf" &
+fi
 pids+=($!)
 trap 'kill "${pids[@]}" 2>/dev/null' TERM INT
 # The warm-up (from loopback, never an audit record) waits until the relay to the gate

@@ -83,6 +83,11 @@ class Gate:
         self.ids = itertools.count(1)
         self.hold_s = hold_s
         self.schedule = schedule_mod.Schedule(Path(state_dir), min_interval)
+        try:  # as the relay does: a schedule emptied since the last contact counts from now
+            if self.relay is None:  # with a relay, the host's schedule is never used
+                self.schedule.begin()
+        except (schedule_mod.lockedstate.LockTimeout, OSError):
+            pass  # read() treats it the same way at the first request's turn
         self.server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.server_ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         self.server_ctx.load_cert_chain(cert, key)
@@ -111,16 +116,18 @@ def searched(request: "blastapi.Request") -> dict:
     itself is not kept). The per-record digests let a verifier tell a search of a staged
     sample's reads from one of made-up letters (auditwire.query_seq_digest)."""
     query = request.params.get("QUERY", "")
+    # NCBI's line rule (LF, CR LF or a lone CR), as the policy scanned it: a CR-only FASTA's
+    # records are each counted and digested.
     titles, seqs = [], [[]]
-    for line in query.split("\n"):
-        if line.lstrip(" \t\r").startswith(">"):
-            titles.append(line.strip(" \t\r"))
+    for line in blastapi.query_lines(query):
+        if line.lstrip(" \t").startswith(">"):
+            titles.append(line.strip(" \t"))
             seqs.append([])
         else:
             seqs[-1].append(line)
     records = ["".join(parts) for parts in (seqs[1:] if titles else seqs)]
     return {"program": request.params.get("PROGRAM"), "database": request.params.get("DATABASE"),
-            "query_records": len(titles) or 1,
+            "query_records": request.records or len(titles) or 1,
             "query_sha256": hashlib.sha256(query.encode("utf-8")).hexdigest(),
             "titles_sha256": hashlib.sha256("\n".join(titles).encode("utf-8")).hexdigest(),
             "query_seqs": ",".join(auditwire.query_seq_digest(s)
@@ -139,7 +146,10 @@ class Requests(serving.Handler):
         super().__init__(request, base.get("client") or "", server)
 
     def handle_one_request(self):
+        # requestline too: an answer before parse_request (the 414) logs it, and without it
+        # the answer raised and was never sent (issue 47).
         self.command, self.path, self.request_version = None, "", "HTTP/1.1"
+        self.requestline = ""
         self.start_request()
         try:
             self.raw_requestline = self.rfile.readline(65537)

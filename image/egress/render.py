@@ -51,6 +51,26 @@ GATE_PORT = 3130
 # The loopback-only port where the gate keeps Squid's records in the run's store (squidlog.py).
 SQUID_LOG_PORT = 3131
 
+# What one agent can make Squid hold (issue 47: ~8,500 connections each holding an unfinished
+# 60 KB head OOM-killed a 512 MB egress). An agent needs a few tunnels at a time (the gate
+# relays at most 32 per run), and a CONNECT head is a few hundred bytes, so every bound here
+# sits far above use and far below the egress's memory limit (see memory_bound).
+CLIENT_MAX_CONNECTIONS = 64   # open connections per client address; more are closed at accept
+MAX_FILEDESCRIPTORS = 1024    # Squid's whole table: bounds every address together (IPv6 too)
+HEAD_TIMEOUT_S = 10           # a request head not complete this long after the connect is cut
+REQUEST_HEADER_MAX = 8 << 10  # bytes of a request head; a longer one is refused and closed
+REQUEST_BUFFER_MAX = 16 << 10  # Squid's read buffer per client (must exceed the head cap)
+# Memory one open client connection can hold at worst: Squid's read buffer, its connection
+# state and the reply it writes (a few KB each), and the kernel's socket buffers, charged to
+# the egress's cgroup (tcp_rmem's and tcp_wmem's 128 KB and 16 KB defaults).
+CONNECTION_COST = REQUEST_BUFFER_MAX + (32 << 10) + (128 << 10) + (16 << 10)
+
+
+def memory_bound() -> int:
+    """Bytes every client connection Squid can hold at once may take at worst: the file
+    descriptor table bounds them all (the per-address cap is lower still for one sandbox)."""
+    return MAX_FILEDESCRIPTORS * CONNECTION_COST
+
 
 def render(allow: tuple[tuple[str, int], ...], *, rules_path: str = "<rules>", access_log: str = "stdio:/dev/stdout",
            cache_log: str = "stdio:/dev/stderr", port: int = 3128, gate_port: int = GATE_PORT,
@@ -83,6 +103,18 @@ def render(allow: tuple[tuple[str, int], ...], *, rules_path: str = "<rules>", a
         "pinger_enable off",
         "visible_hostname biotool-egress",
         "negative_dns_ttl 1 seconds",
+        "",
+        "# Bounded per client: an agent holding many connections, each with an unfinished head,",
+        "# cannot take the egress's memory (render.memory_bound); a connection over the cap is",
+        "# closed at accept (cache.log names the address), and one that times out or overruns",
+        "# the head cap ends with a record of its own (error:transaction-end-before-headers).",
+        f"client_ip_max_connections {CLIENT_MAX_CONNECTIONS}",
+        f"max_filedescriptors {MAX_FILEDESCRIPTORS}",
+        f"request_start_timeout {HEAD_TIMEOUT_S} seconds",
+        f"request_timeout {HEAD_TIMEOUT_S} seconds",
+        f"client_idle_pconn_timeout {HEAD_TIMEOUT_S} seconds",
+        f"request_header_max_size {REQUEST_HEADER_MAX // 1024} KB",
+        f"client_request_buffer_max_size {REQUEST_BUFFER_MAX // 1024} KB",
         "",
         "acl CONNECT method CONNECT",
         "acl from_loopback src 127.0.0.1/32",

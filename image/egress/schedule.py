@@ -59,11 +59,12 @@ class Schedule:
     reserve: float = CONNECT_BOUND_S
 
     def read(self, raw: bytes, now: float) -> dict:
-        """The validated state; anything damaged or oversized reads as a contact made now."""
+        """The validated state; anything empty, damaged or oversized reads as a contact made
+        now. Empty too: the host-wide volume is a tmpfs that Docker empties when the host's last
+        egress stops (and a reboot empties), while the last contact may have been a moment
+        before, so "empty" can never mean "no contact yet" (the gate and the relay alike)."""
         fresh = {"last_contact": now, "served": {}, "waiting": {}}
-        if not raw.strip():
-            return {"last_contact": -1e18, "served": {}, "waiting": {}} if raw == b"" else fresh
-        if len(raw) > MAX_STATE_BYTES:
+        if not raw.strip() or len(raw) > MAX_STATE_BYTES:
             return fresh
         try:
             doc = json.loads(raw)
@@ -115,11 +116,15 @@ class Schedule:
         return got
 
     def begin(self) -> None:
-        """At a start: an empty (or missing) schedule reads as a contact made now, so a
-        restart that lost it, or a fresh volume, never lets a request out early."""
+        """At a start (the relay's, a gate's): an empty (or missing) schedule is written as a
+        contact made now (read's own rule), so the interval counts from the start rather than
+        from the first request's ask, and a restart that lost it never lets a request out
+        early."""
         with lockedstate.locked(self.directory / STATE, LOCK_WAIT_S) as locked:
-            if not locked.read(MAX_STATE_BYTES).strip():
-                locked.write(json.dumps({"last_contact": self.clock(), "served": {},
+            raw = locked.read(MAX_STATE_BYTES)
+            if not raw.strip():
+                state = self.read(raw, self.clock())
+                locked.write(json.dumps({"last_contact": state["last_contact"], "served": {},
                                          "waiting": {}}).encode())
 
     def stamp(self, granted: float, written: float) -> None:

@@ -49,14 +49,46 @@ def handshake(sock, ctx: ssl.SSLContext, seconds: float) -> ssl.SSLSocket:
     return tls
 
 
+LINGER_S = 3.0          # the longest a refused client's unread bytes are drained before close
+LINGER_BYTES = 1 << 20  # and the most bytes drained
+LINGER_QUIET_S = 1.0    # and no longer than this once nothing more comes
+
+
+def linger(sock, seconds: float = LINGER_S, limit: int = LINGER_BYTES) -> None:
+    """Read and drop what the client is still sending (within `seconds` and `limit`) before
+    the close: closing with unread bytes makes the kernel send a reset, which destroys the
+    answer the client has not read yet (a 414 for an over-long line was recorded, never
+    seen). It stops at the client's end, or when nothing comes for LINGER_QUIET_S."""
+    deadline = time.monotonic() + seconds
+    got = 0
+    try:
+        while got < limit:
+            left = deadline - time.monotonic()
+            pending = isinstance(sock, ssl.SSLSocket) and sock.pending()
+            if left <= 0 or not (pending or select.select([sock], [], [],
+                                                          min(left, LINGER_QUIET_S))[0]):
+                return
+            sock.settimeout(max(left, 0.01))
+            chunk = sock.recv(65536)
+            if not chunk:
+                return
+            got += len(chunk)
+    except (OSError, ValueError):
+        return
+
+
 def serve_then_close(tls: ssl.SSLSocket, serve: Callable[[], object]) -> None:
     """Serve an established TLS connection; a client gone mid-way is no error, and the
-    connection is closed whatever happens."""
+    connection is closed whatever happens (after `linger` when the handler `serve` returns
+    answered a refusal, so the client reads it; a cut with no answer closes at once)."""
+    handler = None
     try:
-        serve()
+        handler = serve()
     except OSError:
         pass
     finally:
+        if getattr(handler, "refused", False):
+            linger(tls)
         try:
             tls.close()
         except OSError:
@@ -171,6 +203,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def refuse(self, status: int, reason: str, decision: str, *, retry_after: float | None = None,
                close: bool = False) -> None:
         """A one-line plain-text answer; `decision` is denied, paced or error."""
+        self.refused = True  # serve_then_close lingers before the close: the answer is read
         text = f"biotool {self.who}: {'paced' if decision == 'paced' else 'refused'}: {reason}\n"
         headers = [("Content-Type", "text/plain; charset=utf-8"), ("X-Biotool-Egress", decision)]
         if retry_after is not None:

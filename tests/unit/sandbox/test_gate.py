@@ -179,7 +179,8 @@ def test_flood_gets_429s_and_the_server_sees_no_breach(runs, mock, capsys):
     assert len(paced) == results.count(429) and all(r["http_status"] == 429 for r in paced)
 
 
-def test_429_carries_retry_after_and_marks_the_egress(runs):
+def test_429_carries_retry_after_and_marks_the_egress(runs, tmp_path):
+    (tmp_path / schedule.STATE).write_text('{"last_contact": 0}')  # no contact for long
     a = runs(hold_s=0.2)
     assert a.put()[0] == 200
     status, headers, text = a.put()
@@ -269,6 +270,7 @@ def test_long_fields_are_cut_before_escaping(runs, capsys):
 def test_schedule_is_fair_between_a_greedy_and_a_modest_run(tmp_path):
     now = [1000.0]
     s = schedule.Schedule(tmp_path, 10.0, clock=lambda: now[0], sleep=lambda d: None)
+    (tmp_path / schedule.STATE).write_text('{"last_contact": 900.0}')  # one long ago
     assert s._step("greedy") == 1000.0
     s.stamp(1000.0, 1000.0)  # written at once
     # Both wait; the greedy run was served, so the modest one gets the next slot.
@@ -301,6 +303,8 @@ def test_schedule_lock_has_a_deadline(tmp_path, monkeypatch):
     monkeypatch.setattr(schedule, "LOCK_WAIT_S", 0.2)
     s = schedule.Schedule(tmp_path, 10.0, tick=0.05)
     holder = open(tmp_path / schedule.STATE, "a+")
+    holder.write('{"last_contact": 0}')  # no contact for long: only the lock holds it back
+    holder.flush()
     fcntl.flock(holder, fcntl.LOCK_EX)
     t0 = time.monotonic()
     with pytest.raises(schedule.Busy):
