@@ -807,8 +807,9 @@ def test_bodies_past_the_runs_budget_are_refused_unread_with_a_record(runs, mock
     assert _answer(slow).startswith("HTTP/1.1 200")  # the budget came back after each request
     assert a.put()[0] == 200
     assert [r["what"] for r in mock.requests] == ["put", "put"]
-    three = lambda recs: (having(event="request", http_status=503)(recs)  # noqa: E731
-                          and having(2, event="request", http_status=200)(recs))
+    def three(recs):  # the refusal and both Puts
+        return (having(event="request", http_status=503)(recs)
+                and having(2, event="request", http_status=200)(recs))
     refused = [r for r in records(capsys, three)
                if r["event"] == "request" and r["http_status"] == 503]
     assert len(refused) == 1 and refused[0]["decision"] == "denied"
