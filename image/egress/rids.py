@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 MAX_RIDS = 1000          # RIDs remembered per run (oldest first out)
 RIDS_FILE = "rids.json"  # in the run's state dir
@@ -44,10 +45,25 @@ def load(path: Path | None, limit: int = MAX_RIDS) -> dict[str, dict]:
     return dict(list(out.items())[-limit:])
 
 
+def counts_as_poll(info: dict | None, what: str) -> bool:
+    """Whether a request of kind `what` about a RID (`info`: its entry) is one NCBI's poll
+    rule counts: a poll, or a fetch before the RID was seen READY."""
+    return what != "put" and info is not None and (what == "poll" or not info.get("ready"))
+
+
+def poll_wait(info: dict | None, what: str, now: float, poll_interval: float) -> float:
+    """Seconds from `now` until a request of kind `what` about the RID may go (0: now)."""
+    if not counts_as_poll(info, what) or info["last_poll"] is None:
+        return 0.0
+    return max(0.0, info["last_poll"] + poll_interval - now)
+
+
 class Rids:
     """This run's RIDs: {rid: {"created", "last_poll", "ready"?}}, saved after each change."""
 
-    def __init__(self, state_dir: str | None, poll_interval: float, limit: int = MAX_RIDS):
+    def __init__(self, state_dir: str | None, poll_interval: float, limit: int = MAX_RIDS,
+                 clock: Callable[[], float] = time.time):
+        self.clock = clock
         self.path = Path(state_dir) / RIDS_FILE if state_dir else None
         self.limit = limit
         self.known: dict[str, dict] = load(self.path, limit)
@@ -61,20 +77,16 @@ class Rids:
 
     def counts_as_poll(self, rid: str | None, what: str) -> bool:
         """Whether this request of `rid` is one NCBI's poll rule counts."""
-        info = self.get(rid) if what != "put" else None
-        return info is not None and (what == "poll" or not info.get("ready"))
+        return counts_as_poll(self.get(rid) if what != "put" else None, what)
 
     def poll_wait(self, rid: str, what: str) -> float:
         """Seconds until `rid` may be asked again by a request of kind `what` (0: now)."""
-        info = self.get(rid)
-        if not self.counts_as_poll(rid, what) or info["last_poll"] is None:
-            return 0.0
-        return max(0.0, info["last_poll"] + self.poll_interval - time.time())
+        return poll_wait(self.get(rid), what, self.clock(), self.poll_interval)
 
     def remember(self, rid: str, owner: str | None = None) -> None:
         """A new RID; `owner`: who may ask about it (the site relay's gate and run)."""
         with self.lock:
-            self.known[rid] = {"created": time.time(), "last_poll": None,
+            self.known[rid] = {"created": self.clock(), "last_poll": None,
                                **({"owner": owner} if owner else {})}
             while len(self.known) > self.limit:
                 self.known.pop(next(iter(self.known)))

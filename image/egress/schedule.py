@@ -49,6 +49,33 @@ class Busy(Exception):
         self.retry_after = retry_after
 
 
+def grant(state: dict, run: str, now: float, min_interval: float, reserve: float) -> float | None:
+    """One look at the validated schedule `state` (changed in place) by `run` at `now`: the
+    slot (now) when the interval has passed since the last contact and `run` is the waiter
+    served least recently, the schedule then reserved for `reserve` s; else None (it waits)."""
+    waiting = state["waiting"]
+    since = waiting.get(run, (now, now))[0]
+    waiting[run] = (since, now)
+    if now < state["last_contact"] + min_interval:
+        return None
+    turn = min(waiting, key=lambda r: (state["served"].get(r, -1e18), waiting[r][0], r))
+    if turn != run:
+        return None
+    state["last_contact"] = now + reserve  # until the write's stamp says when
+    state["served"][run] = now
+    waiting.pop(run)
+    return now
+
+
+def contact_after_write(last: float, granted: float, written: float, now: float,
+                        reserve: float) -> float:
+    """The last contact once a request granted at `granted` was written at `written`: the
+    write time where the schedule still holds that grant's reservation, else whichever of
+    the two is later (another grant came since: never earlier than it)."""
+    ours = abs(last - (granted + reserve)) < 1e-6
+    return min(written, now) if ours else max(last, min(written, now))
+
+
 @dataclass
 class Schedule:
     directory: Path
@@ -97,22 +124,14 @@ class Schedule:
     def _turn(self, locked: "lockedstate.Locked", run: str, leave: bool) -> float | None:
         now = self.clock()
         state = self.read(locked.read(MAX_STATE_BYTES), now)
-        waiting = state["waiting"]
-        got = None
         if leave:
-            waiting.pop(run, None)
+            state["waiting"].pop(run, None)
+            got = None
         else:
-            since = waiting.get(run, (now, now))[0]
-            waiting[run] = (since, now)
-            if now >= state["last_contact"] + self.min_interval:
-                turn = min(waiting, key=lambda r: (state["served"].get(r, -1e18), waiting[r][0], r))
-                if turn == run:
-                    got = now
-                    state["last_contact"] = now + self.reserve  # until stamp() says when
-                    state["served"][run] = now
-                    waiting.pop(run)
+            got = grant(state, run, now, self.min_interval, self.reserve)
+        waiting = {k: list(v) for k, v in state["waiting"].items()}
         locked.write(json.dumps({"last_contact": state["last_contact"], "served": state["served"],
-                                 "waiting": {k: list(v) for k, v in waiting.items()}}).encode())
+                                 "waiting": waiting}).encode())
         return got
 
     def begin(self) -> None:
@@ -134,9 +153,8 @@ class Schedule:
             with lockedstate.locked(self.directory / STATE, LOCK_WAIT_S) as locked:
                 now = self.clock()
                 state = self.read(locked.read(MAX_STATE_BYTES), now)
-                last = state["last_contact"]
-                ours = abs(last - (granted + self.reserve)) < 1e-6
-                state["last_contact"] = min(written, now) if ours else max(last, min(written, now))
+                state["last_contact"] = contact_after_write(state["last_contact"], granted,
+                                                            written, now, self.reserve)
                 locked.write(json.dumps({
                     "last_contact": state["last_contact"], "served": state["served"],
                     "waiting": {k: list(v) for k, v in state["waiting"].items()}}).encode())

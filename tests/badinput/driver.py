@@ -19,6 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 KEEP = 4000  # characters of stdout/stderr kept per case (enough to judge the contract)
+# Seconds before a case counts as a hang: every case needs well under 10 on an idle host, and
+# a host ten times slower (or as busy) must not turn a slow answer into a "hang".
+HANG_S = 120.0
 PROGRAMS = {"biotool": "biotool", "molperceive": "molperceive",
             "biotool-sandbox": "biotool_sandbox"}  # program: its module
 
@@ -60,7 +63,7 @@ def stdout_kind(out: bytes) -> str:
     return "object" if isinstance(value, dict) else f"JSON {type(value).__name__}, not an object"
 
 
-def run_case(case: dict, home: str, cache_base: str, cwd: str, timeout: float = 30) -> dict:
+def run_case(case: dict, home: str, cache_base: str, cwd: str, timeout: float = HANG_S) -> dict:
     argv = [a.replace("{home}", home) for a in case["argv"]]
     if argv[0] in PROGRAMS:
         argv = [sys.executable, "-m", PROGRAMS[argv[0]], *argv[1:]]
@@ -111,7 +114,7 @@ def run_case(case: dict, home: str, cache_base: str, cwd: str, timeout: float = 
 
 
 def run_all(cases: list[dict], home: str, cache_base: str, cwd: str, jobs: int = 2,
-            timeout: float = 30) -> list[dict]:
+            timeout: float = HANG_S) -> list[dict]:
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         return list(pool.map(lambda c: run_case(c, home, cache_base, cwd, timeout), cases))
 
@@ -123,7 +126,8 @@ def main(argv=None) -> int:
     ap.add_argument("--home", default=os.environ.get("BIOTOOL_HOME", "/opt/biotool"))
     ap.add_argument("--cache", default="/tmp/badinput-cache")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--timeout", type=float, default=30, help="seconds before a case is a hang")
+    ap.add_argument("--timeout", type=float, default=HANG_S,
+                    help=f"seconds before a case is a hang (default {HANG_S:g})")
     ap.add_argument("--family", action="append", help="only cases of this family (repeatable)")
     a = ap.parse_args(argv)
     manifest = json.loads(Path(a.manifest).read_text())

@@ -16,6 +16,7 @@ from biotool_sandbox import audit as host_audit
 from biotool_testing import scripts
 
 EGRESS = Path(__file__).resolve().parents[3] / "image" / "egress"
+SETTLE_S = 60.0  # the longest a test waits for what the listener's thread must do
 auditstore = scripts.module(EGRESS / "auditstore.py")
 squidlog = scripts.module(EGRESS / "squidlog.py")
 
@@ -37,8 +38,9 @@ def listening(tmp_path):
             for chunk in chunks:
                 sock.sendall(chunk)
                 time.sleep(0.01)   # separate segments: a line may arrive in pieces
-        deadline = time.monotonic() + 5   # every line handled is counted under its flood key
-        while sum(store.denied.values()) < lines and time.monotonic() < deadline:
+        deadline = time.monotonic() + SETTLE_S   # each line handled is counted under its flood key
+        while sum(store.denied.values()) < lines:
+            assert time.monotonic() < deadline, f"{sum(store.denied.values())} of {lines} handled"
             time.sleep(0.01)
 
     yield store, send
@@ -147,11 +149,12 @@ def test_a_floods_counts_reach_the_file_without_waiting_for_another_record(tmp_p
     stop = threading.Event()
     flusher = threading.Thread(target=auditstore.flush_every, args=(store, stop, 0.05))
     flusher.start()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + SETTLE_S
     while "suppressed" not in Path(store.path).read_text() and time.monotonic() < deadline:
         time.sleep(0.02)
     stop.set()
-    flusher.join(5)
+    flusher.join(SETTLE_S)
+    assert not flusher.is_alive()
     counted = [json.loads(l.split(" ", 1)[1]) for l in Path(store.path).read_text().splitlines()
                if '"suppressed"' in l]
     # The first line counted, and each distinct destination up to the store's bound: the

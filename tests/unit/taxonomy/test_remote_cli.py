@@ -91,11 +91,13 @@ def test_the_mock_runs_standalone_over_tls(biotool, test_ca, tmp_path):
                             stderr=subprocess.PIPE, text=True)
     try:
         assert "mock NCBI BLAST (ok)" in proc.stderr.readline()
-        for _ in range(50):
+        deadline = time.monotonic() + 60  # listening, however slowly the host started it
+        while True:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                socket.create_connection(("127.0.0.1", port), timeout=5).close()
                 break
             except OSError:
+                assert time.monotonic() < deadline, f"the mock never listened on {port}"
                 time.sleep(0.1)
         rules = tmp_path / "rules.toml"
         rules.write_text(f'[egress]\nallow = ["localhost:{port}"]\n')
@@ -115,7 +117,7 @@ def test_the_mock_runs_standalone_over_tls(biotool, test_ca, tmp_path):
         assert any("after the previous request" in v for v in log["violations"])
     finally:
         proc.terminate()
-        proc.wait(10)
+        proc.wait(60)
 
 
 def test_bad_remote_options_are_exit_2_before_any_contact(biotool, serve_mock):
