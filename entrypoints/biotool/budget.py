@@ -16,7 +16,7 @@ import math
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -43,8 +43,57 @@ def process_started() -> float:
 _IMPORTED = time.monotonic()
 
 
-def left(deadline: float | None) -> float:
-    return float("inf") if deadline is None else deadline - time.monotonic()
+def left(deadline: float | None, clock: Callable[[], float] = time.monotonic) -> float:
+    return float("inf") if deadline is None else deadline - clock()
+
+
+CHECK_EVERY_S = 5.0  # a budgeted loop looks at the clock at least this often
+
+
+def next_batch(left_s: float, per_item: float | None, estimate: float | None, most: int,
+               check_every: float = CHECK_EVERY_S) -> int:
+    """How many items the next batch may take with `left_s` seconds left (0: not one more fits).
+
+    Before anything is measured (`per_item` None) a batch is one item, which measures an
+    item's cost; after, a batch is sized to take about `check_every` and at most `most`. The
+    first item runs only when `estimate` (what an earlier run measured for one) fits, or, with
+    no estimate, when any time is left; every later batch only holds as many items as fit."""
+    size = 1 if per_item is None else max(1, min(most, int(check_every / per_item)))
+    if left_s == float("inf"):
+        return size
+    cost = per_item or estimate
+    fits = int(left_s / cost) if cost else int(left_s > 0)
+    return max(0, min(size, fits))
+
+
+class Batches:
+    """`n` items in batches that fit before `deadline` (a `clock()` value; None: no bound):
+    iterating gives (first index, size) per batch and times each batch by `clock` from the
+    moment it is handed out to the moment the next one is asked for. When not one more item
+    fits, the iteration ends with `truncated` set; `done` and `per_item` say what ran.
+
+    The plan is a function of the deadline, the clock and what each item cost, so a test
+    drives it with a clock of its own; the product passes time.monotonic."""
+
+    def __init__(self, n: int, deadline: float | None, most: int,
+                 estimate: float | None = None, check_every: float = CHECK_EVERY_S,
+                 clock: Callable[[], float] = time.monotonic):
+        self.n, self.deadline, self.most, self.estimate = n, deadline, max(1, most), estimate
+        self.check_every, self.clock = check_every, clock
+        self.done, self.per_item, self.truncated = 0, None, False
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        while self.done < self.n:
+            size = min(self.n - self.done,
+                       next_batch(left(self.deadline, self.clock), self.per_item,
+                                  self.estimate, self.most, self.check_every))
+            if size < 1:
+                self.truncated = True
+                return
+            t0 = self.clock()
+            yield self.done, size
+            self.per_item = max(1e-6, (self.clock() - t0) / size)
+            self.done += size
 
 
 @contextlib.contextmanager

@@ -80,20 +80,60 @@ def biotool(biotool_env):
     return run
 
 
+# How long a killed process may take to leave: it returns as soon as the process is gone, so
+# only a kill that missed waits this out; wide enough for a host ten times slower and loaded.
+GONE_S = 60.0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
 @pytest.fixture
 def gone_within():
-    """Whether a process is gone (or a zombie) within `seconds`: SIGKILL is sent before the
-    code under test returns, but on a loaded machine the process may still be on its way out
-    (state R) for a moment, while one the kill missed runs on."""
-    def check(pid: int, seconds: float) -> bool:
-        end = time.monotonic() + seconds
+    """Whether a process is gone (or a zombie) within `seconds` (at least GONE_S): SIGKILL is
+    sent before the code under test returns, but on a loaded machine the process may still be
+    on its way out (state R) for a moment, while one the kill missed runs on."""
+    def check(pid: int, seconds: float = GONE_S) -> bool:
+        end = time.monotonic() + max(seconds, GONE_S)
         while time.monotonic() < end:
-            try:
-                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except (FileNotFoundError, ProcessLookupError):
-                return True
-            if state in ("Z", "X"):
+            if not _alive(pid):
                 return True
             time.sleep(0.02)
         return False
     return check
+
+
+@pytest.fixture
+def marked(monkeypatch):
+    """Marks every process this test starts from now on with an environment variable of its
+    own (inherited by their children, whatever they start); returns survivors(), the marked
+    processes still alive once every one has had GONE_S to leave. It needs no pid a process
+    must first write down, so a kill that lands early, on a slow host, is no race."""
+    import uuid
+
+    mark = f"BIOTOOL_TEST_MARK={uuid.uuid4().hex}".encode()
+    monkeypatch.setenv(*mark.decode().split("=", 1))
+
+    def marked_now() -> list[int]:
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if mark in env and int(pid) != os.getpid() and _alive(int(pid)):
+                found.append(int(pid))
+        return found
+
+    def survivors(seconds: float = GONE_S) -> list[int]:
+        end = time.monotonic() + seconds
+        while (left := marked_now()) and time.monotonic() < end:
+            time.sleep(0.05)
+        return left
+
+    return survivors

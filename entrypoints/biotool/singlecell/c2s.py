@@ -9,7 +9,6 @@ the partial composition is returned, flagged.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -97,9 +96,6 @@ def clean_answer(text: str) -> str:
     return text[:-1].rstrip() if text.endswith(".") else text
 
 
-CHECK_EVERY_S = 5.0  # the budget is looked at least this often: a batch is sized to fit
-
-
 def _encode(tok, batch: list[str], device: str):
     enc = tok(batch, return_tensors="pt", padding=True).to(device)
     lengths = enc["attention_mask"].sum(dim=1).tolist() if "attention_mask" in enc else \
@@ -118,9 +114,10 @@ def generate(loaded: Loaded, prompts: list[str], batch_size: int = 8,
     The budget is checked before every batch, as the design checks it before every cell: the
     first batch is one cell (it measures a cell's cost), and each later one is sized so that
     it fits in what is left of `deadline` (time.monotonic()) and takes at most about
-    CHECK_EVERY_S. The first cell runs only when what an earlier run measured for one cell
-    (`per_cell_estimate`) fits, or, with no measurement, when any time is left; and the
-    deadline rings inside a batch too (budget.alarm), losing only that batch. When not even
+    budget.CHECK_EVERY_S (budget.Batches plans the batches). The first cell runs only when
+    what an earlier run measured for one cell (`per_cell_estimate`) fits, or, with no
+    measurement, when any time is left; and the deadline rings inside a batch too
+    (budget.alarm), losing only that batch. When not even
     one more cell fits, the answers so far come back flagged `truncated` (a partial
     composition beats a tool the caller has to abandon); `per_cell` is what one cell took."""
     import torch
@@ -129,23 +126,11 @@ def generate(loaded: Loaded, prompts: list[str], batch_size: int = 8,
 
     tok, model = loaded.tokenizer, loaded.model
     answers: list[str] = []
-    per_cell = None
-    truncated = False
+    plan = budget.Batches(len(prompts), deadline, batch_size, estimate=per_cell_estimate)
     try:
         with budget.alarm(deadline):
-            while len(answers) < len(prompts):
-                size = (1 if per_cell is None
-                        else max(1, min(batch_size, int(CHECK_EVERY_S / per_cell))))
-                cost = per_cell or per_cell_estimate
-                if deadline is not None:
-                    fits = (int(budget.left(deadline) / cost) if cost
-                            else int(budget.left(deadline) > 0))
-                    if fits < 1:
-                        truncated = True
-                        break
-                    size = min(size, fits)
-                t0 = time.monotonic()
-                batch = prompts[len(answers):len(answers) + size]
+            for first, size in plan:
+                batch = prompts[first:first + size]
                 enc = _encode(tok, batch, loaded.device)
                 with torch.inference_mode():
                     out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
@@ -155,12 +140,12 @@ def generate(loaded: Loaded, prompts: list[str], batch_size: int = 8,
                 new = out[:, enc["input_ids"].shape[1]:]
                 answers += [clean_answer(t) for t in tok.batch_decode(new,
                                                                       skip_special_tokens=True)]
-                per_cell = max(1e-6, (time.monotonic() - t0) / len(batch))
                 log(f"cell2sentence: {len(answers)}/{len(prompts)} cells")
+        truncated = plan.truncated
     except budget.BudgetSpent:
         truncated = True  # the batch in flight is lost; the answers before it stand
     return {"answers": answers, "truncated": truncated, "done": len(answers),
-            "requested": len(prompts), "per_cell_s": per_cell}
+            "requested": len(prompts), "per_cell_s": plan.per_item}
 
 
 def cell_sentences(adata, n_cells: int, n_genes: int = TOP_GENES, seed: int = 0) -> list[dict]:

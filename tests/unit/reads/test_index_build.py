@@ -102,18 +102,19 @@ def test_a_built_index_has_the_staged_digest(biotool_env):
     assert built[1] == staging.find("reference", "MN908947.3").files["bwa"].sha256
 
 
-def test_a_tool_past_the_deadline_is_killed_with_its_children(tmp_path, gone_within):
+def test_a_tool_past_the_deadline_is_killed_with_its_children(marked):
+    # A real deadline: the outcome (stopped, nothing it started alive) is asserted, and the
+    # time only against the 600 s its child would sleep if the kill missed it; the child is
+    # found by its mark, so a kill that lands before sh started it is no race.
     from biotool.procs import OutOfTime, run_bounded
 
-    pid_file = tmp_path / "child.pid"
     t0 = time.monotonic()
     with pytest.raises(OutOfTime, match="sh was stopped at the deadline"):
-        run_bounded(["sh", "-c", f"sleep 30 & echo $! > {pid_file}; wait"], t0 + 0.5)
-    assert time.monotonic() - t0 < 5
-    child = pid_file.read_text().strip()
-    assert gone_within(int(child), 5)
+        run_bounded(["sh", "-c", "sleep 600 & wait"], t0 + 1.0)
+    assert time.monotonic() - t0 < 120
+    assert marked() == []
     with pytest.raises(OutOfTime, match="spent before sleep started"):
-        run_bounded(["sleep", "30"], time.monotonic() - 1)
+        run_bounded(["sleep", "600"], time.monotonic() - 1)
 
 
 @pytest.mark.parametrize("command", ["align", "variants"])
@@ -126,13 +127,33 @@ def test_a_first_use_build_ends_at_the_deadline(biotool, slow, tmp_path, leftove
     assert last.startswith(f"biotool: error: reference {slow['fasta']}: its bwa index is not "
                            "staged and was not built within --timeout"), last
     assert "longer --timeout" in last and 'indexes = ["bwa"]' in last
-    assert took < 10, took  # the build (seconds) was cut, not waited out
+    # The build was cut, not waited out: no index is there (below) and the error says so; the
+    # time is only bounded against a hang, wide enough for a host ten times slower.
+    assert took < 120, took
     # Nothing half-built is left: no bwa folder, no work folder, no bwa process.
     entry = next((tmp_path / "cache" / "reference").iterdir())
     assert sorted(p.name for p in entry.iterdir()) == ["bwa.lock", "reference.fasta",
                                                        "reference.fasta.fai"]
     assert leftovers(tmp_path / "cache") == []
     assert _tools_on(entry) == []
+
+
+def test_a_waiter_gives_up_at_its_own_deadline_while_another_run_builds(biotool_env, slow,
+                                                                          monkeypatch):
+    # Another run holds the index's lock (as a building run does, for as long as the test
+    # says): the wait is bounded by the waiter's own budget and says why, on any host.
+    from filelock import FileLock
+
+    from biotool.alignment.reference import resolve
+    from biotool.cache import entry_dir
+
+    _no_build(monkeypatch)
+    ref = resolve(str(slow["fasta"]))
+    entry = entry_dir("reference", ref.sha256[:32])
+    with FileLock(str(entry / "bwa.lock")):
+        with pytest.raises(InputError, match="another run is still building it"):
+            ref.index("sr", time.monotonic() + 0.3)
+    assert not (entry / "bwa").exists()
 
 
 def test_a_second_build_waits_for_the_first_and_reuses_it(biotool, biotool_env, slow, tmp_path,
@@ -145,19 +166,15 @@ def test_a_second_build_waits_for_the_first_and_reuses_it(biotool, biotool_env, 
                              env=biotool_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
     try:
-        until = time.monotonic() + 60
-        while not list(cache.glob("reference/*/.work.*")):  # the first run is building
-            assert first.poll() is None and time.monotonic() < until, first.communicate()
+        # The first run is building (its work folder is there), or, on a fast host, is done:
+        # either way this run must not build and must end with the first one's index.
+        until = time.monotonic() + 300
+        while not list(cache.glob("reference/*/.work.*")) and first.poll() is None:
+            assert time.monotonic() < until, "the first run never started its build"
             time.sleep(0.02)
         _no_build(monkeypatch)
-        # Waiting is bounded by the waiter's own budget...
-        t0 = time.monotonic()
-        with pytest.raises(InputError, match="another run is still building it"):
-            resolve(str(slow["fasta"])).index("sr", time.monotonic() + 0.3)
-        assert time.monotonic() - t0 < 3
-        # ...and without one it waits for the first run's index and uses it.
         prefix, digest = resolve(str(slow["fasta"])).index("sr")
-        out, err = first.communicate(timeout=120)
+        out, err = first.communicate(timeout=600)
     finally:
         first.kill()
     assert first.returncode == 0, err

@@ -7,19 +7,27 @@ from biotool.procs import run_each_bounded
 
 
 def test_meanwhile_steps_run_while_the_commands_run_and_change_no_result(tmp_path):
-    started, done = tmp_path / "started", tmp_path / "done"
-    cmds = [["sh", "-c", f"touch {started}; sleep 0.5; touch {done}; echo ok >&2"],
+    # The first command runs until the fifth step lets it go (a file, not a sleep), so every
+    # step is taken while it runs, however fast or loaded the host.
+    started, go, done = tmp_path / "started", tmp_path / "go", tmp_path / "done"
+    cmds = [["sh", "-c", f"touch {started}; until [ -e {go} ]; do sleep 0.01; done; "
+                         f"touch {done}; echo ok >&2"],
             ["sh", "-c", "echo nope >&2; exit 3"]]
     seen = []
 
     def step() -> bool:
+        if not started.exists():
+            return True  # the command has not begun yet: nothing to overlap with
         seen.append((started.exists(), done.exists()))
+        if len(seen) == 5:
+            go.touch()
         return len(seen) < 5
 
-    ran = run_each_bounded(cmds, seconds=10, width=2, meanwhile=step)
+    ran = run_each_bounded(cmds, seconds=300, width=2, meanwhile=step)
     assert ran == [(0, "ok"), (3, "nope")]
-    assert len(seen) == 5  # every step taken, then none after it said there is no more
-    assert (True, False) in seen  # ... while the first command was running
+    # Every step taken while the first command was running, then none after it said there is
+    # no more.
+    assert seen == [(True, False)] * 5 and done.exists()
 
 
 def test_doctor_reports_every_staged_item_in_order_whether_or_not_it_overlaps(biotool_env):
