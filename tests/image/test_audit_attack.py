@@ -115,8 +115,12 @@ def test_the_audit_outlives_a_killed_egress_and_one_out_of_restarts(run):
     up = run["up"]
     # A Put of its own, so the test stands without the flood before it (after the flood it
     # may be paced: the flood's allowed Puts are then what the audit must keep).
+    def attempts(a: dict) -> int:
+        return sum(a["counts"][k] for k in ("allowed", "denied", "error"))
+    pre = stack.launcher("audit", up["run"])
     stack.launcher("exec", up["run"], "--", "bash", "-c", f"n=0; {_put(0)}")
-    before = stack.launcher("audit", up["run"])
+    # Its record is written as it ends (or counted, and flushed within 2 s, if paced).
+    before = stack.audit_when(up, lambda a: attempts(a) > attempts(pre), "the Put on record")
     egress = stack.container(up["containers"]["egress"])
     egress.kill()
     _wait(egress, lambda s: not s["Running"])
