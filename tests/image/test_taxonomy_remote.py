@@ -154,8 +154,9 @@ def test_a_flood_of_squids_denials_is_counted_in_the_store_and_keeps_what_came_b
     counted = [r for r in flood if r["event"] == "suppressed"]
     assert sum(r["count"] for r in counted) == n - len(kept)
     # Counted, not kept, by the store's rules over however long this host took: at most BURST
-    # kept per WINDOW, one counted record per flush (every FLUSH_EVERY, and before each kept
-    # one), each record under OWED bytes; a store that kept every denial breaks all three.
+    # kept per WINDOW (a store that kept every denial breaks it), one counted record per flush
+    # (every FLUSH_EVERY, and before each kept one), and nothing but these records, each under
+    # OWED bytes, in what the store grew by.
     span = max(r["time"] for r in flood) - min(r["time"] for r in flood)
     assert len(kept) <= auditstore.BURST * (2 + span // auditstore.WINDOW), (len(kept), span)
     assert len(counted) <= 2 + span // auditstore.FLUSH_EVERY + len(kept), (len(counted), span)
