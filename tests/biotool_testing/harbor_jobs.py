@@ -15,7 +15,7 @@ RUNNER = REPO / "image" / "harbor"
 VERSION = (RUNNER / "HARBOR_VERSION").read_text().strip()
 # image/harbor/run.sh's variable: a runner built under another tag (build-runner.sh TAG).
 RUNNER_IMAGE = os.environ.get("HARBOR_RUNNER_IMAGE") or f"biotool-harbor-runner:{VERSION}"
-JOB_TIMEOUT = 900
+JOB_TIMEOUT = 3600  # only stops a job that hangs: a busy host's few minutes, ten times over
 TASKS = ("molperceive-batch", "pbmc-celltype", "sarscov2-deletion", "spike-d614g")
 # Components a task's key adds to reward.json beside the common ones (harbor_grade).
 TASK_COMPONENTS = {

@@ -21,7 +21,7 @@ TEST_LABEL = "biotool-image-test"
 # The value of TEST_LABEL on this pytest session's containers: a session's teardown removes its
 # own leftovers only, so two sessions on one engine do not kill each other's containers.
 SESSION = uuid.uuid4().hex[:12]
-RUN_TIMEOUT = 300
+RUN_TIMEOUT = 1200  # only stops a command that hangs: ten times a busy host's longest default run
 
 # The shape Apptainer runs an image in: an arbitrary non-root UID, a read-only root,
 # no network, a private /tmp, and a HOME the user cannot write (here: the agent's home).

@@ -13,9 +13,9 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
+from biotool_testing import polling
 from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE
 from biotool_testing.paths import REPO
 
@@ -23,8 +23,9 @@ PROBE = (Path(__file__).parent / "probe.py").read_text(encoding="utf-8")
 ALLOWED_HOST = "blast.ncbi.nlm.nih.gov"
 
 
-def launcher(*args: str, check: bool = True, timeout: float = 240, env: dict | None = None) -> dict:
-    """Run `biotool-sandbox ARGS` as a harness would (a subprocess) and parse its JSON."""
+def launcher(*args: str, check: bool = True, timeout: float = 600, env: dict | None = None) -> dict:
+    """Run `biotool-sandbox ARGS` as a harness would (a subprocess) and parse its JSON;
+    `timeout` only stops a launcher that hangs (an `up` on a slow host takes minutes)."""
     env = {**os.environ, "BIOTOOL_IMAGE": SANDBOX_IMAGE, "BIOTOOL_EGRESS_IMAGE": EGRESS_IMAGE,
            **(env or {})}
     proc = subprocess.run([sys.executable, "-m", "biotool_sandbox", *args], capture_output=True,
@@ -56,17 +57,19 @@ def audit(run: dict) -> list[dict]:
     return launcher("audit", run["run"])["records"]
 
 
-def wait_for_record(run: dict, pred, timeout: float = 10) -> dict:
-    """The first audit record matching pred, polling briefly (Squid logs when a request ends)."""
-    deadline = time.monotonic() + timeout
-    records: list[dict] = []
-    while time.monotonic() < deadline:
-        records = audit(run)
-        for rec in records:
-            if pred(rec):
-                return rec
-        time.sleep(0.3)
-    raise AssertionError(f"no matching audit record; the proxy logged {json.dumps(records)[:2000]}")
+def wait_for_record(run: dict, pred, limit_s: float = polling.LIMIT_S) -> dict:
+    """The first audit record matching pred, polling (Squid logs when a request ends, and a
+    flood's counts reach the store every few seconds)."""
+    records = polling.until("an audit record that matches", lambda: audit(run),
+                            lambda recs: any(pred(r) for r in recs), limit_s=limit_s)
+    return next(r for r in records if pred(r))
+
+
+def audit_when(run: dict, done, what: str, limit_s: float = polling.LIMIT_S) -> dict:
+    """`biotool-sandbox audit RUN` (the whole answer) once done(it) holds: the gate writes a
+    flood's counts every few seconds, and a record when its request ends, not when the
+    client has its answer."""
+    return polling.until(what, lambda: launcher("audit", run["run"]), done, limit_s=limit_s)
 
 
 # The outside server: HTTPS on 443 (answering as the allowed host), raw TCP listeners on 80
@@ -143,12 +146,8 @@ def start_outside_server(run: dict, certs: dict, name: str = ALLOWED_HOST, net: 
         labels={"org.biotool.test": "outside-server"}, entrypoint=[])
     c = dc.containers.get(created["Id"])
     c.start()
-    deadline = time.monotonic() + 20
-    while b"READY" not in c.logs() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    polling.until("the outside server's READY", c.logs, lambda logs: b"READY" in logs)
     c.reload()
-    if b"READY" not in c.logs():
-        raise AssertionError(f"outside server did not start: {c.logs().decode()[-2000:]}")
     ip = c.attrs["NetworkSettings"]["Networks"][net]["IPAddress"]
     return c, ip
 
@@ -188,12 +187,9 @@ def start_mock_ncbi(runs: list[dict], certs: dict, name: str, *args: str,
     mock.start()
     code = ("import ssl, urllib.request; ctx = ssl._create_unverified_context();"
             "urllib.request.urlopen('https://127.0.0.1/_mock/requests', context=ctx).read()")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if mock.exec_run(["python3", "-c", code]).exit_code == 0:
-            return mock
-        time.sleep(0.3)
-    raise AssertionError(f"mock NCBI did not start: {mock.logs().decode()[-2000:]}")
+    polling.until("the mock NCBI to answer", lambda: mock.exec_run(["python3", "-c", code]),
+                  lambda ran: ran.exit_code == 0)
+    return mock
 
 
 def mock_requests(mock) -> dict:

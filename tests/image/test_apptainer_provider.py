@@ -174,7 +174,7 @@ def test_inspect_eval_scripted_agent_on_the_apptainer_provider(images, tmp_path,
     proc = subprocess.run(
         [sys.executable, "-m", "inspect_ai", "eval", "examples/inspect_hpc.py@artic_organism_scripted",
          "--log-dir", str(logs), "--log-format", "json", "--display", "plain"],
-        cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, **environ})
+        cwd=REPO, capture_output=True, text=True, timeout=1800, env={**os.environ, **environ})
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
     log = read_eval_log(str(next(logs.glob("*.json"))))
     assert log.status == "success", log.error

@@ -17,12 +17,11 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from biotool_testing import certificates, stack
+from biotool_testing import certificates, polling, stack
 from biotool_testing.contract import error_line
 from biotool_testing.ran import Ran
 
@@ -48,16 +47,17 @@ def run(tmp_path_factory, images):
 
 def _put(i: int) -> str:
     """One BLAST Put as an agent's loop sends it (its title made unique by $n)."""
-    return (f"curl -s -o /dev/null -w 'put %{{http_code}}\\n' --max-time 40 -X POST --data "
+    # --max-time only ends a hung curl: a Put waits up to the gate's 30 s hold for its slot.
+    return (f"curl -s -o /dev/null -w 'put %{{http_code}}\\n' --max-time 300 -X POST --data "
             f"\"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3Eq{i}_$n%0AACGTACGTACGTACGTACGT\" {URL}")
 
 
 def _loop(i: int) -> str:
     """One of the agent's loops: each attempt prints one line, so the lines count attempts."""
     put = _put(i)
-    param = (f"curl -s -o /dev/null -w 'param %{{http_code}}\\n' --max-time 20 "
+    param = (f"curl -s -o /dev/null -w 'param %{{http_code}}\\n' --max-time 120 "
              f"\"{URL}?CMD=Get&p{i}x$n=1\"")
-    other = (f"curl -s -o /dev/null -w 'other %{{http_code}}\\n' --max-time 20 "
+    other = (f"curl -s -o /dev/null -w 'other %{{http_code}}\\n' --max-time 120 "
              f"https://h{i}x$n.example.org/")
     return (f"n=0; end=$((SECONDS+{FLOOD_S})); while [ $SECONDS -lt $end ]; do n=$((n+1)); "
             f"case $((n % 3)) in 0) {put};; 1) {param};; 2) {other};; esac; done")
@@ -66,13 +66,14 @@ def _loop(i: int) -> str:
 def test_a_flood_from_8_loops_leaves_an_audit_of_exactly_what_happened(run):
     up, mock = run["up"], run["mock"]
     script = " & ".join(f"( {_loop(i)} )" for i in range(8)) + " & wait"
-    flood = stack.launcher("exec", up["run"], "--timeout", str(FLOOD_S + 120), "--",
-                           "bash", "-c", script, timeout=FLOOD_S + 240)
+    flood = stack.launcher("exec", up["run"], "--timeout", str(FLOOD_S + 600), "--",
+                           "bash", "-c", script, timeout=FLOOD_S + 720)
     lines = flood["stdout"].split("\n")
     tried = {kind: sum(1 for l in lines if l.startswith(kind + " ")) for kind in ("put", "param", "other")}
     puts_ok = sum(1 for l in lines if l == "put 200")
-    time.sleep(3)  # the store writes a flood's counts every 2 s
-    audit = stack.launcher("audit", up["run"])
+    # The store writes a flood's counts every 2 s: read it once it holds as many as were tried.
+    audit = stack.audit_when(up, lambda a: sum(a["counts"][k] for k in ("allowed", "denied", "error"))
+                             >= sum(tried.values()), "the audit to count every attempt")
     received = stack.mock_requests(mock)
     puts = [r for r in received["requests"] if r["what"] == "put"]
     allowed = [r for r in audit["records"] if r["decision"] == "allowed"]
@@ -103,23 +104,23 @@ def _readies(egress) -> int:
     return egress.logs(stdout=False, stderr=True).count(b"egress: ready")
 
 
-def _wait(egress, until, seconds: float = 60) -> dict:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+def _wait(egress, until) -> dict:
+    def state() -> dict:
         egress.reload()
-        state = egress.attrs["State"]
-        if until(state):
-            return state
-        time.sleep(0.2)
-    raise AssertionError(f"egress state never reached: {egress.attrs['State']}")
+        return egress.attrs["State"]
+    return polling.until("the egress's state", state, until, every_s=0.2)
 
 
 def test_the_audit_outlives_a_killed_egress_and_one_out_of_restarts(run):
     up = run["up"]
     # A Put of its own, so the test stands without the flood before it (after the flood it
     # may be paced: the flood's allowed Puts are then what the audit must keep).
+    def attempts(a: dict) -> int:
+        return sum(a["counts"][k] for k in ("allowed", "denied", "error"))
+    pre = stack.launcher("audit", up["run"])
     stack.launcher("exec", up["run"], "--", "bash", "-c", f"n=0; {_put(0)}")
-    before = stack.launcher("audit", up["run"])
+    # Its record is written as it ends (or counted, and flushed within 2 s, if paced).
+    before = stack.audit_when(up, lambda a: attempts(a) > attempts(pre), "the Put on record")
     egress = stack.container(up["containers"]["egress"])
     egress.kill()
     _wait(egress, lambda s: not s["Running"])
@@ -158,9 +159,15 @@ def test_every_launcher_command_on_an_unknown_run_is_one_line_exit_2(tmp_path):
                    prog="biotool-sandbox", alone=True)
 
 
-def _enforced_episode(tmp_path, line: str, during) -> tuple[subprocess.CompletedProcess, Path]:
-    """hpc/run-enforced.sh with `line`; `during(run_id, egress)` is done to the run while the
-    line runs (the run found by the egress the episode brought up)."""
+GO = "/tmp/biotool-test-go"
+# The episode's line waits for the test's word (GO, written once `during` is done), so what is
+# done to the run happens while the line runs on any host, not within a sleep's margin.
+AFTER_GO = f"until [ -e {GO} ]; do sleep 0.2; done; echo done"
+
+
+def _enforced_episode(tmp_path, during) -> tuple[subprocess.CompletedProcess, Path]:
+    """hpc/run-enforced.sh with AFTER_GO as its line; `during(run_id, egress)` is done to the
+    run while the line waits (the run found by the egress the episode brought up)."""
     import docker
 
     episode, work = tmp_path / "episode", tmp_path / "work"
@@ -173,23 +180,27 @@ def _enforced_episode(tmp_path, line: str, during) -> tuple[subprocess.Completed
         launcher.chmod(0o755)
     env = {**os.environ, "BIOTOOL_IMAGE": stack.SANDBOX_IMAGE, "BIOTOOL_EGRESS_IMAGE": stack.EGRESS_IMAGE,
            "BIOTOOL_SANDBOX": str(launcher), "BIOTOOL_EPISODE_DIR": str(episode),
-           "BIOTOOL_EPISODE_TIMEOUT": "300"}
+           "BIOTOOL_EPISODE_TIMEOUT": "900"}
     before = set(stack.launcher("ps")["runs"])
-    proc = subprocess.Popen([str(stack.REPO / "hpc" / "run-enforced.sh"), str(work), line], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=stack.REPO)
+    proc = subprocess.Popen([str(stack.REPO / "hpc" / "run-enforced.sh"), str(work), AFTER_GO],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=stack.REPO)
     dc = docker.from_env()
-    deadline = time.monotonic() + 120
-    while True:
-        egress = [c for r in sorted(set(stack.launcher("ps")["runs"]) - before)
-                  for c in dc.containers.list(filters={"label": [
-                      f"com.docker.compose.project={r}", "com.docker.compose.service=egress"]})]
-        if egress and b"egress: ready" in egress[0].logs(stdout=False, stderr=True):
-            break
-        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
-        time.sleep(0.5)
+
+    def service(run: str, name: str) -> list:
+        return dc.containers.list(filters={"label": [f"com.docker.compose.project={run}",
+                                                     f"com.docker.compose.service={name}"]})
+
+    def ready_egress() -> list:
+        assert proc.poll() is None, proc.communicate()
+        return [c for r in sorted(set(stack.launcher("ps")["runs"]) - before)
+                for c in service(r, "egress") if b"egress: ready" in c.logs(stdout=False, stderr=True)]
+    egress = polling.until("the episode's egress to be ready", ready_egress, every_s=0.5)
     run_id = egress[0].labels["com.docker.compose.project"]
     during(run_id, egress[0])
-    out, err = proc.communicate(timeout=300)
+    [sandbox] = service(run_id, "sandbox")
+    assert sandbox.exec_run(["touch", GO]).exit_code == 0
+    out, err = proc.communicate(timeout=900)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), episode
 
 
@@ -197,10 +208,11 @@ def test_run_enforced_with_a_dead_egress_keeps_a_real_audit(tmp_path, images):
     def kill(run_id, egress):
         stack.launcher("exec", run_id, "--", "python3", "-c", stack.PROBE, "connect",
                        "example.net:443")
-        time.sleep(1)
+        # Killed once the store holds the attempt, which the audit must then still show.
+        stack.wait_for_record({"run": run_id}, lambda r: r["host"] == "example.net")
         egress.kill()
 
-    ran, episode = _enforced_episode(tmp_path, "sleep 15; echo done", kill)
+    ran, episode = _enforced_episode(tmp_path, kill)
     assert ran.returncode == 0 and ran.stdout == "done\n", ran.stderr
     audit = json.loads((episode / "audit.json").read_text())
     assert audit["egress"]["running"] is False and audit["store"]["read"]
@@ -224,7 +236,7 @@ def test_run_enforced_fails_loudly_when_no_audit_can_be_read(tmp_path, images):
         egress.kill()
         kept.update(run=run_id, volume=volume)
 
-    ran, episode = _enforced_episode(tmp_path, "sleep 10; echo done", unreadable)
+    ran, episode = _enforced_episode(tmp_path, unreadable)
     try:
         assert ran.returncode == 4 and ran.stdout == "done\n", ran.stderr
         assert not (episode / "audit.json").exists() and not list(episode.iterdir())

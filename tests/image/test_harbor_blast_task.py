@@ -49,14 +49,20 @@ def _grade(tmp_path, answer: str, store: str) -> tuple[int, dict, dict]:
 def test_the_blast_tasks_oracle_through_the_egress_scores_1(run, tmp_path):
     stack.launcher("cp", str(TASK / "solve.sh"), f"{run['run']}:/work/solve.sh")
     # The oracle as written, its artifacts folder moved off Harbor's /logs mount.
-    res = stack.launcher("exec", run["run"], "--timeout", "400", "--", "bash", "-c",
+    # The limits only stop what hangs: NCBI's intervals take a minute, the rest is this host's.
+    res = stack.launcher("exec", run["run"], "--timeout", "900", "--", "bash", "-c",
                          f"mkdir -p {ARTIFACTS} && sed 's#/logs/artifacts#{ARTIFACTS}#g' "
-                         f"/work/solve.sh | bash && cat {ARTIFACTS}/answer.json", timeout=480)
+                         f"/work/solve.sh | bash && cat {ARTIFACTS}/answer.json", timeout=1020)
     assert res["exit_code"] == 0, res
     answer = res["stdout"]
     assert json.loads(answer) == {"organism": "Severe acute respiratory syndrome coronavirus 2"}
     seen = stack.mock_requests(run["mock"])
     assert seen["violations"] == [] and [r for r in seen["requests"] if r["what"] == "put"]
+    # A request's record is written as it ends, maybe after its client has the answer: the
+    # store is taken once it holds one allowed record per request the mock got.
+    stack.audit_when(run, lambda au: sum(r["event"] == "request" and r["decision"] == "allowed"
+                                         for r in au["records"]) >= len(seen["requests"]),
+                     "an allowed record of every request the mock got")
     egress = stack.container(run["containers"]["egress"])
     code, store = egress.exec_run(["cat", "--", STORE], user="proxy")
     assert code == 0, store

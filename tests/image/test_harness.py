@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from biotool_testing import inspect_checks
+from biotool_testing import inspect_checks, polling
 from biotool_testing.contract import error_line
 from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE, SESSION, TEST_LABEL
 from biotool_testing.paths import REPO
@@ -24,21 +24,19 @@ READS = "/opt/biotool/samples/demo-sarscov2-artic-reads/MT007544.fastq"
 
 # ---------------------------------------------------------------- init and signals
 
-@pytest.mark.parametrize("command", [["sleep", "100"], ["bash", "-c", "sleep 100; echo never"]])
-def test_docker_stop_ends_a_running_command_within_a_second(docker_client, images, command):
+@pytest.mark.parametrize("command", [["sleep", "1000"], ["bash", "-c", "sleep 1000; echo never"]])
+def test_docker_stop_ends_a_running_command_by_its_sigterm(docker_client, images, command):
     c = docker_client.containers.run(images["sandbox"], command, detach=True, network_mode="none",
                                      labels={TEST_LABEL: SESSION}, name=f"biotool-test-{uuid.uuid4().hex[:10]}")
     try:
-        for _ in range(100):
+        def sleeping() -> bool:
             c.reload()
-            if c.status == "running" and "sleep" in c.top()["Processes"][-1][-1]:
-                break
-            time.sleep(0.1)
-        start = time.monotonic()
-        c.stop(timeout=10)  # SIGTERM, then SIGKILL after 10 s if it were ignored
-        took = time.monotonic() - start
-        assert took < 2, f"docker stop took {took:.1f}s: the signal did not reach the command"
-        assert c.wait(timeout=5)["StatusCode"] == 143  # 128 + SIGTERM, passed on by tini
+            return c.status == "running" and "sleep" in c.top()["Processes"][-1][-1]
+        polling.until("the container's sleep to run", sleeping, every_s=0.1)
+        # SIGTERM, then SIGKILL after 300 s had it been ignored: the exit code says which ended
+        # it (143, 128 + SIGTERM passed on by tini; 137 for the SIGKILL), not how long it took.
+        c.stop(timeout=300)
+        assert c.wait(timeout=300)["StatusCode"] == 143
     finally:
         c.remove(force=True)
 
@@ -182,9 +180,10 @@ def test_inspect_provider_exec_files_timeout_and_teardown(image_env):
                     out[name] = None
                 except Exception as exc:  # noqa: BLE001 - the type is what is checked
                     out[name] = type(exc).__name__
+            # The 2 s timeout, not the sleep's own end (600 s), ends it: TimeoutError is the outcome.
             start = time.monotonic()
             try:
-                await box.exec(["sleep", "60"], timeout=2)
+                await box.exec(["sleep", "600"], timeout=2)
                 out["timeout"] = None
             except TimeoutError:
                 out["timeout"] = time.monotonic() - start
@@ -201,7 +200,7 @@ def test_inspect_provider_exec_files_timeout_and_teardown(image_env):
     assert " 1000 " in out["ls"].stdout and "data.bin" in out["ls"].stdout
     assert (out["missing"], out["readonly"], out["isdir"]) == \
         ("FileNotFoundError", "PermissionError", "IsADirectoryError")
-    assert out["timeout"] is not None and out["timeout"] < 15, out["timeout"]
+    assert out["timeout"] is not None and out["timeout"] < 300, out["timeout"]
     assert _left(run) == {"containers": 0, "networks": 0, "volumes": 0}
 
 
@@ -213,7 +212,7 @@ def test_inspect_eval_scripted_agent_in_the_enforced_stack(image_env, tmp_path):
         [sys.executable, "-m", "inspect_ai", "eval",
          "examples/inspect_biotool.py@artic_deletion_scripted", "--log-dir", str(tmp_path),
          "--log-format", "json", "--display", "plain"],
-        cwd=REPO, capture_output=True, text=True, timeout=900,
+        cwd=REPO, capture_output=True, text=True, timeout=1800,
         env={**os.environ, "BIOTOOL_IMAGE": SANDBOX_IMAGE, "BIOTOOL_EGRESS_IMAGE": EGRESS_IMAGE})
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
     log = read_eval_log(str(next(tmp_path.glob("*.json"))))
@@ -250,7 +249,7 @@ def test_compose_file_for_inspects_docker_provider(images, docker_client):
     asyncio.run(validate_compose_mounts(config, project))  # Inspect's own mount policy passes
     try:
         subprocess.run(base + ["up", "-d", "--wait"], env=env, check=True, capture_output=True,
-                       text=True, timeout=240)
+                       text=True, timeout=900)
         c = docker_client.containers.list(filters={"label": [f"com.docker.compose.project={project}",
                                                              "com.docker.compose.service=default"]})[0]
         # Exit codes through the SDK (compose exec loses them on this engine).

@@ -10,10 +10,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
+
+from biotool_testing import polling
 
 USER = os.environ.get("BIOTOOL_PODMAN_USER", "biotool-podman")
 
@@ -39,10 +40,10 @@ def podman_api():
         ["su", "-", USER, "-c", f"XDG_RUNTIME_DIR=/run/user/{uid} exec podman system service "
                                 f"--time=0 unix://{sock}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while not sock.exists() and service.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert sock.exists(), service.stderr.read() if service.poll() is not None else "no socket"
+    def served() -> bool:
+        assert service.poll() is None, service.stderr.read()
+        return sock.exists()
+    polling.until("podman's API socket", served, every_s=0.2)
     yield f"unix://{sock}"
     os.killpg(service.pid, 15)
     service.wait(timeout=30)

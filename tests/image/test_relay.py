@@ -16,18 +16,18 @@ import os
 import re
 import subprocess
 import threading
-import time
 
 import pytest
 
-from biotool_testing import certificates, stack
+from biotool_testing import certificates, polling, stack
 from biotool_testing.images import EGRESS_IMAGE
 
 HOST = stack.ALLOWED_HOST
 URL = f"https://{HOST}/blast/Blast.cgi"
 READS = stack.REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq"
 RELAY_NAME, RELAY_PORT = "ncbi-relay", 8443
-TAXONOMY_TIMEOUT = 180
+# Wide: NCBI's intervals take about a minute; the rest is this host's, ten times slower or not.
+TAXONOMY_TIMEOUT = 600
 PUT = (f"curl -s -w ' HTTP=%{{http_code}}\\n' --max-time 90 -X POST --data "
        f"'CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3Eq%0AACGTACGTACGTACGTACGTACGT' {URL}")
 
@@ -53,11 +53,7 @@ def start_relay(dc, name: str, tls, extra_ca, nets: list[str]):
     for net in nets[1:]:
         dc.networks.get(net).connect(relay, aliases=[RELAY_NAME])
     relay.start()
-    deadline = time.monotonic() + 30
-    while b"egress relay: ready" not in relay.logs() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if b"egress relay: ready" not in relay.logs():
-        raise AssertionError(f"the relay did not start: {relay.logs().decode()[-2000:]}")
+    polling.until("the relay's ready line", relay.logs, lambda logs: b"egress relay: ready" in logs)
     return relay
 
 
@@ -122,13 +118,11 @@ def test_two_runs_taxonomy_through_one_relay_keeps_ncbi_s_interval(site):
     def taxonomy(key: str) -> None:
         run = site[key]
         stack.launcher("cp", str(READS), f"{run['run']}:/work/reads.fastq")
-        t0 = time.monotonic()
         results[key] = stack.launcher(
             "exec", run["run"], "--timeout", str(TAXONOMY_TIMEOUT + 60), "--", "biotool",
             "taxonomy", "--fastq", "/work/reads.fastq", "--sample", "3", "--remote",
             "--timeout", str(TAXONOMY_TIMEOUT), "--email", "ci@example.org",
             timeout=TAXONOMY_TIMEOUT + 120)
-        results[key]["elapsed"] = time.monotonic() - t0
 
     threads = [threading.Thread(target=taxonomy, args=(k,)) for k in ("a", "b")]
     for t in threads:
@@ -137,24 +131,32 @@ def test_two_runs_taxonomy_through_one_relay_keeps_ncbi_s_interval(site):
         t.join(TAXONOMY_TIMEOUT + 180)
     for key in ("a", "b"):
         res = results[key]
-        assert res["exit_code"] == 0, res
-        assert res["elapsed"] < TAXONOMY_TIMEOUT + 30, res["elapsed"]  # within its --timeout
+        assert res["exit_code"] == 0, res  # finished within its --timeout (else exit 4)
         out = json.loads(res["stdout"])
         assert "coronavirus 2" in (out["summary"]["dominant"] or "").lower(), out["summary"]
     seen = stack.mock_requests(site["mock"])
     assert seen["violations"] == [], seen["violations"]  # 10 s apart, both runs together
-    # Every request the mock saw is one a run's gate allowed and sent through the relay.
-    allowed = [r for key in ("a", "b") for r in stack.audit(site[key])
-               if r["event"] == "request" and r["decision"] == "allowed"]
+    # Every request the mock saw is one a run's gate allowed and sent through the relay (each
+    # record written as its request ends, maybe after the client has its answer: read once
+    # there are as many as the mock saw).
+    allowed = polling.until(
+        "the gates' record of every request the mock got",
+        lambda: [r for key in ("a", "b") for r in stack.audit(site[key])
+                 if r["event"] == "request" and r["decision"] == "allowed"],
+        lambda recs: len(recs) >= len(seen["requests"]))
     assert len(allowed) == len(seen["requests"]) >= 6, (allowed, seen["requests"])
     assert {r["relay"] for r in allowed} == {f"{RELAY_NAME}:{RELAY_PORT}"}
     assert {r["what"] for r in allowed} >= {"put", "poll", "fetch"}
-    relayed = [json.loads(line.split(" ", 1)[1]) for line in
-               site["relay"].logs(stderr=False).decode().splitlines()
-               if line.startswith("BIOTOOL_RELAY ")]
-    sent = [r for r in relayed if r["decision"] == "allowed"]
+    sent = polling.until("the relay's record of every request the mock got",
+                         lambda: [r for r in relay_records(site["relay"]) if r["decision"] == "allowed"],
+                         lambda recs: len(recs) >= len(seen["requests"]))
     assert len(sent) == len(seen["requests"]) and {r["client"] for r in sent} == \
         {"gate-a", "gate-b"}
+
+
+def relay_records(relay) -> list[dict]:
+    return [json.loads(line.split(" ", 1)[1]) for line in relay.logs(stderr=False).decode().splitlines()
+            if line.startswith("BIOTOOL_RELAY ")]
 
 
 def test_run_b_cannot_poll_run_a_s_rid(site):
@@ -165,7 +167,7 @@ def test_run_b_cannot_poll_run_a_s_rid(site):
     rid = m.group(1)
     before = len(stack.mock_requests(mock)["requests"])
     steal = sh(b, "; ".join(
-        f"curl -s -w ' HTTP=%{{http_code}}\\n' --max-time 30 '{URL}?{q}'" for q in (
+        f"curl -s -w ' HTTP=%{{http_code}}\\n' --max-time 120 '{URL}?{q}'" for q in (
             f"CMD=Get&FORMAT_OBJECT=SearchInfo&RID={rid}",
             f"CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid}")))
     assert re.findall(r"HTTP=(\d+)", steal["stdout"]) == ["403", "403"], steal
@@ -181,11 +183,13 @@ def test_an_hpc_episode_on_the_enforced_runtime_reaches_ncbi_through_the_relay(s
     dc = docker.from_env()
     runs_before = set(stack.launcher("ps")["runs"])
     # The site's route to the relay: a network the relay joins as RELAY_NAME, and the episode
-    # run's egress as soon as it exists (its gate first calls the relay at the first Put).
+    # run's egress as soon as it exists; the line waits for ROUTED (written in its sandbox once
+    # the route is joined), so its first Put never races the join.
     route = dc.networks.create(f"{site['a']['run']}-hpc-route", driver="bridge", internal=True,
                                labels={"org.biotool.test": "ncbi-relay"})
     route.connect(site["relay"], aliases=[RELAY_NAME])
-    stop, joined = threading.Event(), set()
+    stop, joined, told = threading.Event(), set(), set()
+    routed = "/tmp/biotool-test-routed"
 
     def join_egress() -> None:
         while not stop.is_set():
@@ -195,12 +199,18 @@ def test_an_hpc_episode_on_the_enforced_runtime_reaches_ncbi_through_the_relay(s
                 if relayed and run not in runs_before | joined:
                     joined.add(run)
                     route.connect(c)
+            for run in joined - told:
+                for c in dc.containers.list(filters={"label": [
+                        f"com.docker.compose.project={run}", "com.docker.compose.service=sandbox"]}):
+                    if c.exec_run(["touch", routed]).exit_code == 0:
+                        told.add(run)
             stop.wait(0.2)
 
     work, episode = tmp_path / "work", tmp_path / "episode"
     work.mkdir()
     episode.mkdir()
-    line = ("biotool taxonomy --fastq /opt/biotool/samples/demo-sarscov2-artic-reads/"
+    line = (f"until [ -e {routed} ]; do sleep 0.2; done; "
+            "biotool taxonomy --fastq /opt/biotool/samples/demo-sarscov2-artic-reads/"
             f"MT007544.fastq --sample 3 --remote --timeout {TAXONOMY_TIMEOUT} --email ci@example.org")
     env = {**os.environ, "BIOTOOL_IMAGE": stack.SANDBOX_IMAGE, "BIOTOOL_EGRESS_IMAGE": EGRESS_IMAGE,
            "BIOTOOL_NCBI_RELAY": f"https://{RELAY_NAME}:{RELAY_PORT}",
@@ -216,7 +226,7 @@ def test_an_hpc_episode_on_the_enforced_runtime_reaches_ncbi_through_the_relay(s
                              capture_output=True, text=True, timeout=TAXONOMY_TIMEOUT + 240)
     finally:
         stop.set()
-        router.join(5)
+        router.join(120)
         route.disconnect(site["relay"])
         route.remove()
     assert ran.returncode == 0, ran.stderr[-2000:]
@@ -225,10 +235,8 @@ def test_an_hpc_episode_on_the_enforced_runtime_reaches_ncbi_through_the_relay(s
     audit = json.loads((episode / "audit.json").read_text())
     allowed = [r for r in audit["records"] if r["event"] == "request" and r["decision"] == "allowed"]
     assert allowed and {r["relay"] for r in allowed} == {f"{RELAY_NAME}:{RELAY_PORT}"}, allowed
-    relayed = [json.loads(line.split(" ", 1)[1]) for line in
-               site["relay"].logs(stderr=False).decode().splitlines()
-               if line.startswith("BIOTOOL_RELAY ")]
-    assert "gate-hpc" in {r["client"] for r in relayed if r["decision"] == "allowed"}
+    polling.until("the relay's record of the episode's requests", lambda: relay_records(site["relay"]),
+                  lambda recs: "gate-hpc" in {r["client"] for r in recs if r["decision"] == "allowed"})
     assert stack.mock_requests(site["mock"])["violations"] == []
     assert joined and "run-enforced:" not in ran.stderr  # brought down
     assert not joined & set(stack.launcher("ps")["runs"])
@@ -273,9 +281,8 @@ def test_the_interval_holds_across_a_relay_restart(site):
     a, mock, relay = site["a"], site["mock"], site["relay"]
     assert "HTTP=200" in sh(a, PUT)["stdout"]
     relay.restart(timeout=5)
-    deadline = time.monotonic() + 30
-    while relay.logs().count(b"egress relay: ready") < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
+    polling.until("the restarted relay's ready line", relay.logs,
+                  lambda logs: logs.count(b"egress relay: ready") >= 2)
     assert "HTTP=200" in sh(a, PUT)["stdout"]
     seen = stack.mock_requests(mock)
     assert seen["violations"] == [], seen["violations"]

@@ -15,10 +15,11 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from biotool_testing import polling
 
 REPO = Path(__file__).resolve().parents[2]
 HPC = REPO / "hpc"
@@ -37,7 +38,9 @@ biotool doctor
 {PROBE}
 biotool taxonomy --local --fastq /work/absent.fastq
 """
-JOB_DEADLINE_S = 240
+# Limits that only call a job that never ends a failure: ten times a busy host's minute or two.
+JOB_LIMIT_S = 1800
+EPISODE_TIMEOUT_S = 600
 
 pytestmark = pytest.mark.skipif(
     any(shutil.which(tool) is None for tool in DAEMONS),
@@ -48,16 +51,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _wait(what: str, check, deadline_s: float, every: float = 0.5):
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        value = check()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"{what}: not within {deadline_s} s")
 
 
 class Slurm:
@@ -89,7 +82,7 @@ class Slurm:
                                f"--socket={sock}", f"--pid-file={r / 'munge' / 'munged.pid'}",
                                f"--seed-file={r / 'munge' / 'seed'}",
                                f"--log-file={r / 'munged.log'}"])
-        _wait("munged's socket", sock.exists, 20, 0.2)
+        polling.until("munged's socket", sock.exists, every_s=0.2)
         self.conf.write_text(f"""\
 ClusterName=biotooltest
 SlurmctldHost={self.node}(127.0.0.1)
@@ -130,7 +123,7 @@ PartitionName=debug Nodes={self.node} Default=YES MaxTime=30 State=UP
             p = self.cmd("sinfo", "-h", "-N", "-o", "%T", check=False)
             return p.returncode == 0 and p.stdout.strip() == "idle"
         try:
-            _wait("the node to be idle", idle, 60, 1)
+            polling.until("the node to be idle", idle, every_s=1)
         except AssertionError as exc:
             raise AssertionError(f"{exc}\nslurmctld: {self.log('slurmctld')}\n"
                                  f"slurmd: {self.log('slurmd')}") from None
@@ -182,11 +175,11 @@ def test_job_array_runs_throttled_offline_episodes_and_the_shards_merge(slurm, i
     env = ",".join([f"ALL,BIOTOOL_TASKS={tasks}", "BIOTOOL_PER_TASK=2",
                     f"BIOTOOL_RESULTS={results}",
                     f"BIOTOOL_RUNTIME={HPC / 'run-docker.sh'}", f"BIOTOOL_SITE={site}",
-                    f"BIOTOOL_IMAGE={images['sandbox']}", "BIOTOOL_EPISODE_TIMEOUT=120"])
+                    f"BIOTOOL_IMAGE={images['sandbox']}", f"BIOTOOL_EPISODE_TIMEOUT={EPISODE_TIMEOUT_S}"])
     # The template's own 2 CPUs and 8G do not fit this node twice; 1 CPU each leaves room for
     # 2 at once, so it is the %1 throttle that keeps the tasks one at a time.
     job = slurm.cmd("sbatch", "--parsable", "--array=0-2%1", "--cpus-per-task=1", "--mem=1G",
-                    "--time=10", f"--chdir={tmp_path}", f"--output={tmp_path}/task-%a.log",
+                    "--time=30", f"--chdir={tmp_path}", f"--output={tmp_path}/task-%a.log",
                     f"--export={env}", str(HPC / "episodes.sbatch")).stdout.strip()
     try:
         running_at_once = []
@@ -195,14 +188,16 @@ def test_job_array_runs_throttled_offline_episodes_and_the_shards_merge(slurm, i
             states = [s["JobState"] for s in _job_states(slurm, job)]
             running_at_once.append(states.count("RUNNING"))
             return all(s in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT") for s in states)
-        _wait(f"job array {job} to finish", finished, JOB_DEADLINE_S, 1)
+        polling.until(f"job array {job} to finish", finished, limit_s=JOB_LIMIT_S, every_s=1)
     finally:
         slurm.cmd("scancel", job, check=False)
     states = _job_states(slurm, job)
     logs = {p.name: p.read_text(errors="replace")[-1500:] for p in tmp_path.glob("task-*.log")}
     assert len(states) == 3 and {(s["JobState"], s["ExitCode"]) for s in states} \
         == {("COMPLETED", "0:0")}, (states, logs)
-    assert max(running_at_once) == 1
+    # Sampled once a second, never two at once (a fast host may finish a task unsampled);
+    # the shards' own start and end times below say it for every moment.
+    assert max(running_at_once) <= 1
 
     merged = subprocess.run([sys.executable, str(HPC / "merge.py"), str(results),
                              "--tasks", str(tasks), "--per-task", "2"],
