@@ -158,7 +158,7 @@ def cached(name: str, fasta: Path, digest: str, label: str,
         _background_failure(final)
         bases = sum(_lengths(fasta).values())
         if deadline is None and bases >= background_from(label):
-            from biotool.system.lifetime import one_shot
+            from biotool.lifetime import one_shot
 
             shape = one_shot()
             if shape:  # a background build would die with this command: no promise
@@ -213,7 +213,7 @@ def expected_build_s(label: str, bases: int) -> int:
 
 
 def no_background(name: str, label: str, bases: int, shape: str) -> str:
-    """The refusal where a background build cannot outlive the command (system.lifetime):
+    """The refusal where a background build cannot outlive the command (biotool.lifetime):
     the ways to the index instead of a promise that cannot come true."""
     est = expected_build_s(label, bases)
     budget = 60 * math.ceil((2 * est + 60) / 60)  # room for the command's own work

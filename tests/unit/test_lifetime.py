@@ -1,4 +1,4 @@
-"""Whether a background build can outlive its command (biotool.system.lifetime): on process
+"""Whether a background build can outlive its command (biotool.lifetime): on process
 trees written as /proc shows them, for each shape a command runs in, and on a real PID
 namespace whose PID 1 is the command (unshare, as a one-shot container runs it); and the
 background index's refusal there, which says how to get the index instead of promising it."""
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from biotool.system import lifetime
+from biotool import lifetime
+from biotool_testing.paths import REFS, REPO
 
-REPO = Path(__file__).resolve().parents[3]
-SARS = REPO / "refs" / "demo" / "sarscov2" / "MN908947.3.reference.fasta"
+SARS = REFS / "demo" / "sarscov2" / "MN908947.3.reference.fasta"
 
 
 def _tree(root: Path, procs: list[tuple[int, int, list[str]]]) -> Path:
@@ -97,7 +97,7 @@ def _env(**more: str) -> dict:
 
 
 def test_a_real_pid_namespace_whose_pid_1_is_the_command_is_one_shot():
-    code = "from biotool.system.lifetime import one_shot; print(one_shot())"
+    code = "from biotool.lifetime import one_shot; print(one_shot())"
     ran = subprocess.run([*_unshare(), sys.executable, "-c", code], capture_output=True,
                          text=True, env=_env(), timeout=120)
     assert ran.returncode == 0 and "PID 1" in ran.stdout, ran
