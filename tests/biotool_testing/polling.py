@@ -31,3 +31,15 @@ def until(what: str, probe: Callable[[], T], done: Callable[[T], bool] = bool, *
         if clock() >= end:
             raise AssertionError(f"{what}: not within {limit_s:g} s (last seen: {str(value)[:2000]})")
         sleep(every_s)
+
+
+def within(check: Callable[[], bool], limit_s: float = LIMIT_S, every_s: float = 0.05, *,
+           clock: Callable[[], float] = time.monotonic,
+           sleep: Callable[[float], None] = time.sleep) -> bool:
+    """Whether check() holds within limit_s: `until` for a test that asserts on the answer
+    itself (a state that must come, or one that must not)."""
+    try:
+        until("", check, limit_s=limit_s, every_s=every_s, clock=clock, sleep=sleep)
+    except AssertionError:
+        return False
+    return True

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from biotool_testing import polling
 from biotool_testing.polling import until
 
 
@@ -51,3 +52,15 @@ def test_a_probe_slower_than_the_limit_is_judged_by_what_it_saw_not_by_the_clock
     with pytest.raises(AssertionError, match="a slow miss: not within 5 s"):
         until("a slow miss", slow(0), limit_s=5, clock=t.clock, sleep=t.sleep)
     assert calls == [1, 0] and t.slept == []
+
+
+def test_within_answers_whether_the_state_came():
+    now = [0.0]
+
+    def sleep(dt):
+        now[0] += dt
+
+    seen = []
+    assert polling.within(lambda: seen.append(1) or len(seen) >= 3, 10, 1.0,
+                          clock=lambda: now[0], sleep=sleep)
+    assert not polling.within(lambda: False, 10, 1.0, clock=lambda: now[0], sleep=sleep)

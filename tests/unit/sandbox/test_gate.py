@@ -26,7 +26,7 @@ from typing import Callable
 
 import pytest
 
-from biotool_testing import certificates, mock_ncbi, scripts
+from biotool_testing import certificates, mock_ncbi, polling, scripts
 
 REPO = Path(__file__).resolve().parents[3]
 HOST = "blast.ncbi.nlm.nih.gov"
@@ -53,13 +53,8 @@ NEVER = 3600.0   # an interval no test outlasts: after one request, the next is 
 
 
 def wait_until(check: Callable[[], bool], seconds: float = SETTLE_S) -> bool:
-    """Whether check() holds within `seconds` (asked again every 50 ms)."""
-    end = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() >= end:
-            return False
-        time.sleep(0.05)
-    return True
+    """Whether check() holds within `seconds`."""
+    return polling.within(check, seconds)
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 import pytest
 import yaml
 
-from biotool_testing import certificates, mock_ncbi, scripts
+from biotool_testing import certificates, mock_ncbi, polling, scripts
 
 REPO = Path(__file__).resolve().parents[3]
 EGRESS = REPO / "image" / "egress"
@@ -35,13 +35,8 @@ PACED_S = 4.0    # an interval the test's next request cannot outlast, short eno
 
 
 def wait_until(check: Callable[[], bool], seconds: float = SETTLE_S) -> bool:
-    """Whether check() holds within `seconds` (asked again every 50 ms)."""
-    end = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() >= end:
-            return False
-        time.sleep(0.05)
-    return True
+    """Whether check() holds within `seconds`."""
+    return polling.within(check, seconds)
 
 
 schedule = scripts.module(EGRESS / "schedule.py")
