@@ -78,7 +78,13 @@ if [ -n "$san" ]; then
     pids+=($!)
     # Squid only after the gate listens: a peer it finds down at start is probed again a
     # second later, which every episode would wait for.
-    for _ in $(seq 200); do [ -e "$run_dir/gate-ready" ] && break; sleep 0.05; done
+    # Until it listens or dies: a loaded host may take seconds to import it; 120 s only stops
+    # a gate that hangs.
+    for _ in $(seq 2400); do
+        [ -e "$run_dir/gate-ready" ] && break
+        kill -0 "${pids[0]}" 2>/dev/null || break
+        sleep 0.05
+    done
     [ -e "$run_dir/gate-ready" ] || { echo "egress: the gate did not start" >&2; exit 2; }
 fi
 if [ -n "$san" ]; then
