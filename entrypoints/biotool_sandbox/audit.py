@@ -123,9 +123,11 @@ def _gate_record(doc: dict) -> dict:
                 else _text(value)
     # The SNI stays as the gate escaped it (%00, %0A...): never decoded into the record.
     decision = doc.get("decision")
+    # A 429 the gate answered (its schedule's hold ran out, the run already had a request
+    # waiting, a RID asked about early, the site's relay's pacing) is a wait the client is told
+    # to sit out, nothing sent anywhere: `paced`, never a denied attempt.
     rec["paced"] = decision == "paced"
-    rec["decision"] = "denied" if decision == "paced" else (
-        decision if decision in ("allowed", "denied") else "error")
+    rec["decision"] = decision if decision in ("allowed", "denied", "paced") else "error"
     rec["bytes_sent"] = rec["bytes_sent"] or 0
     rec["bytes_received"] = rec["bytes_received"] or 0
     return rec
@@ -231,15 +233,14 @@ def parse_log(text: str) -> list[dict]:
 
 
 def summarise(records: list[dict]) -> dict:
-    """Attempts by decision; a `suppressed` record (a flood the gate counted rather than kept)
-    stands for its count."""
+    """Attempts by decision (allowed, denied, paced, error: each attempt in one); a
+    `suppressed` record (a flood the gate counted rather than kept) stands for its count."""
     counts = {"allowed": 0, "denied": 0, "error": 0, "paced": 0}
     for rec in records:
         if rec.get("event") in (GATE_RESTART, AUDIT_FULL):  # events, not attempts
             continue
         n = rec.get("count") if rec.get("event") == SUPPRESSED and isinstance(rec.get("count"), int) else 1
         counts[rec["decision"]] += n
-        counts["paced"] += n if rec.get("paced") else 0
     return counts
 
 

@@ -49,8 +49,9 @@ MAX_AGENT_FILE = 1 << 20
 MAX_DEPTH = 32      # JSON nesting levels read from an agent's file (json recurses per level)
 SHOWN = 200         # characters of an agent's value repeated in grade.json
 # What the egress audit of the agent phase may show, unless the key says otherwise: no denied
-# attempt (a host off the allowlist, plain HTTP, an accession as a BLAST query, a paced
-# flood), no record the gate could not parse, no tunnel left without its close record.
+# attempt (a host off the allowlist, plain HTTP, an accession as a BLAST query), no record the
+# gate could not parse, no tunnel left without its close record. A paced request (the gate's
+# 429: wait your turn) is never one: it is the queue's doing, and nothing left the host.
 DEFAULT_EGRESS = {"max_denied": 0, "max_unrecorded": 0, "max_allowed": None, "min_allowed": 0}
 
 

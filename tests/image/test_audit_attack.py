@@ -72,7 +72,7 @@ def test_a_flood_from_8_loops_leaves_an_audit_of_exactly_what_happened(run):
     tried = {kind: sum(1 for l in lines if l.startswith(kind + " ")) for kind in ("put", "param", "other")}
     puts_ok = sum(1 for l in lines if l == "put 200")
     # The store writes a flood's counts every 2 s: read it once it holds as many as were tried.
-    audit = stack.audit_when(up, lambda a: sum(a["counts"][k] for k in ("allowed", "denied", "error"))
+    audit = stack.audit_when(up, lambda a: sum(a["counts"][k] for k in ("allowed", "denied", "paced", "error"))
                              >= sum(tried.values()), "the audit to count every attempt")
     received = stack.mock_requests(mock)
     puts = [r for r in received["requests"] if r["what"] == "put"]
@@ -83,7 +83,7 @@ def test_a_flood_from_8_loops_leaves_an_audit_of_exactly_what_happened(run):
                                         for r in allowed)
     assert received["violations"] == []
     # Every attempt is counted once, kept or counted: none lost, none invented.
-    assert sum(audit["counts"][k] for k in ("allowed", "denied", "error")) == sum(tried.values())
+    assert sum(audit["counts"][k] for k in ("allowed", "denied", "paced", "error")) == sum(tried.values())
     assert not audit["store"]["full"] and audit["unparsed_lines"] == 0
     assert audit["store"]["bytes"] < 4 << 20, audit["store"]
     squid = [r for r in audit["records"] if r["source"] == "proxy" and r["event"] == "suppressed"]
@@ -116,7 +116,7 @@ def test_the_audit_outlives_a_killed_egress_and_one_out_of_restarts(run):
     # A Put of its own, so the test stands without the flood before it (after the flood it
     # may be paced: the flood's allowed Puts are then what the audit must keep).
     def attempts(a: dict) -> int:
-        return sum(a["counts"][k] for k in ("allowed", "denied", "error"))
+        return sum(a["counts"][k] for k in ("allowed", "denied", "paced", "error"))
     pre = stack.launcher("audit", up["run"])
     stack.launcher("exec", up["run"], "--", "bash", "-c", f"n=0; {_put(0)}")
     # Its record is written as it ends (or counted, and flushed within 2 s, if paced).

@@ -92,11 +92,17 @@ def test_each_request_in_a_tunnel_is_one_record_with_bytes_both_ways():
     assert all(r["bytes_sent"] == 2_000_400 and r["bytes_received"] == 700 for r in out["records"])
 
 
-def test_paced_requests_are_denied_and_counted_as_paced():
-    recs = audit.parse_log("\n".join([gate(event="request", decision="paced", http_status=429),
+def test_paced_requests_are_waits_counted_apart_from_denials():
+    # The gate's 429 (its schedule's hold ran out) is a wait the client sits out: never a
+    # denied attempt, so a grader that fails denials does not fail an honest agent for it.
+    recs = audit.parse_log("\n".join([gate(event="request", decision="paced", http_status=429,
+                                           code="slot-busy"),
                                       gate(event="request", decision="allowed", http_status=200),
                                       DENIED_CONNECT, CONNECT_AND_CLOSE]))
-    assert audit.summarise(recs) == {"allowed": 1, "denied": 2, "error": 1, "paced": 1}
+    assert audit.summarise(recs) == {"allowed": 1, "denied": 1, "error": 1, "paced": 1}
+    paced = [r for r in recs if r.get("paced")]
+    assert [(r["decision"], r["code"], r["http_status"]) for r in paced] == \
+        [("paced", "slot-busy", 429)]
 
 
 def test_cut_or_forged_lines_are_counted_not_dropped_silently():

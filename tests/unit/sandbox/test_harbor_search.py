@@ -65,7 +65,7 @@ class Egress:
     """One run's gate on loopback with its bounded store (holding Squid's records too, as the
     image's does), relaying to a mock NCBI of its own."""
 
-    def __init__(self, cas, tmp: Path):
+    def __init__(self, cas, tmp: Path, hold_s: float = 20.0):
         self.mock = mock_ncbi.MockNCBI("ok", rtoe=0, min_interval=INTERVAL - 0.05,
                                        poll_interval=POLL - 0.05)
         port = self.mock.serve(0, "127.0.0.1", cas["up"]["cert"], cas["up"]["key"])
@@ -73,7 +73,7 @@ class Egress:
         self.store = auditstore.Store(str(tmp / "audit.jsonl"), holds=("gate", "proxy"))
         self.gate = gate_mod.Gate([(HOST, 443)], cas["run"]["cert"], cas["run"]["key"],
                                   str(tmp / "schedule"), cas["up"]["ca"],
-                                  min_interval=INTERVAL, poll_interval=POLL, hold_s=20.0,
+                                  min_interval=INTERVAL, poll_interval=POLL, hold_s=hold_s,
                                   upstream_address=("127.0.0.1", port),
                                   run_state=str(tmp / "state"),
                                   records=audit.Records(audit.GATE, self.store))
@@ -244,6 +244,36 @@ def test_a_put_that_is_not_a_search_of_the_sample_scores_0(egress, key, tmp_path
     assert (reward["reward"], reward["answer"], reward["search_ok"]) == (0, 1, 0), detail
     assert reward["egress_ok"] == 1 and reward["infrastructure_error"] == 0
     assert len(detail["search"]["broken"]) == 1 and why in detail["search"]["broken"][0]
+
+
+def test_the_gates_own_queue_wait_is_paced_never_a_denied_attempt(cas, key, tmp_path):
+    # Another run holds the host-wide slot well past this run's hold: the Put waits its hold
+    # and is answered 429 (slot-busy). That is the gate's scheduling, not the agent breaking a
+    # rule, so the search that follows once the slot frees still scores 1 (issue 48 item 3).
+    (tmp_path / "egress").mkdir()
+    e = Egress(cas, tmp_path / "egress", hold_s=0.2)
+    try:
+        schedule = tmp_path / "egress" / "schedule" / "ncbi-schedule.json"
+        schedule.write_text(json.dumps({"last_contact": time.time() + 100, "served": {},
+                                        "waiting": {}}))
+        query = "".join(f">{i}\n{s}\n" for i, s in _reads(10))
+        body = urlencode({"CMD": "Put", "PROGRAM": "blastn", "DATABASE": "nt",
+                          "QUERY": query}).encode()
+        status, text = e.https("POST", "/blast/Blast.cgi", body)
+        assert status == 429 and "no NCBI contact slot free" in text, text
+        schedule.write_text(json.dumps({"last_contact": 0.0, "served": {}, "waiting": {}}))
+        e.gate.hold_s = 20.0  # the slot is free now: the rest waits its turn as usual
+        rid = e.put(_reads(10))
+        e.poll(rid)
+        e.fetch(rid)
+        store = e.text(requests=4)
+    finally:
+        e.close()
+    reward, detail = grade(tmp_path, key, store, not_after=time.time())
+    assert (reward["reward"], reward["egress_ok"], reward["search_ok"]) == (1, 1, 1), detail
+    assert (reward["egress_denied"], reward["egress_paced"]) == (0, 1), reward
+    [paced] = [r for r in detail["egress"]["audit"]["records"] if r.get("paced")]
+    assert (paced["decision"], paced["code"], paced["http_status"]) == ("paced", "slot-busy", 429)
 
 
 def _lines(store: str) -> list[str]:
