@@ -12,3 +12,31 @@ MIN_INTERVAL_S = 10.0   # seconds between any two requests from one address
 POLL_INTERVAL_S = 60.0  # seconds between two polls of one RID
 RULE = (f"NCBI allows one request every {MIN_INTERVAL_S:.0f} s per address and one poll "
         f"per RID every {POLL_INTERVAL_S:.0f} s")
+
+# How long the egress holds one request waiting for its fair turn at NCBI's slot before a 429
+# (the client then waits and asks again): a per-run setting, bounded by biotool's own
+# longest request (taxonomy/ncbi.py reads for at most 300 s: past that its client has left).
+HOLD_ENV = "BIOTOOL_EGRESS_HOLD_S"
+DEFAULT_HOLD_S = 30.0
+MIN_HOLD_S, MAX_HOLD_S = 1.0, 240.0
+
+
+def hold_from(text: str | None) -> float:
+    """The hold a run's egress was given (HOLD_ENV), DEFAULT_HOLD_S when unset; ValueError
+    naming the value when it is not a number of seconds within the bounds."""
+    if text is None or not text.strip():
+        return DEFAULT_HOLD_S
+    try:
+        hold = float(text)
+    except ValueError:
+        hold = float("nan")
+    if not MIN_HOLD_S <= hold <= MAX_HOLD_S:  # NaN fails both
+        raise ValueError(f"{HOLD_ENV}={text.strip()[:40]!r} is not a number of seconds from "
+                         f"{MIN_HOLD_S:.0f} to {MAX_HOLD_S:.0f}")
+    return hold
+
+
+def sustainable_runs(hold_s: float, interval_s: float) -> int:
+    """How many runs asking at once can each be granted a slot within their hold when one
+    slot frees per interval: floor(hold / interval), at least 1."""
+    return max(1, int(hold_s // interval_s))

@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from biotool import ncbirule
+
 from . import budget
 from .auditwire import RUN_STATE, STORE
 from .errors import LauncherError
@@ -85,7 +87,14 @@ def load(compose: Path, image: str, egress_image: str) -> dict:
     return doc
 
 
-def agent_compose(compose: Path, image: str, egress_image: str) -> dict:
+def egress_hold(agent_timeout_s: float) -> float:
+    """The egress's hold for a trial: a request waits its turn as long as the agent phase
+    can, within the gate's bound (biotool.ncbirule.MAX_HOLD_S)."""
+    return max(ncbirule.MIN_HOLD_S, min(ncbirule.MAX_HOLD_S, float(agent_timeout_s)))
+
+
+def agent_compose(compose: Path, image: str, egress_image: str,
+                  hold_s: float = ncbirule.DEFAULT_HOLD_S) -> dict:
     doc = load(compose, image, egress_image)
     main = dict(doc["services"]["sandbox"])
     if not main.get("runtime"):
@@ -96,6 +105,7 @@ def agent_compose(compose: Path, image: str, egress_image: str) -> dict:
     main["environment"] = {**main.get("environment", {}),
                            GUARD: "${" + SIDECAR_VARIABLE + ":-}"}
     egress = dict(doc["services"]["egress"])
+    egress["environment"] = {**egress.get("environment", {}), ncbirule.HOLD_ENV: f"{hold_s:g}"}
     volumes = {**doc["volumes"], "logs": {}, "solution": {}}
     return {"services": {MAIN: main, "egress": egress},
             "networks": doc["networks"], "volumes": volumes}

@@ -23,6 +23,7 @@ ORG = "biotool"
 ANSWER = "/logs/artifacts/answer.json"
 SCHEMA_VERSION = "1.4"        # harbor 0.26.0's TaskConfig.schema_version
 VERIFIER_TIMEOUT_SEC = 300
+AGENT_TIMEOUT_SEC = 900       # a task's agent phase unless its key says otherwise
 # The agent phase's environment must be the enforced stack before anything runs in it:
 # doctor fails on an open network (Harbor's own sidecar taking over `main`, say), and Harbor
 # then ends the trial as an environment error, never as the agent's 0.
@@ -74,7 +75,7 @@ image = {_toml_str(image)}
 answer = "{ANSWER}"
 
 [agent]
-timeout_sec = {float(key.get("agent_timeout_sec", 900))}
+timeout_sec = {float(key.get("agent_timeout_sec", AGENT_TIMEOUT_SEC))}
 # The sandbox's own user (compose.yaml): Harbor runs the agent, and the oracle, as it.
 user = {_toml_str(user)}
 
@@ -153,7 +154,8 @@ def _write_partial(src: Path, dest: Path, partial: Path, key: dict, compose: Pat
     for sub in ("environment", "solution", "tests"):
         (partial / sub).mkdir(parents=True)
     shutil.copyfile(src / "instruction.md", partial / "instruction.md")
-    environment = harbor_env.agent_compose(compose, image, egress_image)
+    hold = harbor_env.egress_hold(key.get("agent_timeout_sec", AGENT_TIMEOUT_SEC))
+    environment = harbor_env.agent_compose(compose, image, egress_image, hold)
     (partial / "task.toml").write_text(
         task_toml(key, image, harbor_env.limits(compose), version,
                   str(environment["services"][harbor_env.MAIN]["user"])), encoding="utf-8")

@@ -47,7 +47,7 @@ from biotool_sandbox import auditwire  # in the egress image: beside this file
 JITTER_S = 0.5                # added to NCBI's intervals for network jitter
 MIN_INTERVAL_S = ncbirule.MIN_INTERVAL_S + JITTER_S
 POLL_INTERVAL_S = ncbirule.POLL_INTERVAL_S + JITTER_S
-HOLD_S = 30.0                 # the longest a request waits for its fair turn before a 429
+HOLD_S = ncbirule.DEFAULT_HOLD_S  # the longest a request waits for its fair turn before a 429
 BODY_BUDGET = 2 * blastapi.MAX_BODY  # request bodies held at once per run: the gate has 512m
 MAX_TUNNELS = 32              # open tunnels per run; more are answered 503
 _RID = re.compile(rb"RID\s*=\s*([A-Za-z0-9_-]{1,64})")

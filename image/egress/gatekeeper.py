@@ -33,6 +33,7 @@ import auditstore  # noqa: E402
 import gate as gate_mod  # noqa: E402
 import squidlog  # noqa: E402
 import tunnel  # noqa: E402
+from biotool import ncbirule  # noqa: E402 - copied beside it in the image
 from biotool import rules as rules_mod  # noqa: E402 - copied beside it in the image
 from render import GATE_PORT, SQUID_LOG_PORT  # noqa: E402 - squid.conf names the same ports
 from biotool_sandbox import auditwire  # noqa: E402 - copied beside it in the image
@@ -56,7 +57,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--relay-tls", default=os.environ.get("BIOTOOL_NCBI_RELAY_TLS") or None,
                     help="directory with site-ca.pem, client.pem, client.key "
                          "(default BIOTOOL_NCBI_RELAY_TLS)")
+    ap.add_argument("--hold", default=os.environ.get(ncbirule.HOLD_ENV),
+                    help=f"seconds a request waits for its turn at NCBI's slot before a 429 "
+                         f"(default {ncbirule.HOLD_ENV}, else {ncbirule.DEFAULT_HOLD_S:.0f})")
     args = ap.parse_args(argv)
+    try:
+        hold_s = ncbirule.hold_from(args.hold)
+    except ValueError as exc:
+        print(f"egress gate: {exc}", file=sys.stderr)
+        return 2
     try:
         allow = rules_mod.load(args.rules).egress_allow
     except rules_mod.RulesError as exc:
@@ -75,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         gate = gate_mod.Gate(allow, args.cert, args.key, args.state_dir, extra,
                              run_state=args.run_state, relay=args.relay,
-                             relay_tls=args.relay_tls, records=records)
+                             relay_tls=args.relay_tls, records=records, hold_s=hold_s)
     except (OSError, ValueError, ssl.SSLError) as exc:  # a relay set but unusable: no egress
         print(f"egress gate: the NCBI relay is not usable ({exc})", file=sys.stderr)
         return 2
@@ -103,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, stop)
     if args.ready_file:
         Path(args.ready_file).write_text("gate up\n")
-    via = f", through the site's NCBI relay {args.relay}" if gate.relay else ""
+    via = f", through the site's NCBI relay {args.relay}" if gate.relay else \
+        f", holding a request at most {hold_s:g} s for its NCBI slot"
     print(f"egress gate: listening on {args.listen} for {sorted(gate.allow)}{via}",
           file=sys.stderr, flush=True)
     server.serve_forever(poll_interval=0.5)

@@ -121,3 +121,38 @@ def test_a_gate_starting_on_an_emptied_volume_counts_from_its_start(tmp_path):
 def test_the_relay_and_the_gate_share_the_rule(tmp_path):
     # One implementation: the relay's schedule is the same class, so empty reads alike.
     assert relay_mod.schedule_mod.Schedule is gate_mod.schedule_mod.Schedule
+
+
+def _rounds(directory: Path, clock: Clock, askers: dict, until: float) -> list[tuple[float, str]]:
+    """Every run in `askers` (name -> first time it asks) asks at every 0.2 s tick of the
+    injected clock from then on, as a flood and a client re-asking after its 429 do; the
+    grants in order."""
+    s = sched(directory, clock)
+    s.reserve = 0.0  # each grant is its contact: the write's stamp is not what is tested here
+    grants = []
+    while clock.t < until:
+        for run, start in askers.items():
+            if clock.t >= start and s._step(run) is not None:
+                grants.append((clock.t, run))
+        clock.sleep(0.2)
+    return grants
+
+
+@pytest.mark.parametrize("flooders", [1, 2, 3])
+def test_runs_flooding_puts_cannot_push_an_honest_run_past_its_turn(tmp_path, flooders):
+    # Issue 48 item 3: per-run fairness, not first come. Flooders ask at every tick from the
+    # start; the honest run joins later and asks on. Its first slot comes within one round of
+    # the interval (a grant to each run served before it at most), and then it gets one slot
+    # in every (flooders + 1) grants, whatever the flood's rate.
+    clock = Clock()
+    start = clock.t
+    honest_from = start + 3 * INTERVAL + 1.0
+    askers = {**{f"flood{i}": start for i in range(flooders)}, "honest": honest_from}
+    grants = _rounds(tmp_path, clock, askers, start + 40 * INTERVAL)
+    mine = [t for t, run in grants if run == "honest"]
+    assert mine and mine[0] - honest_from <= INTERVAL + 0.2 + 1e-6, grants[:12]
+    after = [run for t, run in grants if t >= mine[0]]
+    for i in range(0, len(after) - flooders, flooders + 1):
+        window = after[i:i + flooders + 1]
+        assert sorted(window) == sorted(askers), (i, window)
+    assert all(b - a >= INTERVAL - 1e-6 for (a, _), (b, _) in zip(grants, grants[1:]))

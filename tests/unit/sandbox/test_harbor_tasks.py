@@ -103,11 +103,40 @@ def test_environment_is_compose_yamls_stack_as_compose_resolves_both(tasks):
     assert environment.pop(harbor_env.GUARD) == ""
     assert environment == sandbox["environment"]
     assert main == {k: v for k, v in sandbox.items() if k != "environment"}
-    assert theirs["services"]["egress"] == ours["services"]["egress"]
+    egress = dict(theirs["services"]["egress"])
+    # The one addition: the trial's hold at NCBI's queue (the spike task's 900 s, bounded).
+    assert egress.pop("environment") == {"BIOTOOL_EGRESS_HOLD_S": "240"}
+    assert egress == ours["services"]["egress"]
     assert theirs["networks"] == ours["networks"]
     assert theirs["networks"]["internal"]["internal"] is True
     assert {k: v for k, v in theirs["volumes"].items() if k not in ("logs", "solution")} \
         == ours["volumes"]
+
+
+def test_each_trials_egress_holds_a_request_as_long_as_its_agent_phase_can(tasks):
+    # Issue 48 item 3: a request waits for NCBI's slot as long as the episode can, not a fixed
+    # 30 s, within the gate's bound; a task whose agent phase is shorter holds it that long.
+    from biotool import ncbirule
+
+    for name in harbor_tasks.sources():
+        task = tasks / name
+        timeout = tomllib.loads((task / "task.toml").read_text())["agent"]["timeout_sec"]
+        egress = yaml.safe_load((task / "environment" / "docker-compose.yaml").read_text())[
+            "services"]["egress"]
+        assert float(egress["environment"][ncbirule.HOLD_ENV]) == \
+            min(timeout, ncbirule.MAX_HOLD_S), name
+    assert harbor_env.egress_hold(60) == 60.0 and harbor_env.egress_hold(0.2) == 1.0
+    assert harbor_env.egress_hold(1800) == ncbirule.MAX_HOLD_S
+
+
+def test_the_hold_setting_is_read_within_its_bounds_or_named():
+    from biotool import ncbirule
+
+    assert ncbirule.hold_from(None) == ncbirule.hold_from(" ") == 30.0
+    assert ncbirule.hold_from("240") == 240.0
+    for bad in ("0.5", "241", "nan", "inf", "-5", "soon"):
+        with pytest.raises(ValueError, match=f"BIOTOOL_EGRESS_HOLD_S='{bad}'"):
+            ncbirule.hold_from(bad)
 
 
 @needs_compose
