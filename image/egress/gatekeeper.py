@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import secrets
 import signal
 import ssl
 import sys
@@ -37,6 +39,29 @@ from biotool import ncbirule  # noqa: E402 - copied beside it in the image
 from biotool import rules as rules_mod  # noqa: E402 - copied beside it in the image
 from render import GATE_PORT, SQUID_LOG_PORT  # noqa: E402 - squid.conf names the same ports
 from biotool_sandbox import auditwire  # noqa: E402 - copied beside it in the image
+
+
+RUN_ID_FILE = "run-id"  # in --run-state: the run's id, the same for every gate of the run
+_RUN_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def stable_run_id(run_state: str | None) -> str | None:
+    """The run's id, kept in its state dir so that a restarted gate is the same run to the
+    site's relay (which binds each RID to it); None without a state dir (the gate makes one)."""
+    if not run_state:
+        return None
+    path = Path(run_state) / RUN_ID_FILE
+    try:
+        kept = path.read_text().strip()
+        if _RUN_ID.fullmatch(kept):
+            return kept
+    except FileNotFoundError:
+        pass
+    run = secrets.token_hex(8)
+    tmp = path.with_name(RUN_ID_FILE + ".tmp")  # written whole, then renamed: never half an id
+    tmp.write_text(run + "\n")
+    os.replace(tmp, path)
+    return run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,11 +104,17 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"egress gate: state dir {args.state_dir} is not writable ({exc})", file=sys.stderr)
         return 2
+    try:
+        run = stable_run_id(args.run_state)
+    except OSError as exc:
+        print(f"egress gate: cannot keep the run's id in {args.run_state} ({exc})",
+              file=sys.stderr)
+        return 2
     store = auditstore.Store(args.audit, holds=("gate", "proxy")) if args.audit else None
     records = audit.Records(audit.GATE, store)
     try:
         gate = gate_mod.Gate(allow, args.cert, args.key, args.state_dir, extra,
-                             run_state=args.run_state, relay=args.relay,
+                             run=run, run_state=args.run_state, relay=args.relay,
                              relay_tls=args.relay_tls, records=records, hold_s=hold_s)
     except (OSError, ValueError, ssl.SSLError) as exc:  # a relay set but unusable: no egress
         print(f"egress gate: the NCBI relay is not usable ({exc})", file=sys.stderr)

@@ -10,7 +10,8 @@ its decided requests here instead of to NCBI (upstream.py); this relay
     certificate, or one from another CA, ends the handshake before a byte of HTTP);
   - checks every request again with the gate's own policy (blastapi.py, its memory bounded by
     construction) and builds the upstream request from the canonical form alone, so a gate
-    bug cannot widen what NCBI gets; request bodies are bounded per gate and in all;
+    bug cannot widen what NCBI gets; request bytes are bounded per run, per gate and in all,
+    and a waiting request keeps only its canonical form (MEMORY_LIMIT's sum);
   - binds each RID to the gate (its certificate) and run that created it, and keeps NCBI's
     one-poll-per-RID-per-minute rule itself (rids.py), from when each poll was written;
   - applies NCBI's interval with the same fair schedule the gates use on one host
@@ -35,6 +36,7 @@ import socket
 import ssl
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -51,10 +53,21 @@ from biotool_sandbox import auditwire  # noqa: E402 - copied beside it in the im
 
 DEFAULT_UPSTREAM = f"https://{ncbirule.HOST}/Blast.cgi"
 MAX_CONNECTIONS = 256          # gates connected at once; more are closed at once
-BODY_BUDGET = 64 << 20         # request bodies held at once, all gates together
-GATE_BODY_BUDGET = gate_mod.BODY_BUDGET  # and per gate (certificate): what one run may hold
 MAX_RIDS = 20_000              # RIDs remembered, all gates together (oldest first out)
-PARSES = 2                     # bodies parsed at once (each up to ~4 x its size beside it)
+# The relay's memory, what its container is given (k8s/relay.yaml, docs/relay.md: 256 MiB) and
+# what fills it; tests/unit/sandbox/test_relay_memory.py measures each part with tracemalloc.
+MEMORY_LIMIT = 256 << 20
+BASELINE = 64 << 20            # the process at rest (~25 MB) and MAX_CONNECTIONS' TLS buffers
+BODY_BUDGET = 64 << 20         # request bytes held at once, all gates together: a body while it
+#                                is read and parsed, then only its canonical form (never larger)
+#                                until it is sent; the decoded QUERY is never kept
+HOST_BODY_BUDGET = BODY_BUDGET // 2  # per gate certificate (one per host): half the site's
+RUN_BODY_BUDGET = blastapi.MAX_BODY  # per run (the gate's run id): its gate sends one at a time
+PARSES = 1                     # bodies parsed at once: the relay's pace is one request per 10 s
+PARSE_PEAK = 8 * blastapi.MAX_BODY   # one parse's transient beside its body (measured ~63 MB
+#                                for 8 MB of letters with one character above U+FFFF)
+REPLY_PEAK = upstream.MAX_REPLY      # a reply read from upstream (one at a time while each
+#                                send ends within NCBI's interval; slower sends overlap)
 _RUN = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 # What the relay needs in its --tls dir (a gate's: upstream.CLIENT_FILES).
 SERVER_FILES = ("site-ca.pem", "server.pem", "server.key")
@@ -99,21 +112,65 @@ class Relay:
         self.schedule.begin()  # a schedule lost with a restart: a contact made now
         self.rids = rids_mod.Rids(state_dir, poll_interval, MAX_RIDS)
         self.hold_s = hold_s
-        self.bodies = serving.ByteBudget(BODY_BUDGET)
-        self.gate_bodies: dict[str, serving.ByteBudget] = {}
-        self.parsing = threading.BoundedSemaphore(PARSES)  # the relay's memory: bodies + parses
-        self.lock = threading.Lock()
+        self.admission = Admission()
+        self.parsing = threading.BoundedSemaphore(PARSES)  # the relay's memory: see MEMORY_LIMIT
         self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.records = audit.Records(audit.RELAY)
 
 
-    def gate_budget(self, peer: str) -> "serving.ByteBudget":
-        with self.lock:
-            if peer not in self.gate_bodies and len(self.gate_bodies) >= MAX_CONNECTIONS:
-                idle = [k for k, b in self.gate_bodies.items() if not b.used]
-                for k in idle:
-                    del self.gate_bodies[k]
-            return self.gate_bodies.setdefault(peer, serving.ByteBudget(GATE_BODY_BUDGET))
+class Admission:
+    """The request bytes the relay holds, bounded per run, per gate certificate and in all: a
+    request over any of them is refused (503) before its body is read."""
+
+    def __init__(self, total: int = BODY_BUDGET, host: int = HOST_BODY_BUDGET,
+                 run: int = RUN_BODY_BUDGET):
+        self.total, self.host_limit, self.run_limit = serving.ByteBudget(total), host, run
+        self.hosts: dict[str, serving.ByteBudget] = {}
+        self.runs: dict[tuple[str, str], serving.ByteBudget] = {}
+        self.lock = threading.Lock()
+
+    def _budget(self, table: dict, key, limit: int) -> "serving.ByteBudget":
+        with self.lock:  # idle entries go once there are many: the tables stay bounded
+            if key not in table and len(table) >= MAX_CONNECTIONS:
+                for k in [k for k, b in table.items() if not b.used]:
+                    del table[k]
+            return table.setdefault(key, serving.ByteBudget(limit))
+
+    def take(self, peer: str, run: str, n: int) -> str | None:
+        """None when `n` bytes fit every budget (then taken; `give` them back), else why not."""
+        budgets = [(self._budget(self.runs, (peer, run), self.run_limit),
+                    f"this run already holds request bytes at the relay (at most "
+                    f"{self.run_limit} per run); send one at a time"),
+                   (self._budget(self.hosts, peer, self.host_limit),
+                    f"this gate's runs hold too many request bytes at the relay (at most "
+                    f"{self.host_limit} per gate certificate); ask again"),
+                   (self.total, "the relay holds too many request bodies; ask again")]
+        taken = []
+        for budget, why in budgets:
+            if not budget.take(n):
+                for b in taken:
+                    b.give(n)
+                return why
+            taken.append(budget)
+        return None
+
+    def give(self, peer: str, run: str, n: int) -> None:
+        self._budget(self.runs, (peer, run), self.run_limit).give(n)
+        self._budget(self.hosts, peer, self.host_limit).give(n)
+        self.total.give(n)
+
+
+@dataclass(frozen=True)
+class Pending:
+    """What a request keeps while it waits for its slot: the canonical form as bytes (never
+    longer than the body it came from) and what the relay checks, not the decoded QUERY."""
+    kind: str
+    rid: str | None
+    form: bytes
+
+    @classmethod
+    def of(cls, request: "blastapi.Request") -> "Pending":
+        return cls(request.kind, request.rid, request.form.encode("ascii"))
 
 
 class RelayServer(serving.Server):
@@ -193,15 +250,10 @@ class Handler(serving.Handler):
             length = blastapi.body_length(self.headers)
         except blastapi.Refused as exc:
             return self.answer(exc.status, exc.reason, close=True)
-        mine = relay.gate_budget(self.peer)
-        if not mine.take(length):
-            return self.answer(503, f"the relay holds {mine.used} bytes of this gate's request "
-                                    f"bodies (at most {GATE_BODY_BUDGET}); send one at a time",
-                               retry_after=relay.schedule.min_interval, close=True)
-        if not relay.bodies.take(length):
-            mine.give(length)
-            return self.answer(503, "the relay holds too many request bodies; ask again",
-                               retry_after=relay.schedule.min_interval, close=True)
+        run_key = self.run or "-"
+        why = relay.admission.take(self.peer, run_key, length)
+        if why:
+            return self.answer(503, why, retry_after=relay.schedule.min_interval, close=True)
         try:
             body = self.rfile.read(length) if length else b""
             if len(body) < length:
@@ -209,18 +261,19 @@ class Handler(serving.Handler):
                 return self.record("denied", "request body cut short", None)
             self.request_read(upstream.UPSTREAM_S)
             try:
-                with relay.parsing:
+                with relay.parsing:  # one parse's peak at a time; its leftovers freed inside
                     request = blastapi.parse(self.command, blastapi.raw_params(
                         self.command, parts, self.headers.get("Content-Type"), body))
+                    body = None
+                    pending = Pending.of(request)
+                    del request
             except blastapi.Refused as exc:
                 return self.answer(exc.status, exc.reason, close=exc.close)
-            del body
-            self.forward(request)
+            self.forward(pending)
         finally:
-            relay.bodies.give(length)
-            mine.give(length)
+            relay.admission.give(self.peer, run_key, length)
 
-    def forward(self, request: "blastapi.Request") -> None:
+    def forward(self, request: Pending) -> None:
         relay = self.server.relay
         what, rid = request.kind, request.rid
         owner = f"{self.peer}/{self.run or '-'}"
@@ -255,7 +308,8 @@ class Handler(serving.Handler):
         method = "POST" if what == "put" else "GET"
         try:
             reply = upstream.send(relay.upstream_host, relay.upstream_port, relay.upstream_ctx,
-                                  method, relay.upstream_path, request.encoded(),
+                                  method, relay.upstream_path,
+                                  request.form if method == "POST" else request.form.decode(),
                                   address=relay.upstream_address, written=written)
         except upstream.Failed as exc:
             return self.answer(502, f"upstream {relay.upstream_host} failed: {exc}",

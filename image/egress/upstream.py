@@ -59,7 +59,7 @@ def target(path: str, method: str, form: str) -> str:
     return path if method == "POST" else f"{path}?{form}"
 
 
-def send(host: str, port: int, ctx: ssl.SSLContext, method: str, path: str, form: str, *,
+def send(host: str, port: int, ctx: ssl.SSLContext, method: str, path: str, form: str | bytes, *,
          extra: dict[str, str] | None = None, address: tuple[str, int] | None = None,
          written: Callable[[float], None] | None = None,
          connect_s: float = CONNECT_BOUND_S) -> Reply:
@@ -67,7 +67,8 @@ def send(host: str, port: int, ctx: ssl.SSLContext, method: str, path: str, form
     resolving `host` (unit tests; the certificate is still checked against `host`).
     Connecting (TCP and TLS) and writing the request are done within `connect_s` in all, or
     the request is abandoned (Failed); `written(t)` is called once it is written, with the
-    time, which is when NCBI's schedule counts the contact (schedule.Schedule.stamp)."""
+    time, which is when NCBI's schedule counts the contact (schedule.Schedule.stamp). A POST's
+    `form` may be bytes already (the relay's held form), sent as it is."""
     headers = {"Host": host, "Connection": "close", **HEADERS, **(extra or {})}
     if method == "POST":
         headers["Content-Type"] = "application/x-www-form-urlencoded"
@@ -85,7 +86,8 @@ def send(host: str, port: int, ctx: ssl.SSLContext, method: str, path: str, form
             raise TimeoutError(f"connect not done within {connect_s:.0f} s")
         conn.sock.settimeout(left)
         conn.request(method, target(path, method, form),
-                     body=form.encode() if method == "POST" else None, headers=headers)
+                     body=(form if isinstance(form, bytes) else form.encode())  # bytes: no copy
+                     if method == "POST" else None, headers=headers)
         if time.monotonic() > deadline:
             raise TimeoutError(f"request not written within {connect_s:.0f} s")
         if written:
