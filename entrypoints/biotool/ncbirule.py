@@ -35,8 +35,3 @@ def hold_from(text: str | None) -> float:
                          f"{MIN_HOLD_S:.0f} to {MAX_HOLD_S:.0f}")
     return hold
 
-
-def sustainable_runs(hold_s: float, interval_s: float) -> int:
-    """How many runs asking at once can each be granted a slot within their hold when one
-    slot frees per interval: floor(hold / interval), at least 1."""
-    return max(1, int(hold_s // interval_s))
