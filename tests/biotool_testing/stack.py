@@ -23,6 +23,11 @@ PROBE = (Path(__file__).parent / "probe.py").read_text(encoding="utf-8")
 ALLOWED_HOST = "blast.ncbi.nlm.nih.gov"
 
 
+# Every run this process brought up: a test that fails before its `down` must not leave a run
+# holding its memory limits, which the launcher counts against the next `up` (down_leftovers).
+BROUGHT_UP: list[str] = []
+
+
 def launcher(*args: str, check: bool = True, timeout: float = 600, env: dict | None = None) -> dict:
     """Run `biotool-sandbox ARGS` as a harness would (a subprocess) and parse its JSON;
     `timeout` only stops a launcher that hangs (an `up` on a slow host takes minutes)."""
@@ -34,7 +39,22 @@ def launcher(*args: str, check: bool = True, timeout: float = 600, env: dict | N
         raise AssertionError(f"biotool-sandbox {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
     out = json.loads(proc.stdout) if proc.stdout.strip() else {}
     out["_code"], out["_stderr"] = proc.returncode, proc.stderr
+    if args and args[0] == "up" and isinstance(out.get("run"), str):
+        BROUGHT_UP.append(out["run"])
     return out
+
+
+def down_leftovers() -> list[str]:
+    """Take down every run brought up here that still has a container; the runs taken down."""
+    import docker
+
+    client, gone = docker.from_env(), []
+    while BROUGHT_UP:
+        run = BROUGHT_UP.pop()
+        if client.containers.list(all=True, filters={"label": f"com.docker.compose.project={run}"}):
+            launcher("down", run, check=False)
+            gone.append(run)
+    return gone
 
 
 def container(name: str):

@@ -41,6 +41,18 @@ def docker_client():
         c.remove(force=True)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def no_run_left_behind():
+    """After each module, the runs its tests brought up and did not take down (a test that
+    failed before its `down`) go: one leak must not fail the next module's `up` for memory."""
+    yield
+    from biotool_testing import stack
+
+    left = stack.down_leftovers()
+    if left:
+        print(f"took down {len(left)} run(s) a test left up: {', '.join(left)}")
+
+
 def _missing(client) -> list[str]:
     import docker
 

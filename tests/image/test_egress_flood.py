@@ -127,13 +127,16 @@ def test_back_to_back_runs_keep_ncbis_interval_at_the_wire(images, certs):
         mock = stack.start_mock_ncbi([first], certs, f"{first['run']}-ncbi", "--rtoe", "1")
         res = stack.launcher("exec", first["run"], "--", "python3", "-c", PUT)
         assert res["stdout"].startswith("HTTP/1.1 200"), res
+        import docker
+
+        # The mock outlives the first run: off its network first, or `down` finds the
+        # network still in use.
+        networks = docker.from_env().networks
+        networks.get(f"{first['run']}_outside").disconnect(mock)
         stack.launcher("down", first["run"])
         second = stack.launcher("up", "--extra-ca", str(certs["ca"]))
         try:
-            import docker
-
-            docker.from_env().networks.get(f"{second['run']}_outside").connect(
-                mock, aliases=[HOST])
+            networks.get(f"{second['run']}_outside").connect(mock, aliases=[HOST])
             res = stack.launcher("exec", second["run"], "--", "python3", "-c", PUT)
             assert res["stdout"].startswith("HTTP/1.1 200"), res
         finally:
