@@ -140,6 +140,7 @@ def test_back_to_back_runs_keep_ncbis_interval_at_the_wire(images, certs):
             res = stack.launcher("exec", second["run"], "--", "python3", "-c", PUT)
             assert res["stdout"].startswith("HTTP/1.1 200"), res
         finally:
+            networks.get(f"{second['run']}_outside").disconnect(mock)
             stack.launcher("down", second["run"])
         seen = stack.mock_requests(mock)
         times = [r["t"] for r in seen["requests"]]
