@@ -57,6 +57,36 @@ def down_leftovers() -> list[str]:
     return gone
 
 
+PUTS = r'''
+import os, socket, ssl, sys, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
+ctx = ssl.create_default_context(cafile=os.environ["REQUESTS_CA_BUNDLE"])
+head = b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY="
+body = BODY
+for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 1):
+    sock = socket.create_connection((proxy.hostname, proxy.port), timeout=120)
+    sock.sendall(b"CONNECT HOST:443 HTTP/1.1\r\nHost: HOST:443\r\n\r\n")
+    got = b""
+    while b"\r\n\r\n" not in got:
+        got += sock.recv(4096)
+    tls = ctx.wrap_socket(sock, server_hostname="HOST")
+    tls.sendall(b"POST /blast/Blast.cgi HTTP/1.1\r\nHost: HOST\r\nConnection: close\r\n"
+                b"Content-Type: application/x-www-form-urlencoded\r\n"
+                b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    reply = b""
+    while chunk := tls.recv(65536):
+        reply += chunk
+    print(reply.split(b"\r\n", 1)[0].decode(), flush=True)
+'''
+
+
+def put_script(body: str) -> str:
+    """A script for the sandbox (`python3 -c SCRIPT [N]`): N raw BLAST Puts (default 1) through
+    the proxy, each form `body` (a Python expression over `head`, the form up to QUERY=),
+    printing each reply's status line."""
+    return PUTS.replace("BODY", body).replace("HOST", ALLOWED_HOST)
+
+
 def container(name: str):
     import docker
 

@@ -16,27 +16,7 @@ HOST = stack.ALLOWED_HOST
 READS = stack.REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq"
 LIMIT = 512 << 20  # compose.yaml: the egress's mem_limit
 
-ONE_LETTER_PUTS = r'''
-import os, socket, ssl, sys, urllib.parse
-proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
-ctx = ssl.create_default_context(cafile=os.environ["REQUESTS_CA_BUNDLE"])
-head = b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY="
-body = head + b"A%0A" * (((8 << 20) - len(head)) // 4)
-for _ in range(int(sys.argv[1])):
-    sock = socket.create_connection((proxy.hostname, proxy.port), timeout=120)
-    sock.sendall(b"CONNECT HOST:443 HTTP/1.1\r\nHost: HOST:443\r\n\r\n")
-    got = b""
-    while b"\r\n\r\n" not in got:
-        got += sock.recv(4096)
-    tls = ctx.wrap_socket(sock, server_hostname="HOST")
-    tls.sendall(b"POST /blast/Blast.cgi HTTP/1.1\r\nHost: HOST\r\nConnection: close\r\n"
-                b"Content-Type: application/x-www-form-urlencoded\r\n"
-                b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    reply = b""
-    while chunk := tls.recv(65536):
-        reply += chunk
-    print(reply.split(b"\r\n", 1)[0].decode(), flush=True)
-'''.replace("HOST", HOST)
+ONE_LETTER_PUTS = stack.put_script('head + b"A%0A" * (((8 << 20) - len(head)) // 4)')
 
 
 @pytest.fixture(scope="module")

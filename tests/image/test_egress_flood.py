@@ -47,25 +47,7 @@ for wave in range(waves):
 print(json.dumps(out))
 '''.replace("HOST", HOST)
 
-PUT = r'''
-import os, socket, ssl, time, urllib.parse
-proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
-ctx = ssl.create_default_context(cafile=os.environ["REQUESTS_CA_BUNDLE"])
-body = b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3Eq%0A" + b"ACGT" * 30
-sock = socket.create_connection((proxy.hostname, proxy.port), timeout=120)
-sock.sendall(b"CONNECT HOST:443 HTTP/1.1\r\nHost: HOST:443\r\n\r\n")
-got = b""
-while b"\r\n\r\n" not in got:
-    got += sock.recv(4096)
-tls = ctx.wrap_socket(sock, server_hostname="HOST")
-tls.sendall(b"POST /blast/Blast.cgi HTTP/1.1\r\nHost: HOST\r\nConnection: close\r\n"
-            b"Content-Type: application/x-www-form-urlencoded\r\n"
-            b"Content-Length: %d\r\n\r\n" % len(body) + body)
-reply = b""
-while chunk := tls.recv(65536):
-    reply += chunk
-print(reply.split(b"\r\n", 1)[0].decode(), flush=True)
-'''.replace("HOST", HOST)
+PUT = stack.put_script('head + b"%3Eq%0A" + b"ACGT" * 30')
 
 
 def egress_state(run) -> dict:
