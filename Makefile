@@ -81,7 +81,7 @@ endif
 
 .PHONY: base wheels lock-current project-wheel image image-cuda lock cuda-lock-check pins \
         sif docker-archive test test-unit test-image test-gvisor test-podman test-cuda demo bench clean \
-        repro-check test-harbor harbor-runner
+        repro-check test-harbor harbor-runner hpc-node test-apptainer
 
 base:
 	image/base/build.sh $(BASE_TAG)
@@ -183,20 +183,25 @@ docker-archive:
 	docker save $(BIOTOOL_IMAGE) -o $(OUT)/biotool-sandbox.tar
 	@echo "wrote $(OUT)/biotool-sandbox.tar"
 
-# SIF from the docker daemon, or from an archive with SIF_SOURCE=docker-archive.
+# The SIF. With Apptainer on this host: from the docker daemon, or from an archive with
+# SIF_SOURCE=docker-archive. Without it: real Apptainer as a non-root user in the HPC node image
+# (image/hpc/build-sif.sh), once per image id, with out/biotool-sandbox.sif.json recording it.
 SIF_SOURCE ?= docker-daemon
+SIF_BUILDER ?= $(if $(shell command -v apptainer),host,node)
 sif:
-	@command -v apptainer >/dev/null || { \
-	    echo "make sif: apptainer is not installed on this host." >&2; \
-	    echo "  Install it (https://apptainer.org/docs/admin/main/installation.html), or run" >&2; \
-	    echo "  'make docker-archive', copy $(OUT)/biotool-sandbox.tar to a host with apptainer and run" >&2; \
-	    echo "  apptainer build --build-arg BOOTSTRAP=docker-archive --build-arg FROM=biotool-sandbox.tar biotool-sandbox.sif image/apptainer.def" >&2; \
-	    exit 2; }
+ifeq ($(SIF_BUILDER),node)
+	image/hpc/build-sif.sh $(BIOTOOL_IMAGE) $(OUT)/biotool-sandbox.sif
+else
 	mkdir -p $(OUT)
 	if [ "$(SIF_SOURCE)" = docker-archive ]; then \
 	    $(MAKE) docker-archive; from=$(OUT)/biotool-sandbox.tar; else from=$(BIOTOOL_IMAGE); fi; \
 	apptainer build --force --build-arg BOOTSTRAP=$(SIF_SOURCE) --build-arg FROM=$$from \
-	    $(OUT)/biotool-sandbox.sif image/apptainer.def
+	    --mksquashfs-args "-comp zstd -Xcompression-level 3" $(OUT)/biotool-sandbox.sif image/apptainer.def
+endif
+
+# The HPC node image: Debian sid's Apptainer (pinned in image/hpc/APPTAINER_VERSION), Slurm, munge.
+hpc-node:
+	image/hpc/build-node.sh
 
 # ---------------------------------------------------------------- tests, demo, bench
 
@@ -218,6 +223,11 @@ harbor-runner:
 
 test-harbor: image harbor-runner
 	$(PYTHON) -m pytest -q --durations=15 tests/harbor
+
+# HPC for real (docs/hpc.md): the SIF under real Apptainer and Slurm in the node image, as the
+# node's non-root user; minutes, its own target, run by .ci/run after make test.
+test-apptainer: image hpc-node sif
+	$(PYTHON) -m pytest -q --durations=15 tests/apptainer
 
 # The image tier's proof again with every sandbox container on gVisor (the launcher's and the
 # test runner's alike, through BIOTOOL_RUNTIME); egress stays on the default runtime.

@@ -29,6 +29,10 @@ PREFIX = "bta-"
 # Sets Inspect's env for the command: run by absolute path, and not `apptainer exec --env`,
 # which splits its value at commas.
 ENV_BIN = "/usr/bin/env"
+BASH = "/bin/bash"
+ARGV_INLINE_MAX = 128 * 1024
+# Runs the command a staged file holds (NUL-terminated arguments), with its exit code.
+ARGV_READER = 'mapfile -d "" -t argv < "$1" && rm -f -- "$1" && exec "${argv[@]}"'
 START_TIMEOUT = 300  # a SIF on a shared filesystem can take minutes to mount on a cold node
 STOP_TIMEOUT = 60    # `instance stop` kills what TERM left after its own 10 s
 ENV = {"apptainer": "BIOTOOL_APPTAINER", "sif": "BIOTOOL_SIF", "site": "BIOTOOL_SITE",
@@ -159,11 +163,8 @@ def start_argv(s: Settings, sample: Sample) -> list[str]:
             str(s.sif), sample.name]
 
 
-def exec_argv(apptainer: str, name: str, cmd: list[str], *, pwd: str = WORKDIR,
-              env: dict[str, str] | None = None, timeout: int | None = None) -> list[str]:
-    """`exec` into the instance: the instance's own environment only (--cleanenv keeps the
-    eval host's, API keys included, out), Inspect's env set by ENV_BIN just before cmd, all
-    of it under the timeout wrapper."""
+def _command(cmd: list[str], env: dict[str, str] | None) -> list[str]:
+    """cmd under ENV_BIN with Inspect's env pairs, each checked."""
     if not cmd:
         raise ValueError("exec needs a command")
     if "=" in cmd[0]:
@@ -174,8 +175,36 @@ def exec_argv(apptainer: str, name: str, cmd: list[str], *, pwd: str = WORKDIR,
         if not key or "=" in key or "\0" in key + value:
             raise ValueError(f"environment variable {key!r}: not a NAME=VALUE pair")
         pairs.append(f"{key}={value}")
+    return [ENV_BIN, "--", *pairs, *cmd]
+
+
+def argv_payload(cmd: list[str], env: dict[str, str] | None = None) -> bytes | None:
+    """The command as NUL-terminated arguments when it is too long to pass inline, else None.
+    Apptainer carries a command in its engine configuration, at most 1 MiB of JSON (1.4:
+    "engine configuration too big"), where escaping can grow it sixfold."""
+    command = _command(cmd, env)
+    data = b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in command)
+    return data if len(data) > ARGV_INLINE_MAX else None
+
+
+def exec_argv(apptainer: str, name: str, cmd: list[str], *, pwd: str = WORKDIR,
+              env: dict[str, str] | None = None, timeout: int | None = None,
+              argv_file: str | None = None) -> list[str]:
+    """`exec` into the instance: the instance's own environment only (--cleanenv keeps the
+    eval host's, API keys included, out), Inspect's env set by ENV_BIN just before cmd, all
+    of it under the timeout wrapper. With argv_file (a file in the instance holding
+    argv_payload), bash reads the command from it, removes it and runs it."""
+    command = _command(cmd, env)
+    if argv_file is not None:
+        command = [BASH, "-c", ARGV_READER, "biotool-argv", argv_file]
     return [apptainer, "--quiet", "exec", "--cleanenv", "--pwd", pwd, f"instance://{name}",
-            *with_timeout([ENV_BIN, "--", *pairs, *cmd], timeout)]
+            *with_timeout(command, timeout)]
+
+
+def stage_argv(apptainer: str, name: str, argv_file: str) -> list[str]:
+    """Writes its stdin (an argv_payload) to argv_file in the instance."""
+    return [apptainer, "--quiet", "exec", "--cleanenv", f"instance://{name}",
+            BASH, "-c", 'umask 077 && cat > "$1"', "biotool-argv", argv_file]
 
 
 def stop_argv(apptainer: str, name: str) -> list[str]:
@@ -244,6 +273,8 @@ def message(err: bytes) -> str:
 
 
 def gone(err: bytes, name: str) -> bool:
-    """Whether Apptainer said there is no instance `name` (its FATAL for exec and stop)."""
-    return re.search(f"no instance found with name {re.escape(name)}(?:\\s|$)",
-                     err.decode("utf-8", "replace")) is not None
+    """Whether Apptainer said there is no instance `name`: exec's FATAL names it; `instance stop
+    NAME` (1.4, exit 1) says only that the one instance it was given was not found."""
+    text = err.decode("utf-8", "replace")
+    return (re.search(f"no instance found with name {re.escape(name)}(?:\\s|$)", text) is not None
+            or re.search(r'^Error for command "stop": no instance found\s*$', text, re.M) is not None)

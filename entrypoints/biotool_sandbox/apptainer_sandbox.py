@@ -17,6 +17,7 @@ import asyncio
 import errno
 import json
 import os
+import secrets
 import shutil
 import time
 from pathlib import Path
@@ -142,8 +143,18 @@ class ApptainerSandboxEnvironment(inspect_io.AuditedSandbox):
             raise SandboxUserUnsupportedError(
                 f"exec as user {user!r}: Apptainer runs every command as the user who started "
                 "the instance (no user switching in sandbox='biotool-apptainer')")
+        payload = apptainer.argv_payload(cmd, env)
+        argv_file = None
+        if payload is not None:  # too long for Apptainer to carry: staged in the instance first
+            argv_file = f"/tmp/.biotool-argv-{secrets.token_hex(8)}"
+            code, _, err = await self._call(apptainer.stage_argv(self.apptainer, self.name, argv_file),
+                                            payload)
+            if code != 0:
+                raise EngineError(f"instance {self.name}: a {len(payload)}-byte command could not "
+                                  f"be staged in /tmp (exit {code}): {apptainer.message(err)}")
         argv = apptainer.exec_argv(self.apptainer, self.name, cmd, env=env, timeout=timeout,
-                                   pwd=inspect_io.resolve(cwd) if cwd else WORKDIR)
+                                   pwd=inspect_io.resolve(cwd) if cwd else WORKDIR,
+                                   argv_file=argv_file)
         data = input.encode("utf-8") if isinstance(input, str) else input
         start = time.monotonic()
         code, out, err = await self._call(argv, data, deadline=inspect_io.host_deadline(timeout),
@@ -182,7 +193,9 @@ class ApptainerSandboxEnvironment(inspect_io.AuditedSandbox):
         if code == 255 and not out and apptainer.gone(err, self.name):
             raise SandboxUnavailableError(f"instance {self.name} is not running "
                                           f"({apptainer.message(err)})")
-        return code, out, err
+        # `apptainer exec` dies of the signal that killed the command (it re-raises it): the
+        # command's status is then a shell's 128 + N, as under docker exec.
+        return (128 - code if code < 0 else code), out, err
 
     async def audit(self) -> dict:
         """There is no egress to audit: `biotool`'s offline answer, for the same scorer code."""

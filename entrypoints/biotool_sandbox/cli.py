@@ -161,6 +161,32 @@ def verify_image(image, against, manifest, limit) -> dict:
     return report
 
 
+def verify_sif(sif, manifest, limit) -> dict:
+    import hashlib
+    import json
+    from pathlib import Path
+
+    from commandline.errors import ProgramError
+
+    from . import imagefiles, siffiles
+
+    if manifest:
+        text, _ = imagefiles.read_manifest(manifest)
+        expected_sha = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+    else:  # the record image/hpc/build-sif.sh wrote beside the SIF, when there is one
+        record = Path(f"{sif}.json")
+        expected_sha = (json.loads(record.read_text()).get("manifest_sha256")
+                        if record.is_file() else None)
+    report = siffiles.verify(sif, manifest_sha256=expected_sha, limit=limit)
+    if not report["ok"]:
+        m = report["manifest"]
+        parts = [f"{m['differences']} path(s) differ from the manifest it holds"]
+        if m["same_as_image's"] is False:
+            parts.append("its manifest is not the image's")
+        raise ProgramError(f"verify-sif {sif}: " + "; ".join(parts), result=report)
+    return report
+
+
 def demo(image, egress_image, compose_file, keep) -> dict:
     from .demo import demo as run_demo
 
@@ -303,6 +329,20 @@ def commands() -> list[Command]:
                          Option(("--limit",), "list at most this many differing paths per "
                                 "comparison (the counts are always whole)", kind=count(0),
                                 default=200))),
+        Command("verify-sif", verify_sif, short_help="check a SIF's files against the manifest "
+                "of the image it was built from",
+                help="Unpack SIF's root filesystem on the host (unsquashfs; nothing in it is run) "
+                "and compare every file with /etc/biotool/files.tsv, the manifest the image's "
+                "build wrote, which must be the image's own: the one --manifest names, else the "
+                "one SIF.json records (make sif writes it). What Apptainer adds to every SIF "
+                "(/.singularity.d and its links) is listed apart. Exit 0 when all agree, 4 when "
+                "any path differs (listed) or the manifest is not the image's, 2 when SIF is no "
+                "SIF or holds no manifest.",
+                arguments=(Argument("sif", required=True),),
+                options=(Option(("--manifest",), "the image's manifest, written beside it at "
+                                "build time (out/images/<name>/files.tsv)", kind=existing_file()),
+                         Option(("--limit",), "list at most this many differing paths (the "
+                                "count is always whole)", kind=count(0), default=200))),
         Command("demo", demo, short_help="up, a short agent session with every landed tool, a "
                 "blocked egress attempt, audit, down",
                 options=(Option(("--image",)), Option(("--egress-image",)),

@@ -10,6 +10,9 @@ suite="${DEBIAN_SUITE:-bookworm}"
 . "$(dirname "$0")/../aptsources.sh"
 mirror="${DEBIAN_MIRROR:-$(apt_uri "$suite" | sed -n 1p)}"
 security_mirror="${DEBIAN_SECURITY_MIRROR:-$(apt_uri "$suite-security" | sed -n 1p)}"
+# Unstable has no -updates or security suite: listing one would fail every apt-get update.
+suites="$suite $suite-updates"
+case "$suite" in sid|unstable) suites="$suite" security_mirror="" ;; esac
 if [ -z "$mirror" ]; then
     echo "base: no apt source for $suite on this host: set DEBIAN_MIRROR" >&2
     exit 2
@@ -46,7 +49,7 @@ rm -f "$rootfs/etc/apt/sources.list"
 cat > "$rootfs/etc/apt/sources.list.d/debian.sources" <<SOURCES
 Types: deb
 URIs: $mirror
-Suites: $suite $suite-updates
+Suites: $suites
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SOURCES

@@ -1,5 +1,6 @@
-"""The image as Apptainer runs it: an arbitrary UID, read-only root, no network, a private
-/tmp and a HOME the user cannot write. Every cache must land somewhere writable."""
+"""The image in hpc/run-docker.sh's shape of Apptainer (docker nodes): an arbitrary UID,
+read-only root, no network, a private /tmp and a HOME the user cannot write. Every cache must
+land somewhere writable. tests/apptainer/ runs the SIF under real Apptainer."""
 
 import pytest
 

@@ -1,10 +1,10 @@
 """hpc/episodes.sbatch on a real single-node Slurm (Debian's slurm-wlm and munge, started
-here), with hpc/run-docker.sh standing for Apptainer: a throttled job array of 3 tasks x 2
+here) with hpc/run-docker.sh, the runtime of docker nodes: a throttled job array of 3 tasks x 2
 episodes of the image, offline, then hpc/merge.py over the shards.
 
-Apptainer itself is not run (none on these hosts): run-docker.sh is the docker run shape of
-`apptainer exec --containall --net --network none` (APPTAINER_SHAPE in
-tests/biotool_testing/images.py).
+run-docker.sh is the docker run shape of `apptainer exec --containall --net --network none`
+(APPTAINER_SHAPE in tests/biotool_testing/images.py); the template with real Apptainer is
+tests/apptainer/test_slurm_apptainer.py.
 """
 
 from __future__ import annotations

@@ -48,7 +48,8 @@ RTM_NEWNEIGH, RTM_GETNEIGH, NLMSG_DONE, NDA_DST, NUD_FAILED = 28, 30, 3, 1, 0x20
 RTM_NEWLINK, RTM_GETLINK, IFLA_IFNAME, IFLA_LINKINFO, IFLA_INFO_KIND = 16, 18, 3, 18, 1
 
 HOW = ("run it enforced: `biotool-sandbox up` (the compose stack with the egress proxy), or "
-       "`docker run --network none IMAGE ...` for no network at all")
+       "`docker run --network none IMAGE ...` or `apptainer exec --net --network none SIF ...` "
+       "for no network at all")
 
 
 def _hex_ipv4(field: str) -> str:

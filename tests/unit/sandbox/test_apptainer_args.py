@@ -1,6 +1,6 @@
 """The `biotool-apptainer` provider without Apptainer: its settings and their one-line errors,
 the command lines it builds, the refusals it reads, and the bounded host-side run (real
-processes). tests/image/test_apptainer_provider.py runs it end to end on a docker stand-in."""
+processes). tests/apptainer/on_node/test_provider.py runs it end to end on real Apptainer."""
 
 from __future__ import annotations
 
@@ -220,4 +220,34 @@ def test_only_apptainers_no_instance_answer_means_the_instance_is_gone():
     assert apptainer.gone(fatal, "bta-1a2b")
     assert not apptainer.gone(fatal, "bta-1a2")  # another instance's name is a prefix of it
     assert not apptainer.gone(b"ssh: connect to host x: Connection refused\n", "bta-1a2b")
+    # Apptainer 1.4.5's `instance stop NAME` of no such instance (exit 1): usage, then this line.
+    stop = (b"Usage:\n  apptainer [global options...] instance stop [stop options...] [instance]\n\n"
+            b"Run 'apptainer --help' for more detailed usage information.\n"
+            b'Error for command "stop": no instance found\n\n')
+    assert apptainer.gone(stop, "bta-1a2b")
+    assert not apptainer.gone(b'Error for command "stop": permission denied\n', "bta-1a2b")
     assert apptainer.message(b"INFO: x\nFATAL:   no instance found\nmore\n") == "FATAL:   no instance found"
+
+
+def test_a_command_too_long_for_apptainer_is_staged_and_run_from_a_file(tmp_path):
+    # Apptainer 1.4 refuses a command whose engine configuration passes 1 MiB; Inspect's
+    # conformance suite sends ~1 MiB of arguments. Small commands stay inline.
+    assert apptainer.argv_payload(["printf", "%s", "x"]) is None
+    chunk = "x" * (64 * 1024)
+    cmd, env = ["printf", "%s|", *([chunk] * 16), "a b", "", "é"], {"K": "v,w"}
+    payload = apptainer.argv_payload(cmd, env)
+    assert payload is not None and payload.endswith(b"\xc3\xa9\0")
+    argv = apptainer.exec_argv("apptainer", "bta-1", cmd, env=env, timeout=30,
+                               argv_file="/tmp/.biotool-argv-1")
+    assert len("".join(argv)) < 1000 and argv[-3:] == [apptainer.ARGV_READER, "biotool-argv",
+                                                      "/tmp/.biotool-argv-1"]
+    # The reader itself, run by bash here as in the instance: the exact arguments, its exit code,
+    # and the file gone.
+    staged = tmp_path / "argv"
+    staged.write_bytes(payload)
+    ran = subprocess.run(["bash", "-c", apptainer.ARGV_READER, "biotool-argv", str(staged)],
+                         capture_output=True)
+    assert ran.returncode == 0 and ran.stdout == ("|".join([chunk] * 16 + ["a b", "", "é"]) + "|").encode()
+    assert not staged.exists()
+    staged.write_bytes(b"".join(a.encode() + b"\0" for a in ["/usr/bin/env", "--", "sh", "-c", "exit 7"]))
+    assert subprocess.run(["bash", "-c", apptainer.ARGV_READER, "x", str(staged)]).returncode == 7

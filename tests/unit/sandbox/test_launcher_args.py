@@ -27,7 +27,7 @@ def test_help_lists_every_command():
     assert proc.returncode == 0
     listed = re.findall(r"^  ([\w-]+)  ", proc.stdout.split("\nCommands:\n")[1], re.M)
     assert listed == ["up", "exec", "cp", "audit", "down", "ps", "k8s-values", "harbor",
-                      "harbor-check", "verify-image", "demo"]
+                      "harbor-check", "verify-image", "verify-sif", "demo"]
 
 
 def test_cp_needs_exactly_one_run_side():
