@@ -21,11 +21,12 @@ import json
 import shlex
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import repo_paths  # noqa: F401  (tests/ on sys.path)
+import repo_paths  # first: tests/ on sys.path
 from biotool_sandbox import demo
 from biotool_testing import hpc_node
 from biotool_testing.images import SANDBOX_IMAGE
@@ -66,12 +67,13 @@ def docker_run(argv: list[str]) -> tuple[float, int]:
 
 def stack_once() -> float:
     t0 = time.perf_counter()
-    up = subprocess.run(["biotool-sandbox", "up", "--image", SANDBOX_IMAGE], capture_output=True, text=True)
+    launcher = [sys.executable, "-m", "biotool_sandbox"]
+    up = subprocess.run([*launcher, "up", "--image", SANDBOX_IMAGE], capture_output=True, text=True)
     run = json.loads(up.stdout)["run"]
     try:
-        subprocess.run(["biotool-sandbox", "exec", run, "--", "true"], check=True, capture_output=True)
+        subprocess.run([*launcher, "exec", run, "--", "true"], check=True, capture_output=True)
     finally:
-        subprocess.run(["biotool-sandbox", "down", run], capture_output=True)
+        subprocess.run([*launcher, "down", run], capture_output=True)
     return time.perf_counter() - t0
 
 

@@ -5,12 +5,14 @@ A SIF is a header, descriptors and data objects (the layout of sylabs/sif, forma
 filesystem is the squashfs partition whose descriptor says "primary system". It is unpacked
 with squashfs-tools' `unsquashfs -offset` into a temporary folder, nothing in it run, and every
 path hashed as the build's manifest hashes it. What Apptainer itself adds to every SIF (its
-metadata folder and the links to it) and the mount points it needs are listed apart; anything
-else that differs is a difference.
+metadata folder and the links to it) is listed apart, and so are the owners a non-root build
+gives to root (every path of such a SIF is root's); anything else that differs is a
+difference: content, type, mode, a path added or removed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -108,9 +110,18 @@ def verify(sif: str, manifest_sha256: str | None = None, limit: int = 200,
     except ValueError as exc:
         raise LauncherError(f"{sif}: {filemanifest.MANIFEST}: {exc}") from None
     own = {p: e for p, e in entries.items() if apptainers_own(p)}
-    diffs = filemanifest.compare(expected, {p: e for p, e in entries.items() if p not in own})
+    image = {p: e for p, e in entries.items() if p not in own}
+    # A non-root build (Apptainer's root-mapped user namespace) cannot keep any owner but root:
+    # when every path is root's, the manifest's other owners are compared as root's, and listed.
+    collapsed = all((e.uid, e.gid) == (0, 0) for e in entries.values())
+    reowned = sorted(p for p, e in expected.items() if collapsed and (e.uid, e.gid) != (0, 0))
+    if collapsed:
+        expected = {p: dataclasses.replace(e, uid=0, gid=0) for p, e in expected.items()}
+    diffs = filemanifest.compare(expected, image)
     digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
     report = {"sif": sif, "paths": len(entries), "apptainer_paths": sorted(own)[:limit],
+              "owners": {"collapsed_to_root": collapsed, "paths": len(reowned),
+                         "listed": reowned[:limit]},
               "manifest": {"path": filemanifest.MANIFEST, "sha256": digest,
                            "differences": len(diffs),
                            "listed": [d.as_dict() for d in diffs[:limit]]}}

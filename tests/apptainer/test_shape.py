@@ -5,7 +5,10 @@ image has never seen), a read-only root, the site overlay bound read-only, node-
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import subprocess
+import sys
 
 from biotool_testing import hpc_node
 
@@ -25,6 +28,19 @@ def test_the_sif_is_the_one_its_record_names(node):
     assert record["sha256"] == digest.hexdigest()
     assert record["size"] == os.path.getsize(hpc_node.SIF) < record["image_size"]
     assert record["apptainer"] == node.sh("apptainer version").stdout.strip()
+
+
+def test_verify_sif_finds_every_file_of_the_images_manifest_in_the_sif(node):
+    ran = subprocess.run([sys.executable, "-m", "biotool_sandbox", "verify-sif", str(hpc_node.SIF)],
+                         capture_output=True, text=True, timeout=3600)
+    assert ran.returncode == 0, ran.stderr[-2000:] + ran.stdout[-3000:]
+    report = json.loads(ran.stdout)
+    assert report["manifest"]["differences"] == 0 and report["manifest"]["same_as_image's"] is True
+    assert report["manifest"]["sha256"] == hpc_node.sif_record()["manifest_sha256"]
+    # Apptainer's own additions, and the owners its non-root build gave to root (the agent's
+    # home among them), are listed apart.
+    assert {"/.singularity.d", "/environment", "/singularity"} <= set(report["apptainer_paths"])
+    assert report["owners"]["collapsed_to_root"] and "/home/agent" in report["owners"]["listed"]
 
 
 def test_doctor_is_enforced_with_no_network_and_refused_without_it(node):

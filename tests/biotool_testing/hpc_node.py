@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from biotool_testing import polling
 from biotool_testing.paths import REPO
 from biotool_testing.ran import Ran
 
@@ -108,7 +109,6 @@ def start(results: Path, sif: Path = SIF, image: str = NODE_IMAGE, hostname: str
                     "-v", f"{results}:{results}", image],
                    capture_output=True, text=True, check=True)
     node = Node(name=name, results=results, uid=uid)
-    from biotool_testing import polling
 
     def ready() -> bool:
         return "ready" in subprocess.run(["docker", "logs", name], capture_output=True,

@@ -29,6 +29,8 @@ def _tree(root):
     (root / "usr" / "bin" / "tool").write_text("#!/bin/sh\n")
     (root / "usr" / "bin" / "tool").chmod(0o755)
     (root / "usr" / "bin" / "alias").symlink_to("tool")
+    (root / "home" / "agent").mkdir(parents=True)
+    os.chown(root / "home" / "agent", 1000, 1000)
     (root / "etc" / "biotool").mkdir(parents=True)
     filemanifest.write(str(root / "etc" / "biotool" / "files.tsv"), str(root))
     # What Apptainer adds to every SIF, after the image's manifest was written.
@@ -62,10 +64,11 @@ def made(tmp_path):
     root = tmp_path / "root"
     _tree(root)
 
-    def make(name: str = "x.sif", **kw):
+    def make(name: str = "x.sif", all_root: bool = False, **kw):
         sq = tmp_path / f"{name}.squashfs"
         subprocess.run(["mksquashfs", str(root), str(sq), "-noappend", "-quiet", "-no-progress",
-                        "-comp", "zstd"], check=True, capture_output=True)
+                        "-comp", "zstd", *(["-all-root"] if all_root else [])],
+                       check=True, capture_output=True)
         sif = tmp_path / name
         _sif(sif, sq.read_bytes(), **kw)
         return sif
@@ -80,6 +83,16 @@ def test_a_sif_of_the_manifests_files_verifies_with_apptainers_paths_apart(made)
     assert report["manifest"]["same_as_image's"] is True
     assert report["apptainer_paths"] == ["/.singularity.d", "/.singularity.d/env",
                                          "/.singularity.d/env/90-environment.sh", "/environment"]
+
+
+def test_owners_a_non_root_build_gave_to_root_are_listed_apart(made):
+    # Apptainer's root-mapped build stores every path as root's: /home/agent's 1000:1000 is
+    # listed, not a difference; a mixed SIF keeps the owner check.
+    _, make, sha = made
+    report = siffiles.verify(str(make(all_root=True)), manifest_sha256=sha)
+    assert report["ok"] and report["manifest"]["differences"] == 0, report
+    assert report["owners"] == {"collapsed_to_root": True, "paths": 1, "listed": ["/home/agent"]}
+    assert siffiles.verify(str(make()), manifest_sha256=sha)["owners"]["collapsed_to_root"] is False
 
 
 def test_a_changed_added_or_removed_file_is_a_difference(made):
