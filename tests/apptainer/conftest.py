@@ -15,6 +15,9 @@ import pytest
 from biotool_testing import hpc_node
 from biotool_testing.images import SANDBOX_IMAGE
 
+# Run on the node by test_provider_on_node.py (with --confcutdir, so without this file).
+collect_ignore = ["on_node"]
+
 
 def pytest_collection_modifyitems(config, items):
     here = Path(__file__).parent
