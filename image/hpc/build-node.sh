@@ -14,12 +14,8 @@ base="${HPC_NODE_BASE:-biotool-base:sid}"
 python="${PYTHON:-python3}"
 ctx="$repo/out/hpc-node"
 
-if ! docker image inspect "$base" >/dev/null 2>&1; then
-    # sid from the mirror that serves this host's bookworm (the same archive).
-    . "$repo/image/aptsources.sh"
-    DEBIAN_SUITE=sid DEBIAN_MIRROR="${DEBIAN_MIRROR:-$(apt_uri bookworm | sed -n 1p)}" \
-        "$repo/image/base/build.sh" "$base"
-fi
+. "$repo/image/runners.sh"
+debian_base "$base" sid
 # The provider's Python side for sid's Python: the project's own dependencies and its host
 # extra's Inspect, pinned as pyproject.toml pins them; the project itself is bound in at run time.
 requirements=$("$python" - "$repo/pyproject.toml" <<'PY'
@@ -35,16 +31,9 @@ DOCKER_BUILDKIT=0 docker build -q --target system --build-arg BASE_IMAGE="$base"
 pyver=$(docker run --rm --entrypoint python3 "$tag-system" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 stamp=$(printf '%s\n' "$pyver" "$requirements" | sha256sum | cut -c1-16)
 mkdir -p "$ctx"
-if [ ! -f "$ctx/wheels/.complete-$stamp" ]; then
-    rm -rf "$ctx/wheels" && mkdir -p "$ctx/wheels"
-    printf '%s\n' "$requirements" > "$ctx/wheels/requirements.txt"
-    # Constraints of this host's pip are for its own Python, not the node's.
-    PIP_CONSTRAINT= "$python" -m pip download -q --python-version "$pyver" --only-binary=:all: \
-        --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
-        --platform manylinux_2_28_x86_64 --platform linux_x86_64 \
-        -r "$ctx/wheels/requirements.txt" -d "$ctx/wheels"
-    touch "$ctx/wheels/.complete-$stamp"
-fi
+printf '%s\n' "$requirements" > "$ctx/requirements.txt"
+fetch_wheels "$ctx/wheels" "$pyver" "$stamp" -r "$ctx/requirements.txt"
+cp "$ctx/requirements.txt" "$ctx/wheels/requirements.txt"
 cp "$here/node-start.sh" "$ctx/node-start.sh"
 DOCKER_BUILDKIT=0 docker build -q --build-arg BASE_IMAGE="$base" \
     --build-arg APPTAINER_VERSION="$version" -f "$here/node.Dockerfile" -t "$tag" "$ctx"
