@@ -174,9 +174,13 @@ def verify_sif(sif, manifest, limit) -> dict:
         text, _ = imagefiles.read_manifest(manifest)
         expected_sha = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
     else:  # the record image/hpc/build-sif.sh wrote beside the SIF, when there is one
-        record = Path(f"{sif}.json")
-        expected_sha = (json.loads(record.read_text()).get("manifest_sha256")
-                        if record.is_file() else None)
+        record, expected_sha = Path(f"{sif}.json"), None
+        if record.is_file():
+            try:
+                expected_sha = json.loads(record.read_text()).get("manifest_sha256")
+            except (OSError, ValueError, AttributeError):
+                raise LauncherError(f"{record}: not the JSON record make sif writes; give the "
+                                    "image's manifest with --manifest") from None
     report = siffiles.verify(sif, manifest_sha256=expected_sha, limit=limit)
     if not report["ok"]:
         m = report["manifest"]
@@ -335,7 +339,8 @@ def commands() -> list[Command]:
                 "and compare every file with /etc/biotool/files.tsv, the manifest the image's "
                 "build wrote, which must be the image's own: the one --manifest names, else the "
                 "one SIF.json records (make sif writes it). What Apptainer adds to every SIF "
-                "(/.singularity.d and its links) is listed apart. Exit 0 when all agree, 4 when "
+                "(/.singularity.d and its links), and the owners a non-root build gives to root, "
+                "are listed apart. Exit 0 when all agree, 4 when "
                 "any path differs (listed) or the manifest is not the image's, 2 when SIF is no "
                 "SIF or holds no manifest.",
                 arguments=(Argument("sif", required=True),),

@@ -1,5 +1,5 @@
 """`biotool-sandbox verify-sif`: a SIF's files, read on the host from its system partition,
-checked against the file manifest the image's build wrote (docs/hpc.md#checking-a-sif).
+checked against the file manifest the image's build wrote (docs/hpc.md, Checking a SIF).
 
 A SIF is a header, descriptors and data objects (the layout of sylabs/sif, format 01); the root
 filesystem is the squashfs partition whose descriptor says "primary system". It is unpacked

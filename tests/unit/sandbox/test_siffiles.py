@@ -141,3 +141,14 @@ def test_a_sif_without_a_system_partition_is_refused(made):
     sif = make(parttype=3)  # an overlay partition, not the primary system
     with pytest.raises(LauncherError, match="no squashfs system partition among its 2 descriptors"):
         siffiles.system_partition(str(sif))
+
+
+def test_a_record_that_is_not_json_is_refused_in_one_line(made, capsys, tmp_path):
+    _, make, _ = made
+    sif = make()
+    (tmp_path / "x.sif.json").write_text("{not json")
+    with pytest.raises(SystemExit) as exit_:
+        main(["verify-sif", str(sif)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "x.sif.json: not the JSON record" in err
+    assert err.strip().count("\n") == 0
