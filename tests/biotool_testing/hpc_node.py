@@ -1,6 +1,6 @@
 """An HPC node in a container (image/hpc/build-node.sh): real Apptainer, squashfuse, Slurm and
 munge, run the way most sites run Apptainer today, setuid-less on user namespaces, as a user
-the sandbox image has never seen. The tests and bench/apptainer.py drive it with `docker exec`.
+the sandbox image has never seen. The tests and bench/apptainer_bench.py drive it with `docker exec`.
 
 The node sees the SIF at /hpc/biotool-sandbox.sif, this checkout read-only at its own path (so
 host paths under it mean the same inside), and a results folder the node's user owns at the
