@@ -12,7 +12,8 @@ import sys
 
 from biotool_testing import hpc_node
 
-NO_NET = ["--containall"]  # Apptainer's default: the host's (here: the node's) network
+NO_NET = ["--containall"]
+READS = "/opt/biotool/samples/demo-sarscov2-artic-reads/MT007544.fastq"  # Apptainer's default: the host's (here: the node's) network
 
 
 def _check(doctor: dict, name: str) -> dict:
@@ -53,11 +54,15 @@ def test_doctor_is_enforced_with_no_network_and_refused_without_it(node):
     assert shared.code == 4, shared
     egress = _check(shared.json, "egress")
     assert not egress["ok"] and egress["required"], egress
-    # With the node's network in reach, an agent could talk to anything: every command refuses.
-    refused = node.apptainer("biotool list", shape=NO_NET, env={"BIOTOOL_REQUIRE_ENFORCED": "1"})
-    assert refused.code == 3 and refused.stdout == "", refused  # the policy's refusal
-    assert len(refused.stderr.strip().splitlines()) == 1 and "BIOTOOL_REQUIRE_ENFORCED" in refused.stderr
-    assert "apptainer exec --net --network none" in refused.stderr  # the remedy in this shape
+    # With the node's network in reach, an agent could talk to anything: every command refuses,
+    # each with the policy's exit 3, one line and the remedy in this shape.
+    commands = ["list", "references", "version", "doctor", "align --help",
+                f"taxonomy --local --fastq {READS}", "call variant_annotate '{}'"]
+    refused = node.apptainer("; ".join(f"biotool {c} >/dev/null 2>/work/err; echo $? "
+                                       "$(wc -l < /work/err) $(grep -c 'apptainer exec --net "
+                                       "--network none' /work/err)" for c in commands),
+                             shape=NO_NET, env={"BIOTOOL_REQUIRE_ENFORCED": "1"})
+    assert refused.code == 0 and refused.stdout.splitlines() == ["3 1 1"] * len(commands), refused
 
 
 def test_the_nodes_user_a_read_only_root_and_node_local_scratch(node, tmp_path):
