@@ -127,7 +127,8 @@ def in_use(dc, state_root: Path, project_label: str) -> int:
         if n:
             reserved[d.name] = (n, now - (d / RESERVATION).stat().st_mtime)
     total, live = 0, set()
-    for c in dc.containers.list(filters={"status": "running"}):
+    # A container removed between the engine's list and its inspect holds no memory now.
+    for c in dc.containers.list(filters={"status": "running"}, ignore_removed=True):
         project = c.labels.get(project_label, "")
         if project in reserved:
             live.add(project)

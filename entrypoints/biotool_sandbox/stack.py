@@ -534,7 +534,10 @@ def wait_ready(run: str, dc, deadline: float) -> None:
 
 def containers(run: str, docker_client=None) -> list:
     dc = docker_client or client()
-    return dc.containers.list(all=True, filters={"label": f"{PROJECT_LABEL}={check_run_name(run)}"})
+    # ignore_removed: a container removed between the engine's list and its inspect (another
+    # run's down, on a busy engine) is no longer there to report, not an internal error.
+    return dc.containers.list(all=True, filters={"label": f"{PROJECT_LABEL}={check_run_name(run)}"},
+                              ignore_removed=True)
 
 
 def by_service(run: str, docker_client=None) -> dict:
@@ -578,7 +581,8 @@ def container_of(run: str, service: str, docker_client=None):
 
 def runs(docker_client=None) -> list[str]:
     dc = docker_client or client()
-    names = {c.labels.get(PROJECT_LABEL, "") for c in dc.containers.list(all=True, filters={"label": PROJECT_LABEL})}
+    names = {c.labels.get(PROJECT_LABEL, "") for c in dc.containers.list(
+        all=True, filters={"label": PROJECT_LABEL}, ignore_removed=True)}
     return sorted(n for n in names if n.startswith(RUN_PREFIX))
 
 
@@ -604,7 +608,7 @@ def down(run: str, *, quiet: bool = False, keep_audit: bool = False) -> dict:
     dc = client()
     run_dir = state_root() / run
     label = {"label": f"{PROJECT_LABEL}={run}"}
-    found = dc.containers.list(all=True, filters=label)
+    found = dc.containers.list(all=True, filters=label, ignore_removed=True)
     # A run is whatever its id left in any state: a failed start may have left only a volume,
     # a network, or a state folder holding its memory reservation.
     existed = bool(found or dc.networks.list(filters=label) or _run_volumes(dc, label)
@@ -627,7 +631,7 @@ def down(run: str, *, quiet: bool = False, keep_audit: bool = False) -> dict:
         list(pool.map(quietly, [partial(v.remove, force=True)
                                 for v in _run_volumes(dc, label, keep_audit)]))
     shutil.rmtree(run_dir, ignore_errors=True)
-    left = {"containers": len(dc.containers.list(all=True, filters=label)),
+    left = {"containers": len(dc.containers.list(all=True, filters=label, ignore_removed=True)),
             "networks": len(dc.networks.list(filters=label)),
             "volumes": len(_run_volumes(dc, label, keep_audit))}
     kept = state_volume(run, dc) if keep_audit else None

@@ -51,7 +51,7 @@ def down_leftovers() -> list[str]:
     client, gone = docker.from_env(), []
     while BROUGHT_UP:
         run = BROUGHT_UP.pop()
-        if client.containers.list(all=True, filters={"label": f"com.docker.compose.project={run}"}):
+        if client.containers.list(ignore_removed=True, all=True, filters={"label": f"com.docker.compose.project={run}"}):
             launcher("down", run, check=False)
             gone.append(run)
     return gone

@@ -37,7 +37,7 @@ def docker_client():
         pytest.fail(f"the image tests need a running Docker engine: {exc} "
                     f"(start dockerd, or run .ci/run)", pytrace=False)
     yield client
-    for c in client.containers.list(all=True, filters={"label": f"{TEST_LABEL}={SESSION}"}):
+    for c in client.containers.list(ignore_removed=True, all=True, filters={"label": f"{TEST_LABEL}={SESSION}"}):
         c.remove(force=True)
 
 

@@ -188,19 +188,26 @@ def _enforced_episode(tmp_path, during) -> tuple[subprocess.CompletedProcess, Pa
     dc = docker.from_env()
 
     def service(run: str, name: str) -> list:
-        return dc.containers.list(filters={"label": [f"com.docker.compose.project={run}",
+        return dc.containers.list(ignore_removed=True, filters={"label": [f"com.docker.compose.project={run}",
                                                      f"com.docker.compose.service={name}"]})
 
     def ready_egress() -> list:
         assert proc.poll() is None, proc.communicate()
         return [c for r in sorted(set(stack.launcher("ps")["runs"]) - before)
                 for c in service(r, "egress") if b"egress: ready" in c.logs(stdout=False, stderr=True)]
-    egress = polling.until("the episode's egress to be ready", ready_egress, every_s=0.5)
-    run_id = egress[0].labels["com.docker.compose.project"]
-    during(run_id, egress[0])
-    [sandbox] = service(run_id, "sandbox")
-    assert sandbox.exec_run(["touch", GO]).exit_code == 0
-    out, err = proc.communicate(timeout=900)
+    try:
+        egress = polling.until("the episode's egress to be ready", ready_egress, every_s=0.5)
+        run_id = egress[0].labels["com.docker.compose.project"]
+        during(run_id, egress[0])
+        [sandbox] = service(run_id, "sandbox")
+        assert sandbox.exec_run(["touch", GO]).exit_code == 0
+        out, err = proc.communicate(timeout=900)
+    finally:
+        # A failure above must not leave the episode waiting with its run up (8.5g reserved
+        # against the next tests' `up`): its TERM trap brings the run down.
+        if proc.poll() is None:
+            proc.terminate()
+            proc.communicate(timeout=300)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), episode
 
 

@@ -141,7 +141,7 @@ def _left(run: str) -> dict:
 
     dc = docker.from_env()
     label = {"label": f"com.docker.compose.project={run}"}
-    return {"containers": len(dc.containers.list(all=True, filters=label)),
+    return {"containers": len(dc.containers.list(ignore_removed=True, all=True, filters=label)),
             "networks": len(dc.networks.list(filters=label)),
             "volumes": len(dc.volumes.list(filters=label))}
 
@@ -250,7 +250,7 @@ def test_compose_file_for_inspects_docker_provider(images, docker_client):
     try:
         subprocess.run(base + ["up", "-d", "--wait"], env=env, check=True, capture_output=True,
                        text=True, timeout=900)
-        c = docker_client.containers.list(filters={"label": [f"com.docker.compose.project={project}",
+        c = docker_client.containers.list(ignore_removed=True, filters={"label": [f"com.docker.compose.project={project}",
                                                              "com.docker.compose.service=default"]})[0]
         # Exit codes through the SDK (compose exec loses them on this engine).
         doctor = c.exec_run(["bash", "--login", "-c", "biotool doctor --no-sha"],

@@ -78,7 +78,7 @@ def network(docker_client, images):
     net = docker_client.networks.create(f"bts-k8s-{uuid.uuid4().hex[:8]}", internal=True,
                                         labels={TEST_LABEL: "k8s-tls"})
     yield net.name
-    for c in docker_client.containers.list(all=True, filters={"label": f"{TEST_LABEL}=k8s-tls"}):
+    for c in docker_client.containers.list(ignore_removed=True, all=True, filters={"label": f"{TEST_LABEL}=k8s-tls"}):
         c.remove(force=True)
     net.remove()
 

@@ -12,7 +12,7 @@ def _project_resources(run_id: str) -> dict:
 
     dc = docker.from_env()
     label = {"label": f"com.docker.compose.project={run_id}"}
-    return {"containers": dc.containers.list(all=True, filters=label),
+    return {"containers": dc.containers.list(ignore_removed=True, all=True, filters=label),
             "networks": dc.networks.list(filters=label),
             "volumes": dc.volumes.list(filters=label)}
 

@@ -30,7 +30,7 @@ PROJECT = "com.docker.compose.project"
 def _engine_runs(dc) -> set[tuple[str, str]]:
     """(kind, name) of every container, network and volume of a launcher run on the engine."""
     label = {"label": PROJECT}
-    found = {("container", c.name) for c in dc.containers.list(all=True, filters=label)}
+    found = {("container", c.name) for c in dc.containers.list(ignore_removed=True, all=True, filters=label)}
     found |= {("network", n.name) for n in dc.networks.list(filters=label)}
     found |= {("volume", v.name) for v in dc.volumes.list(filters=label)}
     return {(kind, name) for kind, name in found if name.startswith("bts-")}

@@ -193,14 +193,14 @@ def test_an_hpc_episode_on_the_enforced_runtime_reaches_ncbi_through_the_relay(s
 
     def join_egress() -> None:
         while not stop.is_set():
-            for c in dc.containers.list(filters={"label": "com.docker.compose.service=egress"}):
+            for c in dc.containers.list(ignore_removed=True, filters={"label": "com.docker.compose.service=egress"}):
                 run = c.labels.get("com.docker.compose.project")
                 relayed = any(e.startswith("BIOTOOL_NCBI_RELAY=") for e in c.attrs["Config"]["Env"])
                 if relayed and run not in runs_before | joined:
                     joined.add(run)
                     route.connect(c)
             for run in joined - told:
-                for c in dc.containers.list(filters={"label": [
+                for c in dc.containers.list(ignore_removed=True, filters={"label": [
                         f"com.docker.compose.project={run}", "com.docker.compose.service=sandbox"]}):
                     if c.exec_run(["touch", routed]).exit_code == 0:
                         told.add(run)

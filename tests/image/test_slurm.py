@@ -220,7 +220,7 @@ def test_job_array_runs_throttled_offline_episodes_and_the_shards_merge(slurm, i
     assert all(c["ok"] for c in doctor["checks"] if c["required"]), doctor
     assert probe == {"uid": 12345, "root_writable": False, "site_writable": False}
     assert absent is None and "no such file" in rows[5]["error"]
-    assert not docker_client.containers.list(all=True, filters={"label": "biotool-hpc-episode"})
+    assert not docker_client.containers.list(ignore_removed=True, all=True, filters={"label": "biotool-hpc-episode"})
 
     # A missing shard, and a result that is not JSON, each fail the merge and write nothing.
     for name, damage, message in (
