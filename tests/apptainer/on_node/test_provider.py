@@ -108,14 +108,14 @@ def test_a_sample_is_offline_as_the_nodes_user_and_leaves_nothing(hpc_env):
     assert _instances() == []
 
 
-def test_a_failed_start_leaves_nothing_behind(hpc_env, tmp_path):
+def test_a_failed_start_leaves_nothing_behind(hpc_env, tmp_path, monkeypatch):
     from biotool_sandbox.apptainer_sandbox import ApptainerSandboxEnvironment as Box
     from biotool_sandbox.errors import EngineError
 
     # A file that is no SIF: Apptainer cannot start an instance of it.
     bad = tmp_path / "not-a.sif"
     bad.write_bytes(b"not a SIF image\n" * 64)
-    os.environ["BIOTOOL_SIF"] = str(bad)
+    monkeypatch.setenv("BIOTOOL_SIF", str(bad))
     with pytest.raises(EngineError, match=r"^apptainer instance start bta-\w+ failed \(exit 255\)"):
         asyncio.run(Box.sample_init("t", None, {}))
     assert os.listdir(hpc_env["BIOTOOL_SCRATCH"]) == []
