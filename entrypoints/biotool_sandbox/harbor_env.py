@@ -15,6 +15,12 @@ sidecar (its `allowlist` / `no-network` modes, for any phase) sets EGRESS_CONTRO
 for compose; `main` receives it as BIOTOOL_HARBOR_EGRESS_CONTROL and the task's healthcheck
 (harbor_tasks.HEALTHCHECK) refuses to start the trial when it is set.
 
+A drawn task's environment has a third service, `draw` (add_draw): the same image, no network,
+run once at start as the draw of the task's ground truth (biotool_sandbox.harbor_draw). It
+writes the agent's inputs to the `task` volume, which `main` mounts read-only at /task, and the
+truth to the `truth` volume, which only it mounts; `main` starts once the truth is written
+(the draw's healthcheck), and Harbor collects the truth from it after the agent phase.
+
 verifier_compose: the task's tests/docker-compose.yaml, the separate verifier: the same image,
 `network_mode: none`, no capabilities, the task's tests bound read-only at /tests.
 """
@@ -36,6 +42,11 @@ SOLUTION = "/solution"        # where Harbor's oracle agent uploads solution/
 LOGS = "/logs"                # Harbor's EnvironmentPaths.logs_dir
 TESTS = "/tests"
 AUDIT_ARTIFACT = STORE        # collected from the egress service after main is stopped
+DRAW = "draw"                 # a drawn task's draw service
+TASK_INPUTS = "/task"         # the drawn inputs, read-only in `main`
+TRUTH_DIR = "/var/lib/biotool-truth"
+TRUTH_ARTIFACT = f"{TRUTH_DIR}/truth.json"  # collected from the draw service, like the audit
+DRAW_LIMITS = {"cpus": 1.0, "mem_limit": "2g", "pids_limit": 256}
 VERIFIER_LIMITS = {"cpus": 1.0, "mem_limit": "2g", "pids_limit": 256}
 GUARD = "BIOTOOL_HARBOR_EGRESS_CONTROL"
 # Harbor sets this for compose only when its egress sidecar runs (harbor 0.26.0,
@@ -111,6 +122,42 @@ def agent_compose(compose: Path, image: str, egress_image: str,
             "networks": doc["networks"], "volumes": volumes}
 
 
+def add_draw(environment: dict, image: str, draw: str) -> dict:
+    """`environment` (agent_compose's) with the draw service of a drawn task, `main` reading
+    its inputs at /task and started once its truth is written."""
+    if not isinstance(draw, str) or not draw:
+        raise LauncherError(f"the task's draw {draw!r} is not MODULE.FUNCTION")
+    services = dict(environment["services"])
+    services[DRAW] = {
+        "image": image,
+        # The draw runs once, then the container idles: Harbor copies the truth out of it
+        # after the agent phase, and a running service is what `up --wait` waits for.
+        "command": ["sh", "-c", "python -m biotool_sandbox.harbor_draw --draw \"$$0\" "
+                    f"--public {TASK_INPUTS} --truth {TRUTH_ARTIFACT} && exec sleep infinity",
+                    draw],
+        "init": True,
+        # root owns the fresh volumes it writes; no capability, no network, a read-only root.
+        "user": "0:0",
+        "network_mode": "none",
+        "read_only": True,
+        "tmpfs": ["/tmp"],
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges:true"],
+        "environment": {"HOME": "/tmp", "BIOTOOL_CACHE": "/tmp/biotool-cache",
+                        "MPLCONFIGDIR": "/tmp", "NUMBA_CACHE_DIR": "/tmp"},
+        **DRAW_LIMITS,
+        "volumes": [f"task:{TASK_INPUTS}", f"truth:{TRUTH_DIR}"],
+        "healthcheck": {"test": ["CMD", "test", "-s", TRUTH_ARTIFACT], "interval": "2s",
+                        "timeout": "10s", "retries": 150},
+    }
+    main = dict(services[MAIN])
+    main["volumes"] = [*main.get("volumes", []), f"task:{TASK_INPUTS}:ro"]
+    main["depends_on"] = {DRAW: {"condition": "service_healthy"}}
+    services[MAIN] = main
+    return {**environment, "services": services,
+            "volumes": {**environment["volumes"], "task": {}, "truth": {}}}
+
+
 def verifier_compose(image: str) -> dict:
     return {"services": {MAIN: {
         "image": image,
@@ -143,5 +190,5 @@ def limits(compose: Path) -> dict:
             "memory_mb": budget.to_bytes(d["BIOTOOL_MEM_LIMIT"]) >> 20}
 
 
-__all__ = ["agent_compose", "verifier_compose", "render", "limits", "AUDIT_ARTIFACT",
+__all__ = ["agent_compose", "add_draw", "verifier_compose", "render", "limits", "AUDIT_ARTIFACT",
            "RUN_STATE", "MAIN", "SOLUTION", "TESTS"]

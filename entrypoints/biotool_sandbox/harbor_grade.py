@@ -17,6 +17,11 @@ Everything read from the agent's files is bounded before it is parsed (MAX_AGENT
 a regular file, MAX_DEPTH levels of JSON) and any failure to read or score it is the agent's 0
 with the reason in grade.json: the grader is total on agent input.
 
+A drawn task (its key names a `draw`) had its ground truth drawn at environment start outside
+`main` (biotool_sandbox.harbor_draw); `--truth` is that draw's file, collected from the draw
+service like the audit, and each field marked `{"drawn": RULE}` is checked by RULE against the
+truth's value. A missing or unreadable truth is an infrastructure error.
+
 Two checks a task's key may add: `molperceive` fields are scored by MolPerceive's own rule
 (molperceive.score.correct) against the stored label, each recomputed under the verifier's
 RDKit so drift is reported; `evidence` asks for the JSON output of the biotool command that
@@ -42,7 +47,7 @@ from commandline.errors import EXIT_FAILED
 from . import harbor_audit
 from .audit import report, store_holds, store_started
 
-GRADER_VERSION = 3
+GRADER_VERSION = 4
 # What the verifier reads of an agent's file, at most: an answer or a tool's JSON output is a
 # few KB; anything bigger is refused unread (a 120 MB answer must not cost the verifier's RAM).
 MAX_AGENT_FILE = 1 << 20
@@ -69,6 +74,7 @@ class Inputs:
     evidence: object = None  # the tool's output the key asks for; None when not asked or absent
     evidence_problem: str | None = None
     not_after: float | None = None  # the verifier's start: no record of the run is later
+    truth: dict | None = None       # a drawn task's truth values (harbor_draw), by field
 
 
 def _sha256(data: bytes | None) -> str | None:
@@ -162,8 +168,57 @@ def _shown(value):
     return text if len(text) <= SHOWN else text[:SHOWN] + "..."
 
 
+# The rules a drawn field may name; the truth gives the value each compares against.
+DRAWN_RULES = ("equals", "equals_ci", "approx", "set_ci", "molperceive")
+
+
+def read_truth(path: Path | None) -> tuple[dict, bytes]:
+    """A draw's truth values and the file's bytes: written by the draw service, never by the
+    agent, so anything wrong with it is the infrastructure's."""
+    if path is None:
+        raise InfrastructureError("the task is drawn but the grader was given no --truth")
+    try:
+        data = path.read_bytes()
+        doc = json.loads(data)
+    except OSError as exc:
+        raise InfrastructureError(f"the draw's truth {path} was not collected from the draw "
+                                  f"service ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise InfrastructureError(f"the draw's truth {path} is not JSON ({exc})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("values"), dict):
+        raise InfrastructureError(f"the draw's truth {path} holds no values")
+    return doc["values"], data
+
+
+def resolve_fields(key: dict, truth: dict | None) -> dict:
+    """The key's fields with every drawn rule given its truth value: {"drawn": "equals"} and
+    a truth of 12 is {"equals": 12}; {"drawn": "molperceive", "label": F} takes the truth's
+    {"smiles", "stored"}. InfrastructureError where the key and the truth do not fit."""
+    fields = {}
+    for name, rule in key["fields"].items():
+        if not (isinstance(rule, dict) and "drawn" in rule):
+            fields[name] = rule
+            continue
+        kind = rule["drawn"]
+        if kind not in DRAWN_RULES:
+            raise InfrastructureError(f"the answer key's field {name}: drawn rule {kind!r} is "
+                                      f"none of {', '.join(DRAWN_RULES)}")
+        if truth is None or name not in truth:
+            raise InfrastructureError(f"the draw's truth has no value for field {name}")
+        rest = {k: v for k, v in rule.items() if k != "drawn"}
+        value = truth[name]
+        if kind == "molperceive":
+            if not (isinstance(value, dict) and {"smiles", "stored"} <= set(value)):
+                raise InfrastructureError(f"the draw's truth for {name} is not a stored label")
+            fields[name] = {"molperceive": rest["label"], "smiles": value["smiles"],
+                            "stored": value["stored"]}
+        else:
+            fields[name] = {kind: value, **rest}
+    return fields
+
+
 def read_inputs(key_path: Path, answer_path: Path, audit_path: Path,
-                not_after: float | None = None) -> Inputs:
+                not_after: float | None = None, truth_path: Path | None = None) -> Inputs:
     try:
         key_bytes = key_path.read_bytes()
         key = json.loads(key_bytes)
@@ -191,15 +246,22 @@ def read_inputs(key_path: Path, answer_path: Path, audit_path: Path,
         evidence, evidence_problem, evidence_bytes = _read_object(
             answer_path.parent / key["evidence"]["artifact"], "evidence")
         digests["evidence"] = _sha256(evidence_bytes)
+    truth = None
+    if key.get("draw"):
+        truth, truth_bytes = read_truth(truth_path)
+        digests["truth"] = _sha256(truth_bytes)
+        key = {**key, "fields": resolve_fields(key, truth)}
     if not_after is not None:
         digests["not_after"] = not_after  # an input too: a re-grade passes the same
-    return Inputs(key, answer, problem, store, digests, evidence, evidence_problem, not_after)
+    return Inputs(key, answer, problem, store, digests, evidence, evidence_problem, not_after,
+                  truth)
 
 
 def check_field(rule: dict, given) -> tuple[bool, str]:
     """One field against its rule: equals (exact, numbers as numbers), equals_ci (text, case
-    and surrounding space ignored), approx (a number within tol), molperceive (MolPerceive's
-    scoring rule for that label field against the stored label)."""
+    and surrounding space ignored), approx (a number within tol), set_ci (a list of texts as
+    a set, case and surrounding space ignored), molperceive (MolPerceive's scoring rule for
+    that label field against the stored label)."""
     if given is None:
         return False, "missing"
     if "molperceive" in rule:
@@ -217,6 +279,11 @@ def check_field(rule: dict, given) -> tuple[bool, str]:
         want = str(rule["equals_ci"]).strip().casefold()
         return isinstance(given, str) and given.strip().casefold() == want, \
             f"expected {rule['equals_ci']!r} (case ignored)"
+    if "set_ci" in rule:
+        want = {str(w).strip().casefold() for w in rule["set_ci"]}
+        ok = isinstance(given, list) and all(isinstance(g, str) for g in given) \
+            and {g.strip().casefold() for g in given} == want
+        return ok, f"expected the set {sorted(rule['set_ci'])!r} (order and case ignored)"
     if "approx" in rule:
         want, tol = float(rule["approx"]), float(rule.get("tol", 0))
         ok = isinstance(given, (int, float)) and not isinstance(given, bool) \
@@ -255,7 +322,7 @@ def grade_answer(key: dict, answer: dict | None, problem: str | None) -> dict:
 
 
 def _expected(rule: dict) -> str:
-    for k in ("stored", "equals", "equals_ci", "approx"):
+    for k in ("stored", "equals", "equals_ci", "approx", "set_ci"):
         if k in rule:
             return f"expected {rule[k]!r}"
     return "expected (see the key)"
@@ -409,6 +476,8 @@ def grade(inputs: Inputs) -> tuple[dict, dict]:
         reward["molperceive_drift"] = len(answer["molperceive"]["drift"])
     detail = {"status": "graded", "task": inputs.key.get("task"), "grader": GRADER_VERSION,
               "reward": reward, "answer": answer, "egress": egress, "inputs": inputs.digests}
+    if inputs.truth is not None:
+        detail["drawn"] = inputs.key["draw"]
     if evidence is not None:
         detail["evidence"] = evidence
     if search is not None:
@@ -438,12 +507,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--audit", type=Path, required=True,
                         help="the egress audit store collected from the egress service")
     parser.add_argument("--out", type=Path, required=True, help="Harbor's /logs/verifier")
+    parser.add_argument("--truth", type=Path, default=None,
+                        help="a drawn task's truth, collected from the draw service")
     parser.add_argument("--not-after", type=float, default=None, metavar="EPOCH_S",
                         help="the verifier's start (test.sh: `date +%%s`): an audit record "
                              "dated later is impossible for the run")
     args = parser.parse_args(argv)
     try:
-        reward, detail = grade(read_inputs(args.key, args.answer, args.audit, args.not_after))
+        reward, detail = grade(read_inputs(args.key, args.answer, args.audit, args.not_after,
+                                           args.truth))
     except (InfrastructureError, harbor_audit.StagedInputError) as exc:
         reward, detail = infrastructure(str(exc))
     except Exception as exc:  # a grader fault is the harness's, never the agent's 0
