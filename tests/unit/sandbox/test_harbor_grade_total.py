@@ -88,9 +88,37 @@ VALUES = {
 }
 
 
+# A drawn task's truth file by task, drawn once for the module (_draw_truths).
+TRUTHS: dict[str, Path] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _draw_truths(staged_home, tmp_path_factory):
+    """Each drawn task's truth, drawn once from the staged demo data (seeded)."""
+    from biotool_sandbox import harbor_draw
+
+    before = os.environ.get("BIOTOOL_HOME")
+    os.environ["BIOTOOL_HOME"] = str(staged_home)
+    try:
+        for task in TASKS:
+            key = json.loads((REPO / "harbor" / "tasks" / task / "key.json").read_text())
+            if key.get("draw"):
+                tmp = tmp_path_factory.mktemp(task)
+                harbor_draw.draw(key["draw"], tmp / "task", tmp / "truth.json", seed=1)
+                TRUTHS[task] = tmp / "truth.json"
+    finally:
+        if before is None:
+            os.environ.pop("BIOTOOL_HOME", None)
+        else:
+            os.environ["BIOTOOL_HOME"] = before
+    yield
+    TRUTHS.clear()
+
+
 def grade(tmp: Path, task: str) -> tuple[int, dict, dict]:
+    truth = ["--truth", str(TRUTHS[task])] if task in TRUTHS else []
     rc = harbor_grade.main(["--key", str(_key(tmp, task)), "--answer", str(tmp / "answer.json"),
-                            "--audit", str(CLEAN), "--out", str(tmp / "v")])
+                            "--audit", str(CLEAN), "--out", str(tmp / "v"), *truth])
     return (rc, json.loads((tmp / "v" / "reward.json").read_text()),
             json.loads((tmp / "v" / "grade.json").read_text()))
 

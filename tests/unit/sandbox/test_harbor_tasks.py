@@ -70,8 +70,10 @@ def test_every_task_is_harbors_folder_layout(tasks):
             "sandbox"]["user"] == "1000:1000"
         assert config["verifier"]["environment_mode"] == "separate"
         assert config["verifier"]["environment"]["docker_image"] == IMAGE
+        drawn = [{"source": harbor_env.TRUTH_ARTIFACT, "service": "draw"}] \
+            if "draw" in key else []
         assert config["artifacts"] == [{"source": harbor_env.AUDIT_ARTIFACT,
-                                        "service": "egress"}]
+                                        "service": "egress"}, *drawn]
 
 
 def test_task_limits_are_compose_yamls(tasks):
