@@ -16,11 +16,18 @@ VERSION = (RUNNER / "HARBOR_VERSION").read_text().strip()
 # image/harbor/run.sh's variable: a runner built under another tag (build-runner.sh TAG).
 RUNNER_IMAGE = os.environ.get("HARBOR_RUNNER_IMAGE") or f"biotool-harbor-runner:{VERSION}"
 JOB_TIMEOUT = 3600  # only stops a job that hangs: a busy host's few minutes, ten times over
-TASKS = ("molperceive-batch", "pbmc-celltype", "sarscov2-deletion", "spike-d614g")
+SOURCES = REPO / "harbor" / "tasks"
+KEYS = {p.name: json.loads((p / "key.json").read_text())
+        for p in sorted(SOURCES.iterdir()) if (p / "key.json").is_file()}
+# Every task this host can run: reads-organism-blast needs NCBI itself, which this host cannot
+# reach (tests/image/test_harbor_blast_task.py runs it against the mock NCBI instead).
+TASKS = tuple(n for n, k in KEYS.items() if not k.get("search"))
+DRAWN = tuple(n for n in TASKS if KEYS[n].get("draw"))
+MOLPERCEIVE = {"molperceive_formula", "molperceive_heavy_atom_count", "molperceive_drift"}
 # Components a task's key adds to reward.json beside the common ones (harbor_grade).
 TASK_COMPONENTS = {
-    "molperceive-batch": {"molperceive_formula", "molperceive_heavy_atom_count",
-                          "molperceive_drift"},
+    **{n: MOLPERCEIVE for n, k in KEYS.items() if any(
+        "molperceive" in r or r.get("drawn") == "molperceive" for r in k["fields"].values())},
     "sarscov2-deletion": {"evidence_ok"},
 }
 ANSWER = {"gene": "S", "hgvs_p": "p.Asp614Gly", "effect": "missense"}
@@ -37,6 +44,11 @@ CHEATS = {
 # key asks for the caller's output on the staged reads beside it (evidence), so it scores 0.
 UNRUN = "cheat-unrun"
 UNRUN_ANSWER = {"pos": 29749, "ref": "ACGATCGAGTG", "alt": "A"}
+# A drawn task's cheat: the answer of another draw of the same task (seed 0), as an agent that
+# remembered an earlier trial would write it ("remembered-" + the task's name).
+REMEMBERED = "remembered-"
+# A cheat that hunts the trial's filesystem for the drawn truth and answers from what it finds.
+TRUTH_HUNT = "cheat-truth-hunt"
 
 
 @dataclass
@@ -66,11 +78,34 @@ def harbor(runner_image: str, workspace: Path, *args: str,
                           env={**os.environ, "HARBOR_RUNNER_IMAGE": runner_image})
 
 
-def run_job(runner_image, workspace, path: Path, agent: str, name: str, *extra) -> Job:
+def answer_of(values: dict) -> dict:
+    """The answer a draw's truth values make (a stored label's value for MolPerceive's)."""
+    return {f: v["stored"] if isinstance(v, dict) and "stored" in v else v
+            for f, v in values.items()}
+
+
+def seeded_answers(image: str, seed: int = 0) -> dict[str, dict]:
+    """{drawn task: the answer of its draw with `seed`}, drawn in the image (its staged data)."""
+    script = ("import json, pathlib, random, sys, tempfile\n"
+              "from biotool_sandbox.harbor_draw import resolve\n"
+              "out = {}\n"
+              "for task, draw in json.loads(sys.argv[1]).items():\n"
+              "    out[task] = resolve(draw)(random.Random(int(sys.argv[2])),"
+              " pathlib.Path(tempfile.mkdtemp()))\n"
+              "print(json.dumps(out))\n")
+    draws = json.dumps({n: KEYS[n]["draw"] for n in DRAWN})
+    ran = subprocess.run(["docker", "run", "--rm", "--network", "none", "-e", "HOME=/tmp",
+                          image, "python", "-c", script, draws, str(seed)],
+                         capture_output=True, text=True, timeout=900, check=True)
+    return {n: answer_of(v) for n, v in json.loads(ran.stdout).items()}
+
+
+def run_job(runner_image, workspace, path: Path, agent: str, name: str, *extra,
+            concurrent: int = 2) -> Job:
     jobs = workspace / "jobs"
     jobs.mkdir(exist_ok=True)
     ran = harbor(runner_image, workspace, "run", "-p", str(path), "-a", agent, "-o", str(jobs),
-                 "--job-name", name, "-n", "2", "-y", *extra)
+                 "--job-name", name, "-n", str(concurrent), "-y", *extra)
     result = jobs / name / "result.json"
     assert result.is_file(), f"harbor wrote no result (exit {ran.returncode}): " \
                              f"{(ran.stdout + ran.stderr)[-3000:]}"

@@ -14,8 +14,9 @@ import subprocess
 
 import pytest
 
-from biotool_testing.harbor_jobs import (ANSWER, CHEATS, RUNNER, RUNNER_IMAGE, TASKS, UNRUN,
-                                         UNRUN_ANSWER, cli, harbor_project, run_job)
+from biotool_testing.harbor_jobs import (ANSWER, CHEATS, DRAWN, REMEMBERED, RUNNER, RUNNER_IMAGE,
+                                         TASKS, TRUTH_HUNT, UNRUN, UNRUN_ANSWER, cli,
+                                         harbor_project, run_job, seeded_answers)
 from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE
 
 
@@ -82,6 +83,24 @@ def cheats(workspace, tasks):
     shutil.copytree(tasks / "spike-d614g", infra)
     toml = (infra / "task.toml").read_text()
     (infra / "task.toml").write_text(toml[:toml.index("[[artifacts]]")])
+    # Each drawn task answered from memory: another draw's answer, never this trial's.
+    for name, answer in seeded_answers(SANDBOX_IMAGE).items():
+        remembered = out / f"{REMEMBERED}{name}"
+        shutil.copytree(tasks / name, remembered)
+        (remembered / "solution" / "solve.sh").write_text(
+            f"#!/bin/bash\nprintf '%s' '{json.dumps(answer)}' > /logs/artifacts/answer.json\n")
+    # ...and one that looks for the drawn truth wherever `main` can read, answering from it.
+    hunt = out / TRUTH_HUNT
+    shutil.copytree(tasks / DRAWN[0], hunt)
+    (hunt / "solution" / "solve.sh").write_text(
+        "#!/bin/bash\n"
+        "found=$(find / -xdev -name 'truth*.json' -readable 2>/dev/null | head -1)\n"
+        "ls -la /var/lib/biotool-truth > /logs/agent/hunt.txt 2>&1\n"
+        "echo \"found: ${found:-nothing}\" >> /logs/agent/hunt.txt\n"
+        "python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[\"values\"]; "
+        "json.dump({k: x[\"stored\"] if isinstance(x, dict) else x for k, x in v.items()}, "
+        "open(\"/logs/artifacts/answer.json\", \"w\"))' \"${found:-/dev/null}\" || "
+        "echo '{}' > /logs/artifacts/answer.json\n")
     return out
 
 
@@ -99,14 +118,15 @@ def oracle_job(runner_image, workspace, tasks):
                         "down", "-v"], capture_output=True, timeout=120)
 
 
+# Nop and the cheats do little in their agent phase: three trials at once.
 @pytest.fixture(scope="session")
 def nop_job(runner_image, workspace, tasks):
-    return run_job(runner_image, workspace, tasks, "nop", "nop")
+    return run_job(runner_image, workspace, tasks, "nop", "nop", concurrent=3)
 
 
 @pytest.fixture(scope="session")
 def cheat_job(runner_image, workspace, cheats):
-    return run_job(runner_image, workspace, cheats, "oracle", "cheats")
+    return run_job(runner_image, workspace, cheats, "oracle", "cheats", concurrent=3)
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,9 @@ import ipaddress
 import json
 from datetime import datetime
 
-from biotool_testing.harbor_jobs import (CHEATS, TASK_COMPONENTS, TASKS, UNRUN, cli, harbor,
-                                         harbor_project, read_json)
+from biotool_testing.harbor_jobs import (CHEATS, DRAWN, REMEMBERED, TASK_COMPONENTS, TASKS,
+                                         TRUTH_HUNT, UNRUN, cli, harbor, harbor_project,
+                                         read_json)
 
 COMPONENTS = {"reward", "answer", "answer_fields", "egress_ok", "egress_allowed",
               "egress_denied", "egress_paced", "egress_errors", "egress_unrecorded",
@@ -26,7 +27,8 @@ def test_harbor_lint_finds_nothing_but_the_unpinned_tags(runner_image, workspace
                  *[str(tasks / t) for t in TASKS], timeout=300)
     findings = json.loads(ran.stdout)
     assert findings and {f["rule"] for f in findings} == {"unpinned-image"}, findings
-    assert len(findings) == 5 * len(TASKS)  # main, egress, both docker_image, the verifier
+    # main, egress, both docker_image, the verifier; and a drawn task's draw service
+    assert len(findings) == 5 * len(TASKS) + len(DRAWN)
 
 
 def _trial_ok(trial):
@@ -115,7 +117,7 @@ def test_an_uncollected_audit_is_an_infrastructure_error_never_an_agents_zero(ch
     assert stats["infrastructure_error"]["1"] == [trial.name]
     assert trial.name not in {t for names in stats["reward"].values() for t in names}
     assert sorted(t.rsplit("__", 1)[0] for names in stats["reward"].values() for t in names) \
-        == sorted([*CHEATS, UNRUN])
+        == sorted([*CHEATS, UNRUN, TRUTH_HUNT, *(REMEMBERED + n for n in DRAWN)])
 
 
 def test_the_verifiers_audit_is_what_biotool_sandbox_audit_reads_of_the_trial(oracle_job):
@@ -131,6 +133,41 @@ def test_the_verifiers_audit_is_what_biotool_sandbox_audit_reads_of_the_trial(or
         assert launcher["records"] == grade["egress"]["audit"]["records"], name
         assert launcher["counts"] == grade["egress"]["counts"], name
         assert launcher["proxy_log"]["dropped"] == 0
+
+
+def test_a_drawn_task_answered_from_memory_scores_zero(cheat_job):
+    trials = cheat_job.trials()
+    assert DRAWN
+    for name in DRAWN:
+        trial = trials[REMEMBERED + name]
+        _trial_ok(trial)
+        reward = read_json(trial / "verifier" / "reward.json")
+        # A well-formed answer under a clean audit: only the drawn truth tells it wrong.
+        assert (reward["reward"], reward["answer"], reward["egress_ok"],
+                reward["infrastructure_error"]) == (0, 0, 1, 0), (name, reward)
+        grade = read_json(trial / "verifier" / "grade.json")
+        assert grade["answer"]["problem"] is None and grade["drawn"]
+        assert not all(f["ok"] for f in grade["answer"]["fields"].values())
+
+
+def test_the_drawn_truth_is_nowhere_main_can_read(cheat_job):
+    trial = cheat_job.trials()[TRUTH_HUNT]
+    _trial_ok(trial)
+    hunt = (trial / "agent" / "hunt.txt").read_text()
+    assert "found: nothing" in hunt and "No such file or directory" in hunt, hunt
+    reward = read_json(trial / "verifier" / "reward.json")
+    assert (reward["reward"], reward["answer"], reward["infrastructure_error"]) == (0, 0, 0)
+
+
+def test_every_drawn_trial_was_graded_against_the_truth_collected_from_its_draw(oracle_job):
+    for name in DRAWN:
+        trial = oracle_job.trials()[name]
+        collected = trial / "artifacts" / "var" / "lib" / "biotool-truth" / "truth.json"
+        grade = read_json(trial / "verifier" / "grade.json")
+        assert grade["inputs"]["truth"] == hashlib.sha256(collected.read_bytes()).hexdigest()
+        truth = read_json(collected)
+        assert truth["draw"] == grade["drawn"] and truth["inputs"], name
+        assert {f: v["expected"] for f, v in grade["answer"]["fields"].items()}  # all judged
 
 
 def _interval(timing: dict) -> tuple[datetime, datetime]:
