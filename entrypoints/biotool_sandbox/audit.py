@@ -15,8 +15,9 @@ import json
 import math
 import urllib.parse
 
-from .auditwire import (AUDIT_FULL, CLOSE, CONNECTION_CAP, GATE_PREFIX, GATE_RESTART, OPEN,
-                        REQUEST, SQUID_FIELDS, SQUID_PREFIX, STORE, STORE_HEADER, SUPPRESSED)
+from .auditwire import (AUDIT_FULL, CLOSE, CONNECTION_CAP, DESTINATIONS, GATE_PREFIX,
+                        GATE_RESTART, OPEN, REQUEST, SQUID_FIELDS, SQUID_PREFIX, STORE,
+                        STORE_HEADER, SUPPRESSED)
 
 # Squid's errors for a connection that never sent a whole request head, by what they mean.
 UNFINISHED = {"ERR_REQUEST_START_TIMEOUT": "no request byte",
@@ -34,6 +35,8 @@ RECORD_KEYS = ("time", "source", "event", "client", "method", "url", "host", "po
                "new_rid",     # the RID an allowed Put's reply created
                "destinations")  # a counted flood of Squid's lines: its distinct destinations
 CAP = 600  # characters of any text field in a record, whatever the line held
+LISTED_MAX = 100_000  # destinations read from a store's `destinations` records (a 16 MB store
+                      # holds fewer: auditstore.DESTINATION_BYTES bounds them)
 
 
 def _int(raw) -> int | None:
@@ -144,6 +147,7 @@ def parse_audit(text: str) -> dict:
     records, tunnels, order, unparsed = [], {}, [], 0
     decided, outcomes = {}, set()
     counted = {"opened": 0, "closed": 0}
+    listed, floods = {}, {}  # a counted flood's slot -> its listed destinations, its record
     for line in text.splitlines():
         if SQUID_PREFIX not in line and GATE_PREFIX not in line:
             continue
@@ -169,6 +173,10 @@ def parse_audit(text: str) -> dict:
                        method="CONNECT" if sample["method"] == "CONNECT" else None,
                        destinations=_destinations(doc))
             records.append(rec)
+            floods[str(doc.get("slot"))] = rec
+            continue
+        if event == DESTINATIONS:  # what a counted flood reached: joined to it below
+            _list(listed, doc)
             continue
         if event == SUPPRESSED and doc.get("of") in (OPEN, CLOSE):
             # Tunnels the store counted rather than listed: no attempt of their own (the
@@ -210,16 +218,31 @@ def parse_audit(text: str) -> dict:
             rec.update(event="request", reason=f"{rec['reason']}; no outcome was recorded "
                                                "(the egress stopped while relaying)")
             records.append(rec)
+    for slot, rec in floods.items():
+        if rec["destinations"] is not None and slot in listed:
+            latest = rec["destinations"]["kept"]
+            rec["destinations"]["kept"] = listed[slot] + [d for d in latest if d not in listed[slot]]
     records.sort(key=lambda r: r["time"] or 0)
-    listed = [tunnels[t] for t in order]
-    return {"records": records, "tunnels": listed,
-            "open_tunnels": [t for t in listed if t["open"]], "unparsed": unparsed,
+    opened = [tunnels[t] for t in order]
+    return {"records": records, "tunnels": opened,
+            "open_tunnels": [t for t in opened if t["open"]], "unparsed": unparsed,
             "tunnels_counted": counted}
 
 
+def _list(listed: dict, doc: dict) -> None:
+    """Add a `destinations` record's destinations (decoded) to its flood's list."""
+    names = doc.get("destinations")
+    if not isinstance(names, list) or sum(map(len, listed.values())) >= LISTED_MAX:
+        return
+    listed.setdefault(str(doc.get("slot")), []).extend(
+        _text(urllib.parse.unquote(str(d))) for d in names[:LISTED_MAX])
+
+
 def _destinations(doc: dict) -> dict | None:
-    """A counted flood's distinct destinations (Squid's URL field, decoded), as the store
-    kept them, and how many more there were; None from a store that kept one line only."""
+    """A counted flood's distinct destinations (Squid's URL field, decoded) that its slot
+    kept (the latest, once its `destinations` records reached their budget), and how many
+    of its lines went to destinations not named; None from a store that kept one line only.
+    parse_audit adds those the flood's `destinations` records list before them."""
     kept = doc.get("destinations")
     if not isinstance(kept, list):
         return None

@@ -28,6 +28,9 @@ STORE = f"{RUN_STATE}/audit.jsonl"
 # Gate records' events. The last three are not attempts: the launcher counts them apart.
 REQUEST, DECIDED, TUNNEL, OPEN, TLS, CLOSE = "request", "decided", "tunnel", "open", "tls", "close"
 GATE_RESTART, AUDIT_FULL, SUPPRESSED = "gate_restart", "audit_full", "suppressed"
+# Not a record of its own either: destinations a counted flood of Squid's lines reached, listed
+# for the `suppressed` record with the same `slot` (auditstore.py).
+DESTINATIONS = "destinations"
 
 # An allowed Put's record lists a short digest of each query record's sequence (its first
 # QUERY_SEQS_LISTED records, comma-joined in `query_seqs`): enough for a verifier to tell which

@@ -16,7 +16,11 @@ the sandbox), with three rules:
     never of text the agent chose, so no agent can make each of its requests a flood of its
     own. Denied and paced requests, refused
     tunnels and hellos, and tunnel openings are counted so; a counted opening's close is
-    counted with it;
+    counted with it. A counted flood of Squid's lines names every distinct destination it
+    reached, in short `destinations` records appended as they come, up to DESTINATION_BYTES
+    in the run; past them its slot keeps the latest DESTINATIONS and counts the rest, so no
+    destination hides behind decoys sent before it, short of a flood of thousands of hosts
+    that the record then shows;
   - what must pair is kept whole: a request's `decided` record (written once it holds its
     NCBI slot) reserves room for its outcome, and a kept opening for its close, so neither
     half is ever alone in the store for want of room or by being counted;
@@ -36,6 +40,7 @@ are audit.py's, Squid's are render.py's.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import threading
@@ -49,7 +54,10 @@ WINDOW = 60.0       # seconds
 RESERVE = 4096      # bytes kept for the final audit_full record
 OWED = 2048         # bytes kept for the outcome of a decided request or the close of an opening (each under 1.5 KB)
 MAX_BYTES = 16 << 20
-DESTINATIONS = 16   # distinct destinations a counted flood of Squid's lines keeps per window
+DESTINATIONS = 16   # the latest distinct destinations a flood's slot keeps past DESTINATION_BYTES
+DESTINATION_BYTES = 1 << 20  # bytes of the run's `destinations` records (each listed once)
+LISTED_PER_RECORD = 64  # destinations in one such record
+RECORD_ROOM = 256   # bytes charged for one such record beyond its destinations
 KEPT, COUNTED = "kept", "counted"  # what write() did; "" when the store is full
 HEADER = auditwire.STORE_HEADER  # the store's first line: which records it holds
 FLUSH_EVERY = 2.0   # seconds between writes of what a flood's counters hold (flush_every)
@@ -75,6 +83,14 @@ def _ends_full(path: str) -> bool:
     # Anywhere, not only at the end: outcomes owed room may follow the final record.
     with open(path, "rb") as fh:
         return any(f'"event":"{auditwire.AUDIT_FULL}"'.encode() in line for line in fh)
+
+
+def _listed_bytes(path: str) -> int:
+    """Bytes of the `destinations` records already in a store: a restarted gate's listing
+    continues within the run's one DESTINATION_BYTES, never a fresh one."""
+    marker = f'"event":"{auditwire.DESTINATIONS}"'.encode()
+    with open(path, "rb") as fh:
+        return sum(len(line) for line in fh if marker in line)
 
 
 def flood_key(rec: dict) -> tuple | None:
@@ -114,8 +130,9 @@ class Store:
         self.window_start = clock()
         self.denied: dict[tuple, int] = {}      # flood key -> records this window
         self.kept: dict[tuple, int] = {}        # flood key -> records kept in the run
-        # flood key -> {"n", "first", "last", "status", "reason", "sample", "destinations",
-        # "more"}: what a flood's counted records were, for the run (its slot's text)
+        # flood key -> {"n", "first", "last", "status", "reason", "sample", "slot", "listed",
+        # "new", "latest", "more"}: what a flood's counted records were, for the run (its
+        # slot's text and its `destinations` records)
         self.suppressed: dict[tuple, dict] = {}
         self.slots: dict[tuple, tuple[int, int]] = {}  # flood key -> (offset, length) in the file
         self.dirty: set[tuple] = set()          # keys whose slot is behind their counter
@@ -125,8 +142,9 @@ class Store:
         # A second descriptor without O_APPEND: Linux's pwrite appends on an O_APPEND one.
         self.slot_fd = os.open(path, os.O_WRONLY)
         # A restarted gate appends to what its run already recorded, and a full store stays full.
-        self.size = os.fstat(fd).st_size
+        self.size = self.opened_size = os.fstat(fd).st_size
         self.reopened = self.size > 0
+        self.listed_bytes = _listed_bytes(path) if self.reopened else 0  # of DESTINATION_BYTES
         self.full = _ends_full(path)
         # The header only on a new store: an older one's readers already take Squid's records
         # from the log, and a restart must not change what the store is said to hold.
@@ -163,11 +181,15 @@ class Store:
         if key[0] != "gate":
             # One of the lines counted, as written: the reader classifies it as it does a
             # kept one (every line under one key reads the same). The agent chose the
-            # destinations, so each distinct one is kept (up to DESTINATIONS), not one.
-            kept = c["destinations"][:len(c["destinations"]) - drop]
-            rec.update(source=key[0], of=None, code=None,
+            # destinations: those listed are in the slot's `destinations` records, and past
+            # their budget the slot keeps the latest, with a count of the lines to the rest.
+            latest = list(c["latest"].items())
+            dropped = sum(lines for _, lines in latest[:drop])
+            rec.update(source=key[0], of=None, code=None, slot=c["slot"],
                        line=c["sample"].rstrip("\n") if c["sample"] else None,
-                       destinations=kept, destinations_more=c["more"] + drop)
+                       destinations=[d for d, _ in latest[drop:]],
+                       destinations_more=c["more"] + dropped,
+                       destinations_listed=c["written"])
         return self._line(rec)
 
     def _flush_suppressed(self) -> bool:
@@ -175,6 +197,8 @@ class Store:
         room to grow), rewritten in place after; False when a new slot finds no room."""
         for key in sorted(self.dirty, key=repr):
             c = self.suppressed[key]
+            if not self._list_new(c):
+                return False
             if key not in self.slots:
                 line = self._counted(key, c)
                 room = SLOT_ROOM + (DESTINATIONS * (2 * 200 + 3) if key[0] != "gate" else 0)
@@ -186,7 +210,7 @@ class Store:
             else:
                 offset, length = self.slots[key]
                 text = None
-                for drop in range(len(c["destinations"]) + 1):  # escapes can outgrow the room
+                for drop in range(len(c["latest"]) + 1):  # escapes can outgrow the room
                     text = _slot_text(self._counted(key, c, drop), length)
                     if text is not None:
                         break
@@ -244,19 +268,18 @@ class Store:
                 windows = OPEN_KEEP_WINDOWS if flood[3] == "tunnel-open" else KEEP_WINDOWS
                 if counted_now or self.denied[flood] > self.burst or \
                         self.kept.get(flood, 0) >= self.burst * windows:
-                    c = self.suppressed.setdefault(flood, {
-                        "n": 0, "first": now, "last": now, "status": status, "reason": reason,
-                        "sample": sample, "destinations": [], "more": 0})
+                    c = self.suppressed.get(flood)
+                    if c is None:
+                        c = self.suppressed[flood] = {
+                            "n": 0, "first": now, "last": now, "status": status,
+                            "reason": reason, "sample": sample, "slot": self._slot_id(),
+                            "listed": set(), "new": [], "written": 0,
+                            "latest": collections.OrderedDict(), "more": 0}
                     c["n"] += 1
                     c["last"] = now
                     self.dirty.add(flood)
                     if sample is not None:
-                        dest = _destination(sample)
-                        if dest not in c["destinations"]:
-                            if len(c["destinations"]) < DESTINATIONS:
-                                c["destinations"].append(dest)
-                            else:
-                                c["more"] += 1
+                        self._note_destination(c, _destination(sample))
                     return COUNTED
             if (self.dirty and not self._flush_suppressed()) or \
                     not self._append(text(), owes=owes):
@@ -266,6 +289,42 @@ class Store:
             if flood is not None:
                 self.kept[flood] = self.kept.get(flood, 0) + 1
             return KEPT
+
+    def _slot_id(self) -> str:
+        """A name for a new counted flood that no other in the store has: the store's size when
+        this gate opened it (a restarted gate opens a larger one), and the flood's number."""
+        return f"{self.opened_size}-{len(self.suppressed)}"
+
+    def _note_destination(self, c: dict, dest: str) -> None:
+        """List `dest` for a counted flood once, while DESTINATION_BYTES allows; past it, keep
+        it among the flood's latest DESTINATIONS, and count the lines of those it pushes out."""
+        if dest in c["listed"]:
+            return
+        cost = len(json.dumps(dest)) + 1 + (RECORD_ROOM if len(c["new"]) % LISTED_PER_RECORD == 0
+                                             else 0)
+        if self.listed_bytes + cost <= DESTINATION_BYTES:
+            self.listed_bytes += cost
+            c["listed"].add(dest)
+            c["new"].append(dest)
+            return
+        latest = c["latest"]
+        latest[dest] = latest.pop(dest, 0) + 1  # moved to the end: the latest
+        if len(latest) > DESTINATIONS:
+            c["more"] += latest.popitem(last=False)[1]
+
+    def _list_new(self, c: dict) -> bool:
+        """Append a counted flood's newly reached destinations (at most LISTED_PER_RECORD a
+        record); False when there is no room. Each is listed once in the run, so only a new
+        destination grows the store, and DESTINATION_BYTES bounds that."""
+        while c["new"]:
+            batch = c["new"][:LISTED_PER_RECORD]
+            line = self._line({"time": round(c["last"], 3), "event": auditwire.DESTINATIONS,
+                               "source": "proxy", "slot": c["slot"], "destinations": batch})
+            if not self._append(line):
+                return False
+            del c["new"][:len(batch)]
+            c["written"] += len(batch)
+        return True
 
     def _close(self, now: float) -> None:
         self.full = True

@@ -157,16 +157,15 @@ def test_a_floods_counts_reach_the_file_without_waiting_for_another_record(tmp_p
     assert not flusher.is_alive()
     counted = [json.loads(l.split(" ", 1)[1]) for l in Path(store.path).read_text().splitlines()
                if '"suppressed"' in l]
-    # The first line counted, and each distinct destination up to the store's bound: the
-    # agent cannot choose one destination to stand for the rest.
+    # The first line counted, and each distinct destination listed in the flood's own
+    # records: the agent cannot choose one destination to stand for the rest.
     assert [(r["count"], r["source"], r["line"]) for r in counted] == [
         (29, "proxy", DENIED.format(host="h1.invalid"))]
-    assert counted[0]["destinations"] == [f"h{i}.invalid:443" for i in range(1, 17)]
-    assert counted[0]["destinations_more"] == 13
+    assert counted[0]["destinations_listed"] == 29 and counted[0]["destinations_more"] == 0
     read = host_audit.report(None, None, Path(store.path).read_text(), {})
     flood = [r for r in read["records"] if r["event"] == "suppressed"][0]
-    assert flood["destinations"] == {"kept": [f"h{i}.invalid:443" for i in range(1, 17)],
-                                     "more": 13}
+    assert flood["destinations"] == {"kept": [f"h{i}.invalid:443" for i in range(1, 30)],
+                                     "more": 0}
 
 
 def test_a_full_store_leaves_later_denials_to_the_log_and_a_gap_is_said(tmp_path):
