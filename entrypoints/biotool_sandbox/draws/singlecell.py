@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import random
+import warnings
 from pathlib import Path
 
 SAMPLE = "demo-pbmc68k-heldout"
@@ -64,10 +65,13 @@ def labels(counts, genes: list[str], cells: list[str], model) -> list[str]:
     import logging
 
     import anndata as ad
-    import celltypist
     import numpy as np
-    import scanpy as sc
     import scipy.sparse as sp
+
+    with warnings.catch_warnings():  # celltypist's import warns about scanpy's __version__
+        warnings.simplefilter("ignore", FutureWarning)
+        import celltypist
+        import scanpy as sc
 
     adata = ad.AnnData(sp.csr_matrix(counts, dtype=np.float32))
     adata.obs_names, adata.var_names = list(cells), list(genes)
@@ -102,7 +106,9 @@ def subsample(rng: random.Random, public: Path) -> dict:
     from biotool import libcaches, staging
 
     libcaches.seed()  # the image's compiled numba normalisation, before scanpy is imported
-    from celltypist.models import Model
+    with warnings.catch_warnings():  # celltypist's import warns about scanpy's __version__
+        warnings.simplefilter("ignore", FutureWarning)
+        from celltypist.models import Model
 
     folder = staging.require("sample", SAMPLE, "the task's draw").path("main")
     model = Model.load(str(model_path()))
