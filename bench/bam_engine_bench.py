@@ -77,7 +77,7 @@ def _batch(reads):
     from biotool.alignment.vocabulary import INSERTION
     from biotool.reads.bamscan import Batch
 
-    pos, end, flag, mapq, n_ops, ops, lens, seqs = [], [], [], [], [], [], [], []
+    pos, end, flag, mapq, n_ops, ops, lens, seqs, auxes = [], [], [], [], [], [], [], [], []
     for r in reads:
         start = r.reference_start
         pos.append(start)
@@ -93,6 +93,8 @@ def _batch(reads):
             lens.append(n)
             has_insertion |= op == INSERTION
         seqs.append((r.query_sequence or "") if has_insertion else "")
+        # The one aux field breakpoints reads (split reads carry it), as BAM stores it.
+        auxes.append(b"SAZ" + r.get_tag("SA").encode() + b"\0" if r.has_tag("SA") else b"")
     n_ops = np.asarray(n_ops, dtype=np.int64)
     l_seq = np.array([len(s) for s in seqs], dtype=np.int64)
     # Each read's bases packed two to a byte, as a BAM record holds them.
@@ -101,10 +103,14 @@ def _batch(reads):
     padded = "".join(s + "=" * (len(s) % 2) for s in seqs).encode()
     codes = _codes()[np.frombuffer(padded, dtype=np.uint8)]
     buf = bytearray(((codes[0::2] << 4) | codes[1::2]).astype(np.uint8).tobytes())
+    # The aux fields follow all the bases (a row's own stretch of buf, as in a record).
+    rec_end = len(buf) + np.cumsum([len(a) for a in auxes], dtype=np.int64)
+    aux_at = rec_end - np.array([len(a) for a in auxes], dtype=np.int64)
+    buf += b"".join(auxes)
     return Batch(np.asarray(pos, dtype=np.int64), np.asarray(end, dtype=np.int64),
                  np.asarray(flag, dtype=np.int64), np.asarray(mapq, dtype=np.int64), n_ops,
                  np.asarray(ops, dtype=np.int64), np.asarray(lens, dtype=np.int64),
-                 np.cumsum(n_ops) - n_ops, seq_at, l_seq, buf)
+                 np.cumsum(n_ops) - n_ops, seq_at, l_seq, aux_at, rec_end, buf)
 
 
 @contextlib.contextmanager
@@ -129,7 +135,7 @@ def _tally(bam: Path, ref_seq: str, threads: int) -> dict:
 def _same(a: dict, b: dict) -> bool:
     import numpy as np
 
-    keys = ("read_lo", "read_hi", "lclipped", "rclipped")
+    keys = ("read_lo", "read_hi", "lclipped", "rclipped", "lsplit", "rsplit")
     return (a["spans"] == b["spans"] and a["reads_seen"] == b["reads_seen"]
             and a["reads_used"] == b["reads_used"]
             and all(np.array_equal(np.sort(a[k]), np.sort(b[k])) for k in keys))

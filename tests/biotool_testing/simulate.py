@@ -252,3 +252,44 @@ def amplicon(length: int, seed: int) -> tuple[str, int]:
         c = rng.randrange(length // 3, 2 * length // 3)
         if amp[c - 1] != amp[c]:
             return amp, c
+
+
+def deletion_site(ref: str, k: int, rng: random.Random, margin: int = 1500) -> int:
+    """A 0-based start i for deleting ref[i:i+k] with no microhomology at the junction (the
+    bases beside it differ), so its two breakpoints are exact: the last kept base is 1-based
+    i, the last deleted one i + k."""
+    while True:
+        i = rng.randrange(margin, len(ref) - margin - k)
+        if ref[i - 1] != ref[i + k - 1] and ref[i] != ref[i + k]:
+            return i
+
+
+def shotgun_reads(seq: str, depth: int, seed: int, read_len: int = 150,
+                  error_rate: float = 0.002) -> list[tuple[str, str]]:
+    """Reads of `read_len` from uniform random places of `seq` at `depth`, half reversed."""
+    rng = random.Random(seed)
+    reads = []
+    for i in range(depth * len(seq) // read_len):
+        s = rng.randrange(0, len(seq) - read_len + 1)
+        read = add_errors(seq[s:s + read_len], error_rate, rng)
+        reads.append((f"r{i}", revcomp(read) if rng.random() < 0.5 else read))
+    return reads
+
+
+def chimeric_amplicon_reads(amps: list[str], seed: int, n: int = 2000, chimeric: float = 0.2,
+                            read_len: int = 250) -> list[tuple[str, str, str]]:
+    """MiSeq reads of amplicons that each start at the amplicon's first base (after 0-4
+    stagger bases) and run past its end into the adapter; `chimeric` of them read two
+    amplicons ligated end to end (as in amplicon libraries), so the read splits across them."""
+    rng = random.Random(seed)
+    reads = []
+    for i in range(n):
+        mol = rng.choice(amps)
+        if rng.random() < chimeric:
+            mol += rng.choice([a for a in amps if a != mol])
+        if rng.random() < 0.5:
+            mol = revcomp(mol)
+        stagger = "".join(rng.choice("ACGT") for _ in range(rng.randrange(0, 5)))
+        reads.append((f"a{i}", *miseq((stagger + mol + ADAPTER + "A" * read_len)[:read_len],
+                                      rng)))
+    return reads

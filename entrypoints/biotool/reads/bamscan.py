@@ -56,6 +56,8 @@ class Batch:
     first_op: np.ndarray   # row -> index of its first operation in ops/lens
     seq_at: np.ndarray     # row -> byte offset of its packed sequence in buf
     l_seq: np.ndarray
+    aux_at: np.ndarray     # row -> byte offset of its aux fields (tags) in buf
+    rec_end: np.ndarray    # row -> byte offset just past its record, where its aux fields end
     buf: bytearray
 
 
@@ -423,12 +425,14 @@ def _decode(buf: bytes, offs: list[int], tid: int, beg: int, end: int, path: Pat
     ref_len = _seg_sums(lens * REF_OPS[ops], first, n_cig)
     ref_len[(flag & UNMAPPED) != 0] = 0  # htslib's bam_endpos: an unmapped read covers one base
     stop = pos + np.maximum(ref_len, 1)
+    rec_end = rec_end[rows]
     keep = stop > beg
     if not keep.all():
-        pos, stop, flag, mapq, n_cig, first, seq_at, l_seq = (
-            a[keep] for a in (pos, stop, flag, mapq, n_cig, first, seq_at, l_seq))
-    return (Batch(pos, stop, flag, mapq, n_cig, ops, lens, first, seq_at, l_seq, buf), past_end,
-            int(key[-1]))
+        pos, stop, flag, mapq, n_cig, first, seq_at, l_seq, rec_end = (
+            a[keep] for a in (pos, stop, flag, mapq, n_cig, first, seq_at, l_seq, rec_end))
+    aux_at = seq_at + (l_seq + 1) // 2 + l_seq
+    return (Batch(pos, stop, flag, mapq, n_cig, ops, lens, first, seq_at, l_seq, aux_at, rec_end,
+                  buf), past_end, int(key[-1]))
 
 
 def _cg_cigars(buf, placeholder, ops, lens, first, n_cig, seq_at, l_seq, rec_end):
@@ -491,6 +495,58 @@ def _find_cg(buf: bytes, at: int, stop: int):
         else:
             return None
     return None
+
+
+# Per aux type letter, its value's size in bytes: fixed, or Z/H (up to a NUL), or B (an array).
+_ZSTRING, _ARRAY, _BAD = -1, -2, -3
+_AUX_STEP = np.full(256, _BAD, dtype=np.int64)
+for _kind, _size in _AUX_SIZES.items():
+    _AUX_STEP[_kind] = _size or _ZSTRING
+_AUX_STEP[ord("B")] = _ARRAY
+_B_STEP = np.zeros(256, dtype=np.int64)  # 0: not an array type, the record's walk stops
+for _kind, _size in _B_SIZES.items():
+    _B_STEP[_kind] = _size
+# Aligners write about a dozen aux fields; a record with more is walked no further (read as
+# lacking the tag), so a crafted record cannot cost one pass over the batch per field.
+MAX_AUX_FIELDS = 64
+
+
+def tagged(batch: Batch, rows: np.ndarray, tag: bytes) -> np.ndarray:
+    """Per given row, whether its aux fields hold `tag` (two letters, as b"SA"): every row's
+    fields are walked at once, one field a step; a malformed field ends that row's walk."""
+    u8 = np.frombuffer(batch.buf, np.uint8)
+    at, stop = batch.aux_at[rows].copy(), batch.rec_end[rows]
+    found = np.zeros(len(rows), dtype=bool)
+    live = np.flatnonzero(at + 3 <= stop)
+    if not len(live):
+        return found
+    lo, hi = int(at[live].min()), int(stop[live].max())
+    # Where Z/H values may end; the one at hi stands for "none left" (past every row's end).
+    nul = np.append(lo + np.flatnonzero(u8[lo:hi] == 0), hi)
+    want = tag[0] | tag[1] << 8
+    last = len(u8) - 1
+    for _ in range(MAX_AUX_FIELDS):
+        a, end = at[live], stop[live]
+        name = u8[a].astype(np.int64) | u8[a + 1].astype(np.int64) << 8
+        found[live[name == want]] = True
+        step = _AUX_STEP[u8[a + 2]]
+        nxt = a + 3 + step
+        text = step == _ZSTRING
+        if text.any():
+            nxt[text] = nul[np.searchsorted(nul, a[text] + 3)] + 1
+        arr = step == _ARRAY
+        if arr.any():
+            b = a[arr] + 3  # the element type, then a little-endian uint32 count
+            width = _B_STEP[u8[np.minimum(b, last)]]
+            count = sum(u8[np.minimum(b + 1 + k, last)].astype(np.int64) << (8 * k)
+                        for k in range(4))
+            nxt[arr] = np.where((b + 5 <= end[arr]) & (width > 0), b + 5 + count * width,
+                                end[arr] + 1)
+        at[live] = nxt
+        live = live[(step != _BAD) & (name != want) & (nxt + 3 <= end)]
+        if not len(live):
+            break
+    return found
 
 
 def _row_ops(n_ops: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,8 @@ import os
 import time
 from collections import Counter
 
-from biotool.alignment.vocabulary import DELETION, INSERTION, SKIP_FOR_JUNCTIONS
+from biotool.alignment.vocabulary import (DELETION, INSERTION, SKIP_FOR_JUNCTIONS,
+                                          SUPPLEMENTARY)
 from biotool.arms import Hedges, declared
 from biotool.competence import bounded, not_applicable
 from biotool.output import InputError
@@ -69,7 +70,7 @@ def tally(path: str, tid: int, start: int, end: int, refseq: str, off: int, min_
     import numpy as np
 
     spans = Counter()
-    parts = {k: [] for k in ("read_lo", "read_hi", "lclipped", "rclipped")}
+    parts = {k: [] for k in ("read_lo", "read_hi", "lclipped", "rclipped", "lsplit", "rsplit")}
     n = kept = 0
     truncated = False
     for batch in bamscan.scan(path, tid, start, end, threads):
@@ -80,8 +81,12 @@ def tally(path: str, tid: int, start: int, end: int, refseq: str, off: int, min_
         parts["read_hi"].append(batch.end[use])
         lclip, rclip = bamscan.clip_lengths(batch)
         several = use & (batch.n_ops > 1)  # a one-operation CIGAR clips nothing
-        parts["lclipped"].append(batch.pos[several & (lclip >= MIN_CLIP)])
-        parts["rclipped"].append(batch.end[several & (rclip >= MIN_CLIP)])
+        lcut, rcut = several & (lclip >= MIN_CLIP), several & (rclip >= MIN_CLIP)
+        parts["lclipped"].append(batch.pos[lcut])
+        parts["rclipped"].append(batch.end[rcut])
+        split = _split(batch, lcut | rcut)
+        parts["lsplit"].append(batch.pos[lcut & split])
+        parts["rsplit"].append(batch.end[rcut & split])
         _count_indels(batch, np.flatnonzero(several), refseq, off, start, end, spans)
         if deadline is not None and time.monotonic() > deadline:
             truncated = True
@@ -89,6 +94,18 @@ def tally(path: str, tid: int, start: int, end: int, refseq: str, off: int, min_
     out = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in parts.items()}
     return {**out, "spans": spans, "start": start, "end": end, "reads_seen": n,
             "reads_used": kept, "truncated": truncated}
+
+
+def _split(batch, clipped):
+    """Per row, whether it is one piece of a split read (a supplementary alignment, or one
+    carrying an SA tag): its clipped part aligns elsewhere, so its clipped edge is a junction.
+    Only the clipped rows' tags are read."""
+    import numpy as np
+
+    split = (batch.flag & SUPPLEMENTARY) != 0
+    rows = np.flatnonzero(clipped & ~split)
+    split[rows] = bamscan.tagged(batch, rows, b"SA")
+    return split & clipped
 
 
 def _count_indels(batch, rows, refseq: str, off: int, start: int, end: int,
@@ -139,10 +156,12 @@ def _table(t: dict, contig_length: int) -> dict:
     hi = np.array([s[1] for s, _ in span_items], dtype=np.int64)
     w = np.array([c for _, c in span_items], dtype=np.int64)
     # Stable sorts: BAM order makes starts sorted and ends nearly so, which timsort exploits.
-    rlo, rhi, lcl, rcl = (np.sort(np.asarray(t[k], dtype=np.int64), kind="stable")
-                          for k in ("read_lo", "read_hi", "lclipped", "rclipped"))
+    rlo, rhi, lcl, rcl, lsp, rsp = (np.sort(np.asarray(t[k], dtype=np.int64), kind="stable")
+                                    for k in ("read_lo", "read_hi", "lclipped", "rclipped",
+                                              "lsplit", "rsplit"))
     edges = {k: _hist(arr, t["start"], t["end"]) for k, arr in
-             (("lo", rlo), ("hi", rhi), ("lclip", lcl), ("rclip", rcl))}
+             (("lo", rlo), ("hi", rhi), ("lclip", lcl), ("rclip", rcl), ("lsplit", lsp),
+              ("rsplit", rsp))}
     pos = _distinct(np.concatenate([edges["lo"][0], edges["hi"][0], lo]))
 
     def col(k):
@@ -151,6 +170,7 @@ def _table(t: dict, contig_length: int) -> dict:
         return out
 
     left, right, lclips, rclips = col("lo"), col("hi"), col("lclip"), col("rclip")
+    lsplits, rsplits = col("lsplit"), col("rsplit")
     # Indel reads at p: spans with lo <= p minus spans with hi < p.
     order_lo, order_hi = np.argsort(lo, kind="stable"), np.argsort(hi, kind="stable")
     cum_lo = np.concatenate([[0], np.cumsum(w[order_lo])])
@@ -164,21 +184,25 @@ def _table(t: dict, contig_length: int) -> dict:
     # Amplicon primers: a few bases where most reads covering them start (or end) while no
     # molecule breaks on the other side, as reads meeting at a real break would. A window,
     # because stagger bases and adapters matching by chance shift read edges by a few bases.
+    # Only reads that stop there count towards that pile: a split read's clipped part aligns
+    # elsewhere, so its edge is a junction (a deletion longer than the reads leaves its edges
+    # as one-sided as a primer's, but split), never a primer.
     def near(counts):
         cum = np.concatenate([[0], np.cumsum(counts)])
         return (cum[np.searchsorted(pos, pos + PRIMER_WINDOW, "right")]
                 - cum[np.searchsorted(pos, pos - PRIMER_WINDOW, "left")])
 
     left_near, right_near = near(left), near(right)
+    stop_l, stop_r = near(left - lsplits), near(right - rsplits)
     after, before = pos + PRIMER_WINDOW, pos - PRIMER_WINDOW
     # Reads covering the base after the window (start <= after < end), and the window's
     # first base (start < before <= end): every read with an edge in the window, and more.
     cover_after = np.searchsorted(rlo, after, "right") - np.searchsorted(rhi, after, "right")
     cover_before = np.searchsorted(rlo, before, "left") - np.searchsorted(rhi, before, "left")
-    primer_l = (left > 0) & (left_near >= PRIMER_MIN_READS) \
-        & (left_near >= PRIMER_SHARE * cover_after) & (right_near < ONE_SIDED * left_near)
-    primer_r = (right > 0) & (right_near >= PRIMER_MIN_READS) \
-        & (right_near >= PRIMER_SHARE * cover_before) & (left_near < ONE_SIDED * right_near)
+    primer_l = (left > 0) & (stop_l >= PRIMER_MIN_READS) \
+        & (stop_l >= PRIMER_SHARE * cover_after) & (right_near < ONE_SIDED * left_near)
+    primer_r = (right > 0) & (stop_r >= PRIMER_MIN_READS) \
+        & (stop_r >= PRIMER_SHARE * cover_before) & (left_near < ONE_SIDED * right_near)
     primer_l &= ~edge
     primer_r &= ~edge
     drop_l, drop_r = edge | primer_l, edge | primer_r
@@ -192,8 +216,8 @@ def _table(t: dict, contig_length: int) -> dict:
             share = None
         else:
             side = "start" if primer_l[j] else "end"
-            share = (left_near[j] / max(1, cover_after[j]) if primer_l[j]
-                     else right_near[j] / max(1, cover_before[j]))
+            share = (stop_l[j] / max(1, cover_after[j]) if primer_l[j]
+                     else stop_r[j] / max(1, cover_before[j]))
             why = f"primer (reads {side})"
         discounted.append({"pos": int(pos[j]), "reads": reads, "why": why,
                            **({"share": round(float(share), 3)} if share is not None else {})})
@@ -299,7 +323,8 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
                  "are ignored; read edges at a contig's first or last base, and at amplicon "
                  "primers (a position where most reads covering it start, or end, and none "
                  "break on the other side), are not breaks and are not counted: `discounted` "
-                 "lists them with why"),
+                 "lists them with why; a split read's edge (its clipped part aligned elsewhere: "
+                 "supplementary or SA-tagged) is a junction and never counts towards a primer"),
     }
     if truncated:
         result["note"] += "; the time budget ran out, so counts cover only part of the reads"
@@ -335,11 +360,12 @@ DISCOUNT_WHY = {
     "contig's last base": "reads end (or are clipped) here because the sequence does, not at a "
                           "break",
     "primer (reads start)": f"most reads covering these bases (share) start within "
-                            f"{PRIMER_WINDOW} bases and almost none end there: a primer or the "
-                            "sequenced edge (at a break reads end on one side as others start "
-                            "on the other)",
+                            f"{PRIMER_WINDOW} bases, not split there, and almost none end "
+                            "there: a primer or the sequenced edge (at a break reads end on "
+                            "one side as others start on the other, or split across it)",
     "primer (reads end)": f"most reads covering these bases (share) end within {PRIMER_WINDOW} "
-                          "bases and almost none start there: a primer or the sequenced edge",
+                          "bases, not split there, and almost none start there: a primer or the "
+                          "sequenced edge",
 }
 
 

@@ -58,3 +58,40 @@ def test_amplicon_within_a_longer_reference_discounts_its_primers(biotool, tmp_p
         assert sum(d["reads"] for d in near) > 1800
         assert all("primer" in d["why"] for d in near)
     assert all(abs(row["pos"] - p) > 5 for row in out["consensus"] for p in (2000, 2220))
+
+
+def test_primers_stay_discounted_when_some_reads_are_chimeras(biotool, tmp_path):
+    # Two 150 bp amplicons of one genome; a fifth of the reads are ligated pairs, so a piece
+    # of each splits at a primer (an SA tag, a supplementary alignment): most reads covering
+    # each primer still stop there, so it stays a primer, and no primer ranks as a break.
+    genome = sim.genome(6000, seed=44)
+    amps = [genome[1000:1150], genome[3000:3150]]
+    reads = sim.chimeric_amplicon_reads(amps, seed=44, n=2000, chimeric=0.2)
+    fasta = sim.write_fasta(tmp_path / "genome.fasta", "chr", genome)
+    out = _run(biotool, fasta, sim.write_fastq(tmp_path / "miseq.fastq", reads))
+    primers = (1000, 1150, 3000, 3150)
+    for primer in primers:
+        near = [d for d in out["discounted"] if abs(d["pos"] - primer) <= 5]
+        assert sum(d["reads"] for d in near) > 800, primer
+        assert all("primer" in d["why"] for d in near)
+        assert 0.6 < max(d["share"] for d in near) < 0.95  # the chimeras' pieces split there
+    assert all(abs(row["pos"] - p) > 5 for row in out["consensus"] for p in primers)
+
+
+def test_real_artic_reads_keep_their_primers_and_the_isolates_deletion(biotool, artic_fastq):
+    # 200 ARTIC nanopore reads of amplicon 99 (MT007544); a few are chimeras whose pieces
+    # split at a primer. The verdicts: the 10-nt deletion at 29749 carried by indels ranks
+    # first, the amplicon's read starts (29486) and ends (29866) are primers.
+    r = biotool("breakpoints", "--fastq", str(artic_fastq), "--reference", "MN908947.3")
+    assert r.code == 0, r.stderr
+    out = r.json
+    assert out["preset"] == "map-ont"
+    top = out["consensus"][0]
+    assert (top["pos"], top["indels"], top["agreeing"]) == (29751, 191, ["indels"])
+    assert all(29740 <= row["pos"] <= 29760 for row in out["consensus"])
+    assert [(d["pos"], d["reads"], d["why"]) for d in out["discounted"]] == [
+        (29486, 200, "primer (reads start)"), (29866, 163, "primer (reads end)"),
+        (29863, 8, "primer (reads end)"), (29865, 2, "primer (reads end)"),
+        (29482, 1, "primer (reads start)"), (29861, 1, "primer (reads end)"),
+        (29864, 1, "primer (reads end)"), (29868, 1, "primer (reads end)")]
+    assert out["discounted_total"] == 8

@@ -59,7 +59,24 @@ def _records(header, rng: random.Random, n: int):
             qlen = sum(ln for op, ln in a.cigartuples if op in (0, 1, 4, 7, 8))
             if rng.random() > 0.1:  # else stored without bases ('*')
                 a.query_sequence = "".join(rng.choice("ACGTN") for _ in range(qlen))
+            _tag(a, random.Random(i))  # its own stream: the records above stay as they were
         yield a
+
+
+def _tag(a, rng: random.Random) -> None:
+    """Aux fields of every type in a random order, "SAZ" inside another tag's text, and an SA
+    tag on a third of the records."""
+    fields = [("NM", rng.randint(0, 9), "i"), ("MD", "10A5^AC3", "Z"),
+              ("XA", "chrSAZ,+100,50M,0;", "Z"), ("ZB", [1, -2, 3], "s"),
+              ("ZH", "1AE301", "H"), ("ZF", 0.5, "f"), ("ZA", "S", "A")]
+    if rng.random() < 0.33:
+        fields.append(("SA", "chrB,101,+,30S20M,60,0;", "Z"))
+    rng.shuffle(fields)
+    for tag, value, kind in fields[:rng.randint(0, len(fields))]:
+        if kind == "s":
+            a.set_tag(tag, value)  # an integer list: a B array
+        else:
+            a.set_tag(tag, value, value_type=kind)
 
 
 def _write(path, header, records, csi=False):
@@ -166,6 +183,62 @@ def test_zlib_inflates_what_libdeflate_does(bams, monkeypatch):
     monkeypatch.setattr(bamscan, "_LIB", False)
     assert bamscan._libdeflate() is None
     assert _scanned(bams["csi"], 0, 0, 60_000, 2) == want
+
+
+def _sa_truth(path, contig, beg, end):
+    """Per overlapping read (pos, flag, mapq, whether it holds an SA tag), by pysam."""
+    with pysam.AlignmentFile(str(path)) as bam:
+        return sorted((r.reference_start, r.flag, r.mapping_quality, r.has_tag("SA"))
+                      for r in bam.fetch(contig, beg, end))
+
+
+def _sa_scanned(path, tid, beg, end):
+    rows = []
+    for b in bamscan.scan(path, tid, beg, end, 1):
+        sa = bamscan.tagged(b, np.arange(len(b.pos)), b"SA")
+        rows += zip(*(a.tolist() for a in (b.pos, b.flag, b.mapq, sa)))
+    return sorted(rows)
+
+
+@pytest.mark.parametrize("tid,beg,end", REGIONS)
+def test_the_sa_tag_is_found_as_htslib_finds_it(bams, tid, beg, end):
+    assert _sa_scanned(bams["bai"], tid, beg, end) == _sa_truth(bams["bai"], CONTIGS[tid][0],
+                                                                 beg, end)
+
+
+def _aux_rows(*auxes: bytes) -> bamscan.Batch:
+    """A batch whose rows hold only these aux fields, one after another in its buffer."""
+    ends = np.cumsum([len(a) for a in auxes])
+    zero = np.zeros(len(auxes), dtype=np.int64)
+    return bamscan.Batch(zero, zero + 1, zero, zero, zero, zero, zero, zero, zero, zero,
+                         ends - [len(a) for a in auxes], ends, bytearray(b"".join(auxes)))
+
+
+SA = b"SAZchrB,101,+,30S20M,60,0;\0"
+
+
+def test_malformed_aux_fields_end_a_rows_walk_not_the_batch():
+    batch = _aux_rows(
+        b"NMi" + struct.pack("<i", 3) + b"XBBs" + struct.pack("<I", 2) + b"\1\0\2\0" + SA,
+        b"XAZno NUL before this row ends",  # then the next row's SA: not this row's
+        SA,
+        b"XBBi" + struct.pack("<i", -2) + SA,  # a count of 2**32 - 2: past the row's end
+        b"XX?" + SA,  # no such type: the walk cannot know where the next field begins
+        b"XBBq" + struct.pack("<I", 1) + b"\0" + SA,  # no such array type
+        b"XAZchr1SAZ,+1,5M;\0ZHH1A\0ZFf" + struct.pack("<f", 0.5) + b"ZAAS" + SA,
+        b"SA",  # cut off before the type
+    )
+    assert bamscan.tagged(batch, np.arange(8), b"SA").tolist() == [
+        True, False, True, False, False, False, True, False]
+    assert bamscan.tagged(batch, np.array([2, 0]), b"SA").tolist() == [True, True]
+
+
+def test_the_tag_walk_stops_after_max_aux_fields():
+    # A step per field for all rows at once: a record of thousands of fields cannot hold the
+    # batch; past the bound the row reads as lacking the tag.
+    n = bamscan.MAX_AUX_FIELDS
+    batch = _aux_rows(b"XXA!" * (n - 1) + SA, b"XXA!" * n + SA)
+    assert bamscan.tagged(batch, np.arange(2), b"SA").tolist() == [True, False]
 
 
 def test_a_cigar_kept_in_a_cg_tag_is_the_one_read(bams):
