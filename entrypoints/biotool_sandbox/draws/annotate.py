@@ -4,10 +4,10 @@ genetic code and site table, never through biotool's annotator: the oracle then 
 
 from __future__ import annotations
 
-import csv
 import random
 from pathlib import Path
 
+from biotool_sandbox.draws import common
 from biotool_sandbox.draws.common import (BASES, mutate, reverse_complement, staged_reference,
                                           write_fasta)
 
@@ -228,31 +228,17 @@ def restriction_drawn(rng: random.Random, public: Path) -> dict:
 # ------------------------------------------------------------------ variant-annotate-drawn
 
 VARIANT_REFERENCE = "MN908947.3"
-GENE_TABLE = "demo-gene-annotation"
 
 
 def gene_rows(reference: str = VARIANT_REFERENCE) -> list[dict]:
-    """The staged gene table's rows of one reference: symbol, strand, segments (1-based
-    inclusive, GenBank order)."""
-    from biotool import staging
-
-    path = staging.require("database", GENE_TABLE, "the task's draw").path("main")
-    with open(path, newline="", encoding="utf-8") as fh:
-        lines = [line for line in fh if not line.startswith("#")]
-    rows = []
-    for row in csv.DictReader(lines, delimiter="\t"):
-        if row["reference"] != reference:
-            continue
-        segments = [tuple(int(x) for x in part.split("..")) for part in row["cds"].split(",")]
-        rows.append({"symbol": row["symbol"], "seqid": row["seqid"], "strand": row["strand"],
-                     "segments": segments})
-    return rows
+    """The staged gene table's rows of the variant's reference."""
+    return common.gene_rows(reference)
 
 
 def _cds(row: dict, genome: str) -> str:
-    (a, b), = row["segments"]
-    cds = genome[a - 1:b]
-    return reverse_complement(cds) if row["strand"] == "-" else cds
+    """A single-segment CDS read on its strand."""
+    (_, _), = row["segments"]
+    return common.cds_sequence(row, genome)
 
 
 def _cds_index(row: dict, position: int) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import random
 from pathlib import Path
 
@@ -27,6 +28,32 @@ def staged_reference(name: str) -> tuple[str, str]:
     if len(records) != 1:
         raise ValueError(f"staged reference {name} holds {len(records)} records, not one")
     return records[0]
+
+
+GENE_TABLE = "demo-gene-annotation"
+
+
+def gene_rows(reference: str | None = None) -> list[dict]:
+    """The staged gene table's rows (of one reference, or all): reference, symbol, seqid,
+    strand and segments (1-based inclusive (start, end) pairs, joined in order)."""
+    path = staging.require("database", GENE_TABLE, "the task's draw").path("main")
+    with open(path, newline="", encoding="utf-8") as fh:
+        lines = [line for line in fh if not line.startswith("#")]
+    rows = []
+    for row in csv.DictReader(lines, delimiter="\t"):
+        if reference is not None and row["reference"] != reference:
+            continue
+        segments = [tuple(int(x) for x in part.split("..")) for part in row["cds"].split(",")]
+        rows.append({"reference": row["reference"], "symbol": row["symbol"],
+                     "seqid": row["seqid"], "strand": row["strand"], "segments": segments})
+    return rows
+
+
+def cds_sequence(row: dict, genome: str) -> str:
+    """A gene_rows row's CDS on `genome` (its seqid's sequence): segments joined, read on its
+    strand."""
+    cds = "".join(genome[a - 1:b] for a, b in row["segments"])
+    return reverse_complement(cds) if row["strand"] == "-" else cds
 
 
 def mutate(rng: random.Random, base: str) -> str:

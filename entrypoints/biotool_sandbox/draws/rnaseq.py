@@ -5,13 +5,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from biotool import staging
-
 from . import common
 
 # --- rnaseq-quant-drawn -----------------------------------------------------------------------
 
-ANNOTATION = "demo-gene-annotation"
 # CDS nested in, or sharing exons with, another CDS of the table: a read of theirs would be
 # ambiguous between the two, so they never become transcripts.
 NESTED = {("MN908947.3", "ORF1a"), ("influenza-A-H1N1", "PB1-F2"),
@@ -32,34 +29,20 @@ REST_MARGIN = 1.6           # the others: at most the third's reads / 1.6
 MIN_READS = 30
 
 
-def _cds(seq: str, segments: str) -> str:
-    """The CDS of 1-based inclusive segments 'a..b,c..d' on one sequence, joined in order."""
-    parts = []
-    for seg in segments.split(","):
-        a, b = (int(x) for x in seg.split(".."))
-        parts.append(seq[a - 1:b])
-    return "".join(parts)
-
-
 def annotated_cds() -> list[tuple[str, str]]:
     """(label, sequence) of every staged CDS of 300-4,000 nt that no other CDS contains or
     shares exons with; labels are for the draw's own use only."""
-    item = staging.require("database", ANNOTATION, "the task's draw")
     seqs: dict[str, str] = {}
     for name in ("MN908947.3", "influenza-A-H1N1"):
         for ident, seq in common.staged_records("reference", name):
             seqs[ident.split()[0]] = seq
     out = []
-    with open(item.path("main"), encoding="utf-8") as fh:
-        rows = [line.rstrip("\n").split("\t") for line in fh if not line.startswith("#")]
-    header, rows = rows[0], rows[1:]
-    for row in rows:
-        rec = dict(zip(header, row))
-        if (rec["reference"], rec["symbol"]) in NESTED or rec["strand"] != "+":
+    for row in common.gene_rows():
+        if (row["reference"], row["symbol"]) in NESTED or row["strand"] != "+":
             continue
-        seq = _cds(seqs[rec["seqid"]], rec["cds"])
+        seq = common.cds_sequence(row, seqs[row["seqid"]])
         if CDS_LENGTH[0] <= len(seq) <= CDS_LENGTH[1]:
-            out.append((f"{rec['seqid']}:{rec['symbol']}", seq))
+            out.append((f"{row['seqid']}:{row['symbol']}", seq))
     return out
 
 
