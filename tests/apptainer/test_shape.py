@@ -11,6 +11,8 @@ import subprocess
 import sys
 
 from biotool_testing import hpc_node
+from biotool_testing.contract import error_line
+from biotool_testing.simulate import big_reference
 
 NO_NET = ["--containall"]
 READS = "/opt/biotool/samples/demo-sarscov2-artic-reads/MT007544.fastq"  # Apptainer's default: the host's (here: the node's) network
@@ -98,3 +100,22 @@ def test_the_episode_scratch_is_the_node_folder_it_was_given(node):
     assert ran.code == 0, ran
     lines = ran.stdout.splitlines()
     assert lines[-2:] == ["1", "1"], ran  # the 100 MB file in the episode's folder; /work's file
+
+
+def test_no_background_index_is_promised_in_an_apptainer_exec(node):
+    """Every process of an `apptainer exec` ends with it, so a large reference's index left
+    to build in the background would never appear (issue 50's probe): the refusal says how to
+    get it instead, and no half-built index is left in the cache kept between commands."""
+    data, cache = node.results / "big-reference", node.results / "index-cache"
+    data.mkdir()
+    cache.mkdir()
+    big_reference(data)
+    for path in (data, cache, *data.iterdir()):
+        path.chmod(0o777 if path == cache else 0o755 if path.is_dir() else 0o644)
+    ran = node.apptainer("biotool align --fastq /data/reads.fastq --reference /data/big.fa",
+                         binds=[f"{data}:/data:ro", f"{cache}:/cache"],
+                         env={"BIOTOOL_CACHE": "/cache"})
+    line = error_line(ran, "--reference /data/big.fa", "Apptainer", "biotool index --kind bwa",
+                      "--timeout", code=2)
+    assert "few minutes" not in line and "now being built" not in line, line
+    assert not [p for p in cache.rglob("*") if p.name in ("bwa", "bwa.failed")]

@@ -7,6 +7,7 @@ Everything is seeded, so a test failure reproduces exactly.
 from __future__ import annotations
 
 import math
+import os
 import random
 from pathlib import Path
 
@@ -293,3 +294,17 @@ def chimeric_amplicon_reads(amps: list[str], seed: int, n: int = 2000, chimeric:
         reads.append((f"a{i}", *miseq((stagger + mol + ADAPTER + "A" * read_len)[:read_len],
                                       rng)))
     return reads
+
+
+def big_reference(folder: Path, mb: int = 9) -> tuple[Path, Path]:
+    """A random genome of `mb` Mb (past biotool's background-index threshold, 8 Mb) as
+    big.fa, and 100 short reads cut from it as reads.fastq, in `folder`."""
+    acgt = bytes.maketrans(bytes(range(256)), b"ACGT" * 64)
+    seq = os.urandom(mb * 1_000_000).translate(acgt).decode()
+    fasta = folder / "big.fa"
+    fasta.write_text(">big\n" + "\n".join(seq[i:i + 80] for i in range(0, len(seq), 80)) + "\n")
+    reads = folder / "reads.fastq"
+    step = len(seq) // 100
+    reads.write_text("".join(f"@r{i}\n{seq[i * step:i * step + 150]}\n+\n{'I' * 150}\n"
+                             for i in range(100)))
+    return fasta, reads

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -22,6 +21,7 @@ from biotool_testing.contract import error_line
 from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE
 from biotool_testing.paths import REPO
 from biotool_testing.ran import Ran
+from biotool_testing.simulate import big_reference
 
 PROG = "biotool-sandbox"
 PROJECT = "com.docker.compose.project"
@@ -240,19 +240,6 @@ def test_a_command_printing_the_engines_words_keeps_its_own_exit_code(sandbox_la
         assert said in ran.json["stdout" if not stream else "stderr"], ran
 
 
-def _big_reference(folder: Path, mb: int = 9) -> tuple[Path, Path]:
-    """A random genome past BACKGROUND_FROM (8 Mb) and short reads cut from it."""
-    acgt = bytes.maketrans(bytes(range(256)), b"ACGT" * 64)
-    seq = os.urandom(mb * 1_000_000).translate(acgt).decode()
-    fasta = folder / "big.fa"
-    fasta.write_text(">big\n" + "\n".join(seq[i:i + 80] for i in range(0, len(seq), 80)) + "\n")
-    reads = folder / "reads.fastq"
-    step = len(seq) // 100
-    reads.write_text("".join(f"@r{i}\n{seq[i * step:i * step + 150]}\n+\n{'I' * 150}\n"
-                             for i in range(100)))
-    return fasta, reads
-
-
 @pytest.mark.parametrize("shape,says", [
     ("docker-run", "one-shot container"),
     ("apptainer-exec", "Apptainer"),
@@ -267,7 +254,7 @@ def test_the_background_index_is_not_promised_where_it_would_die_with_the_comman
     data.mkdir()
     cache.mkdir()
     os.chmod(cache, 0o777)
-    _big_reference(data)
+    big_reference(data)
     kwargs: dict = {"volumes": {str(data): {"bind": "/data", "mode": "ro"},
                                 str(cache): {"bind": "/cache", "mode": "rw"}},
                     "environment": {"BIOTOOL_CACHE": "/cache"}}
