@@ -23,6 +23,9 @@ KEYS = {p.name: json.loads((p / "key.json").read_text())
 # reach (tests/image/test_harbor_blast_task.py runs it against the mock NCBI instead).
 TASKS = tuple(n for n, k in KEYS.items() if not k.get("search"))
 DRAWN = tuple(n for n in TASKS if KEYS[n].get("draw"))
+# The oracle trials kept after their job (the fixed tasks and one drawn): their stacks are
+# read by `biotool-sandbox audit` and checked for sharing nothing.
+KEPT = tuple(n for n in TASKS if n not in DRAWN) + DRAWN[:1]
 MOLPERCEIVE = {"molperceive_formula", "molperceive_heavy_atom_count", "molperceive_drift"}
 # Components a task's key adds to reward.json beside the common ones (harbor_grade).
 TASK_COMPONENTS = {
@@ -45,8 +48,9 @@ CHEATS = {
 UNRUN = "cheat-unrun"
 UNRUN_ANSWER = {"pos": 29749, "ref": "ACGATCGAGTG", "alt": "A"}
 # A drawn task's cheat: the answer of another draw of the same task (seed 0), as an agent that
-# remembered an earlier trial would write it ("remembered-" + the task's name).
-REMEMBERED = "remembered-"
+# remembered an earlier trial would write it ("mem-" + the task's name, short: Harbor cuts a
+# trial's name at 32 characters).
+REMEMBERED = "mem-"
 # A cheat that hunts the trial's filesystem for the drawn truth and answers from what it finds.
 TRUTH_HUNT = "cheat-truth-hunt"
 

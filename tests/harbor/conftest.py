@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from biotool_testing.harbor_jobs import (ANSWER, CHEATS, DRAWN, REMEMBERED, RUNNER, RUNNER_IMAGE,
-                                         TASKS, TRUTH_HUNT, UNRUN, UNRUN_ANSWER, cli,
-                                         harbor_project, run_job, seeded_answers)
+from biotool_testing.harbor_jobs import (ANSWER, CHEATS, DRAWN, KEPT, REMEMBERED, RUNNER,
+                                         RUNNER_IMAGE, TASKS, TRUTH_HUNT, UNRUN, UNRUN_ANSWER,
+                                         cli, harbor_project, run_job, seeded_answers)
 from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE
 
 
@@ -104,18 +105,35 @@ def cheats(workspace, tasks):
     return out
 
 
+def _subset(workspace: Path, tasks: Path, name: str, only) -> Path:
+    """A folder of some of the written tasks (a Harbor job runs every task of a folder)."""
+    out = workspace / name
+    for task in only:
+        shutil.copytree(tasks / task, out / task)
+    return out
+
+
 @pytest.fixture(scope="session")
 def oracle_job(runner_image, workspace, tasks):
     # keep_containers: the trials' stacks stay (stopped), so `biotool-sandbox audit` can read
     # each trial's egress as an operator would; removed with `biotool-sandbox down` after.
-    job = run_job(runner_image, workspace, tasks, "oracle", "oracle",
-                  "--ek", "keep_containers=true")
+    # Kept stacks hold their networks (two each) from the engine's 31 default pools: the job
+    # keeps the fixed tasks and one drawn task; the other drawn tasks run unkept (drawn_job).
+    job = run_job(runner_image, workspace, _subset(workspace, tasks, "kept", KEPT), "oracle",
+                  "oracle", "--ek", "keep_containers=true")
     yield job
     for trial in job.trials().values():
         cli("down", harbor_project(trial), check=False)
         # The separate verifier's own project, kept too (no audit of its own: compose's down).
         subprocess.run(["docker", "compose", "-p", f"{trial.name.lower()}__verifier__trial",
                         "down", "-v"], capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="session")
+def drawn_job(runner_image, workspace, tasks):
+    return run_job(runner_image, workspace,
+                   _subset(workspace, tasks, "drawn", [t for t in TASKS if t not in KEPT]),
+                   "oracle", "oracle-drawn")
 
 
 # Nop and the cheats do little in their agent phase: three trials at once.

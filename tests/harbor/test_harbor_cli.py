@@ -38,9 +38,9 @@ def _trial_ok(trial):
     return result
 
 
-def test_the_oracle_passes_every_task(oracle_job):
-    trials = oracle_job.trials()
-    assert sorted(trials) == sorted(TASKS), oracle_job.output[-2000:]
+def test_the_oracle_passes_every_task(oracle_job, drawn_job):
+    trials = {**oracle_job.trials(), **drawn_job.trials()}
+    assert sorted(trials) == sorted(TASKS), (oracle_job.output + drawn_job.output)[-3000:]
     for name, trial in trials.items():
         result = _trial_ok(trial)
         reward = read_json(trial / "verifier" / "reward.json")
@@ -59,6 +59,7 @@ def test_the_oracle_passes_every_task(oracle_job):
         assert all(f["ok"] for f in grade["answer"]["fields"].values()), grade["answer"]
         assert grade["egress"]["broken"] == []
     assert oracle_job.result["stats"]["n_errored_trials"] == 0
+    assert drawn_job.result["stats"]["n_errored_trials"] == 0
 
 
 def test_nop_fails_every_task_as_the_agent_not_the_infrastructure(nop_job):
@@ -159,9 +160,11 @@ def test_the_drawn_truth_is_nowhere_main_can_read(cheat_job):
     assert (reward["reward"], reward["answer"], reward["infrastructure_error"]) == (0, 0, 0)
 
 
-def test_every_drawn_trial_was_graded_against_the_truth_collected_from_its_draw(oracle_job):
+def test_every_drawn_trial_was_graded_against_the_truth_collected_from_its_draw(oracle_job,
+                                                                                 drawn_job):
+    trials = {**oracle_job.trials(), **drawn_job.trials()}
     for name in DRAWN:
-        trial = oracle_job.trials()[name]
+        trial = trials[name]
         collected = trial / "artifacts" / "var" / "lib" / "biotool-truth" / "truth.json"
         grade = read_json(trial / "verifier" / "grade.json")
         assert grade["inputs"]["truth"] == hashlib.sha256(collected.read_bytes()).hexdigest()
