@@ -74,19 +74,27 @@ def snv(rng: random.Random, public: Path) -> dict:
     return {"reference": name, "pos": i + 1, "ref": seq[i], "alt": alt}
 
 
+def _deletion(rng: random.Random, public: Path, lengths: tuple[int, int]):
+    """(reference, its sequence, i, k): k bases (within `lengths`) deleted after base i
+    (1-based) of a drawn single-record reference where they can be placed one way only
+    (fixed_deletion), well inside it; the deleted genome's reads written to `public`."""
+    name = rng.choice(SINGLE)
+    _, seq = staged_reference(name)
+    while True:
+        k = rng.randint(*lengths)
+        i = rng.randrange(MARGIN, len(seq) - MARGIN - k)
+        if fixed_deletion(seq, i, k):
+            break
+    _write_reads(rng, public, _library(rng, seq[:i] + seq[i + k:]))
+    return name, seq, i, k
+
+
 def small_deletion(rng: random.Random, public: Path) -> dict:
     """A deletion of 3-15 bases planted well inside a drawn single-record reference where it
     can be placed one way only (fixed_deletion); reads as for snv. Truth in VCF's form: pos is
     the 1-based base before the deleted ones, ref that base and the deleted bases, alt that
     base."""
-    name = rng.choice(SINGLE)
-    _, seq = staged_reference(name)
-    while True:
-        k = rng.randint(*SMALL_DELETION)
-        i = rng.randrange(MARGIN, len(seq) - MARGIN - k)
-        if fixed_deletion(seq, i, k):
-            break
-    _write_reads(rng, public, _library(rng, seq[:i] + seq[i + k:]))
+    name, seq, i, k = _deletion(rng, public, SMALL_DELETION)
     return {"reference": name, "pos": i, "ref": seq[i - 1:i + k], "alt": seq[i - 1]}
 
 
@@ -125,12 +133,5 @@ def large_deletion(rng: random.Random, public: Path) -> dict:
     split across it). Truth in `biotool breakpoints`' convention (pos = the last reference base
     before the break): left = the last base kept before the deleted ones, right = the last
     deleted base (the right-hand piece starts at right + 1), 1-based."""
-    name = rng.choice(SINGLE)
-    _, seq = staged_reference(name)
-    while True:
-        k = rng.randint(*LARGE_DELETION)
-        i = rng.randrange(MARGIN, len(seq) - MARGIN - k)
-        if fixed_deletion(seq, i, k):
-            break
-    _write_reads(rng, public, _library(rng, seq[:i] + seq[i + k:]))
+    name, _, i, k = _deletion(rng, public, LARGE_DELETION)
     return {"reference": name, "left": i, "right": i + k}
