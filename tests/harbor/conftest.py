@@ -136,15 +136,15 @@ def drawn_job(runner_image, workspace, tasks):
                    "oracle", "oracle-drawn")
 
 
-# Nop and the cheats do little in their agent phase: three trials at once.
+# Nop and the cheats do little in their agent phase: four trials at once.
 @pytest.fixture(scope="session")
 def nop_job(runner_image, workspace, tasks):
-    return run_job(runner_image, workspace, tasks, "nop", "nop", concurrent=3)
+    return run_job(runner_image, workspace, tasks, "nop", "nop", concurrent=4)
 
 
 @pytest.fixture(scope="session")
 def cheat_job(runner_image, workspace, cheats):
-    return run_job(runner_image, workspace, cheats, "oracle", "cheats", concurrent=3)
+    return run_job(runner_image, workspace, cheats, "oracle", "cheats", concurrent=4)
 
 
 @pytest.fixture(scope="session")
