@@ -14,7 +14,7 @@ import time
 from collections import Counter
 
 from biotool.alignment.vocabulary import (DELETION, INSERTION, SKIP_FOR_JUNCTIONS,
-                                          SUPPLEMENTARY)
+                                          SOFT_CLIP, SUPPLEMENTARY)
 from biotool.arms import Hedges, declared
 from biotool.competence import bounded, not_applicable
 from biotool.output import InputError
@@ -70,6 +70,7 @@ def tally(path: str, tid: int, start: int, end: int, refseq: str, off: int, min_
     import numpy as np
 
     spans = Counter()
+    soft = {"l": [], "r": []}  # (edge, split, clipped bases) of soft-clipped edges
     parts = {k: [] for k in ("read_lo", "read_hi", "lclipped", "rclipped", "lsplit", "rsplit")}
     n = kept = 0
     truncated = False
@@ -87,11 +88,18 @@ def tally(path: str, tid: int, start: int, end: int, refseq: str, off: int, min_
         split = _split(batch, lcut | rcut)
         parts["lsplit"].append(batch.pos[lcut & split])
         parts["rsplit"].append(batch.end[rcut & split])
+        _soft_clips(batch, lcut, rcut, split, lclip, rclip, soft)
         _count_indels(batch, np.flatnonzero(several), refseq, off, start, end, spans)
         if deadline is not None and time.monotonic() > deadline:
             truncated = True
             break
     out = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in parts.items()}
+    # A clip too short for the aligner to place that agrees with a split read's clip at the
+    # same edge is a piece of the same junction (split, for the primer rule).
+    for key, side in (("lsplit", "l"), ("rsplit", "r")):
+        more = _agreeing_clips(soft[side], side)
+        if more:
+            out[key] = np.concatenate([out[key], np.asarray(more, dtype=np.int64)])
     return {**out, "spans": spans, "start": start, "end": end, "reads_seen": n,
             "reads_used": kept, "truncated": truncated}
 
@@ -106,6 +114,48 @@ def _split(batch, clipped):
     rows = np.flatnonzero(clipped & ~split)
     split[rows] = bamscan.tagged(batch, rows, b"SA")
     return split & clipped
+
+
+def _soft_clips(batch, lcut, rcut, split, lclip, rclip, soft: dict) -> None:
+    """Append (edge, split, clipped bases) of each row's soft clip of MIN_CLIP or more bases
+    (a hard clip keeps no bases) to soft["l"] / soft["r"]; a left clip's bases are read so
+    that their first is the one next to the junction (reversed), a right clip's as stored."""
+    import numpy as np
+
+    for side, cut, edge, clip in (("l", lcut, batch.pos, lclip), ("r", rcut, batch.end, rclip)):
+        rows = np.flatnonzero(cut & (batch.l_seq > 0))
+        op = batch.first_op[rows] + (0 if side == "l" else batch.n_ops[rows] - 1)
+        rows = rows[(batch.ops[op] == SOFT_CLIP) & (batch.lens[op] == clip[rows])]
+        if not len(rows):
+            continue
+        start = np.zeros(len(rows), dtype=np.int64) if side == "l" \
+            else batch.l_seq[rows].astype(np.int64) - clip[rows]
+        bases = bamscan.query_bases(batch, rows, start, clip[rows].astype(np.int64))
+        if side == "l":
+            bases = [b[::-1] for b in bases]
+        soft[side].extend(zip(edge[rows].tolist(), split[rows].tolist(), bases))
+
+
+def _agreeing_clips(clips: list, side: str) -> list[int]:
+    """Edges of the unsplit soft clips that agree with a split read's clip at the same edge:
+    its bases, from the junction out, are the split clip's first ones (a mismatch per 10
+    bases allowed for sequencing errors). The aligner places a clipped part only when it is
+    long enough (bwa: a 19-base seed, a score of 30), so the shorter clips of a junction's
+    reads stay unsplit though they carry the very same junction; an adapter's clips at a
+    primer agree with no split read."""
+    split = {}
+    for edge, is_split, bases in clips:
+        if is_split:
+            split.setdefault(edge, []).append(bases)
+    out = []
+    for edge, is_split, bases in clips:
+        if is_split or edge not in split:
+            continue
+        n = len(bases)
+        if any(len(s) >= n and sum(a != b for a, b in zip(s, bases)) <= n // 10
+               for s in split[edge]):
+            out.append(edge)
+    return out
 
 
 def _count_indels(batch, rows, refseq: str, off: int, start: int, end: int,

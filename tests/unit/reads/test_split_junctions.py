@@ -62,3 +62,33 @@ def test_reads_that_stop_at_a_one_sided_pile_are_still_a_primer(split):
     assert _near_500(table) == [(500, 40, "primer (reads end)", (40 - split) / 40)]
     j = int(np.searchsorted(table["pos"], 500))
     assert table["cols"]["clips"][j] == 0 and table["cols"]["ends"][j] == 0
+
+
+def test_short_clips_agreeing_with_split_reads_keep_a_junction_from_being_a_primer(biotool,
+                                                                                  tmp_path):
+    # Reads across a 600 bp deletion's junction, most with a left piece too short for bwa to
+    # place (5-30 bases: clipped, no SA tag), a few split: at the right junction most reads
+    # that start there are unsplit, as a primer's would be; their clips agree with the split
+    # reads' (the bases before the left junction), so the junction is no primer.
+    ref = sim.genome(8000, seed=51)
+    k = 600
+    i = sim.deletion_site(ref, k, random.Random(7))
+    genome = ref[:i] + ref[i + k:]
+    short = list(range(8, 32, 2))          # 12 unsplit left clips at the right junction
+    split = [40, 48, 56, 64, 72]           # 5 split reads, the right piece primary
+    left = list(range(120, 144, 2))        # reads ending clipped at the left junction
+    reads = [(f"r{c}", genome[i - c:i - c + 150]) for c in short + split + left]
+    r = biotool("breakpoints", "--fastq", str(sim.write_fastq(tmp_path / "reads.fastq", reads)),
+                "--reference", str(sim.write_fasta(tmp_path / "genome.fasta", "chr", ref)))
+    assert r.code == 0, r.stderr
+    assert not [d for d in r.json["discounted"] if "primer" in d["why"]]
+    assert {row["pos"] for row in r.json["consensus"][:2]} == {i, i + k}
+
+
+def test_an_unsplit_clip_agrees_only_with_a_split_clip_at_its_edge():
+    from biotool.reads.breakpoints import _agreeing_clips
+
+    clips = [(100, True, "ACGTACGTACGTAC"), (100, False, "ACGTACG"), (100, False, "TTTTTTT"),
+             (100, False, "ACGTACGTACGTACGT"), (101, False, "ACGTACG"),
+             (100, False, "ACGAACGTACGT")]  # one mismatch in 12 bases: a sequencing error
+    assert _agreeing_clips(clips, "l") == [100, 100]
