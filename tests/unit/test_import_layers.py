@@ -12,7 +12,9 @@ in a manifest); and the programs on top (`biotool.cli`, `biotool.__main__`,
 `biotool.staging.__main__`, the `python -m biotool.staging` that runs `stagebuild`). A program
 is a unit of its own, apart from the package whose name it carries: `biotool.staging` itself
 never imports the build. `molperceive` and the launcher `biotool_sandbox` stand beside
-biotool: they import the command-line layer and biotool's core, never a family.
+biotool: they import the command-line layer and biotool's core, never a family. The draws of
+Harbor tasks (`biotool_sandbox.draws`, run in the image by `python -m
+biotool_sandbox.harbor_draw`) are programs too, each module a unit: they read staged items.
 
 Every `import` and `from ... import` counts, at a module's top or inside a function, relative
 ones resolved. Imports by a name computed at run time (`importlib.import_module` of a family's
@@ -37,13 +39,18 @@ ENTRYPOINTS = Path(__file__).resolve().parents[2] / "entrypoints"
 FAMILIES = {"system", "reads", "taxonomy", "singlecell", "annotate"}
 PROGRAMS = {"biotool.cli", "biotool.__main__", "biotool.buildcache", "biotool.staging.__main__"}
 BESIDE = {"molperceive", "biotool_sandbox"}   # import commandline and biotool's core only
+DRAWS = "biotool_sandbox.draws"               # programs: each draw module a unit of its own
 RANK = {"commandline": 0, "core": 1, "staging": 2, "alignment": 3, "family": 4, "stagebuild": 5,
         "program": 6}
 
 GRADER = ("the Harbor verifier scores a chemistry task by MolPerceive's own rule and labels "
           "(issue 33): the one place the two programs meet, in the image that carries both")
 # (importer, imported): an edge the walk leaves out, and why.
+DRAWN = ("a drawn chemistry task's truth is MolPerceive's labels of the drawn molecules, which "
+         "the grader scores by the same rule: in the image that carries both")
 KNOWN = {
+    ("biotool_sandbox.draws.chemistry", "molperceive"): DRAWN,
+    ("biotool_sandbox.draws.chemistry", "molperceive.label"): DRAWN,
     ("biotool_sandbox.harbor_grade", "molperceive"): GRADER,
     ("biotool_sandbox.harbor_grade", "molperceive.label"): GRADER,
     ("biotool_sandbox.harbor_grade", "molperceive.score"): GRADER,
@@ -133,7 +140,11 @@ def unit(module: str) -> str:
     """What a layer is made of: biotool's sub-packages and top-level modules, the other
     packages' modules (`biotool.reads.bam` -> `biotool.reads`; `molperceive.label` itself),
     and each program (`biotool.staging.__main__` itself)."""
-    return module if module in PROGRAMS else ".".join(module.split(".")[:2])
+    return module if module in PROGRAMS or _draw(module) else ".".join(module.split(".")[:2])
+
+
+def _draw(module: str) -> bool:
+    return module == DRAWS or module.startswith(DRAWS + ".")
 
 
 def units(g: dict[str, set[str]]) -> dict[str, set[str]]:
@@ -145,6 +156,8 @@ def units(g: dict[str, set[str]]) -> dict[str, set[str]]:
 
 def layer(module: str) -> str:
     top, _, rest = module.partition(".")
+    if _draw(module):
+        return "program"
     if top in BESIDE:
         return top
     if top == "commandline":
