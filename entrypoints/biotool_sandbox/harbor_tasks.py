@@ -33,7 +33,6 @@ HEALTHCHECK = (f'test -z "${harbor_env.GUARD}" || {{ echo "refused: Harbor\'s eg
                "biotool -q doctor > /dev/null")
 
 
-
 def test_sh(drawn: bool) -> str:
     """tests/test.sh: the offline grader carried by the image, on the agent's answer and the
     egress audit of the agent phase (and a drawn task's truth, from its draw service)."""
@@ -251,10 +250,11 @@ def check(task: Path) -> dict:
                             "an unenforced network is gone: re-generate the task")
     draw = services.get(harbor_env.DRAW)
     if draw is not None:
-        mounts = [str(v).split(":")[0] for v in main.get("volumes") or []]
+        volumes = [str(v) for v in main.get("volumes") or []]
         if draw.get("network_mode") != "none":
             raise LauncherError(f"{where}: the draw service is not offline (network_mode none)")
-        if "truth" in mounts or f"task:{harbor_env.TASK_INPUTS}:ro" not in main.get("volumes"):
+        if "truth" in (v.split(":")[0] for v in volumes) \
+                or f"task:{harbor_env.TASK_INPUTS}:ro" not in volumes:
             raise LauncherError(f"{where}: `main` mounts the drawn truth, or its inputs "
                                 "writable: re-generate the task")
     verifier = read("tests/docker-compose.yaml", yaml.safe_load) or {}
