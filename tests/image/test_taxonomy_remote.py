@@ -156,11 +156,15 @@ def test_a_flood_of_squids_denials_is_counted_in_the_store_and_keeps_what_came_b
     # Counted, not kept, by the store's rules over however long this host took: at most BURST
     # kept per WINDOW (a store that kept every denial breaks it), one counted record per flush
     # (every FLUSH_EVERY, and before each kept one), and nothing but these records, each under
-    # OWED bytes, in what the store grew by.
+    # OWED bytes, and the listing of each distinct destination once (within the run's
+    # DESTINATION_BYTES), in what the store grew by.
     span = max(r["time"] for r in flood) - min(r["time"] for r in flood)
     assert len(kept) <= auditstore.BURST * (2 + span // auditstore.WINDOW), (len(kept), span)
     assert len(counted) <= 2 + span // auditstore.FLUSH_EVERY + len(kept), (len(counted), span)
-    assert out["store"]["bytes"] - first["store"]["bytes"] <= len(flood) * auditstore.OWED
+    assert all(len(r["destinations"]["kept"]) + r["destinations"]["more"] == r["count"]
+               for r in counted), counted
+    assert out["store"]["bytes"] - first["store"]["bytes"] \
+        <= len(flood) * auditstore.OWED + auditstore.DESTINATION_BYTES
 
 TUNNEL = r'''
 import os, socket, ssl, sys, threading, urllib.parse
