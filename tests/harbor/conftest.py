@@ -9,6 +9,7 @@ grade.json, the collected artifacts) and what the engine kept of the trials.
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -89,7 +90,8 @@ def cheats(workspace, tasks):
         remembered = out / f"{REMEMBERED}{name}"
         shutil.copytree(tasks / name, remembered)
         (remembered / "solution" / "solve.sh").write_text(
-            f"#!/bin/bash\nprintf '%s' '{json.dumps(answer)}' > /logs/artifacts/answer.json\n")
+            f"#!/bin/bash\nprintf '%s' {shlex.quote(json.dumps(answer))} "
+            "> /logs/artifacts/answer.json\n")
     # ...and one that looks for the drawn truth wherever `main` can read, answering from it.
     hunt = out / TRUTH_HUNT
     shutil.copytree(tasks / DRAWN[0], hunt)
