@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -107,7 +106,6 @@ def test_answer_space(biotool_env, tmp_path):
     assert 0.5 / math.comb(n, 2) * 0.5 / counts < 1e-4
 
 
-@pytest.mark.skipif(shutil.which("blastn") is None, reason="needs blastn (the image has it)")
 def test_oracle_biotool_taxonomy_local_agrees(biotool, tmp_path):
     """solve.sh's search: biotool taxonomy --local on every read gives the truth exactly."""
     truth = draw(5, tmp_path)
