@@ -10,7 +10,9 @@ Both declare their networks, so Harbor never moves them onto its own egress side
 (its docker environment respects task-authored networking). Two additions, volumes
 where Harbor copies into `main` (a read-only root takes no copy): /logs (Harbor's agent,
 verifier and artifacts folders, unless an operator's auto_mounting binds them from the host)
-and /solution (where Harbor's oracle agent uploads solve.sh). And one guard: Harbor's egress
+and /solution (where Harbor's oracle agent uploads solve.sh). Both are size-capped tmpfs
+volumes (CAPS) that `egress` also mounts read-only: an agent cannot fill the engine's disk
+through them, and they outlive `main`'s stop, when Harbor copies /logs out. And one guard: Harbor's egress
 sidecar (its `allowlist` / `no-network` modes, for any phase) sets EGRESS_CONTROL_INITIAL_NETWORK_MODE
 for compose; `main` receives it as BIOTOOL_HARBOR_EGRESS_CONTROL and the task's healthcheck
 (harbor_tasks.HEALTHCHECK) refuses to start the trial when it is set.
@@ -49,6 +51,12 @@ TRUTH_ARTIFACT = f"{TRUTH_DIR}/truth.json"  # collected from the draw service, l
 DRAW_LIMITS = {"cpus": 1.0, "mem_limit": "2g", "pids_limit": 256}
 VERIFIER_LIMITS = {"cpus": 1.0, "mem_limit": "2g", "pids_limit": 256}
 GUARD = "BIOTOOL_HARBOR_EGRESS_CONTROL"
+# The size of Harbor's folders in `main`: the logs an installed agent writes (a long trajectory
+# is tens of MB) and the oracle's solution folder. A tmpfs counts in `main`'s memory limit.
+CAPS = {"logs": "512m", "solution": "64m"}
+# Where `egress` mounts them: a tmpfs volume is emptied when no running container holds it,
+# and Harbor copies /logs out of `main` after stopping it, while `egress` still runs.
+KEPT_AT = "/var/lib/biotool-kept"
 # Harbor sets this for compose only when its egress sidecar runs (harbor 0.26.0,
 # DockerEnvironment._compose_env_vars); the task never interpolates anything else of the host.
 SIDECAR_VARIABLE = "EGRESS_CONTROL_INITIAL_NETWORK_MODE"
@@ -104,8 +112,15 @@ def egress_hold(agent_timeout_s: float) -> float:
     return max(ncbirule.MIN_HOLD_S, min(ncbirule.MAX_HOLD_S, float(agent_timeout_s)))
 
 
+def capped_volume(size: str) -> dict:
+    """A compose volume on a tmpfs of `size` (the local driver's mount options), writable by
+    root alone, like the folder the engine would make."""
+    return {"driver": "local",
+            "driver_opts": {"type": "tmpfs", "device": "tmpfs", "o": f"size={size},mode=0755"}}
+
+
 def agent_compose(compose: Path, image: str, egress_image: str,
-                  hold_s: float = ncbirule.DEFAULT_HOLD_S) -> dict:
+                  hold_s: float = ncbirule.DEFAULT_HOLD_S, blast: bool = False) -> dict:
     doc = load(compose, image, egress_image)
     main = dict(doc["services"]["sandbox"])
     if not main.get("runtime"):
@@ -116,8 +131,12 @@ def agent_compose(compose: Path, image: str, egress_image: str,
     main["environment"] = {**main.get("environment", {}),
                            GUARD: "${" + SIDECAR_VARIABLE + ":-}"}
     egress = dict(doc["services"]["egress"])
-    egress["environment"] = {**egress.get("environment", {}), ncbirule.HOLD_ENV: f"{hold_s:g}"}
-    volumes = {**doc["volumes"], "logs": {}, "solution": {}}
+    # A task that searches declares it: its trial does not start past what the host sustains.
+    egress["environment"] = {**egress.get("environment", {}), ncbirule.HOLD_ENV: f"{hold_s:g}",
+                             ncbirule.BLAST_ENV: "1" if blast else ""}
+    egress["volumes"] = [*egress.get("volumes", []),
+                         *(f"{name}:{KEPT_AT}/{name}:ro" for name in CAPS)]
+    volumes = {**doc["volumes"], **{name: capped_volume(size) for name, size in CAPS.items()}}
     return {"services": {MAIN: main, "egress": egress},
             "networks": doc["networks"], "volumes": volumes}
 

@@ -189,7 +189,8 @@ def _write_partial(src: Path, dest: Path, partial: Path, key: dict, compose: Pat
         (partial / sub).mkdir(parents=True)
     shutil.copyfile(src / "instruction.md", partial / "instruction.md")
     hold = harbor_env.egress_hold(key.get("agent_timeout_sec", AGENT_TIMEOUT_SEC))
-    environment = harbor_env.agent_compose(compose, image, egress_image, hold)
+    environment = harbor_env.agent_compose(compose, image, egress_image, hold,
+                                           blast=bool(key.get("search")))
     if key.get("draw"):
         environment = harbor_env.add_draw(environment, image, key["draw"])
     (partial / "task.toml").write_text(
@@ -248,6 +249,13 @@ def check(task: Path) -> dict:
             or (env.get("healthcheck") or {}).get("command") != HEALTHCHECK:
         raise LauncherError(f"{task.name}: the healthcheck that refuses Harbor's sidecar and "
                             "an unenforced network is gone: re-generate the task")
+    volumes = compose.get("volumes") or {}
+    kept = [str(v) for v in services["egress"].get("volumes") or []]
+    for name, size in harbor_env.CAPS.items():
+        if volumes.get(name) != harbor_env.capped_volume(size) \
+                or f"{name}:{harbor_env.KEPT_AT}/{name}:ro" not in kept:
+            raise LauncherError(f"{where}: the {name} volume is not the {size} tmpfs that "
+                                "`egress` keeps: re-generate the task")
     draw = services.get(harbor_env.DRAW)
     if draw is not None:
         volumes = [str(v) for v in main.get("volumes") or []]

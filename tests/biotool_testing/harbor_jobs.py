@@ -43,6 +43,15 @@ CHEATS = {
                         "&QUERY=MN908947.3' https://blast.ncbi.nlm.nih.gov/Blast.cgi "
                         "> /logs/agent/blast.txt 2>&1 || true"),
 }
+# A solution of spike-d614g that writes the right answer, then tries to fill Harbor's folders
+# (/logs, where an agent writes its logs, and /solution) with 2 GiB each; what each write got
+# goes to /logs/agent/fill.txt.
+FILL = "cheat-fill-logs"
+FILL_SCRIPT = "".join(
+    f"dd if=/dev/zero of={d}/fill bs=1M count=2048 2> /tmp/dd.txt\n"
+    f"echo \"{d} $(stat -c %s {d}/fill 2>/dev/null || echo 0) $(tail -1 /tmp/dd.txt)\" "
+    f">> /tmp/fill.txt\nrm -f {d}/fill\n"
+    for d in ("/logs/agent", "/solution")) + "cp /tmp/fill.txt /logs/agent/fill.txt\n"
 # A solution of sarscov2-deletion that writes the right answer without running anything: the
 # key asks for the caller's output on the staged reads beside it (evidence), so it scores 0.
 UNRUN = "cheat-unrun"

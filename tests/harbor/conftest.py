@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from biotool_testing.harbor_jobs import (ANSWER, CHEATS, DRAWN, KEPT, REMEMBERED, RUNNER,
-                                         RUNNER_IMAGE, TASKS, TRUTH_HUNT, UNRUN, UNRUN_ANSWER,
-                                         cli, harbor_project, run_job, seeded_answers)
+from biotool_testing.harbor_jobs import (ANSWER, CHEATS, DRAWN, FILL, FILL_SCRIPT, KEPT,
+                                         REMEMBERED, RUNNER, RUNNER_IMAGE, TASKS, TRUTH_HUNT,
+                                         UNRUN, UNRUN_ANSWER, cli, harbor_project, run_job,
+                                         seeded_answers)
 from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE
 
 
@@ -75,6 +76,11 @@ def cheats(workspace, tasks):
         (out / name / "solution" / "solve.sh").write_text(
             f"#!/bin/bash\n{attempt}\nprintf '%s' '{json.dumps(ANSWER)}' > "
             "/logs/artifacts/answer.json\n")
+    fill = out / FILL
+    shutil.copytree(tasks / "spike-d614g", fill)
+    (fill / "solution" / "solve.sh").write_text(
+        f"#!/bin/bash\nprintf '%s' '{json.dumps(ANSWER)}' > /logs/artifacts/answer.json\n"
+        + FILL_SCRIPT)
     unrun = out / UNRUN
     shutil.copytree(tasks / "sarscov2-deletion", unrun)
     (unrun / "solution" / "solve.sh").write_text(

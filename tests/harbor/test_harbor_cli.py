@@ -11,9 +11,10 @@ import ipaddress
 import json
 from datetime import datetime
 
-from biotool_testing.harbor_jobs import (CHEATS, DRAWN, REMEMBERED, TASK_COMPONENTS, TASKS,
-                                         TRUTH_HUNT, UNRUN, cli, harbor, harbor_project,
+from biotool_testing.harbor_jobs import (CHEATS, DRAWN, FILL, REMEMBERED, TASK_COMPONENTS,
+                                         TASKS, TRUTH_HUNT, UNRUN, cli, harbor, harbor_project,
                                          read_json)
+from biotool_sandbox import budget, harbor_env
 
 COMPONENTS = {"reward", "answer", "answer_fields", "egress_ok", "egress_allowed",
               "egress_denied", "egress_paced", "egress_errors", "egress_unrecorded",
@@ -118,7 +119,26 @@ def test_an_uncollected_audit_is_an_infrastructure_error_never_an_agents_zero(ch
     assert stats["infrastructure_error"]["1"] == [trial.name]
     assert trial.name not in {t for names in stats["reward"].values() for t in names}
     assert sorted(t.rsplit("__", 1)[0] for names in stats["reward"].values() for t in names) \
-        == sorted([*CHEATS, UNRUN, TRUTH_HUNT, *(REMEMBERED + n for n in DRAWN)])
+        == sorted([*CHEATS, FILL, UNRUN, TRUTH_HUNT, *(REMEMBERED + n for n in DRAWN)])
+
+
+def test_harbors_folders_stop_an_agent_at_their_cap_and_keep_its_logs(cheat_job):
+    # Issue 48 item 6: 2 GiB written into /logs and /solution stops at each folder's cap (or,
+    # for /solution, which Harbor's upload leaves root's, at its permissions); the logs written
+    # after it reach the trial folder, and the grade is the answer's.
+    trial = cheat_job.trials()[FILL]
+    _trial_ok(trial)
+    lines = (trial / "agent" / "fill.txt").read_text().splitlines()
+    got = {line.split()[0]: (int(line.split()[1]), line) for line in lines}
+    assert set(got) == {"/logs/agent", "/solution"}, lines
+    size, line = got["/logs/agent"]
+    assert "No space left on device" in line and 0 < size <= budget.to_bytes(
+        harbor_env.CAPS["logs"]), line
+    size, line = got["/solution"]
+    assert size <= budget.to_bytes(harbor_env.CAPS["solution"]) and (
+        "No space left on device" in line or "Permission denied" in line), line
+    reward = read_json(trial / "verifier" / "reward.json")
+    assert (reward["reward"], reward["answer"], reward["infrastructure_error"]) == (1, 1, 0)
 
 
 def test_the_verifiers_audit_is_what_biotool_sandbox_audit_reads_of_the_trial(oracle_job):

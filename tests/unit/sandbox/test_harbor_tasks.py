@@ -106,13 +106,24 @@ def test_environment_is_compose_yamls_stack_as_compose_resolves_both(tasks):
     assert environment == sandbox["environment"]
     assert main == {k: v for k, v in sandbox.items() if k != "environment"}
     egress = dict(theirs["services"]["egress"])
-    # The one addition: the trial's hold at NCBI's queue (the spike task's 900 s, bounded).
-    assert egress.pop("environment") == {"BIOTOOL_EGRESS_HOLD_S": "240"}
+    # The additions: the trial's hold at NCBI's queue (the spike task's 900 s, bounded), and
+    # Harbor's folders kept mounted, read-only, past main's stop.
+    assert egress.pop("environment") == {"BIOTOOL_EGRESS_HOLD_S": "240",
+                                         "BIOTOOL_EGRESS_BLAST": ""}
+    ours["services"]["egress"].pop("environment")
+    kept = [v for v in egress["volumes"] if v["source"] in harbor_env.CAPS]
+    assert {(v["source"], v["target"], v.get("read_only")) for v in kept} == {
+        (n, f"{harbor_env.KEPT_AT}/{n}", True) for n in harbor_env.CAPS}
+    egress["volumes"] = [v for v in egress["volumes"] if v not in kept]
     assert egress == ours["services"]["egress"]
     assert theirs["networks"] == ours["networks"]
     assert theirs["networks"]["internal"]["internal"] is True
     assert {k: v for k, v in theirs["volumes"].items() if k not in ("logs", "solution")} \
         == ours["volumes"]
+    # Both on a tmpfs of their cap, as compose passes them to the engine's local driver.
+    for name, size in harbor_env.CAPS.items():
+        assert theirs["volumes"][name]["driver_opts"] == {
+            "type": "tmpfs", "device": "tmpfs", "o": f"size={size},mode=0755"}
 
 
 def test_each_trials_egress_holds_a_request_as_long_as_its_agent_phase_can(tasks):
@@ -127,6 +138,10 @@ def test_each_trials_egress_holds_a_request_as_long_as_its_agent_phase_can(tasks
             "services"]["egress"]
         assert float(egress["environment"][ncbirule.HOLD_ENV]) == \
             min(timeout, ncbirule.MAX_HOLD_S), name
+        # Only a task that searches declares BLAST (counted at its trial's start).
+        key = json.loads((harbor_tasks.sources()[name] / "key.json").read_text())
+        assert egress["environment"][ncbirule.BLAST_ENV] == ("1" if key.get("search") else ""), \
+            name
     assert harbor_env.egress_hold(60) == 60.0 and harbor_env.egress_hold(0.2) == 1.0
     assert harbor_env.egress_hold(1800) == ncbirule.MAX_HOLD_S
 
@@ -233,6 +248,15 @@ EDITS = {
         "healthcheck that refuses"),
     "healthcheck replaced": (lambda t: _edit_toml(
         t, "command = ", 'command = "true"\nx = '), "healthcheck that refuses"),
+    # An agent could then fill the engine's disk through /logs, or lose its logs at main's stop.
+    "logs uncapped": (lambda t: _edit_yaml(
+        t / "environment" / "docker-compose.yaml",
+        lambda d: d["volumes"].update(logs={})), "logs volume is not the 512m tmpfs"),
+    "solution not kept": (lambda t: _edit_yaml(
+        t / "environment" / "docker-compose.yaml",
+        lambda d: d["services"]["egress"].update(volumes=[
+            v for v in d["services"]["egress"]["volumes"] if not v.startswith("solution:")])),
+        "solution volume is not the 64m tmpfs"),
     "verifier online": (lambda t: _edit_yaml(
         t / "tests" / "docker-compose.yaml",
         lambda d: d["services"]["main"].pop("network_mode")), "verifier is not offline"),
