@@ -35,3 +35,17 @@ def hold_from(text: str | None) -> float:
                          f"{MIN_HOLD_S:.0f} to {MAX_HOLD_S:.0f}")
     return hold
 
+
+# A run that declares it will search (an egress started with BLAST_ENV=1: `up --blast`, a
+# Harbor task that searches) is counted at its start against what the host's schedule
+# sustains: one contact every SLOT_S (the gates' interval, NCBI's plus JITTER_S), each waiting
+# run served once a round, so a round of n declared runs must fit within the shortest hold
+# among them.
+BLAST_ENV = "BIOTOOL_EGRESS_BLAST"
+JITTER_S = 0.5  # what the gates add to NCBI's intervals for network jitter
+SLOT_S = MIN_INTERVAL_S + JITTER_S
+
+
+def sustained(holds) -> int:
+    """How many declared runs the schedule serves, each within every one's hold."""
+    return int(min(holds) // SLOT_S)

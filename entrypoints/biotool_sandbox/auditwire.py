@@ -20,6 +20,10 @@ SQUID_FIELDS = ("time", "client", "method", "url", "host", "port", "status", "ht
 # only, never in its access log).
 CONNECTION_CAP = "ERR_CONNECTION_CAP"
 
+# The line a gate writes to its log when it refuses to start (a declared BLAST run past what
+# the host's NCBI schedule sustains); the launcher's `up` reports what follows it.
+GATE_REFUSED = "egress gate: refused: "
+
 # The gate's bounded audit store on the egress-only state volume (compose's egress-state, the
 # egress pod's state emptyDir); entrypoint.sh names the same file.
 RUN_STATE = "/var/lib/biotool-egress-run"

@@ -46,13 +46,13 @@ def _env_pairs(pairs: list[str]) -> dict:
 
 
 def up(mode, image, egress_image, extra_ca, cpus, memory, work_size, compose_file, site,
-       relay, relay_tls, runtime) -> dict:
+       relay, relay_tls, runtime, blast) -> dict:
     from . import stack
 
     return stack.up(mode, image=image, egress_image=egress_image, extra_ca=extra_ca,
                     compose=compose_file, site=site,
                     limits={"cpus": cpus, "memory": memory, "work_size": work_size},
-                    relay=relay, relay_tls=relay_tls, runtime=runtime)
+                    relay=relay, relay_tls=relay_tls, runtime=runtime, blast=blast)
 
 
 def exec_(run, timeout, workdir, env, cmd) -> dict:
@@ -235,7 +235,11 @@ def commands() -> list[Command]:
                            kind=existing_folder()),
                     Option(("--runtime",), "the sandbox's OCI runtime as registered with the "
                            "engine, e.g. runsc (gVisor); egress keeps the default (default "
-                           "BIOTOOL_RUNTIME, else the engine's default)", metavar="NAME"))),
+                           "BIOTOOL_RUNTIME, else the engine's default)", metavar="NAME"),
+                    Option(("--blast",), "declare that the run will search NCBI BLAST: counted "
+                           "against the searching runs this host's NCBI schedule sustains "
+                           "(refused past it) and served before runs that did not declare",
+                           flag=True))),
         Command("exec", exec_, tail=True, short_help="run a command as the agent in a run's "
                 "sandbox", help="Run CMD as the agent (uid 1000) in /work; prints exit_code, "
                 "stdout, stderr, duration_s and timed_out.",

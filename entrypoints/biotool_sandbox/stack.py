@@ -15,7 +15,10 @@ import subprocess
 import time
 from pathlib import Path
 
+from biotool import ncbirule
+
 from . import budget
+from .auditwire import GATE_REFUSED
 from .errors import EngineError, LauncherError
 from .runimages import run_images
 
@@ -440,12 +443,14 @@ def check_engine(dc) -> None:
 def up(mode: str = "default", *, image: str | None = None, egress_image: str | None = None,
        extra_ca: str | None = None, compose: str | None = None, timeout: float = 180,
        site: str | None = None, limits: dict | None = None, relay: str | None = None,
-       relay_tls: str | None = None, runtime: str | None = None) -> dict:
+       relay_tls: str | None = None, runtime: str | None = None, blast: bool = False) -> dict:
     """Start a fresh compose project (a new run id) and wait until its sandbox is running.
 
     limits: {"cpus", "memory", "work_size"} (None: compose.yaml's defaults).
     relay: https://HOST:PORT of the site's NCBI relay (relay_tls: the gate's certificates).
-    runtime: the sandbox's OCI runtime (runsc: gVisor); egress keeps the engine's default."""
+    runtime: the sandbox's OCI runtime (runsc: gVisor); egress keeps the engine's default.
+    blast: the run declares NCBI BLAST; its gate refuses to start past what the host's
+    schedule sustains (docs/rules.md), a LauncherError naming the count."""
     if mode not in MODES:
         raise LauncherError(f"--mode {mode!r} is not one of {', '.join(MODES)}")
     if extra_ca:
@@ -458,6 +463,7 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
         env["BIOTOOL_CUDA_IMAGE" if mode == "gpu" else "BIOTOOL_IMAGE"] = image
     if egress_image:
         env["BIOTOOL_EGRESS_IMAGE"] = egress_image
+    env[ncbirule.BLAST_ENV] = "1" if blast and mode != "offline" else ""
     relay_names = relay_sources(relay, relay_tls)
     relay, relay_tls = relay_settings(relay, relay_tls)
     if relay and mode != "offline":
@@ -512,6 +518,14 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
             "runtime": runtime or "default"}
 
 
+def _gate_refusal(log: bytes) -> str:
+    """The reason of the gate's refusal to start, when its log holds one."""
+    for line in log.decode("utf-8", "replace").splitlines():
+        if line.startswith(GATE_REFUSED):
+            return line[len(GATE_REFUSED):].strip()
+    return ""
+
+
 def wait_ready(run: str, dc, deadline: float) -> None:
     """Until the run's egress logs `egress: ready` (its relay to the gate answers and the
     sandbox's CA is written), polling its log rather than a 1 s health check."""
@@ -521,6 +535,9 @@ def wait_ready(run: str, dc, deadline: float) -> None:
     while True:
         if b"egress: ready" in dc.api.logs(eg.id, stdout=False, stderr=True):
             return
+        refused = _gate_refusal(dc.api.logs(eg.id, stdout=False, stderr=True, tail=20))
+        if refused:  # a declared BLAST run past what the host sustains: it restarts in vain
+            raise LauncherError(f"run {run} refused: {refused}")
         eg.reload()
         if eg.status not in ("created", "running", "restarting"):
             tail = dc.api.logs(eg.id, stdout=False, stderr=True, tail=3).decode("utf-8", "replace")

@@ -44,8 +44,8 @@ import upstream
 from biotool import ncbirule
 from biotool_sandbox import auditwire  # in the egress image: beside this file
 
-JITTER_S = 0.5                # added to NCBI's intervals for network jitter
-MIN_INTERVAL_S = ncbirule.MIN_INTERVAL_S + JITTER_S
+JITTER_S = ncbirule.JITTER_S
+MIN_INTERVAL_S = ncbirule.SLOT_S
 POLL_INTERVAL_S = ncbirule.POLL_INTERVAL_S + JITTER_S
 HOLD_S = ncbirule.DEFAULT_HOLD_S  # the longest a request waits for its fair turn before a 429
 BODY_BUDGET = 2 * blastapi.MAX_BODY  # request bodies held at once per run: the gate has 512m

@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # its modules beside it (also in
 import audit  # noqa: E402
 import auditstore  # noqa: E402
 import gate as gate_mod  # noqa: E402
+import schedule as schedule_mod  # noqa: E402
 import squidlog  # noqa: E402
 import tunnel  # noqa: E402
 from biotool import ncbirule  # noqa: E402 - copied beside it in the image
@@ -64,6 +65,17 @@ def stable_run_id(run_state: str | None) -> str | None:
     return run
 
 
+def keep_place(gate, hold_s: float, every: float = schedule_mod.RENEW_S,
+               stop: threading.Event | None = None) -> None:
+    """Renew the run's place as a declared BLAST run for as long as the gate runs."""
+    stop = stop or threading.Event()
+    while not stop.wait(every):
+        try:
+            gate.schedule.declare(gate.run, hold_s)
+        except (schedule_mod.Full, schedule_mod.lockedstate.LockTimeout, OSError):
+            pass  # lost for now (a stalled gate's place went to another run): asked again
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rules", default="/etc/biotool/rules.toml")
@@ -85,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hold", default=os.environ.get(ncbirule.HOLD_ENV),
                     help=f"seconds a request waits for its turn at NCBI's slot before a 429 "
                          f"(default {ncbirule.HOLD_ENV}, else {ncbirule.DEFAULT_HOLD_S:.0f})")
+    ap.add_argument("--blast", action="store_true",
+                    default=os.environ.get(ncbirule.BLAST_ENV, "") not in ("", "0"),
+                    help=f"this run declares BLAST: counted at its start against what the host's "
+                         f"NCBI schedule sustains, refused past it (default {ncbirule.BLAST_ENV})")
     args = ap.parse_args(argv)
     try:
         hold_s = ncbirule.hold_from(args.hold)
@@ -123,6 +139,20 @@ def main(argv: list[str] | None = None) -> int:
         gate.log({"event": auditwire.GATE_RESTART, "decision": "allowed",
                   "rids_kept": len(gate.rids.known),
                   "reason": "the gate started again in this run; its RIDs, CA and audit were kept"})
+    # With a relay, the site's relay is the queue (docs/relay.md): the host's is never used.
+    declared = args.blast and gate.relay is None
+    if declared:
+        try:
+            placed = gate.schedule.declare(run, hold_s)
+        except schedule_mod.Full as exc:
+            print(f"{auditwire.GATE_REFUSED}{exc}", file=sys.stderr)
+            return 2
+        except (schedule_mod.lockedstate.LockTimeout, OSError) as exc:
+            print(f"{auditwire.GATE_REFUSED}the host's NCBI schedule cannot be read to count "
+                  f"this run's BLAST ({exc})", file=sys.stderr)
+            return 2
+        threading.Thread(target=keep_place, args=(gate, hold_s), name="blast-place",
+                         daemon=True).start()
     host, _, port = args.listen.rpartition(":")
     server = tunnel.GateServer((host, int(port)), gate)
     if store is not None:
@@ -136,15 +166,25 @@ def main(argv: list[str] | None = None) -> int:
         threading.Thread(target=auditstore.flush_every, args=(store, threading.Event()),
                          name="store-flush", daemon=True).start()
 
-        def stop(signum, frame):  # the container stopping: what a flood's counters hold is kept
+    def stop(signum, frame):
+        # The container stopping: what a flood's counters hold is kept, and a declared run's
+        # place is free at once for the next run.
+        if store is not None:
             store.flush()
-            raise SystemExit(0)
+        if declared:
+            try:
+                gate.schedule.release(run)
+            except (schedule_mod.lockedstate.LockTimeout, OSError):
+                pass  # it frees after schedule.LEASE_S
+        raise SystemExit(0)
 
-        signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGTERM, stop)
     if args.ready_file:
         Path(args.ready_file).write_text("gate up\n")
     via = f", through the site's NCBI relay {args.relay}" if gate.relay else \
         f", holding a request at most {hold_s:g} s for its NCBI slot"
+    if declared:
+        via += f", a declared BLAST run ({placed} on this host)"
     print(f"egress gate: listening on {args.listen} for {sorted(gate.allow)}{via}",
           file=sys.stderr, flush=True)
     server.serve_forever(poll_interval=0.5)

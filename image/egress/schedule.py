@@ -17,6 +17,13 @@ whose connects differ in length are still an interval apart where NCBI reads the
 Fairness: when the interval has passed, the slot goes to the waiting run served least
 recently, so a run that always asks cannot starve one that asks now and then. A waiter that
 stops renewing its entry (a crashed gate) drops out after STALE_S.
+
+Declared runs: a run whose egress declares BLAST (ncbirule.BLAST_ENV) takes a place in the
+`blast` table at its start (`declare`), refused (Full) when one more would make a round of
+declared runs longer than the shortest hold among them (ncbirule.sustained); its gate renews
+the place every RENEW_S and gives it up at its stop, and a place not renewed for LEASE_S is
+free again. A waiting declared run is served before any undeclared one, so runs that never
+declared (or flood) cannot push a declared run past its hold.
 Standard library only (it runs in the egress image).
 """
 
@@ -39,6 +46,8 @@ SERVED_MEMORY_S = 3600.0    # how long a run's last turn is remembered for fairn
 LOCK_WAIT_S = 2.0           # the longest a gate waits for the lock before trying again later
 MAX_AHEAD_S = 120.0         # a last contact further ahead than this is a wrong clock or damage
 CONNECT_BOUND_S = 20.0      # connect, TLS and the request's write: upstream.py's own bound
+LEASE_S = 60.0              # a declared run's place not renewed for this long is free again
+RENEW_S = 15.0              # how often a declared run's gate renews its place
 
 
 class Busy(Exception):
@@ -49,16 +58,23 @@ class Busy(Exception):
         self.retry_after = retry_after
 
 
+class Full(Exception):
+    """One more declared BLAST run would not be served within the holds of those running."""
+
+
 def grant(state: dict, run: str, now: float, min_interval: float, reserve: float) -> float | None:
     """One look at the validated schedule `state` (changed in place) by `run` at `now`: the
     slot (now) when the interval has passed since the last contact and `run` is the waiter
-    served least recently, the schedule then reserved for `reserve` s; else None (it waits)."""
+    to serve (a declared run before any other, then the one served least recently), the
+    schedule then reserved for `reserve` s; else None (it waits)."""
     waiting = state["waiting"]
     since = waiting.get(run, (now, now))[0]
     waiting[run] = (since, now)
     if now < state["last_contact"] + min_interval:
         return None
-    turn = min(waiting, key=lambda r: (state["served"].get(r, -1e18), waiting[r][0], r))
+    declared = state.get("blast") or {}
+    turn = min(waiting, key=lambda r: (r not in declared, state["served"].get(r, -1e18),
+                                       waiting[r][0], r))
     if turn != run:
         return None
     state["last_contact"] = now + reserve  # until the write's stamp says when
@@ -90,7 +106,7 @@ class Schedule:
         now. Empty too: the host-wide volume is a tmpfs that Docker empties when the host's last
         egress stops (and a reboot empties), while the last contact may have been a moment
         before, so "empty" can never mean "no contact yet" (the gate and the relay alike)."""
-        fresh = {"last_contact": now, "served": {}, "waiting": {}}
+        fresh = {"last_contact": now, "served": {}, "waiting": {}, "blast": {}}
         if not raw.strip() or len(raw) > MAX_STATE_BYTES:
             return fresh
         try:
@@ -99,6 +115,8 @@ class Schedule:
             served = {str(k)[:64]: float(v) for k, v in dict(doc.get("served") or {}).items()}
             waiting = {str(k)[:64]: (float(v[0]), float(v[1]))
                        for k, v in dict(doc.get("waiting") or {}).items()}
+            blast = {str(k)[:64]: (float(v[0]), float(v[1]))
+                     for k, v in dict(doc.get("blast") or {}).items()}
         except (ValueError, TypeError, KeyError, IndexError, AttributeError):
             return fresh
         if not math.isfinite(last) or last > now + MAX_AHEAD_S:
@@ -107,10 +125,20 @@ class Schedule:
                   if math.isfinite(v) and now - SERVED_MEMORY_S < v <= now + MAX_AHEAD_S}
         waiting = {k: (s, b) for k, (s, b) in waiting.items()
                    if math.isfinite(s) and math.isfinite(b) and now - STALE_S < b <= now + 1}
+        # A place is (hold, renewed): damage reads as no place, never as one that holds forever.
+        blast = {k: (h, r) for k, (h, r) in blast.items()
+                 if ncbirule.MIN_HOLD_S <= h <= ncbirule.MAX_HOLD_S
+                 and now - LEASE_S < r <= now + MAX_AHEAD_S}
         # Bounded tables: keep the most recent entries only.
         served = dict(sorted(served.items(), key=lambda kv: kv[1])[-MAX_RUNS:])
         waiting = dict(sorted(waiting.items(), key=lambda kv: kv[1][1])[-MAX_RUNS:])
-        return {"last_contact": last, "served": served, "waiting": waiting}
+        blast = dict(sorted(blast.items(), key=lambda kv: kv[1][1])[-MAX_RUNS:])
+        return {"last_contact": last, "served": served, "waiting": waiting, "blast": blast}
+
+    def _write(self, locked: "lockedstate.Locked", state: dict) -> None:
+        locked.write(json.dumps({k: {r: list(v) for r, v in t.items()}
+                                 if k in ("waiting", "blast") else t
+                                 for k, t in state.items()}).encode())
 
     def _step(self, run: str, leave: bool = False) -> float | None:
         """One locked look at the schedule: the slot time if this run may contact NCBI now
@@ -129,9 +157,7 @@ class Schedule:
             got = None
         else:
             got = grant(state, run, now, self.min_interval, self.reserve)
-        waiting = {k: list(v) for k, v in state["waiting"].items()}
-        locked.write(json.dumps({"last_contact": state["last_contact"], "served": state["served"],
-                                 "waiting": waiting}).encode())
+        self._write(locked, state)
         return got
 
     def begin(self) -> None:
@@ -142,9 +168,7 @@ class Schedule:
         with lockedstate.locked(self.directory / STATE, LOCK_WAIT_S) as locked:
             raw = locked.read(MAX_STATE_BYTES)
             if not raw.strip():
-                state = self.read(raw, self.clock())
-                locked.write(json.dumps({"last_contact": state["last_contact"], "served": {},
-                                         "waiting": {}}).encode())
+                self._write(locked, self.read(raw, self.clock()))
 
     def stamp(self, granted: float, written: float) -> None:
         """The request granted at `granted` was written at `written`: the contact counts from
@@ -155,11 +179,38 @@ class Schedule:
                 state = self.read(locked.read(MAX_STATE_BYTES), now)
                 state["last_contact"] = contact_after_write(state["last_contact"], granted,
                                                             written, now, self.reserve)
-                locked.write(json.dumps({
-                    "last_contact": state["last_contact"], "served": state["served"],
-                    "waiting": {k: list(v) for k, v in state["waiting"].items()}}).encode())
+                self._write(locked, state)
         except lockedstate.LockTimeout:
             pass  # the reservation stands: later, never sooner
+
+    def declare(self, run: str, hold_s: float) -> int:
+        """Take (or renew) `run`'s place as a declared BLAST run; the number of declared runs
+        then, or Full when a new place would not be served within every declared run's hold.
+        LockTimeout and OSError pass on: a schedule that cannot be read admits no one."""
+        with lockedstate.locked(self.directory / STATE, LOCK_WAIT_S) as locked:
+            now = self.clock()
+            state = self.read(locked.read(MAX_STATE_BYTES), now)
+            places = state["blast"]
+            if run not in places:
+                holds = [h for h, _ in places.values()] + [hold_s]
+                if len(places) + 1 > ncbirule.sustained(holds):
+                    raise Full(
+                        f"this host's NCBI schedule already serves {len(places)} run(s) that "
+                        f"declared BLAST, and it sustains {ncbirule.sustained(holds)} at a hold "
+                        f"of {min(holds):g} s (one NCBI request every {ncbirule.SLOT_S:g} s, "
+                        f"each run once a round): start this run when one of them ends, or "
+                        f"give the runs a longer hold ({ncbirule.HOLD_ENV}, at most "
+                        f"{ncbirule.MAX_HOLD_S:g} s)")
+            places[run] = (hold_s, now)
+            self._write(locked, state)
+            return len(places)
+
+    def release(self, run: str) -> None:
+        """Give up `run`'s place (its gate stopping); a place left behind frees after LEASE_S."""
+        with lockedstate.locked(self.directory / STATE, LOCK_WAIT_S) as locked:
+            state = self.read(locked.read(MAX_STATE_BYTES), self.clock())
+            if state["blast"].pop(run, None) is not None:
+                self._write(locked, state)
 
     def acquire(self, run: str, hold_s: float) -> float:
         """Wait (at most hold_s) for this run's fair turn; the slot time, else Busy."""

@@ -122,3 +122,35 @@ def test_the_host_memory_budget_refuses_a_run_with_the_figures_and_leaves_nothin
     # With the first run down, the same budget holds a run again.
     again = stack.launcher("up", env=env)
     stack.launcher("down", again["run"])
+
+
+def test_declared_blast_runs_past_what_the_host_sustains_are_refused_at_up(images):
+    # Issue 48 item 3c: at the default 30 s hold, NCBI's one request every 10.5 s serves a
+    # round of 2 searching runs within every one's hold; a third declared run is refused at its
+    # start with the count, leaving nothing, and a place frees as soon as a run goes down.
+    import docker
+
+    from biotool import ncbirule
+    from biotool_sandbox import stack as launcher_stack
+
+    dc = docker.from_env()
+    small = ("--memory", "1g", "--work-size", "256m")
+    assert ncbirule.sustained([ncbirule.DEFAULT_HOLD_S]) == 2
+    first = stack.launcher("up", "--blast", *small)
+    second = stack.launcher("up", "--blast", *small)
+    try:
+        runs_before = launcher_stack.runs(dc)
+        refused = stack.launcher("up", "--blast", *small, check=False)
+        lines = refused["_stderr"].strip().splitlines()
+        assert refused["_code"] == 2 and len(lines) == 1, refused
+        assert "already serves 2 run(s) that declared BLAST, and it sustains 2 at a hold of " \
+               "30 s" in lines[0], lines
+        assert launcher_stack.runs(dc) == runs_before  # the refused run left nothing
+        # A run that did not declare starts beside them (served in the slots they leave).
+        plain = stack.launcher("up", *small)
+        stack.launcher("down", plain["run"])
+    finally:
+        stack.launcher("down", second["run"])
+    again = stack.launcher("up", "--blast", *small)  # the place the second gave up at its stop
+    stack.launcher("down", again["run"])
+    stack.launcher("down", first["run"])

@@ -123,14 +123,20 @@ def test_the_relay_and_the_gate_share_the_rule(tmp_path):
     assert relay_mod.schedule_mod.Schedule is gate_mod.schedule_mod.Schedule
 
 
-def _rounds(directory: Path, clock: Clock, askers: dict, until: float) -> list[tuple[float, str]]:
+def _rounds(directory: Path, clock: Clock, askers: dict, until: float,
+            declared: tuple[str, ...] = ()) -> list[tuple[float, str]]:
     """Every run in `askers` (name -> first time it asks) asks at every 0.2 s tick of the
     injected clock from then on, as a flood and a client re-asking after its 429 do; the
-    grants in order."""
+    grants in order. Each `declared` run holds its place, renewed as its gate does."""
     s = sched(directory, clock)
     s.reserve = 0.0  # each grant is its contact: the write's stamp is not what is tested here
     grants = []
+    renewed = -1e18
     while clock.t < until:
+        if declared and clock.t - renewed >= schedule.RENEW_S:
+            for run in declared:
+                s.declare(run, 30.0)
+            renewed = clock.t
         for run, start in askers.items():
             if clock.t >= start and s._step(run) is not None:
                 grants.append((clock.t, run))
@@ -156,3 +162,91 @@ def test_runs_flooding_puts_cannot_push_an_honest_run_past_its_turn(tmp_path, fl
         window = after[i:i + flooders + 1]
         assert sorted(window) == sorted(askers), (i, window)
     assert all(b - a >= INTERVAL - 1e-6 for (a, _), (b, _) in zip(grants, grants[1:]))
+
+
+# ---- issue 48 item 3c: declared BLAST runs, counted at their start and served first
+
+def test_declared_runs_are_counted_against_the_shortest_hold_among_them(tmp_path):
+    clock = Clock()
+    s = sched(tmp_path, clock)
+    # A round of n runs takes n slots of ncbirule.SLOT_S: two fit in a 30 s hold, 22 in 240 s.
+    assert [s.declare(f"r{i}", 30.0) for i in range(2)] == [1, 2]
+    with pytest.raises(schedule.Full, match="serves 2 run.*sustains 2 at a hold of 30 s"):
+        s.declare("r2", 240.0)
+    assert s.declare("r1", 30.0) == 2             # a place already held is only renewed
+    s.release("r0")
+    assert s.declare("r2", 240.0) == 2
+    # A run with a shorter hold is refused where the round would outlast it.
+    with pytest.raises(schedule.Full, match="at a hold of 12 s"):
+        s.declare("short", 12.0)
+
+
+def test_a_place_not_renewed_is_free_again_after_its_lease(tmp_path):
+    clock = Clock()
+    s = sched(tmp_path, clock)
+    s.declare("a", 21.0)
+    s.declare("b", 21.0)
+    clock.sleep(schedule.LEASE_S - 1)
+    s.declare("a", 21.0)                          # a renews; b's gate went quiet
+    with pytest.raises(schedule.Full):
+        s.declare("c", 21.0)
+    clock.sleep(1.5)
+    assert s.declare("c", 21.0) == 2
+
+
+@pytest.mark.parametrize("raw", [
+    {"blast": {"x": [1e9, 1_000_000.0]}},          # a hold no gate accepts
+    {"blast": {"x": [30.0, 9e18]}},                # renewed in the far future
+    {"blast": {"x": "forever"}},                   # not a place at all
+])
+def test_a_damaged_place_reads_as_no_place(tmp_path, raw):
+    clock = Clock()
+    s = sched(tmp_path, clock)
+    (tmp_path / schedule.STATE).write_text(json.dumps({"last_contact": clock.t, **raw}))
+    assert s.declare("a", 21.0) == 1 and s.declare("b", 21.0) == 2
+
+
+@pytest.mark.parametrize("flooders", [2, 4])
+def test_a_declared_run_is_served_before_any_undeclared_flooder(tmp_path, flooders):
+    # Undeclared runs ask at every tick. A declared run that asks again right after each
+    # grant waits at most the slot a flooder took in between, whatever the flood's size
+    # (fair turns alone would make it wait a whole round of flooders + 1 slots).
+    clock = Clock()
+    start = clock.t
+    askers = {**{f"flood{i}": start for i in range(flooders)}, "honest": start + 25.0}
+    grants = _rounds(tmp_path, clock, askers, start + 30 * INTERVAL, declared=("honest",))
+    mine = [t for t, run in grants if run == "honest"]
+    assert mine and mine[0] - askers["honest"] <= INTERVAL + 0.2 + 1e-6
+    assert len(mine) >= 10 and all(b - a <= 2 * INTERVAL + 0.2 + 1e-6
+                                   for a, b in zip(mine, mine[1:])), mine
+    # Undeclared, the same run gets only its fair turn in each round.
+    clock = Clock()
+    (tmp_path / "fair").mkdir()
+    fair = _rounds(tmp_path / "fair", clock, askers | {"honest": clock.t + 25.0},
+                   clock.t + 30 * INTERVAL)
+    theirs = [t for t, run in fair if run == "honest"]
+    assert max(b - a for a, b in zip(theirs, theirs[1:])) >= (flooders + 1) * INTERVAL - 1e-6
+
+
+def test_a_gate_that_declares_blast_past_what_the_host_sustains_does_not_start(tmp_path, capsys):
+    # The egress then never becomes ready: `up` reports the line, a Harbor trial's healthcheck
+    # (doctor: the proxy does not answer) fails its environment, never the agent.
+    gatekeeper = scripts.module(EGRESS / "gatekeeper.py")
+    cas = certificates.server_ca(tmp_path / "ca", HOST, ca_name="run CA")
+    state = tmp_path / "schedule"
+    state.mkdir()
+    s = schedule.Schedule(state, INTERVAL)
+    s.declare("a", 30.0)
+    s.declare("b", 30.0)
+    ready = tmp_path / "ready"
+    args = ["--rules", str(REPO / "image" / "rules.toml"), "--cert", cas["cert"],
+            "--key", cas["key"], "--state-dir", str(state), "--ready-file", str(ready),
+            "--listen", "127.0.0.1:0", "--hold", "240", "--blast"]
+    assert gatekeeper.main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("egress gate: refused: this host's NCBI schedule "
+                                               "already serves 2 run(s) that declared BLAST"), err
+    import time
+
+    places = s.read((state / schedule.STATE).read_bytes(), time.time())["blast"]
+    assert not ready.exists() and set(places) == {"a", "b"}
