@@ -59,10 +59,15 @@ def _time(rec: dict) -> float:
     return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else 0.0
 
 
-def check_search(records: list[dict], rule: dict) -> dict:
+DRAWN = "drawn"  # a search rule's `reads` when the draw wrote them: their digests are the truth's
+
+
+def check_search(records: list[dict], rule: dict, drawn: set[str] | None = None) -> dict:
     """The search the task asks for (rule: reads, min_records, program, database), from the
-    audit's records: {ok, broken, searches, sample_reads_searched}."""
-    sample = sample_digests(Path(rule["reads"]))
+    audit's records: {ok, broken, searches, sample_reads_searched}. `drawn`: the digests of
+    the reads a drawn task's draw wrote (rule reads DRAWN), else the staged file's are read."""
+    sample = drawn if rule["reads"] == DRAWN and drawn else sample_digests(Path(rule["reads"]))
+    name = "the drawn reads" if rule["reads"] == DRAWN else Path(rule["reads"]).name
     want = int(rule.get("min_records", 1))
     searches, covered = [], set()
     for put in (r for r in records if _allowed(r, "put")):
@@ -86,9 +91,9 @@ def check_search(records: list[dict], rule: dict) -> dict:
         what = f"{rule.get('program') or 'BLAST'} against {rule.get('database') or 'any database'}"
         if not searches:
             broken.append(f"no search reached NCBI: the task needs a {what} of at least {want} "
-                          f"reads of {Path(rule['reads']).name}, polled and fetched")
+                          f"reads of {name}, polled and fetched")
         else:
-            broken.append(f"{len(covered)} read(s) of {Path(rule['reads']).name} searched in "
+            broken.append(f"{len(covered)} read(s) of {name} searched in "
                           f"complete searches ({what}: an allowed Put, then a poll and a fetch "
                           f"of its RID); the task needs at least {want}")
     return {"ok": not broken, "broken": broken, "searches": searches,

@@ -75,6 +75,7 @@ class Inputs:
     evidence_problem: str | None = None
     not_after: float | None = None  # the verifier's start: no record of the run is later
     truth: dict | None = None       # a drawn task's truth values (harbor_draw), by field
+    drawn_reads: set[str] | None = None  # digests of the reads a drawn search task's draw wrote
 
 
 def _sha256(data: bytes | None) -> str | None:
@@ -168,6 +169,8 @@ def _shown(value):
     return text if len(text) <= SHOWN else text[:SHOWN] + "..."
 
 
+# The truth's list of the drawn reads' digests, for a task whose search is of them.
+SEARCH_READS = "search_reads"
 # The rules a drawn field may name; the truth gives the value each compares against.
 DRAWN_RULES = ("equals", "equals_ci", "approx", "set_ci", "molperceive")
 
@@ -251,10 +254,24 @@ def read_inputs(key_path: Path, answer_path: Path, audit_path: Path,
         truth, truth_bytes = read_truth(truth_path)
         digests["truth"] = _sha256(truth_bytes)
         key = {**key, "fields": resolve_fields(key, truth)}
+    drawn_reads = search_reads(key, truth)
     if not_after is not None:
         digests["not_after"] = not_after  # an input too: a re-grade passes the same
     return Inputs(key, answer, problem, store, digests, evidence, evidence_problem, not_after,
-                  truth)
+                  truth, drawn_reads)
+
+
+def search_reads(key: dict, truth: dict | None) -> set[str] | None:
+    """The digests of the drawn reads a search task's audit must show searched (the truth's
+    SEARCH_READS), None where the task searches a staged file; InfrastructureError where the
+    truth lacks them."""
+    if (key.get("search") or {}).get("reads") != harbor_audit.DRAWN:
+        return None
+    listed = (truth or {}).get(SEARCH_READS)
+    if not (isinstance(listed, list) and listed and all(isinstance(d, str) for d in listed)):
+        raise InfrastructureError(f"the draw's truth has no {SEARCH_READS} for the task's search "
+                                  "of the drawn reads")
+    return set(listed)
 
 
 def check_field(rule: dict, given) -> tuple[bool, str]:
@@ -449,8 +466,8 @@ def grade(inputs: Inputs) -> tuple[dict, dict]:
     egress = grade_egress(inputs.store, inputs.key.get("egress") or {}, inputs.not_after)
     evidence = grade_evidence(inputs.key["evidence"], inputs.evidence, inputs.evidence_problem,
                               inputs.answer) if inputs.key.get("evidence") else None
-    search = harbor_audit.check_search(egress["audit"]["records"], inputs.key["search"]) \
-        if inputs.key.get("search") else None
+    search = harbor_audit.check_search(egress["audit"]["records"], inputs.key["search"],
+                                       inputs.drawn_reads) if inputs.key.get("search") else None
     passed = [answer, egress] + [c for c in (evidence, search) if c is not None]
     reward = {
         "reward": 1 if all(c["ok"] for c in passed) else 0,

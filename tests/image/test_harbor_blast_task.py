@@ -30,32 +30,49 @@ def run(tmp_path_factory, images):
     yield from stack.run_with_mock_ncbi(tmp_path_factory.mktemp("test-ca"), "--rtoe", "1")
 
 
+def _in_image(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    """`python ARGS` in the image as the draw and verifier services run: no network, root."""
+    return subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", "--user", "0", "--cap-drop", "ALL",
+         "-e", "HOME=/tmp", "-v", f"{tmp_path}:/g", "--label", f"{TEST_LABEL}={SESSION}",
+         "--entrypoint", "python", SANDBOX_IMAGE, *args], capture_output=True, text=True,
+        timeout=300)
+
+
 def _grade(tmp_path, answer: str, store: str) -> tuple[int, dict, dict]:
-    """The task's test.sh, as the separate verifier runs it: the image, no network, root."""
+    """The task's test.sh, as the separate verifier runs it, with the draw's truth."""
     (tmp_path / "key.json").write_bytes((TASK / "key.json").read_bytes())
     (tmp_path / "answer.json").write_text(answer)
     (tmp_path / "audit.jsonl").write_text(store)
     (tmp_path / "out").mkdir()
-    done = subprocess.run(
-        ["docker", "run", "--rm", "--network", "none", "--user", "0", "--cap-drop", "ALL",
-         "-v", f"{tmp_path}:/g", "--label", f"{TEST_LABEL}={SESSION}",
-         "--entrypoint", "python", SANDBOX_IMAGE, "-m", "biotool_sandbox.harbor_grade",
-         "--key", "/g/key.json", "--answer", "/g/answer.json", "--audit", "/g/audit.jsonl",
-         "--out", "/g/out"], capture_output=True, text=True, timeout=120)
+    done = _in_image(tmp_path, "-m", "biotool_sandbox.harbor_grade", "--key", "/g/key.json",
+                     "--answer", "/g/answer.json", "--audit", "/g/audit.jsonl",
+                     "--out", "/g/out", "--truth", "/g/truth.json")
     return (done.returncode, json.loads((tmp_path / "out" / "reward.json").read_text()),
             json.loads((tmp_path / "out" / "grade.json").read_text()))
 
 
 def test_the_blast_tasks_oracle_through_the_egress_scores_1(run, tmp_path):
+    # The trial's draw, as its draw service makes it: one organism's reads and the truth.
+    key = json.loads((TASK / "key.json").read_text())
+    drew = _in_image(tmp_path, "-m", "biotool_sandbox.harbor_draw", "--draw", key["draw"],
+                     "--public", "/g/task", "--truth", "/g/truth.json")
+    assert drew.returncode == 0, drew.stderr
+    truth = json.loads((tmp_path / "truth.json").read_text())["values"]
+    stack.launcher("exec", run["run"], "--", "mkdir", "-p", "/work/task")
+    stack.launcher("cp", str(tmp_path / "task" / "reads.fastq"),
+                   f"{run['run']}:/work/task/reads.fastq")
     stack.launcher("cp", str(TASK / "solve.sh"), f"{run['run']}:/work/solve.sh")
-    # The oracle as written, its artifacts folder moved off Harbor's /logs mount.
+    # The oracle as written, its artifacts folder moved off Harbor's /logs mount and its
+    # reads from where the test put them (a trial mounts the draw's folder at /task).
     # The limits only stop what hangs: NCBI's intervals take a minute, the rest is this host's.
     res = stack.launcher("exec", run["run"], "--timeout", "900", "--", "bash", "-c",
-                         f"mkdir -p {ARTIFACTS} && sed 's#/logs/artifacts#{ARTIFACTS}#g' "
-                         f"/work/solve.sh | bash && cat {ARTIFACTS}/answer.json", timeout=1020)
+                         f"mkdir -p {ARTIFACTS} && sed -e 's#/logs/artifacts#{ARTIFACTS}#g' "
+                         f"-e 's#/task/#/work/task/#g' /work/solve.sh | bash && "
+                         f"cat {ARTIFACTS}/answer.json", timeout=1020)
     assert res["exit_code"] == 0, res
     answer = res["stdout"]
-    assert json.loads(answer) == {"organism": "Severe acute respiratory syndrome coronavirus 2"}
+    assert json.loads(answer) == {"organism": truth["organism"]}
     seen = stack.mock_requests(run["mock"])
     assert seen["violations"] == [] and [r for r in seen["requests"] if r["what"] == "put"]
     # A request's record is written as it ends, maybe after its client has the answer: the
@@ -69,7 +86,7 @@ def test_the_blast_tasks_oracle_through_the_egress_scores_1(run, tmp_path):
     rc, reward, grade = _grade(tmp_path, answer, store.decode())
     assert rc == 0, grade
     assert (reward["reward"], reward["answer"], reward["egress_ok"]) == (1, 1, 1), grade
-    # The search the key asks for, told from the audit: 10 staged reads, polled and fetched.
+    # The search the key asks for, told from the audit: 10 drawn reads, polled and fetched.
     assert (reward["search_ok"], reward["search_reads"]) == (1, 10), grade["search"]
     # Every request the mock answered is an allowed record the grader counted.
     assert reward["egress_allowed"] >= len(seen["requests"]) >= 1

@@ -1,4 +1,5 @@
-"""Taxonomy draws: reads of a few organisms of the staged viral panel, mixed in drawn amounts."""
+"""Taxonomy draws: reads of a few organisms of the staged viral panel, mixed in drawn amounts;
+reads of one of them, for a search of NCBI's nt."""
 
 from __future__ import annotations
 
@@ -14,6 +15,12 @@ ERROR_RATE = 0.005       # a short-read instrument's substitutions: every read s
 DOMINANT_READS = (100, 500)  # 401 counts: with 20 sets and 2-3 dominants, any fixed answer < 1e-4
 MINOR_READS_MIN = 10     # each other organism: 10 reads up to half the dominant's
 _STRAIN = re.compile(r"\s*\(.*\)\s*$")
+# The panel's organisms whose species name is what NCBI's nt names their best hits (strains in
+# parentheses dropped): not phiX174, whose sequence sits in many vectors and constructs, nor the
+# Yersinia strain, whose hits name other strains of the species.
+SEARCHED = ("Human immunodeficiency virus 1", "Influenza A virus",
+            "Severe acute respiratory syndrome coronavirus 2")
+SEARCHED_READS = 40  # one submission's worth (NCBI's 40 queries at most)
 
 
 def species_name(sciname: str) -> str:
@@ -75,3 +82,18 @@ def mix(rng: random.Random, public: Path) -> dict:
                        [(f"read{i:06d}", seq, qual) for i, (_, seq, qual) in enumerate(reads, 1)])
     return {"organisms": sorted(chosen), "dominant": dominant,
             "dominant_reads": counts[dominant]}
+
+
+def searched(rng: random.Random, public: Path) -> dict:
+    """40 reads of one organism of SEARCHED, named read000001...; the truth is the organism and
+    the digests of the reads as the egress records a search of them (the task's search must
+    hold some of these very reads). The agent sees /task/reads.fastq."""
+    from biotool_sandbox.harbor_audit import sample_digests
+    from biotool_sandbox.harbor_grade import SEARCH_READS
+
+    organisms = panel_organisms()
+    organism = rng.choice(SEARCHED)
+    reads = common.shuffled(rng, organism_reads(rng, organisms[organism], SEARCHED_READS))
+    common.write_fastq(public / "reads.fastq",
+                       [(f"read{i:06d}", seq, qual) for i, (_, seq, qual) in enumerate(reads, 1)])
+    return {"organism": organism, SEARCH_READS: sorted(sample_digests(public / "reads.fastq"))}

@@ -117,3 +117,31 @@ def test_oracle_biotool_taxonomy_local_agrees(biotool, tmp_path):
     assert sorted(o["name"] for o in summary["organisms"]) == truth["organisms"]
     assert summary["dominant"] == truth["dominant"]
     assert summary["organisms"][0]["reads"] == truth["dominant_reads"]
+
+
+# ---- taxonomy.searched: one organism's reads for the remote search task (reads-organism-blast)
+
+@pytest.mark.parametrize("seed", range(6))
+def test_searched_reads_are_of_the_drawn_organism_and_the_truth_lists_their_digests(
+        biotool_env, tmp_path, kmer_index, seed):
+    from biotool_sandbox.harbor_audit import sample_digests
+    from biotool_sandbox.harbor_grade import SEARCH_READS
+
+    truth = taxonomy.searched(random.Random(seed), tmp_path)
+    reads = read_fastq(tmp_path / "reads.fastq")
+    assert [p.name for p in tmp_path.iterdir()] == ["reads.fastq"]
+    assert len(reads) == taxonomy.SEARCHED_READS
+    assert [n for n, _ in reads] == [f"read{i:06d}" for i in range(1, len(reads) + 1)]
+    # Every read is of the drawn organism, told by its own k-mers, not by the draw's record.
+    assert truth["organism"] in taxonomy.SEARCHED
+    assert {place(seq, kmer_index) for _, seq in reads} == {truth["organism"]}
+    # The digests the grader holds the audit's Put to are these very reads'.
+    assert set(truth[SEARCH_READS]) == sample_digests(tmp_path / "reads.fastq")
+
+
+def test_searched_draws_every_organism_it_names(biotool_env, tmp_path):
+    seen = set()
+    for seed in range(30):
+        (tmp_path / str(seed)).mkdir()
+        seen.add(taxonomy.searched(random.Random(seed), tmp_path / str(seed))["organism"])
+    assert seen == set(taxonomy.SEARCHED)

@@ -283,7 +283,10 @@ def test_a_regrade_with_evidence_and_molperceive_is_byte_identical(tmp_path, mon
 def test_a_task_answered_through_blast_scores_0_when_no_search_reached_ncbi(tmp_path):
     # The right organism, under an audit with no allowed request (read off the sample's
     # manifest, or from the staged panel): the route the task asks for was not taken.
+    # The task's key in its staged-file form (a search of a file the image holds, no draw).
     key = json.loads((REPO / "harbor" / "tasks" / "reads-organism-blast" / "key.json").read_text())
+    del key["draw"]
+    key["fields"] = {"organism": {"equals_ci": "Severe acute respiratory syndrome coronavirus 2"}}
     key["search"]["reads"] = str(REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq")
     (tmp_path / "key.json").write_text(json.dumps(key))
     _, reward, detail, _ = grade(tmp_path, key=tmp_path / "key.json", answer={

@@ -190,13 +190,21 @@ def test_malformed_evidence_is_the_agents_0_with_the_reason(tmp_path, form):
 
 def test_the_verifiers_own_faults_stay_infrastructure_errors(tmp_path):
     (tmp_path / "answer.json").write_text("{}")
-    key = json.loads(_key(tmp_path, "reads-organism-blast").read_text())
-    key["search"]["reads"] = str(tmp_path / "absent.fastq")  # the verifier's staged copy
-    (tmp_path / "key.json").write_text(json.dumps(key))
-    rc = harbor_grade.main(["--key", str(tmp_path / "key.json"), "--answer",
-                            str(tmp_path / "answer.json"), "--audit", str(CLEAN),
-                            "--out", str(tmp_path / "v")])
-    assert rc == 4
-    assert json.loads((tmp_path / "v" / "reward.json").read_text()) == {"infrastructure_error": 1}
-    assert "cannot be read in the verifier" in \
-        json.loads((tmp_path / "v" / "grade.json").read_text())["reason"]
+    drawn = json.loads(_key(tmp_path, "reads-organism-blast").read_text())
+    staged = {**drawn, "fields": {"organism": {"equals_ci": "x"}},
+              "search": {**drawn["search"], "reads": str(tmp_path / "absent.fastq")}}
+    del staged["draw"]
+    # A search of a staged file the verifier's image lacks; a drawn search whose truth lacks
+    # the drawn reads' digests.
+    (tmp_path / "truth.json").write_text(json.dumps({"values": {"organism": "x"}}))
+    for key, why in ((staged, "cannot be read in the verifier"),
+                     (drawn, "the draw's truth has no search_reads")):
+        (tmp_path / "key.json").write_text(json.dumps(key))
+        rc = harbor_grade.main(["--key", str(tmp_path / "key.json"), "--answer",
+                                str(tmp_path / "answer.json"), "--audit", str(CLEAN),
+                                "--out", str(tmp_path / "v"), "--truth",
+                                str(tmp_path / "truth.json")])
+        assert rc == 4
+        assert json.loads((tmp_path / "v" / "reward.json").read_text()) == {
+            "infrastructure_error": 1}
+        assert why in json.loads((tmp_path / "v" / "grade.json").read_text())["reason"]

@@ -53,11 +53,15 @@ def cas(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def key(tmp_path_factory):
-    """The task's own key, its staged reads pointed at the repository's copy of them."""
-    doc = json.loads(TASK_KEY.read_text())
-    doc["search"]["reads"] = str(READS)
+    """The task's own key, beside the truth a draw of READS would write (truth.json: the
+    organism and the digests of its reads), which grade() passes as --truth."""
+    from biotool_sandbox.harbor_audit import sample_digests
+    from biotool_sandbox.harbor_grade import SEARCH_READS
+
     path = tmp_path_factory.mktemp("key") / "key.json"
-    path.write_text(json.dumps(doc))
+    path.write_bytes(TASK_KEY.read_bytes())
+    (path.parent / "truth.json").write_text(json.dumps({"values": {
+        **ORGANISM, SEARCH_READS: sorted(sample_digests(READS))}}))
     return path
 
 
@@ -186,7 +190,8 @@ def grade(tmp: Path, key: Path, store: str, answer=ORGANISM, not_after: float | 
     extra = ["--not-after", repr(not_after)] if not_after is not None else []
     done = subprocess.run([sys.executable, "-m", "biotool_sandbox.harbor_grade", "--key",
                            str(key), "--answer", str(tmp / "answer.json"), "--audit",
-                           str(tmp / "audit.jsonl"), "--out", str(tmp / "v"), *extra],
+                           str(tmp / "audit.jsonl"), "--out", str(tmp / "v"),
+                           "--truth", str(key.parent / "truth.json"), *extra],
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert done.returncode == 0, done.stderr + done.stdout
@@ -217,10 +222,10 @@ def test_the_put_record_lists_each_records_digest_within_the_stores_room(honest)
 
 @pytest.mark.parametrize("cheat,why", [
     # The issue's cheat: the known answer and one Put of repeats, never polled or fetched.
-    ("repeats", "0 read(s) of MT007544.fastq searched in complete searches"),
-    ("first-read", "1 read(s) of MT007544.fastq searched in complete searches"),
-    ("unpolled", "0 read(s) of MT007544.fastq searched in complete searches"),
-    ("unfetched", "0 read(s) of MT007544.fastq searched in complete searches"),
+    ("repeats", "0 read(s) of the drawn reads searched in complete searches"),
+    ("first-read", "1 read(s) of the drawn reads searched in complete searches"),
+    ("unpolled", "0 read(s) of the drawn reads searched in complete searches"),
+    ("unfetched", "0 read(s) of the drawn reads searched in complete searches"),
     ("none", "no search reached NCBI"),
 ])
 def test_a_put_that_is_not_a_search_of_the_sample_scores_0(egress, key, tmp_path, cheat, why):
