@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import threading
@@ -28,7 +27,6 @@ from pathlib import Path
 import repo_paths  # noqa: F401 - puts tests/ on the path
 
 from biotool_testing import certificates, stack
-from biotool_testing.images import SANDBOX_IMAGE
 
 TASK = stack.REPO / "harbor" / "tasks" / "reads-organism-blast"
 ARTIFACTS = "/tmp/logs/artifacts"  # /logs is Harbor's mount; the stack's root is read-only
@@ -38,17 +36,9 @@ FLOOD = ("end=$((SECONDS+{seconds})); while [ $SECONDS -lt $end ]; do "
          "https://blast.ncbi.nlm.nih.gov/Blast.cgi || echo failed; done")
 
 
-def in_image(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    """`python ARGS` in the image as the draw and verifier services run: no network, root."""
-    return subprocess.run(["docker", "run", "--rm", "--network", "none", "--user", "0",
-                           "--cap-drop", "ALL", "-e", "HOME=/tmp", "-v", f"{folder}:/g",
-                           "--entrypoint", "python", SANDBOX_IMAGE, *args],
-                          capture_output=True, text=True, timeout=600)
-
-
 def honest(run: dict, folder: Path, out: dict) -> None:
     key = json.loads((TASK / "key.json").read_text())
-    drew = in_image(folder, "-m", "biotool_sandbox.harbor_draw", "--draw", key["draw"],
+    drew = stack.python_in_image(folder, "-m", "biotool_sandbox.harbor_draw", "--draw", key["draw"],
                     "--public", "/g/task", "--truth", "/g/truth.json")
     if drew.returncode != 0:
         out["error"] = drew.stderr[-500:]
@@ -70,7 +60,7 @@ def honest(run: dict, folder: Path, out: dict) -> None:
     (folder / "audit.jsonl").write_bytes(store)
     (folder / "key.json").write_bytes((TASK / "key.json").read_bytes())
     (folder / "out").mkdir()
-    graded = in_image(folder, "-m", "biotool_sandbox.harbor_grade", "--key", "/g/key.json",
+    graded = stack.python_in_image(folder, "-m", "biotool_sandbox.harbor_grade", "--key", "/g/key.json",
                       "--answer", "/g/answer.json", "--audit", "/g/audit.jsonl",
                       "--out", "/g/out", "--truth", "/g/truth.json")
     reward = json.loads((folder / "out" / "reward.json").read_text())

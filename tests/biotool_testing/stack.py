@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 
 from biotool_testing import polling
-from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE
+from biotool_testing.images import EGRESS_IMAGE, SANDBOX_IMAGE, SESSION, TEST_LABEL
 from biotool_testing.paths import REPO
 
 PROBE = (Path(__file__).parent / "probe.py").read_text(encoding="utf-8")
@@ -240,6 +240,16 @@ def start_mock_ncbi(runs: list[dict], certs: dict, name: str, *args: str,
     polling.until("the mock NCBI to answer", lambda: mock.exec_run(["python3", "-c", code]),
                   lambda ran: ran.exit_code == 0)
     return mock
+
+
+def python_in_image(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    """`python ARGS` in the sandbox image as a Harbor task's draw and verifier services run it:
+    no network, root, no capability, `folder` at /g."""
+    return subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", "--user", "0", "--cap-drop", "ALL",
+         "-e", "HOME=/tmp", "-v", f"{folder}:/g", "--label", f"{TEST_LABEL}={SESSION}",
+         "--entrypoint", "python", SANDBOX_IMAGE, *args], capture_output=True, text=True,
+        timeout=600)
 
 
 def mock_requests(mock) -> dict:

@@ -13,13 +13,11 @@ which the tier refuses to publish as the rule.
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
 from biotool_sandbox.audit import STORE
 from biotool_testing import stack
-from biotool_testing.images import SANDBOX_IMAGE, SESSION, TEST_LABEL
 
 TASK = stack.REPO / "harbor" / "tasks" / "reads-organism-blast"
 ARTIFACTS = "/tmp/logs/artifacts"  # /logs is Harbor's mount; the stack's root is read-only
@@ -30,22 +28,13 @@ def run(tmp_path_factory, images):
     yield from stack.run_with_mock_ncbi(tmp_path_factory.mktemp("test-ca"), "--rtoe", "1")
 
 
-def _in_image(tmp_path, *args: str) -> subprocess.CompletedProcess:
-    """`python ARGS` in the image as the draw and verifier services run: no network, root."""
-    return subprocess.run(
-        ["docker", "run", "--rm", "--network", "none", "--user", "0", "--cap-drop", "ALL",
-         "-e", "HOME=/tmp", "-v", f"{tmp_path}:/g", "--label", f"{TEST_LABEL}={SESSION}",
-         "--entrypoint", "python", SANDBOX_IMAGE, *args], capture_output=True, text=True,
-        timeout=300)
-
-
 def _grade(tmp_path, answer: str, store: str) -> tuple[int, dict, dict]:
     """The task's test.sh, as the separate verifier runs it, with the draw's truth."""
     (tmp_path / "key.json").write_bytes((TASK / "key.json").read_bytes())
     (tmp_path / "answer.json").write_text(answer)
     (tmp_path / "audit.jsonl").write_text(store)
     (tmp_path / "out").mkdir()
-    done = _in_image(tmp_path, "-m", "biotool_sandbox.harbor_grade", "--key", "/g/key.json",
+    done = stack.python_in_image(tmp_path, "-m", "biotool_sandbox.harbor_grade", "--key", "/g/key.json",
                      "--answer", "/g/answer.json", "--audit", "/g/audit.jsonl",
                      "--out", "/g/out", "--truth", "/g/truth.json")
     return (done.returncode, json.loads((tmp_path / "out" / "reward.json").read_text()),
@@ -55,7 +44,7 @@ def _grade(tmp_path, answer: str, store: str) -> tuple[int, dict, dict]:
 def test_the_blast_tasks_oracle_through_the_egress_scores_1(run, tmp_path):
     # The trial's draw, as its draw service makes it: one organism's reads and the truth.
     key = json.loads((TASK / "key.json").read_text())
-    drew = _in_image(tmp_path, "-m", "biotool_sandbox.harbor_draw", "--draw", key["draw"],
+    drew = stack.python_in_image(tmp_path, "-m", "biotool_sandbox.harbor_draw", "--draw", key["draw"],
                      "--public", "/g/task", "--truth", "/g/truth.json")
     assert drew.returncode == 0, drew.stderr
     truth = json.loads((tmp_path / "truth.json").read_text())["values"]
