@@ -9,9 +9,8 @@ import pytest
 
 from commandline import program
 from commandline.errors import ProgramError, UsageError
-from commandline.helptext import command_help, program_help
 from commandline.kinds import count, seconds
-from commandline.parse import parse
+from commandline.typed import parse
 from commandline.spec import Argument, Command, Option
 
 CMD = Command("go", lambda **v: v, help="Does it.\n\n\b\nkept   as\n  written", options=(
@@ -27,7 +26,7 @@ CMD = Command("go", lambda **v: v, help="Does it.\n\n\b\nkept   as\n  written", 
 
 
 def values(*args: str) -> dict:
-    return parse(CMD, list(args)).values
+    return parse(CMD, list(args))
 
 
 def test_option_forms():
@@ -83,13 +82,16 @@ def test_option_kinds_hold_one_rule_in_one_wording(kind, bounds, takes, refuses)
             kind(raw)
 
 
-def test_help_pages():
-    page = command_help("prog", CMD)
+def test_help_pages(capsys):
+    for argv in (["go", "--help"], ["-h"]):
+        with pytest.raises(SystemExit) as done:
+            program.main("prog", [CMD], help="The program.", argv=argv)
+        assert done.value.code == 0
+    page, top = capsys.readouterr().out.split("Usage: prog [OPTIONS]")
     assert page.startswith("Usage: prog go [OPTIONS] [what]\n\n  Does it.\n\n  kept   as\n    written")
     assert "  -n, --name <str>" in page and "[required]" in page
     assert "[default: 3; 1<=x<=9]" in page and "--old" not in page
     assert "  -h, --help" in page and "Arguments:\n  what" in page
-    top = program_help("prog", "The program.", [CMD])
     assert "Commands:\n  go  Does it.\n" in top
 
 
