@@ -109,9 +109,11 @@ def prepare(command: Command, args: list[str],
             out.append(word)
             continue
         if not eq:
-            if i == len(words):
-                out.append(word if word in opt.flags else opt.name)  # click says it lacks one
+            if i == len(words) and word in opt.flags:
+                out.append(word)  # click says it lacks a value
                 continue
+            if i == len(words):  # an old spelling, which click does not know
+                raise UsageError(f"Option '{word}' requires an argument.", where)
             value, i = words[i], i + 1  # the option's own value, whatever it looks like
         values = [value]
         while opt.gather and i < len(words) and not words[i].startswith("-"):

@@ -47,6 +47,7 @@ def test_option_forms():
     (["-n", "a", "--zzzz"], "No such option: --zzzz"),
     (["-n", "a", "--fast=1"], "Option '--fast' does not take a value."),
     (["-n"], "Option '-n' requires an argument."),
+    (["-n", "a", "--old"], "Option '--old' requires an argument."),  # as written, an old spelling
     (["-n", "a", "x", "y"], "Got unexpected extra argument(s) (y)"),
     (["-n", "a", "--ratio", "1" * 30], None),  # a float that large is a float: no refusal
     (["-n", "a", "--ratio", "nan"], "Invalid value for '--ratio': nan is not a finite number."),
@@ -129,6 +130,11 @@ def test_program_flags_anywhere_and_the_tail(capsys):
     code, out, _ = _main(capsys, lambda cmd: {"cmd": cmd}, ["go", "a", "--", "--x", "-y"],
                          tail=True, arguments=(run,))
     assert code == 0 and json.loads(out) == {"cmd": ["a", "--x", "-y"]}
+    # The command line after `--` goes to the last argument whole, never to a missing one.
+    named = (Argument("run", required=True), run)
+    code, _, err = _main(capsys, lambda run, cmd: {}, ["go", "--", "x"], tail=True,
+                         arguments=named)
+    assert code == 2 and err == "prog: error: go: Missing argument 'RUN'.\n"
 
 
 LEAVE = """
