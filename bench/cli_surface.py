@@ -38,6 +38,13 @@ PROBES = [
     ["contract", "--nope"], ["label", "--nope"], ["label", "C", "--top", "0"],
     ["exec", "--timeout", "-1", "--", "true"], ["exec", "--", "--help"], ["exec"],
     ["exec", "--memory", "0"], ["k8s-values", "--nope"], ["run", "--timeout", "x"],
+    ["-qh"], ["list", "-qh"], ["align", "--fastq", "x.fq", "--n-reads"],
+    ["align", "--fastq", "x.fq", "--n-reads", "5", "--sample", "5"],
+    ["align", "--fastq", "-odd.fq", "--reference", "MN908947.3"],
+    ["variants", "--reference", "MN908947.3", "--bam", "a.bam", "--top", "3", "b.bam"],
+    ["call", "gene_lookup", "--max-chars", "500", "{}"], ["call", "--", "gene_lookup", "{}"],
+    ["label", "--fields", "formula", "CCO"], ["label", "--", "-C"],
+    ["exec", "--", "true"], ["exec", "bts-1a2b3c4d", "--timeout", "5", "--", "ls", "-l"],
 ]
 
 
