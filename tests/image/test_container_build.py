@@ -57,9 +57,9 @@ def test_bytecode_is_precompiled_and_current(sandbox):
     # the same bytes; the venv's unchecked, Debian's standard library checked) holding the
     # source's hash, or timestamp-based holding the source's mtime and size.
     script = (
-        "import importlib.util, os, struct, json, commandline.program, commandline.parse, "
+        "import importlib.util, os, struct, json, commandline.program, commandline.values, "
         "biotool.cli, biotool.output\n"
-        "for m in (json, commandline.program, commandline.parse, biotool.cli, biotool.output):\n"
+        "for m in (json, commandline.program, commandline.values, biotool.cli, biotool.output):\n"
         "    src = m.__file__; st = os.stat(src)\n"
         "    head = open(importlib.util.cache_from_source(src), 'rb').read(16)\n"
         "    flags, mtime, size = struct.unpack('<III', head[4:16])\n"
@@ -71,7 +71,7 @@ def test_bytecode_is_precompiled_and_current(sandbox):
     ran = sandbox.run(["python", "-c", script])
     assert ran.code == 0, ran
     assert ran.stdout.split() == ["json", "True", "commandline.program", "True",
-                                  "commandline.parse", "True",
+                                  "commandline.values", "True",
                                   "biotool.cli", "True", "biotool.output", "True",
                                   "PYTHONDONTWRITEBYTECODE", "1"]
 

@@ -9,9 +9,8 @@ import pytest
 
 from commandline import program
 from commandline.errors import ProgramError, UsageError
-from commandline.helptext import command_help, program_help
 from commandline.kinds import count, seconds
-from commandline.parse import parse
+from commandline.typed import parse
 from commandline.spec import Argument, Command, Option
 
 CMD = Command("go", lambda **v: v, help="Does it.\n\n\b\nkept   as\n  written", options=(
@@ -27,7 +26,7 @@ CMD = Command("go", lambda **v: v, help="Does it.\n\n\b\nkept   as\n  written", 
 
 
 def values(*args: str) -> dict:
-    return parse(CMD, list(args)).values
+    return parse(CMD, list(args))
 
 
 def test_option_forms():
@@ -48,6 +47,7 @@ def test_option_forms():
     (["-n", "a", "--zzzz"], "No such option: --zzzz"),
     (["-n", "a", "--fast=1"], "Option '--fast' does not take a value."),
     (["-n"], "Option '-n' requires an argument."),
+    (["-n", "a", "--old"], "Option '--old' requires an argument."),  # as written, an old spelling
     (["-n", "a", "x", "y"], "Got unexpected extra argument(s) (y)"),
     (["-n", "a", "--ratio", "1" * 30], None),  # a float that large is a float: no refusal
     (["-n", "a", "--ratio", "nan"], "Invalid value for '--ratio': nan is not a finite number."),
@@ -83,13 +83,16 @@ def test_option_kinds_hold_one_rule_in_one_wording(kind, bounds, takes, refuses)
             kind(raw)
 
 
-def test_help_pages():
-    page = command_help("prog", CMD)
+def test_help_pages(capsys):
+    for argv in (["go", "--help"], ["-h"]):
+        with pytest.raises(SystemExit) as done:
+            program.main("prog", [CMD], help="The program.", argv=argv)
+        assert done.value.code == 0
+    page, top = capsys.readouterr().out.split("Usage: prog [OPTIONS]")
     assert page.startswith("Usage: prog go [OPTIONS] [what]\n\n  Does it.\n\n  kept   as\n    written")
     assert "  -n, --name <str>" in page and "[required]" in page
     assert "[default: 3; 1<=x<=9]" in page and "--old" not in page
     assert "  -h, --help" in page and "Arguments:\n  what" in page
-    top = program_help("prog", "The program.", [CMD])
     assert "Commands:\n  go  Does it.\n" in top
 
 
@@ -127,6 +130,11 @@ def test_program_flags_anywhere_and_the_tail(capsys):
     code, out, _ = _main(capsys, lambda cmd: {"cmd": cmd}, ["go", "a", "--", "--x", "-y"],
                          tail=True, arguments=(run,))
     assert code == 0 and json.loads(out) == {"cmd": ["a", "--x", "-y"]}
+    # The command line after `--` goes to the last argument whole, never to a missing one.
+    named = (Argument("run", required=True), run)
+    code, _, err = _main(capsys, lambda run, cmd: {}, ["go", "--", "x"], tail=True,
+                         arguments=named)
+    assert code == 2 and err == "prog: error: go: Missing argument 'RUN'.\n"
 
 
 LEAVE = """

@@ -1,7 +1,7 @@
 """The import walk of the whole `entrypoints/` tree: no import cycle and no upward import,
 with the layers docs/architecture.md draws ("Layers").
 
-Bottom first: `commandline` (the command-line layer, standard library only); biotool's core
+Bottom first: `commandline` (the command-line layer, on Typer); biotool's core
 (its top-level shared modules: output, files, cache, procs, family, ...); `biotool.staging` (the
 staged-item inventory every command reads); `biotool.alignment` (references, indexes,
 aligners); the families (`system`, `reads`, `taxonomy`, `singlecell`, `annotate`), each apart

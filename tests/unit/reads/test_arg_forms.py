@@ -4,7 +4,7 @@ import pytest
 
 from biotool.reads.cli import commands
 from commandline.errors import UsageError
-from commandline.parse import parse
+from commandline.typed import parse
 
 from biotool_testing import simulate as sim
 from biotool_testing.contract import error_line
@@ -13,7 +13,7 @@ VARIANTS = next(c for c in commands() if c.name == "variants")
 
 
 def _files(*args: str) -> tuple:
-    v = parse(VARIANTS, ["--reference", "X", *args]).values
+    v = parse(VARIANTS, ["--reference", "X", *args])
     return v["bam"], v["fastq"]
 
 

@@ -1,0 +1,67 @@
+"""Start-up CPU of biotool's command line on this host: this checkout against another (the
+layer before a change), each call a fresh process, the two interleaved call by call so a
+loaded host's drift falls on both alike.
+
+    python bench/cli_startup_bench.py OTHER_CHECKOUT [--rounds 15] [--home STAGED_HOME]
+
+CPU seconds (user + system of the child) are counted, not wall time: the host may be loaded.
+Prints one JSON object: per case, the median CPU seconds of each side, their ratio and their
+difference in ms. bench/firstcall_bench.py measures the same inside the image.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CASES = {
+    "--help": ["--help"],
+    "list": ["list"],
+    "command help": ["taxonomy", "--help"],
+    "unknown command": ["taxonomy-x"],
+    "command with a value": ["align", "--fastq", "missing.fastq", "--reference", "MN908947.3"],
+    "its usage error": ["align", "--fastq", "missing.fastq", "--sample", "0"],
+}
+
+
+def cpu_of(tree: Path, args: list[str], env: dict) -> float:
+    """CPU seconds of one `biotool ARGS` process run from `tree`."""
+    proc = subprocess.Popen([sys.executable, "-m", "biotool", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                            env={**env, "PYTHONPATH": str(tree / "entrypoints")})
+    _, _, usage = os.wait4(proc.pid, 0)
+    return usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("other", type=Path, help="the checkout to compare with (the baseline)")
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--home", default=os.environ.get("BIOTOOL_HOME", ""))
+    a = ap.parse_args()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BIOTOOL_CONFIDENT")}
+    if a.home:
+        env["BIOTOOL_HOME"] = a.home
+    trees = {"this": REPO, "other": a.other.resolve()}
+    times = {case: {side: [] for side in trees} for case in CASES}
+    for n in range(a.rounds):
+        for case, args in CASES.items():
+            for side in (("this", "other") if n % 2 else ("other", "this")):
+                tree = trees[side]
+                times[case][side].append(cpu_of(tree, args, env))
+    out = {}
+    for case, sides in times.items():
+        this, other = (statistics.median(sides[s]) for s in ("this", "other"))
+        out[case] = {"this_s": round(this, 4), "other_s": round(other, 4),
+                     "ratio": round(this / other, 2), "added_ms": round(1000 * (this - other))}
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
