@@ -29,17 +29,21 @@ class StagedInputError(Exception):
     """The verifier cannot read its own copy of the staged input (not the agent's doing)."""
 
 
-def sample_digests(reads: Path) -> set[str]:
-    """The digest of each read of a staged FASTQ, as biotool's client sends it (upper-cased,
-    '.' as N) and as written (the gate's digest keeps letters only)."""
+def read_digests(seqs) -> set[str]:
+    """The digest of each read, as biotool's client sends it (upper-cased, '.' as N) and as
+    written (the gate's digest keeps letters only)."""
     digests = set()
+    for seq in seqs:
+        digests.add(query_seq_digest(seq))
+        digests.add(query_seq_digest(seq.upper().replace("U", "T").replace(".", "N")))
+    return digests
+
+
+def sample_digests(reads: Path) -> set[str]:
+    """read_digests of each read of a staged FASTQ."""
     try:
         with reads.open("r", encoding="ascii", errors="replace") as fh:
-            for i, line in enumerate(fh):
-                if i % 4 == 1:
-                    seq = line.strip()
-                    digests.add(query_seq_digest(seq))
-                    digests.add(query_seq_digest(seq.upper().replace("U", "T").replace(".", "N")))
+            digests = read_digests(line.strip() for i, line in enumerate(fh) if i % 4 == 1)
     except OSError as exc:
         raise StagedInputError(f"the staged reads {reads} cannot be read in the verifier "
                                f"({exc.strerror or exc})") from None

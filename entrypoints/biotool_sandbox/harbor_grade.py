@@ -169,7 +169,8 @@ def _shown(value):
     return text if len(text) <= SHOWN else text[:SHOWN] + "..."
 
 
-# The truth's list of the drawn reads' digests, for a task whose search is of them.
+# The truth's list of the drawn reads' sequences, for a task whose search is of them
+# (draws.taxonomy.searched writes it).
 SEARCH_READS = "search_reads"
 # The rules a drawn field may name; the truth gives the value each compares against.
 DRAWN_RULES = ("equals", "equals_ci", "approx", "set_ci", "molperceive")
@@ -262,16 +263,16 @@ def read_inputs(key_path: Path, answer_path: Path, audit_path: Path,
 
 
 def search_reads(key: dict, truth: dict | None) -> set[str] | None:
-    """The digests of the drawn reads a search task's audit must show searched (the truth's
-    SEARCH_READS), None where the task searches a staged file; InfrastructureError where the
-    truth lacks them."""
+    """The digests of the drawn reads a search task's audit must show searched (of the
+    truth's SEARCH_READS, the reads' sequences), None where the task searches a staged file;
+    InfrastructureError where the truth lacks them."""
     if (key.get("search") or {}).get("reads") != harbor_audit.DRAWN:
         return None
     listed = (truth or {}).get(SEARCH_READS)
     if not (isinstance(listed, list) and listed and all(isinstance(d, str) for d in listed)):
         raise InfrastructureError(f"the draw's truth has no {SEARCH_READS} for the task's search "
                                   "of the drawn reads")
-    return set(listed)
+    return harbor_audit.read_digests(listed)
 
 
 def check_field(rule: dict, given) -> tuple[bool, str]:

@@ -86,14 +86,11 @@ def mix(rng: random.Random, public: Path) -> dict:
 
 def searched(rng: random.Random, public: Path) -> dict:
     """40 reads of one organism of SEARCHED, named read000001...; the truth is the organism and
-    the digests of the reads as the egress records a search of them (the task's search must
+    the reads' sequences, `search_reads` (harbor_grade.SEARCH_READS: the task's search must
     hold some of these very reads). The agent sees /task/reads.fastq."""
-    from biotool_sandbox.harbor_audit import sample_digests
-    from biotool_sandbox.harbor_grade import SEARCH_READS
-
     organisms = panel_organisms()
     organism = rng.choice(SEARCHED)
     reads = common.shuffled(rng, organism_reads(rng, organisms[organism], SEARCHED_READS))
     common.write_fastq(public / "reads.fastq",
                        [(f"read{i:06d}", seq, qual) for i, (_, seq, qual) in enumerate(reads, 1)])
-    return {"organism": organism, SEARCH_READS: sorted(sample_digests(public / "reads.fastq"))}
+    return {"organism": organism, "search_reads": [seq for _, seq, _ in reads]}
