@@ -12,12 +12,12 @@ from pathlib import Path
 
 from biotool.alignment.aligners import index_label
 from biotool.alignment.reference import Reference, resolve
-from biotool.output import InputError
 from biotool.provenance import used
 from biotool.reads import region as region_mod
 from biotool.reads.bam import check_library, check_sorted_and_indexed, library_bam, open_bam
 from biotool.reads.inputs import (check_header, check_same_sequence, no_repeats,
                                   unique_samples)
+from commandline.choice import exactly_one
 
 # Reference fetched either side of a region, so an indel or a repeat at its edge is read whole.
 PAD = 2000
@@ -89,8 +89,7 @@ def bams_for(fastq_groups: list[list[str]], bams: list[str], ref: Reference, pre
              start: float) -> tuple[list[Library], list[dict]]:
     """The libraries, each FASTQ group one library, and the provenance of the indexes aligned
     with; every BAM checked against the reference before any is read."""
-    if bool(fastq_groups) == bool(bams):
-        raise InputError("give reads as --fastq or as --bam (exactly one of them)")
+    exactly_one({"--fastq": fastq_groups, "--bam": bams})
     libs, prov = [], []
     for group in fastq_groups:
         check_library(group)

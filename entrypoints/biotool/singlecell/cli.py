@@ -5,6 +5,7 @@ from __future__ import annotations
 from biotool import options
 from biotool.family import Family
 from biotool.output import InputError
+from commandline.choice import exactly_one
 from commandline.kinds import count
 from commandline.spec import Command, Option
 
@@ -105,8 +106,7 @@ def celltype_cmd(matrix, genes, model, reference, organism, n_cells, budget_seco
     from biotool.budget import process_started
     from biotool.singlecell.celltype import celltype_genes, celltype_matrix
 
-    if (matrix is None) == (genes is None):
-        raise InputError("celltype: give exactly one of --matrix or --genes")
+    exactly_one({"--matrix": matrix, "--genes": genes})
     if genes is not None:
         if model != "c2s-celltype":
             raise InputError("--genes: only --model c2s-celltype reads a ranked gene list")

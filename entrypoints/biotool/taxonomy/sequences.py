@@ -8,6 +8,7 @@ from typing import Iterator
 
 from biotool import seqio
 from biotool.output import InputError
+from commandline.choice import exactly_one
 
 
 def _check_nucleotide(ident: str, seq: str, path: Path, lineno: int) -> str:
@@ -52,8 +53,7 @@ def _searchable(records: Iterator[tuple[str, str]], skipped: dict) -> Iterator[t
 
 def load_queries(fasta: str | None, fastq: str | None, n: int, seed: int = 0) -> dict:
     """The query set: {queries: [(id, seq)], total, sampled, source, format}."""
-    if (fasta is None) == (fastq is None):
-        raise InputError("taxonomy: give exactly one of --fasta or --fastq")
+    exactly_one({"--fasta": fasta, "--fastq": fastq})
     fmt, path = ("fasta", fasta) if fasta else ("fastq", fastq)
     reader = read_fasta if fmt == "fasta" else read_fastq
     skipped = {"empty": 0, "no_acgt": 0}
