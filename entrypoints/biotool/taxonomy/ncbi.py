@@ -23,6 +23,7 @@ from typing import Callable
 from urllib.parse import urlencode, urlsplit
 
 from biotool import ncbirule
+from biotool.deadline import Deadline
 from biotool.output import InputError, ToolFailure
 from biotool.taxonomy.pacing import Pacer, PastDeadline, pacing_dir
 
@@ -282,9 +283,10 @@ class BlastClient:
                               f"report ({describe_page(resp.text)})")
         return parse_report(resp.body, job.rid, [q for q, _ in job.batch], top)
 
-    def search(self, queries: list, top: int, timeout: float) -> dict:
+    def search(self, queries: list, top: int, budget: Deadline) -> dict:
         """Every query searched in batches of at most 40, merged; partial when time runs out."""
-        deadline = self.clock() + timeout
+        # NCBI's pacing is held on the wall clock across processes: the budget left, on it.
+        deadline = self.clock() + budget.left()
         queue = [queries[i:i + MAX_BATCH] for i in range(0, len(queries), MAX_BATCH)]
         inflight: list[_Job] = []
         hits: dict[str, list] = {}
@@ -325,7 +327,7 @@ class BlastClient:
             if not hits:
                 what = (f"RID {inflight[0].rid} still {inflight[0].status or 'not polled'} after "
                         f"{inflight[0].polls} polls") if inflight else "no search finished"
-                raise ToolFailure(f"NCBI BLAST did not finish within --timeout {timeout:.0f} s "
+                raise ToolFailure(f"NCBI BLAST did not finish within --timeout {budget.seconds:.0f} s "
                                   f"({what})") from None
         done = [q for q, _ in queries if q in hits]
         return {"hits": hits, "searched": done, "truncated": len(done) < len(queries),
@@ -333,7 +335,7 @@ class BlastClient:
                 "paced_by_egress": self.paced}
 
 
-def remote_search(queries: list, top: int, timeout: float, database: str, email: str,
+def remote_search(queries: list, top: int, deadline: Deadline, database: str, email: str,
                   clock: Callable[[], float] = time.time,
                   sleep: Callable[[float], None] = time.sleep, log=lambda m: None) -> dict:
     """Search `queries` [(id, seq)] at NCBI (or BIOTOOL_NCBI_URL) with pacing held on disk."""
@@ -345,7 +347,7 @@ def remote_search(queries: list, top: int, timeout: float, database: str, email:
     pacer = Pacer(pacing_dir(), settings.min_interval + margin,
                   settings.poll_interval + margin, clock, sleep)
     client = BlastClient(settings, pacer, clock=clock, log=log)
-    out = client.search(queries, top, timeout)
+    out = client.search(queries, top, deadline)
     out.update(server=urlsplit(settings.url).hostname, database=database,
                pacing={"min_interval_s": settings.min_interval,
                        "poll_interval_s": settings.poll_interval,
