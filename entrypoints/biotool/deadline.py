@@ -9,8 +9,10 @@ refused the one way, `BudgetRefusal` (exit 2, docs/contract.md).
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Optional
 
 from biotool.output import InputError
@@ -20,6 +22,23 @@ class BudgetRefusal(InputError):
     """--timeout ran out before any result of local work, or left no room for a stage that
     must run whole. Exit 2: the work is local and deterministic, so the same budget fails the
     same way again, and the remedy (a longer --timeout) is the caller's."""
+
+
+def process_started() -> float:
+    """time.monotonic() at the moment the kernel started this process (interpreter start-up
+    included); the first import of this module where /proc is not there."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        since_boot = ticks / os.sysconf("SC_CLK_TCK")
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - since_boot
+        if 0 <= age < 86400:
+            return time.monotonic() - age
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    return _IMPORTED
+
+
+_IMPORTED = time.monotonic()
 
 
 @dataclass(frozen=True)
@@ -33,9 +52,7 @@ class Deadline:
     @classmethod
     def of_process(cls, seconds: Optional[float]) -> Deadline:
         """The command's deadline: --timeout counted from when the kernel started this
-        process (budget.process_started), on time.monotonic."""
-        from biotool.budget import process_started
-
+        process, on time.monotonic."""
         return cls(seconds or None, process_started())
 
     @classmethod

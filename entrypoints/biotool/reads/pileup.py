@@ -7,11 +7,11 @@ tally) runs in numpy over thousands of reads at a time.
 from __future__ import annotations
 
 import os
-import time
 from collections import defaultdict
 
 from biotool.alignment.vocabulary import (ALIGNED, CONSUMES_QUERY, CONSUMES_REFERENCE, DELETION,
                                           INSERTION, REVERSE, SKIP_FOR_ALLELES)
+from biotool.deadline import Deadline
 from biotool.output import InputError
 from biotool.reads.bam import fetch
 from biotool.reads.indel import deletion_span, insertion_left
@@ -44,12 +44,12 @@ class Pileup:
         self._dlo, self._dhi, self._slo, self._shi = [], [], [], []
         self._qoff = 0
 
-    def add_bam(self, bam, min_mapq: int, deadline: float | None) -> None:
+    def add_bam(self, bam, min_mapq: int, deadline: Deadline) -> None:
         s, e, off, ref = self.start, self.end, self.off, self.refseq
         n, last = 0, -1
         for read in fetch(bam, self.contig, s, e):
             n += 1
-            if deadline is not None and n % 2000 == 0 and time.monotonic() > deadline:
+            if n % 2000 == 0 and deadline.passed():
                 self.truncated = True
                 break
             if read.reference_start < last:  # pysam checked the order of the first reads only

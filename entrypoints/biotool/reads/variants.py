@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from biotool.arms import Hedges, declared, hedge
 from biotool.competence import bounded, not_applicable
+from biotool.deadline import UNBOUNDED, Deadline
 from biotool.provenance import provenance, used
 from biotool.reads.bam import open_bam, refuse_if_divergent
 from biotool.reads.inputs import region_not_in_bam
@@ -44,14 +45,14 @@ def _mismatches(counts, refseq: str) -> tuple[int, int]:
 def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str] | None = None,
              region: str | None = None, min_depth: int = 10, min_af: float = 0.2, top: int = 25,
              vcf: str | None = None, min_mapq: int = 20, min_bq: int = 13, threads: int = 2,
-             timeout: float | None = None, preset: str = "auto") -> dict:
+             deadline: Deadline = UNBOUNDED, preset: str = "auto") -> dict:
     import numpy as np
 
     if vcf is not None:  # before any work: '' or an unwritable place is refused here
         from biotool.reads.vcf import check_vcf_path
 
         check_vcf_path(vcf)
-    job = open_job(reference, fastq or [], bam or [], region, preset, threads, timeout)
+    job = open_job(reference, fastq or [], bam or [], region, preset, threads, deadline)
     ref, contigs, libs = job.reference, job.contigs, job.libraries
     calls, below, depths, truncated = [], 0, [], job.truncated
     seen = [_Seen(lib) for lib in libs]
