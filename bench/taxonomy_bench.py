@@ -87,7 +87,7 @@ def main() -> int:
             "command_reads_per_s": round(len(reads) / cmd_s, 1),
             "ratio_search_vs_blastn": round(search_s / blast_s, 3),
             "ratio_command_vs_blastn": round(cmd_s / blast_s, 3),
-            "reads_with_hits": sum(1 for q in found["searched"] if found["hits"][q]),
+            "reads_with_hits": sum(1 for q in found.searched if found.hits[q]),
         }
     print(json.dumps(out, indent=1))
     return 0

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from biotool.deadline import Deadline
 from biotool.output import InputError, ToolFailure
 from biotool.procs import OutOfTime, run_bounded
+from biotool.taxonomy.searched import SearchResult
 
 if TYPE_CHECKING:  # staging is imported where a database is looked up
     from biotool.staging.item import StagedItem
@@ -53,7 +54,7 @@ def _organism(acc: str, title: str, taxa: dict) -> tuple[str, int | None]:
 
 
 def local_search(queries: list, top: int, deadline: Deadline, database: str | None,
-                 threads: int = 1) -> dict:
+                 threads: int = 1) -> SearchResult:
     """blastn of `queries` [(id, seq)] against the staged database; hits in the remote shape."""
     from biotool.taxonomy.sequences import to_fasta
 
@@ -111,6 +112,11 @@ def local_search(queries: list, top: int, deadline: Deadline, database: str | No
     for q in searched:
         hits.setdefault(q, [])
         hits[q] = sorted(hits[q], key=lambda h: -h["bit_score"])[:top]
-    return {"hits": hits, "searched": searched, "truncated": truncated,
-            "database": rec.name, "database_sha256": rec.sha256,
-            "database_title": rec.title or "", "blastdb_sha256": rec.files["blastdb"].sha256}
+    from biotool.provenance import used
+
+    return SearchResult(hits, tuple(searched), truncated,
+                        where={"database": rec.name, "title": rec.title or "",
+                               "program": "blastn"},
+                        used=used("database", rec.name, rec.sha256,
+                                  blastdb_sha256=rec.files["blastdb"].sha256),
+                        database=rec.name)

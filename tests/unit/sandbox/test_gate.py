@@ -461,7 +461,7 @@ def test_biotool_client_waits_out_the_gates_429s(runs, mock, cas, monkeypatch, t
     client = BlastClient(Settings(min_interval=0.05, poll_interval=0.05),
                          Pacer(tmp_path / "pacing", 0.05, 0.05))
     out = client.search([("q1", "ACGT" * 40)], top=3, budget=Deadline.from_now(60))
-    assert out["searched"] == ["q1"] and out["paced_by_egress"] >= 1, out
+    assert out.searched == ("q1",) and client.paced >= 1, out
     assert mock.violations == []  # the second poll reached the mock a poll interval later
     assert [r["what"] for r in mock.requests] == ["put", "poll", "poll", "get"]
 
@@ -760,7 +760,7 @@ def test_a_cut_off_report_reaches_the_client_as_cut_off_and_the_batch_is_halved(
                      .splitlines()[1:])
     queries = [(f"q{i}", genome[i * 2000:i * 2000 + 300]) for i in range(4)]
     out = client.search(queries, top=3, budget=Deadline.from_now(120))
-    assert sorted(out["searched"]) == ["q0", "q1", "q2", "q3"], out
+    assert sorted(out.searched) == ["q0", "q1", "q2", "q3"], out
     puts = [r["queries"] for r in mock.requests if r["what"] == "put"]
     assert puts[0] == 4 and 2 in puts[1:], puts  # the cut-off report made the client halve
 

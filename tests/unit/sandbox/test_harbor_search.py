@@ -159,7 +159,7 @@ def honest(cas, tmp_path_factory):
         client = BlastClient(Settings(min_interval=INTERVAL, poll_interval=POLL),
                              Pacer(tmp / "pacing", INTERVAL, POLL))
         out = client.search(_reads(10), top=3, budget=Deadline.from_now(60))
-        assert len(out["searched"]) == 10, out
+        assert len(out.searched) == 10, out
         return e.text(requests=3)
     finally:
         for k, v in saved.items():

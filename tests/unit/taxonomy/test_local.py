@@ -132,10 +132,10 @@ def test_time_running_out_between_blastn_calls_gives_a_partial_result(biotool_en
     ticks = iter(range(0, 10_000, 60))
     clock = lambda: next(ticks)  # noqa: E731
     out = local_search(reads, 3, Deadline.from_now(100.0, clock), None)
-    assert out["truncated"] is True
-    assert out["searched"] == [q for q, _ in reads[:CHUNK]]
-    assert set(out["hits"]) == set(out["searched"])
-    assert sum(1 for q in out["searched"] if out["hits"][q]) >= 0.9 * CHUNK
+    assert out.truncated is True
+    assert out.searched == tuple(q for q, _ in reads[:CHUNK])
+    assert set(out.hits) == set(out.searched)
+    assert sum(1 for q in out.searched if out.hits[q]) >= 0.9 * CHUNK
 
 
 def test_an_unusable_proxy_setting_falls_back_to_local_and_says_why(biotool):

@@ -59,11 +59,11 @@ def test_protocol_and_pacing_follow_ncbi_rules(serve_mock, clock, tmp_path):
         assert len(gets) == 1 and gets[0]["params"]["FORMAT_TYPE"] == "JSON2_S"
     assert mock.violations == []
 
-    assert len(out["searched"]) == 100 and out["truncated"] is False
-    best = [out["hits"][q][0]["sciname"] for q in out["searched"] if out["hits"][q]]
+    assert len(out.searched) == 100 and out.truncated is False
+    best = [out.hits[q][0]["sciname"] for q in out.searched if out.hits[q]]
     assert len(best) >= 90 and set(best) == {SARS2}
     # Only taxonomic and alignment fields come back (no sequences, no midlines).
-    assert all(set(h) == HIT_FIELDS for q in out["searched"] for h in out["hits"][q])
+    assert all(set(h) == HIT_FIELDS for q in out.searched for h in out.hits[q])
 
 
 def test_the_mock_flags_a_client_that_breaks_the_rules(serve_mock, clock, tmp_path):
@@ -80,8 +80,8 @@ def test_truncated_json_halves_the_batch_and_merges(serve_mock, clock, tmp_path)
     out = client(url, clock, tmp_path).search(reads(40), top=3, budget=within(36000, clock))
     sizes = Counter(r["queries"] for r in mock.requests if r["what"] == "put")
     assert sizes == Counter({40: 1, 20: 2, 10: 4})
-    assert out["halvings"] == 3
-    assert sorted(out["searched"]) == sorted(q for q, _ in reads(40))
+    assert out.where["halvings"] == 3
+    assert sorted(out.searched) == sorted(q for q, _ in reads(40))
     assert mock.violations == []
 
 
@@ -124,8 +124,8 @@ def test_never_ready_stops_at_the_timeout(serve_mock, clock, tmp_path):
 def test_timeout_with_some_batches_done_is_partial(serve_mock, clock, tmp_path):
     _, url, _ = serve_mock(clock=clock.now, ready_after=100)
     out = client(url, clock, tmp_path).search(reads(100), top=3, budget=within(165, clock))
-    assert out["truncated"] is True
-    assert 0 < len(out["searched"]) < 100
+    assert out.truncated is True
+    assert 0 < len(out.searched) < 100
 
 
 def test_env_cannot_shorten_the_intervals_for_ncbi(monkeypatch):
