@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
@@ -58,9 +59,24 @@ def check_library(fastqs: list[str | Path]) -> list[Path]:
     return fastqs
 
 
+@dataclass(frozen=True)
+class AlignedBam:
+    """A library aligned into the cache: its coordinate-sorted, indexed BAM, the preset it
+    was aligned with and why, whether an earlier run had published it (`cached`), whether
+    --timeout cut the feeding short, and the reads (pairs: fragments) it holds (None when
+    an earlier run's count cannot be read)."""
+
+    bam: str
+    preset: str
+    preset_reason: str
+    cached: bool
+    truncated: bool
+    n_reads: int | None
+
+
 def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
-                threads: int = 2, deadline: Deadline = UNBOUNDED) -> dict:
-    """Align every read to `ref`; return {bam, preset, n_reads, truncated, cached, ...}.
+                threads: int = 2, deadline: Deadline = UNBOUNDED) -> AlignedBam:
+    """Align every read to `ref` into the cache (an earlier run's full alignment is reused).
 
     The BAM, its index and its read count are published together as one directory (a rename
     that fails if another run got there first), so a reader never sees a BAM beside an index
@@ -115,17 +131,17 @@ def _validate(fastqs: list[Path], deadline: Deadline) -> None:
             return
 
 
-def _published(unit: Path, preset: str, why: str) -> dict | None:
+def _published(unit: Path, preset: str, why: str) -> AlignedBam | None:
     """The result a complete earlier run published in `unit`, or None."""
     bam = unit / "aligned.bam"
     if not (bam.is_file() and Path(str(bam) + ".bai").is_file()):
         return None
-    return {"bam": str(bam), "preset": preset, "aligner": aligner_of(preset),
-            "preset_reason": why, "cached": True,
-            "truncated": False, "n_reads": _count_note(unit)}
+    return AlignedBam(str(bam), preset, why, cached=True, truncated=False,
+                      n_reads=_count_note(unit))
 
 
-def _align_and_publish(fastqs, index, preset, why, threads, d, deadline: Deadline) -> dict:
+def _align_and_publish(fastqs, index, preset, why, threads, d,
+                       deadline: Deadline) -> AlignedBam:
     feed_until = deadline.share(FEED_SHARE)
     # More threads than CPUs only adds sort buffers (-m is per thread) and memory pressure.
     threads = max(1, min(int(threads), os.cpu_count() or 1))
@@ -147,9 +163,8 @@ def _align_and_publish(fastqs, index, preset, why, threads, d, deadline: Deadlin
         except OSError:
             if not _published(unit, preset, why):  # not another run's complete result
                 raise ToolFailure(f"could not publish the alignment into the cache at {unit}") from None
-    return {"bam": str(unit / "aligned.bam"), "preset": preset, "aligner": aligner_of(preset),
-            "preset_reason": why,
-            "cached": False, "truncated": truncated, "n_reads": n}
+    return AlignedBam(str(unit / "aligned.bam"), preset, why, cached=False,
+                      truncated=truncated, n_reads=n)
 
 
 def _count_note(unit: Path) -> int | None:

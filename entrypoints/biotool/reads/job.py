@@ -104,9 +104,9 @@ def bams_for(fastq_groups: list[list[str]], bams: list[str], ref: Reference, pre
     presets = set()
     for group in fastq_groups:
         out = library_bam(group, ref, preset, threads, deadline)
-        presets.add(out["preset"])
-        libs.append(Library(Path(group[0]).name, out["bam"], aligned_here=True,
-                            truncated=out["truncated"], preset=out["preset"],
+        presets.add(out.preset)
+        libs.append(Library(Path(group[0]).name, out.bam, aligned_here=True,
+                            truncated=out.truncated, preset=out.preset,
                             fastq=tuple(str(g) for g in group)))
     for p in sorted(presets):
         path, digest = ref.index(p)
