@@ -158,4 +158,4 @@ def test_zero_length_and_overlong_indels_are_no_calls(tmp_path):
     pile = Pileup("c", 0, len(ref), ref, 0)
     with pysam.AlignmentFile(str(path)) as bam:
         pile.add_bam(bam, 0, UNBOUNDED)
-    assert pile.finish()["indels"] == {}
+    assert pile.finish().indels == {}
