@@ -229,6 +229,7 @@ COPY --from=wheels /opt/venv /opt/venv
 FROM tools AS data
 COPY entrypoints/biotool/__init__.py entrypoints/biotool/cache.py entrypoints/biotool/output.py \
      entrypoints/biotool/procs.py entrypoints/biotool/progress.py entrypoints/biotool/budget.py \
+     entrypoints/biotool/deadline.py \
      /opt/staging/biotool/
 # output.py's errors are the command-line layer's: its two import-free modules, not the parser.
 COPY entrypoints/commandline/__init__.py entrypoints/commandline/errors.py \

@@ -32,6 +32,7 @@ from pathlib import Path
 from repo_paths import REPO  # first: it puts tests/ on sys.path
 from timing import timed
 
+from biotool.deadline import UNBOUNDED
 from biotool_testing import simulate as sim
 from reads_bench import AWK_TALLY, CONTIG, REF, _sh, cuts_library
 
@@ -129,7 +130,7 @@ def engine(scan):
 def _tally(bam: Path, ref_seq: str, threads: int) -> dict:
     from biotool.reads.breakpoints import tally
 
-    return tally(str(bam), 0, 0, len(ref_seq), ref_seq, 0, 20, None, threads)
+    return tally(str(bam), 0, 0, len(ref_seq), ref_seq, 0, 20, UNBOUNDED, threads)
 
 
 def _same(a: dict, b: dict) -> bool:

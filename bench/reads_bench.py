@@ -238,7 +238,7 @@ def bench_alignment(d, threads):
     return {"reads_file": fq.name, "threads": threads,
             "biotool_bwa_pipeline_s": round(t_bwa, 3), "minimap2_sr_pipeline_s": round(t_mm2, 3),
             "ratio_bwa_over_minimap2": round(t_bwa / t_mm2, 3),
-            "mapped_bwa": _mapped(out["bam"]), "mapped_minimap2_sr": _mapped(d / "mm2.bam")}
+            "mapped_bwa": _mapped(out.bam), "mapped_minimap2_sr": _mapped(d / "mm2.bam")}
 
 
 def _mapped(bam) -> int:

@@ -37,6 +37,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from biotool import staging
+    from biotool.deadline import Deadline
     from biotool.stagebuild import build
     from biotool.taxonomy import local, sequences
 
@@ -60,7 +61,8 @@ def main() -> int:
         rec = local.staged_database("demo-viral-panel")
         db = rec.path("blastdb") / "db"
 
-        search_s, _ = repeated(lambda: local.local_search(reads, 5, 3600, "demo-viral-panel",
+        search_s, _ = repeated(lambda: local.local_search(reads, 5, Deadline.from_now(3600),
+                                                          "demo-viral-panel",
                                                           threads=args.threads), args.runs)
         blast_cmd = ["blastn", "-db", str(db), "-query", str(fa), "-outfmt",
                      f"6 {local.FIELDS}", "-max_target_seqs", "5", "-max_hsps", "1",
@@ -73,7 +75,7 @@ def main() -> int:
         env.pop("HTTPS_PROXY", None)
         cmd_s, _ = repeated(lambda: subprocess.run(cli, check=True, capture_output=True, env=env),
                             args.runs)
-        found = local.local_search(reads, 5, 3600, "demo-viral-panel")
+        found = local.local_search(reads, 5, Deadline.from_now(3600), "demo-viral-panel")
         out = {
             "reads": len(reads), "runs": args.runs, "threads": args.threads,
             "database": rec.name, "blastn": subprocess.run(
@@ -85,7 +87,7 @@ def main() -> int:
             "command_reads_per_s": round(len(reads) / cmd_s, 1),
             "ratio_search_vs_blastn": round(search_s / blast_s, 3),
             "ratio_command_vs_blastn": round(cmd_s / blast_s, 3),
-            "reads_with_hits": sum(1 for q in found["searched"] if found["hits"][q]),
+            "reads_with_hits": sum(1 for q in found.searched if found.hits[q]),
         }
     print(json.dumps(out, indent=1))
     return 0

@@ -1,10 +1,8 @@
-"""A command's --timeout as a bound on the whole command, counted from the process's start.
+"""Working within a command's `Deadline` (biotool.deadline): how many items fit in what is
+left (`next_batch`, `Batches`), and what earlier runs measured.
 
-An agent sizes --timeout to its own step limit, so the time spent starting Python, importing
-scanpy or torch, loading a matrix or a model counts as much as the work after it. The clock
-starts when the kernel started the process (/proc/self/stat), not when the command's function
-is called. `alarm` turns the deadline into an exception raised in the main thread between
-Python bytecodes, so a stage that is not checking the clock (a matrix load, a model load, a
+`alarm` turns the deadline into an exception raised in the main thread between Python
+bytecodes, so a stage that is not checking the clock (a matrix load, a model load, a
 generation loop) still stops within a moment of it.
 """
 
@@ -13,38 +11,17 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+
+from biotool.deadline import Deadline
 
 
 class BudgetSpent(BaseException):
     """The --timeout deadline passed while a stage was running. A BaseException, like
     KeyboardInterrupt, so the `except Exception` of a loader that turns a library's error into
     an input error does not swallow it."""
-
-
-def process_started() -> float:
-    """time.monotonic() at the moment the kernel started this process (interpreter start-up
-    included); the first import of this module where /proc is not there."""
-    try:
-        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
-        since_boot = ticks / os.sysconf("SC_CLK_TCK")
-        age = time.clock_gettime(time.CLOCK_BOOTTIME) - since_boot
-        if 0 <= age < 86400:
-            return time.monotonic() - age
-    except (OSError, ValueError, IndexError, AttributeError):
-        pass
-    return _IMPORTED
-
-
-_IMPORTED = time.monotonic()
-
-
-def left(deadline: float | None, clock: Callable[[], float] = time.monotonic) -> float:
-    return float("inf") if deadline is None else deadline - clock()
 
 
 CHECK_EVERY_S = 5.0  # a budgeted loop looks at the clock at least this often
@@ -67,25 +44,24 @@ def next_batch(left_s: float, per_item: float | None, estimate: float | None, mo
 
 
 class Batches:
-    """`n` items in batches that fit before `deadline` (a `clock()` value; None: no bound):
-    iterating gives (first index, size) per batch and times each batch by `clock` from the
-    moment it is handed out to the moment the next one is asked for. When not one more item
-    fits, the iteration ends with `truncated` set; `done` and `per_item` say what ran.
+    """`n` items in batches that fit before `deadline`: iterating gives (first index, size)
+    per batch and times each batch by the deadline's clock from the moment it is handed out
+    to the moment the next one is asked for. When not one more item fits, the iteration ends
+    with `truncated` set; `done` and `per_item` say what ran.
 
-    The plan is a function of the deadline, the clock and what each item cost, so a test
-    drives it with a clock of its own; the product passes time.monotonic."""
+    The plan is a function of the deadline, its clock and what each item cost, so a test
+    drives it with a clock of its own; the product's deadline reads time.monotonic."""
 
-    def __init__(self, n: int, deadline: float | None, most: int,
-                 estimate: float | None = None, check_every: float = CHECK_EVERY_S,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(self, n: int, deadline: Deadline, most: int,
+                 estimate: float | None = None, check_every: float = CHECK_EVERY_S):
         self.n, self.deadline, self.most, self.estimate = n, deadline, max(1, most), estimate
-        self.check_every, self.clock = check_every, clock
+        self.check_every, self.clock = check_every, deadline.clock
         self.done, self.per_item, self.truncated = 0, None, False
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
         while self.done < self.n:
             size = min(self.n - self.done,
-                       next_batch(left(self.deadline, self.clock), self.per_item,
+                       next_batch(self.deadline.left(), self.per_item,
                                   self.estimate, self.most, self.check_every))
             if size < 1:
                 self.truncated = True
@@ -97,22 +73,23 @@ class Batches:
 
 
 @contextlib.contextmanager
-def alarm(deadline: float | None) -> Iterator[None]:
-    """Raise BudgetSpent in the main thread when `deadline` (time.monotonic()) passes inside
-    the block; no-op without a deadline or off the main thread."""
+def alarm(deadline: Deadline) -> Iterator[None]:
+    """Raise BudgetSpent in the main thread when `deadline` passes inside the block (a real
+    timer, so the deadline's clock must be time.monotonic); no-op without a bound or off the
+    main thread."""
     import threading
 
-    if deadline is None or threading.current_thread() is not threading.main_thread():
+    if not deadline.bounded or threading.current_thread() is not threading.main_thread():
         yield
         return
-    if left(deadline) <= 0:
+    if deadline.passed():
         raise BudgetSpent()
 
     def ring(_sig, _frame):
         raise BudgetSpent()
 
     old = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, max(1e-3, left(deadline)))
+    signal.setitimer(signal.ITIMER_REAL, max(1e-3, deadline.left()))
     try:
         yield
     finally:

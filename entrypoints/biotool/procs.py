@@ -18,7 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import IO, Callable
 
-from biotool.output import InputError, ToolFailure
+from biotool.deadline import BudgetRefusal
+from biotool.output import ToolFailure
 
 _PR_SET_PDEATHSIG = 1
 # Looked up in the parent: after fork only the call itself runs (no dlopen in the child).
@@ -31,12 +32,12 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 class OutOfTime(Exception):
     """The deadline passed before the work finished; the caller names the work and the way out."""
 
-    def refusal(self, work: str, remedy: str = "give a longer --timeout") -> InputError:
+    def refusal(self, work: str, remedy: str = "give a longer --timeout") -> BudgetRefusal:
         """The one translation of a budget that ran out before any result: exit 2 (the work is
         local and deterministic, so the same budget fails the same way again; the remedy is
         the caller's, docs/contract.md), naming `work` (what did not finish within what), why,
         and the way out."""
-        return InputError(f"{work} ({self}); {remedy}")
+        return BudgetRefusal(f"{work} ({self}); {remedy}")
 
 
 @dataclass(frozen=True)

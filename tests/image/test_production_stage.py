@@ -123,7 +123,7 @@ def test_a_code_change_rebuilds_the_image_without_staging_any_production_data(pr
     assert proc.returncode == 0, proc.stderr[-3000:]
     log = proc.stdout + proc.stderr
     print(f"\nproduction rebuild after a code change: {took:.0f} s, {len(served)} requests")
-    production_keys = [f"{e['kind']}/{e['name']}" for e in load_manifests(REPO / "refs")
+    production_keys = [e.key for e in load_manifests(REPO / "refs")
                        if e.get("set") == "production"]
     assert served == [] and "staging: layer" not in log
     assert [k for k in production_keys if f"staging {k}:" in log] == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from biotool import budget
+from biotool.deadline import Deadline
 
 
 class Clock:
@@ -24,8 +25,8 @@ class Clock:
 def run(n: int, deadline: float | None, most: int, cost: float, estimate: float | None = None,
         check_every: float = budget.CHECK_EVERY_S) -> tuple[list[tuple[int, int]], budget.Batches]:
     clock = Clock(cost)
-    plan = budget.Batches(n, deadline, most, estimate=estimate, check_every=check_every,
-                          clock=clock)
+    plan = budget.Batches(n, Deadline(deadline, 0.0, clock), most, estimate=estimate,
+                          check_every=check_every)
     sizes = []
     for first, size in plan:
         sizes.append((first, size))
@@ -69,7 +70,7 @@ def test_the_first_item_needs_its_estimate_to_fit():
 
 def test_the_measured_cost_is_the_last_batch_s():
     clock = Clock(1.0)
-    plan = budget.Batches(10, 100.0, 8, clock=clock)
+    plan = budget.Batches(10, Deadline(100.0, 0.0, clock), 8)
     costs = iter([1.0, 0.5, 2.0])
     for _, size in plan:
         clock.cost = next(costs, 2.0)

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from commandline import program
+from commandline.choice import exactly_one
 from commandline.errors import ProgramError, UsageError
 from commandline.kinds import count, seconds
 from commandline.typed import parse
@@ -81,6 +82,25 @@ def test_option_kinds_hold_one_rule_in_one_wording(kind, bounds, takes, refuses)
         with pytest.raises(ValueError, match=r"(is not a valid \w+|is not a finite number|is not in "
                            r"the range [^ ]+)\.$"):
             kind(raw)
+
+
+@pytest.mark.parametrize("given,answer", [
+    ({"--fasta": "a.fa", "--fastq": None}, "--fasta"),
+    ({"--fastq": [], "--bam": ["x.bam"]}, "--bam"),
+    ({"--a": None, "--b": None, "--c": "1"}, "--c"),
+    ({"--fasta": "a.fa", "--fastq": "b.fq"}, None),
+    ({"--fastq": [], "--bam": []}, None),
+    ({"--a": "1", "--b": None, "--c": "1"}, None),
+])
+def test_exactly_one_of_several_options_in_one_wording(given, answer):
+    if answer is not None:
+        assert exactly_one(given) == answer
+        return
+    with pytest.raises(UsageError) as err:
+        exactly_one(given)
+    names = list(given)
+    assert err.value.message == ("give exactly one of " + ", ".join(names[:-1]) + " or "
+                                 + names[-1]) and err.value.exit_code == 2
 
 
 def test_help_pages(capsys):

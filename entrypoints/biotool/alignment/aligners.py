@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from biotool.deadline import Deadline
 from biotool.output import ToolFailure
 
 SHORT = "sr"  # the preset name of the short-read path, kept from minimap2's vocabulary
@@ -46,11 +47,11 @@ def aligner_command(preset: str, index: Path, threads: int, paired: bool) -> lis
             "-"]
 
 
-def finish_by(deadline: float | None) -> float | None:
+def finish_by(deadline: Deadline) -> float | None:
     """When a fed aligner (and its sort) is killed: FINISH_GRACE past the command's deadline,
     the feeding having stopped at it, so the reads given are aligned into a partial result
     while nothing runs on unbounded."""
-    return None if deadline is None else deadline + FINISH_GRACE
+    return None if deadline.at is None else deadline.at + FINISH_GRACE
 
 
 def within_grace() -> str:

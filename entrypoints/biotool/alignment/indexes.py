@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from pathlib import Path
 
 from biotool.cache import entry_dir, sha256_tree, work_dir
+from biotool.deadline import UNBOUNDED, Deadline
 from biotool.output import InputError, ToolFailure
 from biotool.procs import OutOfTime, how_it_ended, run_bounded
 from biotool.alignment.aligners import SHORT, index_label
@@ -115,7 +115,7 @@ def check_indexable(label: str, fasta: Path, shown: str) -> None:
                          f"to index")
 
 
-def build(label: str, fasta: Path, out: Path, deadline: float | None = None,
+def build(label: str, fasta: Path, out: Path, deadline: Deadline = UNBOUNDED,
           shown: str | None = None) -> None:
     """Build index `label` of `fasta` at `out` (a new folder, or one file) by `deadline`
     (OutOfTime once the tool is killed); ToolFailure if the tool fails, naming `shown` (the
@@ -133,7 +133,7 @@ def build(label: str, fasta: Path, out: Path, deadline: float | None = None,
         cmd = ["kallisto", "index", "-i", str(out), str(fasta)]
     else:
         cmd = ["minimap2", "-x", label.split(":", 1)[1], "-d", str(out), str(fasta)]
-    rc, said = run_bounded(cmd, deadline)
+    rc, said = run_bounded(cmd, deadline.at)
     if rc != 0:
         shown = shown or str(fasta)
         raise ToolFailure(f"{shown}: {cmd[0]} could not index it for {label} "
@@ -147,7 +147,7 @@ def aligner_path(label: str, path: Path) -> Path:
 
 
 def cached(name: str, fasta: Path, digest: str, label: str,
-           deadline: float | None = None) -> tuple[Path, str]:
+           deadline: Deadline = UNBOUNDED) -> tuple[Path, str]:
     """Index `label` of reference `name` from the cache, built there first when no run has:
     (aligner path, sha256). A build the deadline cuts short fails the command (exit 2)."""
     d = entry_dir("reference", digest[:32])
@@ -157,7 +157,7 @@ def cached(name: str, fasta: Path, digest: str, label: str,
         check_indexable(label, fasta, shown)
         _background_failure(final)
         bases = sum(_lengths(fasta).values())
-        if deadline is None and bases >= background_from(label):
+        if not deadline.bounded and bases >= background_from(label):
             from biotool.lifetime import one_shot
 
             shape = one_shot()
@@ -265,7 +265,7 @@ def build_in_background(label: str, fasta: Path, final: Path, shown: str) -> Non
     """The background process, holding the index's lock (start_background): build `final`;
     a failure is left beside it (FAILED_SUFFIX) for the next run to say."""
     try:
-        _build_locked(fasta, label, final, None, shown)
+        _build_locked(fasta, label, final, UNBOUNDED, shown)
     except Exception as exc:  # noqa: BLE001 - whatever it was, the next run says it
         from biotool.cache import atomic_path
 
@@ -276,7 +276,7 @@ def build_in_background(label: str, fasta: Path, final: Path, shown: str) -> Non
             Path(tmp).write_text(f"{code}\t{' '.join(message.split())}\n", encoding="utf-8")
 
 
-def _build_once(fasta: Path, label: str, final: Path, deadline: float | None,
+def _build_once(fasta: Path, label: str, final: Path, deadline: Deadline,
                 shown: str | None = None) -> None:
     """Build `final` unless another run did while this one waited for the lock; the wait and
     the build together end at the deadline."""
@@ -284,7 +284,7 @@ def _build_once(fasta: Path, label: str, final: Path, deadline: float | None,
 
     lock = FileLock(f"{final}.lock")
     try:
-        lock.acquire(timeout=-1 if deadline is None else max(0.0, deadline - time.monotonic()))
+        lock.acquire(timeout=max(0.0, deadline.left()) if deadline.bounded else -1)
     except Timeout:
         raise OutOfTime("another run is still building it") from None
     try:
@@ -293,7 +293,7 @@ def _build_once(fasta: Path, label: str, final: Path, deadline: float | None,
         lock.release()
 
 
-def _build_locked(fasta: Path, label: str, final: Path, deadline: float | None,
+def _build_locked(fasta: Path, label: str, final: Path, deadline: Deadline,
                   shown: str | None) -> None:
     """Build and publish `final`, its lock held, unless a run before got there."""
     if _complete(final):

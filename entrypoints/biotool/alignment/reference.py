@@ -20,6 +20,7 @@ from pathlib import Path
 from biotool import staging
 from biotool.alignment import indexes
 from biotool.alignment.aligners import index_label
+from biotool.deadline import UNBOUNDED, Deadline
 from biotool.cache import atomic_path, entry_dir
 from biotool.files import input_file, magic
 from biotool.output import InputError, ToolFailure
@@ -37,14 +38,14 @@ class Reference:
     staged: StagedItem | None = None
     _index_cache: dict = field(default_factory=dict)
 
-    def index(self, preset: str, deadline: float | None = None) -> tuple[Path, str]:
+    def index(self, preset: str, deadline: Deadline = UNBOUNDED) -> tuple[Path, str]:
         """The index for `preset` and its sha256: bwa's prefix for short reads, minimap2's .mmi
         for the long-read presets; staged, else built into the cache by `deadline`."""
         if preset not in PRESETS:
             raise InputError(f"--preset: unknown preset {preset!r}; use auto, sr, map-ont or map-pb")
         return self.index_of(index_label(preset), deadline)
 
-    def index_of(self, label: str, deadline: float | None = None) -> tuple[Path, str]:
+    def index_of(self, label: str, deadline: Deadline = UNBOUNDED) -> tuple[Path, str]:
         """Index `label` (biotool.alignment.indexes.KINDS) and its sha256: staged, else built into
         the cache by `deadline`."""
         if label in self._index_cache:

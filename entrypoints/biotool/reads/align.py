@@ -3,7 +3,6 @@ reads, minimap2 via mappy for long ones)."""
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -11,10 +10,10 @@ from biotool.alignment.aligners import SHORT, aligner_of, naming
 from biotool.alignment.reference import resolve
 from biotool.arms import Hedges, declared
 from biotool.competence import bounded
+from biotool.deadline import UNBOUNDED, Deadline
 from biotool.output import ToolFailure
 from biotool.provenance import provenance
 from biotool.reads import fastq
-from biotool.reads.job import deadline_from
 from biotool.reads.shortreads import map_sample
 
 WINDOW = 1000
@@ -36,7 +35,7 @@ def _minimap2_sample(index, preset, recs, deadline, reference):
     placed, aligned = [], 0
     for _name, seq, _qual in recs:
         # The clock is read every 256 reads: cheap, and fine-grained enough for a budget.
-        if deadline is not None and aligned % 256 == 0 and time.monotonic() > deadline:
+        if aligned % 256 == 0 and deadline.passed():
             return placed, aligned, True
         aligned += 1
         hit = next((h for h in aligner.map(seq.decode()) if h.is_primary), None)
@@ -47,8 +46,7 @@ def _minimap2_sample(index, preset, recs, deadline, reference):
 
 def align_sample(fastq_path: str | Path, reference: str, n_reads: int = 20000,
                  preset: str = "auto", seed: int = 0, top: int = 5,
-                 timeout: float | None = None) -> dict:
-    _, deadline = deadline_from(timeout)
+                 deadline: Deadline = UNBOUNDED) -> dict:
     ref = resolve(reference)
     recs, total = fastq.sample(fastq_path, n_reads, seed)
     preset, why = fastq.choose_preset(recs, preset)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from biotool.alignment.reference import Reference
 from biotool.alignment.vocabulary import (ALIGNED, CONSUMES_QUERY, CONSUMES_REFERENCE,
                                           SKIP_FOR_DIVERGENCE)
 from biotool.cache import content_key, entry_dir, work_dir
+from biotool.deadline import UNBOUNDED, Deadline
 from biotool.files import input_file, magic
 from biotool.output import InputError, ToolFailure
 from biotool.procs import OutOfTime, run_pipeline
@@ -58,9 +59,24 @@ def check_library(fastqs: list[str | Path]) -> list[Path]:
     return fastqs
 
 
+@dataclass(frozen=True)
+class AlignedBam:
+    """A library aligned into the cache: its coordinate-sorted, indexed BAM, the preset it
+    was aligned with and why, whether an earlier run had published it (`cached`), whether
+    --timeout cut the feeding short, and the reads (pairs: fragments) it holds (None when
+    an earlier run's count cannot be read)."""
+
+    bam: str
+    preset: str
+    preset_reason: str
+    cached: bool
+    truncated: bool
+    n_reads: int | None
+
+
 def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
-                threads: int = 2, deadline: float | None = None, start: float | None = None) -> dict:
-    """Align every read to `ref`; return {bam, preset, n_reads, truncated, cached, ...}.
+                threads: int = 2, deadline: Deadline = UNBOUNDED) -> AlignedBam:
+    """Align every read to `ref` into the cache (an earlier run's full alignment is reused).
 
     The BAM, its index and its read count are published together as one directory (a rename
     that fails if another run got there first), so a reader never sees a BAM beside an index
@@ -80,15 +96,14 @@ def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
     done = _published(d / "full", preset, why)
     if done:
         return done
-    start = start or time.monotonic()
     try:  # before the lock, so refused reads leave no lock and no folder behind
-        _validate(fastqs, deadline, start)
+        _validate(fastqs, deadline)
     except InputError:
         with contextlib.suppress(OSError):
             d.rmdir()  # only when empty: another run's files stay
         raise
     lock = FileLock(str(d / "align.lock"))
-    wait = -1 if deadline is None else max(0.0, (deadline - time.monotonic()) * FEED_SHARE)
+    wait = max(0.0, deadline.left() * FEED_SHARE) if deadline.bounded else -1
     try:
         lock.acquire(timeout=wait)
         locked = True
@@ -99,35 +114,35 @@ def library_bam(fastqs: list[str | Path], ref: Reference, preset: str = "auto",
         if done:
             return done
         with naming(ref.name, fastqs):
-            return _align_and_publish(fastqs, index, preset, why, threads, d, deadline, start)
+            return _align_and_publish(fastqs, index, preset, why, threads, d, deadline)
     finally:
         if locked:
             lock.release()
 
 
-def _validate(fastqs: list[Path], deadline: float | None, start: float) -> None:
+def _validate(fastqs: list[Path], deadline: Deadline) -> None:
     """Read every record once before minimap2 starts, so malformed input is refused (exit 2)
     before any alignment work; within the feeding share of a time budget (the stream into
     minimap2 checks the same again, so a record past that point still fails loudly)."""
-    until = None if deadline is None else start + (deadline - start) * FEED_SHARE / 2
+    until = deadline.share(FEED_SHARE / 2)
     stream = fastq.records(fastqs[0]) if len(fastqs) == 1 else fastq.paired(*fastqs)
     for i, _ in enumerate(stream):
-        if until is not None and not i % 4096 and time.monotonic() > until:
+        if until is not None and not i % 4096 and deadline.clock() > until:
             return
 
 
-def _published(unit: Path, preset: str, why: str) -> dict | None:
+def _published(unit: Path, preset: str, why: str) -> AlignedBam | None:
     """The result a complete earlier run published in `unit`, or None."""
     bam = unit / "aligned.bam"
     if not (bam.is_file() and Path(str(bam) + ".bai").is_file()):
         return None
-    return {"bam": str(bam), "preset": preset, "aligner": aligner_of(preset),
-            "preset_reason": why, "cached": True,
-            "truncated": False, "n_reads": _count_note(unit)}
+    return AlignedBam(str(bam), preset, why, cached=True, truncated=False,
+                      n_reads=_count_note(unit))
 
 
-def _align_and_publish(fastqs, index, preset, why, threads, d, deadline, start) -> dict:
-    feed_until = None if deadline is None else start + (deadline - start) * FEED_SHARE
+def _align_and_publish(fastqs, index, preset, why, threads, d,
+                       deadline: Deadline) -> AlignedBam:
+    feed_until = deadline.share(FEED_SHARE)
     # More threads than CPUs only adds sort buffers (-m is per thread) and memory pressure.
     threads = max(1, min(int(threads), os.cpu_count() or 1))
     log(f"aligning the whole library with {aligner_of(preset)} ({threads} threads)")
@@ -148,9 +163,8 @@ def _align_and_publish(fastqs, index, preset, why, threads, d, deadline, start) 
         except OSError:
             if not _published(unit, preset, why):  # not another run's complete result
                 raise ToolFailure(f"could not publish the alignment into the cache at {unit}") from None
-    return {"bam": str(unit / "aligned.bam"), "preset": preset, "aligner": aligner_of(preset),
-            "preset_reason": why,
-            "cached": False, "truncated": truncated, "n_reads": n}
+    return AlignedBam(str(unit / "aligned.bam"), preset, why, cached=False,
+                      truncated=truncated, n_reads=n)
 
 
 def _count_note(unit: Path) -> int | None:
@@ -174,7 +188,7 @@ def _align_sorted(fastqs, index, preset, threads, out_bam, feed_until, deadline,
         for rec in _stream(fastqs):
             write(fastq.as_text(rec))
             n += 1
-            if feed_until is not None and n % 1000 == 0 and time.monotonic() > feed_until:
+            if feed_until is not None and n % 1000 == 0 and deadline.clock() > feed_until:
                 truncated = True
                 log(f"time budget: stopped feeding after {n} reads; result will be partial")
                 break

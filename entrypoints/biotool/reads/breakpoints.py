@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from collections import Counter
 
 from biotool.alignment.vocabulary import (DELETION, INSERTION, SKIP_FOR_JUNCTIONS,
                                           SOFT_CLIP, SUPPLEMENTARY)
 from biotool.arms import Hedges, declared
 from biotool.competence import bounded, not_applicable
+from biotool.deadline import UNBOUNDED, Deadline
 from biotool.output import InputError
 from biotool.provenance import provenance
 from biotool.reads import bamscan
@@ -59,7 +59,7 @@ def _span_insertion(seq: str, off: int, r: int, ins: str) -> tuple[int, int]:
 
 
 def tally(path: str, tid: int, start: int, end: int, refseq: str, off: int, min_mapq: int,
-          deadline: float | None, threads: int = 1) -> dict:
+          deadline: Deadline, threads: int = 1) -> dict:
     """Per-read extents and indel spans for one region of one BAM (0-based half-open region).
 
     The command's hot path: the region's alignments come from bamscan as numpy arrays a
@@ -90,7 +90,7 @@ def tally(path: str, tid: int, start: int, end: int, refseq: str, off: int, min_
         parts["rsplit"].append(batch.end[rcut & split])
         _soft_clips(batch, lcut, rcut, split, lclip, rclip, soft)
         _count_indels(batch, np.flatnonzero(several), refseq, off, start, end, spans)
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline.passed():
             truncated = True
             break
     out = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in parts.items()}
@@ -300,12 +300,12 @@ def _indel_plateau(t: dict) -> dict | None:
 
 def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] | None = None,
                 region: str | None = None, top: int = 10, min_mapq: int = 20, threads: int = 2,
-                timeout: float | None = None, preset: str = "auto") -> dict:
+                deadline: Deadline = UNBOUNDED, preset: str = "auto") -> dict:
     if bam and len(bam) > 1:
         raise InputError(f"--bam {' '.join(bam)}: breakpoints counts one library; give one BAM "
                          "(biotool variants pools several)")
     job = open_job(reference, [fastq] if fastq else [], bam or [], region, preset, threads,
-                   timeout)
+                   deadline)
     ref, contigs, lib = job.reference, job.contigs, job.libraries[0]
     parts = []
     handle = open_bam(lib.bam)

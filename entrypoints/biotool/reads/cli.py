@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from biotool import options
+from biotool.deadline import Deadline
 from biotool.family import Binary, Family
 from commandline.kinds import count, fraction
 from commandline.spec import Command, Option
@@ -49,7 +50,8 @@ def align_cmd(fastq, reference, n_reads, preset, seed, top, timeout) -> dict:
     reference not staged)."""
     from biotool.reads.align import align_sample
 
-    return align_sample(fastq, reference, n_reads, preset, seed, top, timeout)
+    return align_sample(fastq, reference, n_reads, preset, seed, top,
+                        Deadline.of_process(timeout))
 
 
 def breakpoints_cmd(reference, fastq, bam, region, top, min_mapq, threads, timeout,
@@ -82,7 +84,7 @@ def breakpoints_cmd(reference, fastq, bam, region, top, min_mapq, threads, timeo
     files = [p for f in (fastq or []) for p in f.split(",") if p]
     return breakpoints(reference, fastq=files or None, bam=list(bam or []) or None,
                        region=region, top=top, min_mapq=min_mapq, threads=threads,
-                       timeout=timeout, preset=preset)
+                       deadline=Deadline.of_process(timeout), preset=preset)
 
 
 def variants_cmd(reference, fastq, bam, region, min_depth, min_af, top, vcf, min_mapq, min_bq,
@@ -109,8 +111,8 @@ def variants_cmd(reference, fastq, bam, region, min_depth, min_af, top, vcf, min
     groups = [[p for p in f.split(",") if p] for f in (fastq or [])]
     return variants(reference, fastq=groups or None, bam=list(bam or []) or None,
                     region=region, min_depth=min_depth, min_af=min_af, top=top, vcf=vcf,
-                    min_mapq=min_mapq, min_bq=min_bq, threads=threads, timeout=timeout,
-                    preset=preset)
+                    min_mapq=min_mapq, min_bq=min_bq, threads=threads,
+                    deadline=Deadline.of_process(timeout), preset=preset)
 
 
 def index_cmd(reference, kind, timeout) -> dict:
@@ -123,7 +125,7 @@ def index_cmd(reference, kind, timeout) -> dict:
     reference, or a build --timeout cannot cover; 4 if the indexer fails."""
     from biotool.reads.toolindex import index_path
 
-    return index_path(reference, kind, timeout)
+    return index_path(reference, kind, Deadline.of_process(timeout))
 
 
 def commands() -> list[Command]:

@@ -1,23 +1,23 @@
 """What a reads command works on, gathered once before any counting: the reference with its
 contigs, the regions, the libraries (BAMs given, or FASTQ aligned into cached BAMs), the
-provenance of the indexes aligned with, and the deadline. `breakpoints` and `variants` open
-one `ReadsJob`; `align` shares its deadline rule (`deadline_from`)."""
+provenance of the indexes aligned with, and the command's `Deadline`. `breakpoints` and
+`variants` open one `ReadsJob`."""
 
 from __future__ import annotations
 
 import contextlib
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from biotool.alignment.aligners import index_label
 from biotool.alignment.reference import Reference, resolve
-from biotool.output import InputError
+from biotool.deadline import Deadline
 from biotool.provenance import used
 from biotool.reads import region as region_mod
 from biotool.reads.bam import check_library, check_sorted_and_indexed, library_bam, open_bam
 from biotool.reads.inputs import (check_header, check_same_sequence, no_repeats,
                                   unique_samples)
+from commandline.choice import exactly_one
 
 # Reference fetched either side of a region, so an indel or a repeat at its edge is read whole.
 PAD = 2000
@@ -46,7 +46,7 @@ class ReadsJob:
     region: str | None                    # --region as given
     libraries: tuple[Library, ...]
     index_provenance: tuple               # provenance.used() of each index aligned with
-    deadline: float | None
+    deadline: Deadline
 
     @property
     def truncated(self) -> bool:
@@ -65,32 +65,23 @@ class ReadsJob:
         return self.reference.fetch(contig, off, min(self.contigs[contig], end + PAD)), off
 
 
-def deadline_from(timeout: float | None) -> tuple[float, float | None]:
-    """(start, deadline) on time.monotonic(); no deadline without a --timeout."""
-    start = time.monotonic()  # --timeout is finite and above 0 (biotool.options)
-    return start, (start + timeout if timeout else None)
-
-
 def open_job(reference: str, fastq_groups: list[list[str]], bams: list[str],
              region: str | None, preset: str, threads: int,
-             timeout: float | None) -> ReadsJob:
+             deadline: Deadline) -> ReadsJob:
     """Every input checked, and FASTQ libraries aligned, before any counting: the deadline,
     the reference, the regions on its contigs, then the libraries."""
-    start, deadline = deadline_from(timeout)
     ref = resolve(reference)
     contigs = ref.contigs()
     regions = region_mod.parse(region, contigs)
-    libs, prov = bams_for(fastq_groups, bams, ref, preset, threads, deadline, start)
+    libs, prov = bams_for(fastq_groups, bams, ref, preset, threads, deadline)
     return ReadsJob(ref, contigs, regions, region, tuple(libs), tuple(prov), deadline)
 
 
 def bams_for(fastq_groups: list[list[str]], bams: list[str], ref: Reference, preset: str,
-             threads: int, deadline: float | None,
-             start: float) -> tuple[list[Library], list[dict]]:
+             threads: int, deadline: Deadline) -> tuple[list[Library], list[dict]]:
     """The libraries, each FASTQ group one library, and the provenance of the indexes aligned
     with; every BAM checked against the reference before any is read."""
-    if bool(fastq_groups) == bool(bams):
-        raise InputError("give reads as --fastq or as --bam (exactly one of them)")
+    exactly_one({"--fastq": fastq_groups, "--bam": bams})
     libs, prov = [], []
     for group in fastq_groups:
         check_library(group)
@@ -112,10 +103,10 @@ def bams_for(fastq_groups: list[list[str]], bams: list[str], ref: Reference, pre
         return unique_samples(libs), prov
     presets = set()
     for group in fastq_groups:
-        out = library_bam(group, ref, preset, threads, deadline, start)
-        presets.add(out["preset"])
-        libs.append(Library(Path(group[0]).name, out["bam"], aligned_here=True,
-                            truncated=out["truncated"], preset=out["preset"],
+        out = library_bam(group, ref, preset, threads, deadline)
+        presets.add(out.preset)
+        libs.append(Library(Path(group[0]).name, out.bam, aligned_here=True,
+                            truncated=out.truncated, preset=out.preset,
                             fastq=tuple(str(g) for g in group)))
     for p in sorted(presets):
         path, digest = ref.index(p)

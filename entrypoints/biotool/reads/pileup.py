@@ -7,14 +7,19 @@ tally) runs in numpy over thousands of reads at a time.
 from __future__ import annotations
 
 import os
-import time
 from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Mapping
 
 from biotool.alignment.vocabulary import (ALIGNED, CONSUMES_QUERY, CONSUMES_REFERENCE, DELETION,
                                           INSERTION, REVERSE, SKIP_FOR_ALLELES)
+from biotool.deadline import Deadline
 from biotool.output import InputError
 from biotool.reads.bam import fetch
 from biotool.reads.indel import deletion_span, insertion_left
+
+if TYPE_CHECKING:  # numpy is imported where a pileup is made, not at start-up
+    import numpy as np
 
 BATCH_BASES = 2_000_000
 
@@ -44,12 +49,12 @@ class Pileup:
         self._dlo, self._dhi, self._slo, self._shi = [], [], [], []
         self._qoff = 0
 
-    def add_bam(self, bam, min_mapq: int, deadline: float | None) -> None:
+    def add_bam(self, bam, min_mapq: int, deadline: Deadline) -> None:
         s, e, off, ref = self.start, self.end, self.off, self.refseq
         n, last = 0, -1
         for read in fetch(bam, self.contig, s, e):
             n += 1
-            if deadline is not None and n % 2000 == 0 and time.monotonic() > deadline:
+            if n % 2000 == 0 and deadline.passed():
                 self.truncated = True
                 break
             if read.reference_start < last:  # pysam checked the order of the first reads only
@@ -134,17 +139,29 @@ class Pileup:
                 arr += np.bincount(lo, minlength=n + 1) - np.bincount(hi, minlength=n + 1)
         self._reset()
 
-    def finish(self) -> dict:
-        """Arrays over the region: counts (n,4,2), deleted, pairs (reads covering a base and
-        the next: those that can show an indel after it); and the indels."""
+    def finish(self) -> Piled:
+        """What one library's reads piled up over the region."""
         import numpy as np
 
         n = self.end - self.start
-        return {"counts": self.bases.reshape(n, 4, 2),
-                "deleted": np.cumsum(self.deleted)[:n],
-                "pairs": np.cumsum(self.pairs)[:n],
-                "indels": dict(self.indels), "reads_used": self.reads_used,
-                "truncated": self.truncated}
+        return Piled(self.bases.reshape(n, 4, 2), np.cumsum(self.deleted)[:n],
+                     np.cumsum(self.pairs)[:n], dict(self.indels), self.reads_used,
+                     self.truncated)
+
+
+@dataclass(frozen=True)
+class Piled:
+    """One library's pileup over a region, arrays by position: `counts` (n, 4, 2: base,
+    strand), `deleted`, `pairs` (reads covering a base and the next: those that can show an
+    indel after it); `indels` by key, with their (forward, reverse) reads; the reads used,
+    and whether --timeout stopped the reading."""
+
+    counts: np.ndarray
+    deleted: np.ndarray
+    pairs: np.ndarray
+    indels: Mapping[tuple, list[int]]
+    reads_used: int
+    truncated: bool
 
 
 _LUT = None

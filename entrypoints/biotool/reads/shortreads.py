@@ -3,17 +3,17 @@ from its SAM as it streams."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from biotool.alignment import aligners
 from biotool.alignment.aligners import bwa_command, finish_by
 from biotool.alignment.vocabulary import NOT_PRIMARY, REVERSE, UNMAPPED, text_reference_length
+from biotool.deadline import UNBOUNDED, Deadline
 from biotool.procs import OutOfTime, run_pipeline
 
 
 def map_sample(prefix: Path, recs, as_text, threads: int = 1,
-               deadline: float | None = None) -> tuple[list[tuple], int, bool]:
+               deadline: Deadline = UNBOUNDED) -> tuple[list[tuple], int, bool]:
     """Primary placements of `recs` by bwa mem: ([(contig, start0, end0, mapq, reverse)] for
     mapped reads, reads aligned, truncated). Reads are fed while SAM is read back, and
     feeding stops at the deadline, so the budget bounds the work."""
@@ -23,7 +23,7 @@ def map_sample(prefix: Path, recs, as_text, threads: int = 1,
     def feed(stdin) -> None:
         nonlocal fed, truncated
         for rec in recs:
-            if deadline is not None and fed % 256 == 0 and time.monotonic() > deadline:
+            if fed % 256 == 0 and deadline.passed():
                 truncated = True
                 break
             stdin.write(as_text(rec))

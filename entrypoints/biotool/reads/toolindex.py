@@ -6,14 +6,13 @@ from __future__ import annotations
 from biotool.alignment import indexes
 from biotool.alignment.reference import resolve
 from biotool.provenance import provenance, used
-from biotool.reads.job import deadline_from
+from biotool.deadline import UNBOUNDED, Deadline
 
 
-def index_path(reference: str, kind: str, timeout: float | None = None) -> dict:
+def index_path(reference: str, kind: str, deadline: Deadline = UNBOUNDED) -> dict:
     """The index `kind` of `reference` (a staged name or a FASTA path): the staged one, else the
-    cached one, built first within `timeout` (exit 2 naming --timeout when it cannot be)."""
+    cached one, built first by `deadline` (exit 2 naming --timeout when it cannot be)."""
     indexes.check_kind(kind)
-    _, deadline = deadline_from(timeout)
     ref = resolve(reference)
     staged = ref.is_staged(kind)
     path, digest = ref.index_of(kind, deadline)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from biotool.arms import Hedges, declared, hedge
 from biotool.competence import bounded, not_applicable
+from biotool.deadline import UNBOUNDED, Deadline
 from biotool.provenance import provenance, used
 from biotool.reads.bam import open_bam, refuse_if_divergent
 from biotool.reads.inputs import region_not_in_bam
@@ -44,14 +45,14 @@ def _mismatches(counts, refseq: str) -> tuple[int, int]:
 def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str] | None = None,
              region: str | None = None, min_depth: int = 10, min_af: float = 0.2, top: int = 25,
              vcf: str | None = None, min_mapq: int = 20, min_bq: int = 13, threads: int = 2,
-             timeout: float | None = None, preset: str = "auto") -> dict:
+             deadline: Deadline = UNBOUNDED, preset: str = "auto") -> dict:
     import numpy as np
 
     if vcf is not None:  # before any work: '' or an unwritable place is refused here
         from biotool.reads.vcf import check_vcf_path
 
         check_vcf_path(vcf)
-    job = open_job(reference, fastq or [], bam or [], region, preset, threads, timeout)
+    job = open_job(reference, fastq or [], bam or [], region, preset, threads, deadline)
     ref, contigs, libs = job.reference, job.contigs, job.libraries
     calls, below, depths, truncated = [], 0, [], job.truncated
     seen = [_Seen(lib) for lib in libs]
@@ -67,11 +68,11 @@ def variants(reference: str, fastq: list[list[str]] | None = None, bam: list[str
                     one.in_header = True
                     pile.add_bam(one.handle, min_mapq, job.deadline)
                 out = pile.finish()
-                mism, bases = _mismatches(out["counts"], seq[s - off:e - off])
+                mism, bases = _mismatches(out.counts, seq[s - off:e - off])
                 one.mismatched += mism
                 one.aligned += bases
-                one.reads_used += out["reads_used"]
-                truncated |= out["truncated"]
+                one.reads_used += out.reads_used
+                truncated |= out.truncated
                 per_lib.append(out)
             region_calls, n_below, depth = _call(contig, s, e, seq, off, per_lib, libs,
                                                  min_depth, min_af)
@@ -156,8 +157,8 @@ def _call(contig, s, e, seq, off, per_lib, libs, min_depth, min_af):
     import numpy as np
 
     n = e - s
-    counts = sum(p["counts"] for p in per_lib)          # (n, 4, 2)
-    deleted = sum(p["deleted"] for p in per_lib)
+    counts = sum(p.counts for p in per_lib)          # (n, 4, 2)
+    deleted = sum(p.deleted for p in per_lib)
     depth = counts.sum(axis=(1, 2)) + deleted
     refc = _lut()[np.frombuffer(seq[s - off:e - off].encode(), dtype=np.uint8)]
     alt = counts.sum(axis=2)                            # (n, 4)
@@ -173,8 +174,8 @@ def _call(contig, s, e, seq, off, per_lib, libs, min_depth, min_af):
     for i, b in zip(*np.nonzero(passing)):
         samples = []
         for lib, p in zip(libs, per_lib):
-            d = int(p["counts"][i].sum() + p["deleted"][i])
-            a = p["counts"][i, b]
+            d = int(p.counts[i].sum() + p.deleted[i])
+            a = p.counts[i, b]
             samples.append({"sample": lib.sample, "depth": d, "alt_reads": int(a.sum()),
                             "af": round(float(a.sum()) / d, 4) if d else None,
                             "fwd": int(a[0]), "rev": int(a[1])})
@@ -186,13 +187,13 @@ def _call(contig, s, e, seq, off, per_lib, libs, min_depth, min_af):
     # Indels: depth is the reads spanning the anchor base and the base after it.
     keys = set()
     for p in per_lib:
-        keys |= set(p["indels"])
+        keys |= set(p.indels)
     for key in keys:
         pos0, r, a = key
         i = pos0 - s
         if not 0 <= i < n:
             continue
-        fr = [p["indels"].get(key, [0, 0]) for p in per_lib]
+        fr = [p.indels.get(key, [0, 0]) for p in per_lib]
         fwd, rev = sum(x[0] for x in fr), sum(x[1] for x in fr)
         k = fwd + rev
         if k < 2:
@@ -201,7 +202,7 @@ def _call(contig, s, e, seq, off, per_lib, libs, min_depth, min_af):
         for lib, p, x in zip(libs, per_lib, fr):
             # Reads spanning the anchor base and the base after it can show the event; a read
             # ending at the anchor (a fragment end, a cut) cannot, so it does not count.
-            sd = max(int(p["pairs"][i]), sum(x))
+            sd = max(int(p.pairs[i]), sum(x))
             samples.append({"sample": lib.sample, "depth": sd, "alt_reads": sum(x),
                             "af": round(sum(x) / sd, 4) if sd else None,
                             "fwd": x[0], "rev": x[1]})
@@ -226,7 +227,7 @@ def _nearby(keys, per_lib, key, flank: int = 5) -> int:
     total = 0
     for other in keys:
         if other != key and lo <= other[0] <= hi:
-            total += sum(sum(p["indels"].get(other, (0, 0))) for p in per_lib)
+            total += sum(sum(p.indels.get(other, (0, 0))) for p in per_lib)
     return total
 
 

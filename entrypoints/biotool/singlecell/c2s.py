@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from biotool.deadline import UNBOUNDED, Deadline
 from biotool.output import InputError, ToolFailure
 from biotool.progress import log
 
@@ -107,13 +108,13 @@ def _encode(tok, batch: list[str], device: str):
 
 
 def generate(loaded: Loaded, prompts: list[str], batch_size: int = 8,
-             max_new_tokens: int = MAX_NEW_TOKENS, deadline: float | None = None,
+             max_new_tokens: int = MAX_NEW_TOKENS, deadline: Deadline = UNBOUNDED,
              per_cell_estimate: float | None = None) -> dict:
     """Greedy answers for prompts, in batches of at most `batch_size`.
 
     The budget is checked before every batch, as the design checks it before every cell: the
     first batch is one cell (it measures a cell's cost), and each later one is sized so that
-    it fits in what is left of `deadline` (time.monotonic()) and takes at most about
+    it fits in what is left of `deadline` and takes at most about
     budget.CHECK_EVERY_S (budget.Batches plans the batches). The first cell runs only when
     what an earlier run measured for one cell (`per_cell_estimate`) fits, or, with no
     measurement, when any time is left; and the deadline rings inside a batch too

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from biotool.arms import Hedges, declared, hedge
 from biotool.competence import bounded, not_applicable
+from biotool.deadline import UNBOUNDED, BudgetRefusal, Deadline
 from biotool.output import InputError, ProgramError, ToolFailure
 from biotool.provenance import provenance, used
 from biotool.singlecell import celltypist_panel as ctp
@@ -194,22 +195,16 @@ def _celltypist(adata, species: str, reference: str, explicit: tuple | None,
     return out, items, errors, CellLabels(s["labels"], s["max_prob"])
 
 
-class BudgetRefusal(InputError):
-    """--timeout left no room for a stage: refused up front, or ran out inside it. Exit 2, as
-    for every local budget that ran out before any result (docs/contract.md): the same budget
-    fails the same way again, so the remedy is the caller's."""
-
-
-def _spent(timeout: float, start: float, stage: str) -> BudgetRefusal:
+def _spent(deadline: Deadline, stage: str) -> BudgetRefusal:
     return BudgetRefusal(
-        f"--timeout {timeout:g} s ran out while {stage} ({time.monotonic() - start:.1f} s since "
+        f"--timeout {deadline.seconds:g} s ran out while {stage} ({deadline.elapsed():.1f} s since "
         f"the command started, start-up and imports included): nothing answered; raise "
         f"--timeout (its floor is start-up, the matrix load, the panel and, for Cell2Sentence, "
         f"the model load and one cell)")
 
 
-def _c2s(cells: list[dict], organism: str, spec: dict, deadline: float,
-         batch_size: int, timeout: float, start: float) -> tuple[dict, list]:
+def _c2s(cells: list[dict], organism: str, spec: dict, deadline: Deadline,
+         batch_size: int) -> tuple[dict, list]:
     from biotool import budget
     from biotool.singlecell import c2s
 
@@ -217,16 +212,16 @@ def _c2s(cells: list[dict], organism: str, spec: dict, deadline: float,
     # is refused before it starts, naming the measured time.
     key = f"c2s-load:{spec['weights']}:{c2s.pick_device(None)}"
     seen = budget.measured(key)
-    left = budget.left(deadline)
+    left = deadline.left()
     fresh = not c2s.loaded_already(spec["weights"], spec["tokenizer"])
     if fresh and seen.get("load_s") is not None and \
             seen["load_s"] + seen.get("per_cell_s", 0.0) > left:
-        need = time.monotonic() - start + seen["load_s"] + seen.get("per_cell_s", 0.0)
+        need = deadline.elapsed() + seen["load_s"] + seen.get("per_cell_s", 0.0)
         raise BudgetRefusal(
             f"Cell2Sentence not started: loading {spec['provenance'][0]['name']} took "
             f"{seen['load_s']:.1f} s on this machine (measured by an earlier run"
             + (f"; one cell {seen['per_cell_s']:.1f} s" if seen.get("per_cell_s") else "")
-            + f") and {max(0.0, left):.1f} s of --timeout {timeout:g} s are left; give "
+            + f") and {max(0.0, left):.1f} s of --timeout {deadline.seconds:g} s are left; give "
             f"--timeout {budget.advised(need)} or more")
     t0 = time.monotonic()
     try:
@@ -236,7 +231,7 @@ def _c2s(cells: list[dict], organism: str, spec: dict, deadline: float,
         cut = time.monotonic() - t0
         if fresh:  # the load takes longer than this: a faster figure kept from before is stale
             budget.record_at_least(key, load_s=cut)
-        raise _spent(timeout, start, f"loading the Cell2Sentence model "
+        raise _spent(deadline, f"loading the Cell2Sentence model "
                                      f"({cut:.1f} s into the load)") from None
     load_s = time.monotonic() - t0
     if fresh:  # a model this process already held says nothing of a load's cost
@@ -248,8 +243,8 @@ def _c2s(cells: list[dict], organism: str, spec: dict, deadline: float,
         budget.record(key, per_cell_s=gen["per_cell_s"])
     if not gen["done"]:
         raise BudgetRefusal(
-            f"--timeout {timeout:g} s left no time for one Cell2Sentence cell after the model "
-            f"load ({load_s:.1f} s; {time.monotonic() - start:.1f} s since the command "
+            f"--timeout {deadline.seconds:g} s left no time for one Cell2Sentence cell after the "
+            f"model load ({load_s:.1f} s; {deadline.elapsed():.1f} s since the command "
             f"started): no cell answered; raise --timeout")
     per_cell = [{"cell": c["cell"], "cell_type": a, "genes_in_sentence": len(c["genes"])}
                 for c, a in zip(cells, gen["answers"])]
@@ -312,18 +307,16 @@ def _write_cells(path, norm, celltypist: CellLabels | None, c2s_res: dict | None
 
 
 def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str = "auto",
-                    organism: str = "auto", n_cells: int = 8, budget_seconds: float = 300.0,
+                    organism: str = "auto", n_cells: int = 8, deadline: Deadline = UNBOUNDED,
                     c2s_model: str = mdl.DEFAULT_C2S, batch_size: int = 8, seed: int = 0,
-                    cells_out: str | None = None, started: float | None = None) -> dict:
-    """`started` (time.monotonic()) is when the budget began: the command line passes the
-    process's start, so start-up and imports count; a library caller's budget starts here."""
+                    cells_out: str | None = None) -> dict:
+    """`deadline`: the command line's counts from the process's start, so start-up and
+    imports count."""
     from biotool.files import output_file
     from biotool.singlecell import c2s, matrix
 
     from biotool import budget
 
-    start = time.monotonic() if started is None else started
-    deadline = start + budget_seconds
     if model not in MODELS:
         raise InputError(f"--model {model}: expected one of {', '.join(MODELS)}")
     if model == "c2s-celltype" and reference != "auto":
@@ -349,7 +342,7 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
             norm, note = matrix.normalise(adata)
             species = _species(norm.var_names, organism)
     except budget.BudgetSpent:
-        raise _spent(budget_seconds, start, "loading the matrix") from None
+        raise _spent(deadline, "loading the matrix") from None
     out = {"matrix": {"path": str(matrix_path), "cells": int(adata.n_obs),
                       "genes": int(adata.n_vars), "read_as": adata.uns.get("biotool_source", {}),
                       "normalisation": note},
@@ -362,7 +355,7 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
                 out["celltypist"], items, ct_errors, labels = _celltypist(
                     norm, species["species"], reference, explicit, seed)
         except budget.BudgetSpent:
-            raise _spent(budget_seconds, start, "scoring the CellTypist panel") from None
+            raise _spent(deadline, "scoring the CellTypist panel") from None
         errors.update(ct_errors)
         used_items += items
     if spec is not None:
@@ -375,9 +368,8 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
                     cells = c2s.cell_sentences(norm, n_cells, seed=seed)
                     c2s.pick_device(None)
             except budget.BudgetSpent:
-                raise _spent(budget_seconds, start, "preparing Cell2Sentence's prompts") from None
-            res, items = _c2s(cells, organism_c2s, spec, deadline, batch_size, budget_seconds,
-                              start)
+                raise _spent(deadline, "preparing Cell2Sentence's prompts") from None
+            res, items = _c2s(cells, organism_c2s, spec, deadline, batch_size)
         except ProgramError as exc:
             if model != "all":
                 raise
@@ -410,24 +402,21 @@ def celltype_matrix(matrix_path: str, model: str = "celltypist", reference: str 
     covered = {"celltypist": int(adata.n_obs)} if labels is not None else {}
     if "c2s" in out:
         covered["c2s"] = out["c2s"]["cells_answered"]
-    out["timing"] = {"timeout_s": budget_seconds, "elapsed_s": round(time.monotonic() - start, 2),
+    out["timing"] = {"timeout_s": deadline.seconds, "elapsed_s": round(deadline.elapsed(), 2),
                      "cells_covered": covered}
     out["provenance"] = provenance(*used_items)
     return declared(out, MATRIX_HEDGES)
 
 
 def celltype_genes(genes: str, organism: str = "auto", c2s_model: str = mdl.DEFAULT_C2S,
-                   budget_seconds: float = 300.0, started: float | None = None) -> dict:
-    start = time.monotonic() if started is None else started
+                   deadline: Deadline = UNBOUNDED) -> dict:
     ranked = [g.strip() for g in genes.split(",") if g.strip()]
     if not ranked:
         raise InputError("--genes: no gene names given (comma-separated, highest expression first)")
     species = _species(ranked, organism, min_informative=5)
     org = _c2s_organism(species)
     spec = mdl.c2s_model(c2s_model)
-    deadline = start + budget_seconds
-    res, items = _c2s([{"cell": "genes", "genes": ranked}], org, spec, deadline, 1,
-                      budget_seconds, start)
+    res, items = _c2s([{"cell": "genes", "genes": ranked}], org, spec, deadline, 1)
     answer = res["cells"][0]["cell_type"] if res["cells"] else None
     spots = ["one ranked gene list: a single cell's answer, with no composition to weigh it"]
     # Confidence is measured: the model's probability of its own answer (no constant).

@@ -5,6 +5,7 @@ from __future__ import annotations
 from biotool import options
 from biotool.family import Family
 from biotool.output import InputError
+from commandline.choice import exactly_one
 from commandline.kinds import count
 from commandline.spec import Command, Option
 
@@ -102,11 +103,10 @@ def celltype_cmd(matrix, genes, model, reference, organism, n_cells, budget_seco
     from biotool import libcaches
 
     libcaches.seed()
-    from biotool.budget import process_started
+    from biotool.deadline import Deadline
     from biotool.singlecell.celltype import celltype_genes, celltype_matrix
 
-    if (matrix is None) == (genes is None):
-        raise InputError("celltype: give exactly one of --matrix or --genes")
+    exactly_one({"--matrix": matrix, "--genes": genes})
     if genes is not None:
         if model != "c2s-celltype":
             raise InputError("--genes: only --model c2s-celltype reads a ranked gene list")
@@ -115,10 +115,10 @@ def celltype_cmd(matrix, genes, model, reference, organism, n_cells, budget_seco
                              "--genes goes to Cell2Sentence only")
         if cells_out is not None:
             raise InputError("--cells-out: needs a --matrix (--genes is one cell)")
-        return celltype_genes(genes, organism, c2s_model, budget_seconds,
-                              started=process_started())
-    return celltype_matrix(matrix, model, reference, organism, n_cells, budget_seconds,
-                           c2s_model, batch_size, seed, cells_out, started=process_started())
+        return celltype_genes(genes, organism, c2s_model, Deadline.of_process(budget_seconds))
+    return celltype_matrix(matrix, model, reference, organism, n_cells,
+                           Deadline.of_process(budget_seconds), c2s_model, batch_size, seed,
+                           cells_out)
 
 
 def commands() -> list[Command]:

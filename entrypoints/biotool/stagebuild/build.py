@@ -17,19 +17,19 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Mapping
 
 from biotool.cache import atomic_path, sha256_tree
 from biotool.staging import INVENTORY, LOCK, StagingError, load_manifests, usable
 from biotool.staging.item import StagedItem
+from biotool.staging.manifest import ManifestEntry
 from biotool.stagebuild import pins as pinning
 from biotool.stagebuild.fetch import PinMismatch, download, head_size
 from biotool.stagebuild.hooks import BUILDERS, named
 from biotool.stagebuild.prepare import Beside, prepare
 from biotool.stagebuild.tools import Prepared
 
-Entry = Mapping[str, Any]  # a manifest entry, frozen (MappingProxyType): read, never changed
+Entry = ManifestEntry  # frozen by the loader: read, never changed
 
 
 def _built(entry: Entry, dest: Path, refs_dir: Path) -> Prepared:
@@ -93,7 +93,7 @@ class Fetched:
 
     @property
     def key(self) -> str:
-        return f"{self.entry['kind']}/{self.entry['name']}"
+        return self.entry.key
 
 
 def _refresh(entry: Entry) -> str:
@@ -104,8 +104,7 @@ def _refresh(entry: Entry) -> str:
 def fetch_item(entry: Entry, refs_dir: Path, dest_home: Path, pins: dict | None = None,
                tofu: bool = False) -> Fetched:
     """Download and verify one item's sources into dest_home/<kind>s/.<name>.staging."""
-    entry = MappingProxyType(dict(entry))
-    kind, name = entry["kind"], entry["name"]
+    kind, name = entry.kind, entry.name
     work = dest_home / f"{kind}s" / f".{name}.staging"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -118,7 +117,7 @@ def fetch_item(entry: Entry, refs_dir: Path, dest_home: Path, pins: dict | None 
         if entry.get("sha256"):
             return Fetched(entry, work, _local_sources(entry, refs_dir, into))
         extra: dict = {}
-        pin = (pins or {}).get(f"{kind}/{name}")
+        pin = (pins or {}).get(entry.key)
         if pin is None:
             if not tofu:
                 raise StagingError(_unpinned_line(entry))
@@ -174,7 +173,7 @@ def preflight(entries: list[Entry], pins: dict, tofu: bool) -> dict[str, str]:
     request; a server that does not say is checked by the download itself)."""
     bad = {}
     for entry in entries:
-        key = f"{entry['kind']}/{entry['name']}"
+        key = entry.key
         if entry.get("builder") or entry.get("sha256") or not pinning.sources(entry):
             continue
         pin = pins.get(key)
@@ -222,11 +221,11 @@ def stage(refs_dir: Path, dest_home: Path, sets: list[str], lock: Path | None = 
     dest_home.mkdir(parents=True, exist_ok=True)
     pins = pinning.read_lock(Path(lock) if lock else refs_dir / LOCK)
     items, failed, tofu_pins = {}, [], []
-    wanted = [MappingProxyType(e) for e in load_manifests(refs_dir)
+    wanted = [e for e in load_manifests(refs_dir)
               if e.get("set", "production") in sets and not (only and e["name"] not in only)]
 
     def fail(entry: Entry, why: str) -> None:
-        key = f"{entry['kind']}/{entry['name']}"
+        key = entry.key
         why = " ".join(why.split())  # one line, whatever a tool printed
         if entry.get("set") == "demo":
             raise StagingError(f"{key}: {why}")
@@ -242,7 +241,7 @@ def stage(refs_dir: Path, dest_home: Path, sets: list[str], lock: Path | None = 
     fetched: list[Fetched] = []
     try:
         for entry in wanted:
-            key = f"{entry['kind']}/{entry['name']}"
+            key = entry.key
             if key in stopped:
                 fail(entry, stopped[key])
                 continue

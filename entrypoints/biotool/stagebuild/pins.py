@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from biotool.staging import LOCK, StagingError
+from biotool.staging.manifest import item_key
 from biotool.stagebuild.fetch import download, read_bytes
 
 HF_INCLUDE = ("*.json", "*.safetensors", "*.txt", "*.model")
@@ -105,7 +106,7 @@ def read_lock(path: Path) -> dict[str, dict]:
         return {}
     except tomllib.TOMLDecodeError as exc:
         raise StagingError(f"{path}: not valid TOML: {exc}") from None
-    return {f"{p['kind']}/{p['name']}": p for p in data.get("pin", [])}
+    return {item_key(p["kind"], p["name"]): p for p in data.get("pin", [])}
 
 
 def _toml(value) -> str:
@@ -287,7 +288,7 @@ def pin(refs_dir: Path, sets: list[str], lock_path: Path | None = None,
             sys.stderr.write(f"staging: pinning {label(entry)}\n")
             revision, files = resolve(entry)
             refuse_rewritten(entry, files)
-            pins[f"{entry['kind']}/{entry['name']}"] = fetch_resolved(entry, revision, files, work)
+            pins[entry.key] = fetch_resolved(entry, revision, files, work)
         except StagingError as exc:
             failed.append(str(exc))
         finally:

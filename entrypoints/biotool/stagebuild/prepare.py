@@ -32,6 +32,7 @@ from biotool.alignment import indexes
 from biotool.output import ToolFailure
 from biotool.staging import StagingError, usable
 from biotool.staging.item import StagedItem
+from biotool.staging.manifest import item_key
 from biotool.stagebuild import blastdate, blastdb, genetable, gtf, hfmodel, kraken2
 from biotool.stagebuild.pins import prebuilt_name
 from biotool.stagebuild.prebuilt import use_prebuilt
@@ -47,7 +48,7 @@ class Beside:
 
     def item(self, kind: str, name: str) -> StagedItem | None:
         """The usable item staged there so far (its origin is moot while staging)."""
-        rec = self.items.get(f"{kind}/{name}")
+        rec = self.items.get(item_key(kind, name))
         item = StagedItem.from_record(rec, "image", self.home) if rec else None
         return item if usable(item) else None
 

@@ -38,6 +38,7 @@ from typing import Any, Mapping
 from biotool.cache import sha256_tree
 from biotool.output import InputError
 from biotool.staging.item import StagedItem
+from biotool.staging.manifest import ManifestEntry, item_key
 
 IMAGE_HOME = Path("/opt/biotool")
 REPO_REFS = Path(__file__).resolve().parents[3] / "refs"
@@ -74,8 +75,8 @@ def manifest_dir() -> Path:
     return staged_copy if staged_copy.is_dir() else REPO_REFS
 
 
-def load_manifests(directory: Path | None = None) -> list[dict]:
-    """Every manifest item, each with its `kind`, in file then declaration order."""
+def load_manifests(directory: Path | None = None) -> list[ManifestEntry]:
+    """Every manifest item, frozen with its `kind` and key, in file then declaration order."""
     directory = Path(directory or manifest_dir())
     items = []
     for path in sorted(directory.glob("*.toml")):
@@ -89,7 +90,7 @@ def load_manifests(directory: Path | None = None) -> list[dict]:
             for entry in data.get(kind, []):
                 if "name" not in entry:
                     raise StagingError(f"{path}: a [[{kind}]] entry has no name")
-                items.append({"kind": kind, "manifest": path.name, **entry})
+                items.append(ManifestEntry(kind, path.name, entry))
     return items
 
 
@@ -236,7 +237,7 @@ class Status:
 
 def status(entry: Mapping[str, Any]) -> Status:
     """How a manifest item (or a staged item's record) stands here."""
-    staged = inventory().items.get(f"{entry['kind']}/{entry['name']}")
+    staged = inventory().items.get(item_key(entry["kind"], entry["name"]))
     said = dict(kind=entry["kind"], name=entry["name"], set=entry.get("set", "production"),
                 title=entry.get("title", ""))
     if staged is None:

@@ -151,7 +151,7 @@ def staged_items(home: Path) -> list[dict]:
     from biotool.staging import StagingError, load_manifests
 
     try:  # the manifests staged beside the items: the digests of sources shipped in refs/
-        manifests = {f"{e['kind']}/{e['name']}": e for e in load_manifests(home / "manifests")}
+        manifests = {e.key: e for e in load_manifests(home / "manifests")}
     except (StagingError, OSError):
         manifests = {}
     out = []

@@ -63,11 +63,12 @@ holding one subtype the margin is 0, and on any panel many no-hit reads (10%+) s
 HA/NA reads of a subtype the panel lacks come back as no-hit; search nt (--remote) or a wider
 database (--database).⟧ truncated=true when --timeout ran out with part of the queries searched.
 
-Exit codes: 2 bad input (missing or malformed file, bad option); 3 refused by the rules
+Exit codes: 2 bad input (missing or malformed file, bad option), or a local search that
+searched no query within --timeout; 3 refused by the rules
 (the server is not on the egress allowlist, or HTTPS_PROXY is not a local http:// proxy);
 4 BLAST failed (no RID, FAILED/UNKNOWN
 status, rate-limit or HTML page instead of JSON, empty report, a redirect, the pacing
-schedule not writable, timeout with nothing done).
+schedule not writable, --timeout with nothing done at NCBI).
 
 \b
 Examples:
@@ -86,9 +87,11 @@ def describe() -> Family:
 
 def taxonomy_cmd(fasta, fastq, top, sample, timeout, local, remote, database, email, seed,
                  threads, hits_out) -> dict:
+    from biotool.deadline import Deadline
     from biotool.taxonomy.identify import identify
 
-    return identify(fasta=fasta, fastq=fastq, top=top, sample=sample, timeout=timeout,
+    return identify(fasta=fasta, fastq=fastq, top=top, sample=sample,
+                    deadline=Deadline.of_process(timeout),
                     local=local, remote=remote, database=database, email=email or "",
                     seed=seed, threads=threads, hits_out=hits_out)
 

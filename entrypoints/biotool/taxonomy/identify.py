@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 from biotool import hittext
 from biotool.arms import declared
+from biotool.deadline import BudgetRefusal, Deadline
 from biotool.output import InputError, ProgramError, ToolFailure
 from biotool.progress import log
 
@@ -78,24 +78,22 @@ def choose_mode(local: bool, remote: bool) -> tuple[str, str]:
     return "local", "no reachable egress proxy (HTTPS_PROXY unset or not answering): offline"
 
 
-def identify(fasta: str | None = None, fastq: str | None = None, top: int = 5,
-             sample: int = 100, timeout: float = 600.0, local: bool = False,
+def identify(deadline: Deadline, fasta: str | None = None, fastq: str | None = None,
+             top: int = 5, sample: int = 100, local: bool = False,
              remote: bool = False, database: str | None = None, email: str = "",
              seed: int = 0, threads: int = 1, hits_out: str | None = None) -> dict:
     from biotool.files import output_file
-    from biotool.provenance import provenance, used
+    from biotool.provenance import provenance
     from biotool.taxonomy import influenza, sequences, summary
 
-    started = time.monotonic()
     if database is not None and not database.strip():
         raise InputError("--database: empty name (give a staged database name, or leave the "
                          "option out for the default)")
     hits_path = output_file(hits_out, "--hits-out") if hits_out is not None else None
     query_set = sequences.load_queries(fasta, fastq, sample, seed)
-    queries = query_set["queries"]
-    skipped = query_set["skipped"]
-    if any(skipped.values()):
-        log(f"taxonomy: skipped {skipped['empty']} empty and {skipped['no_acgt']} N-only "
+    queries = list(query_set.queries)
+    if query_set.empty or query_set.no_acgt:
+        log(f"taxonomy: skipped {query_set.empty} empty and {query_set.no_acgt} N-only "
             f"records (nothing to search)")
     mode, why = choose_mode(local, remote)
     panel_rec = None
@@ -103,7 +101,6 @@ def identify(fasta: str | None = None, fastq: str | None = None, top: int = 5,
         from biotool.taxonomy.local import staged_database
 
         panel_rec = staged_database(database)  # a bad --database is named before any work
-    left = timeout - (time.monotonic() - started)
     log(f"taxonomy: {len(queries)} queries, {mode} search ({why})")
     if mode == "remote":
         from biotool.taxonomy.ncbi import remote_search
@@ -112,49 +109,39 @@ def identify(fasta: str | None = None, fastq: str | None = None, top: int = 5,
         if not re.fullmatch(r"[A-Za-z0-9_.\-/]{1,64}", db):
             raise InputError(f"--database: {db!r} is not an NCBI BLAST database name "
                              f"(e.g. nt, core_nt, refseq_viral_genomes)")
-        found = remote_search(queries, HITS_PER_QUERY, left, db, email, log=log)
-        used_items = [used("service", f"NCBI BLAST {db}", None, server=found["server"],
-                           rids=found["rids"])]
-        local_db = None
-        search = {k: found[k] for k in ("server", "database", "rids", "halvings", "contacts",
-                                        "pacing")}
+        found = remote_search(queries, HITS_PER_QUERY, deadline, db, email, log=log)
     else:
         from biotool.taxonomy.local import local_search
 
-        found = local_search(queries, HITS_PER_QUERY, left, database, threads=threads)
-        used_items = [used("database", found["database"], found["database_sha256"],
-                           blastdb_sha256=found["blastdb_sha256"])]
-        local_db = found["database"]
-        search = {"database": local_db, "title": found["database_title"], "program": "blastn"}
-    search["hits_per_query"] = HITS_PER_QUERY
-    searched = found["searched"]
-    hits = found["hits"]
-    if not searched:
-        raise ToolFailure(f"taxonomy: --timeout {timeout:g} s ran out before any query was "
-                          f"searched ({mode}); raise --timeout or lower --sample")
+        found = local_search(queries, HITS_PER_QUERY, deadline, database, threads=threads)
+    local_db, searched, hits = found.database, list(found.searched), found.hits
+    if not searched:  # local work refuses a spent budget; NCBI's failures are its own (exit 4)
+        spent = BudgetRefusal if mode == "local" else ToolFailure
+        raise spent(f"taxonomy: --timeout {deadline.seconds:g} s ran out before any query was "
+                    f"searched ({mode}); raise --timeout or lower --sample")
     result = {
         "mode": mode,
         "mode_reason": why,
-        "input": {"source": query_set["source"], "format": query_set["format"],
-                  "records": query_set["total"], "sampled": query_set["sampled"],
-                  "skipped": skipped, "seed": seed},
+        "input": {"source": query_set.source, "format": query_set.format,
+                  "records": query_set.total, "sampled": query_set.sampled,
+                  "skipped": query_set.skipped, "seed": seed},
         "n": len(searched),
-        "truncated": bool(found["truncated"]),
+        "truncated": found.truncated,
         "hits": top_hits(hits, searched, top),
-        "summary": summary.summarize(hits, searched, query_set["total"], local_db,
-                                     fmt=query_set["format"]),
+        "summary": summary.summarize(hits, searched, query_set.total, local_db,
+                                     fmt=query_set.format),
     }
     if hits_path is not None:
         write_hits(hits_path, hits, searched)
         result["hits_file"] = str(hits_path)
-    if found["truncated"]:
-        result["truncated_reason"] = (f"--timeout {timeout:g} s ran out: {len(searched)} of "
-                                      f"{len(queries)} queries searched")
+    if found.truncated:
+        result["truncated_reason"] = (f"--timeout {deadline.seconds:g} s ran out: "
+                                      f"{len(searched)} of {len(queries)} queries searched")
     flu = influenza.tiers({q: hits.get(q, []) for q in searched}, panel=local_db,
                           panel_subtypes=influenza.database_subtypes(panel_rec.taxa or {})
                           if panel_rec else None)
     if flu:
         result["influenza"] = flu
-    result["search"] = search
-    result["provenance"] = provenance(*used_items)
+    result["search"] = {**found.where, "hits_per_query": HITS_PER_QUERY}
+    result["provenance"] = provenance(found.used)
     return declared(result, summary.HEDGES.under("summary") | influenza.HEDGES.under("influenza"))

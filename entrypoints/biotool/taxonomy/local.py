@@ -6,10 +6,12 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
+from biotool.deadline import Deadline
 from biotool.output import InputError, ToolFailure
 from biotool.procs import OutOfTime, run_bounded
+from biotool.taxonomy.searched import SearchResult
 
 if TYPE_CHECKING:  # staging is imported where a database is looked up
     from biotool.staging.item import StagedItem
@@ -51,8 +53,8 @@ def _organism(acc: str, title: str, taxa: dict) -> tuple[str, int | None]:
     return ("" if title in ("", "N/A") else title.split(",")[0]), None
 
 
-def local_search(queries: list, top: int, timeout: float, database: str | None,
-                 threads: int = 1, clock: Callable[[], float] = time.monotonic) -> dict:
+def local_search(queries: list, top: int, deadline: Deadline, database: str | None,
+                 threads: int = 1) -> SearchResult:
     """blastn of `queries` [(id, seq)] against the staged database; hits in the remote shape."""
     from biotool.taxonomy.sequences import to_fasta
 
@@ -61,7 +63,7 @@ def local_search(queries: list, top: int, timeout: float, database: str | None,
     rec = staged_database(database)
     db_prefix = rec.path("blastdb") / "db"
     taxa = rec.taxa or {}
-    deadline = clock() + timeout
+    clock = deadline.clock
     hits: dict[str, list] = {}
     searched: list[str] = []
     truncated = False
@@ -69,8 +71,8 @@ def local_search(queries: list, top: int, timeout: float, database: str | None,
         start, size = 0, CHUNK
         while start < len(queries):
             chunk = queries[start:start + size]
+            left = deadline.left()
             t0 = clock()
-            left = deadline - t0
             if left <= 0:
                 truncated = True
                 break
@@ -80,7 +82,9 @@ def local_search(queries: list, top: int, timeout: float, database: str | None,
             cmd = ["blastn", "-db", str(db_prefix), "-query", str(qpath), "-outfmt",
                    f"6 {FIELDS}", "-max_target_seqs", str(max(1, top)), "-max_hsps", "1",
                    "-evalue", "1e-5", "-num_threads", str(max(1, threads)), "-out", str(opath)]
-            try:  # killed with its threads at the deadline, not left running past --timeout
+            # Killed with its threads at the deadline, not left running past --timeout (the
+            # tool's watcher runs on the real clock, whatever clock the deadline reads).
+            try:
                 rc, said = run_bounded(cmd, time.monotonic() + left)
             except OutOfTime:
                 truncated = True
@@ -104,10 +108,15 @@ def local_search(queries: list, top: int, timeout: float, database: str | None,
             # Fewer, larger calls once the speed is known, but a call cut by --timeout loses
             # its whole chunk, so none is planned to take more than a quarter of what is left.
             rate = len(chunk) / max(clock() - t0, 1e-3)
-            size = int(min(MAX_CHUNK, max(CHUNK, rate * (deadline - clock()) / 4)))
+            size = int(min(MAX_CHUNK, max(CHUNK, rate * deadline.left() / 4)))
     for q in searched:
         hits.setdefault(q, [])
         hits[q] = sorted(hits[q], key=lambda h: -h["bit_score"])[:top]
-    return {"hits": hits, "searched": searched, "truncated": truncated,
-            "database": rec.name, "database_sha256": rec.sha256,
-            "database_title": rec.title or "", "blastdb_sha256": rec.files["blastdb"].sha256}
+    from biotool.provenance import used
+
+    return SearchResult(hits, tuple(searched), truncated,
+                        where={"database": rec.name, "title": rec.title or "",
+                               "program": "blastn"},
+                        used=used("database", rec.name, rec.sha256,
+                                  blastdb_sha256=rec.files["blastdb"].sha256),
+                        database=rec.name)

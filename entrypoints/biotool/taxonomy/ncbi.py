@@ -23,8 +23,10 @@ from typing import Callable
 from urllib.parse import urlencode, urlsplit
 
 from biotool import ncbirule
+from biotool.deadline import Deadline
 from biotool.output import InputError, ToolFailure
 from biotool.taxonomy.pacing import Pacer, PastDeadline, pacing_dir
+from biotool.taxonomy.searched import SearchResult
 
 NCBI_URL = f"https://{ncbirule.HOST}/blast/Blast.cgi"
 SAFETY_MARGIN = 1.0        # seconds added to both intervals when talking to NCBI itself
@@ -282,9 +284,10 @@ class BlastClient:
                               f"report ({describe_page(resp.text)})")
         return parse_report(resp.body, job.rid, [q for q, _ in job.batch], top)
 
-    def search(self, queries: list, top: int, timeout: float) -> dict:
+    def search(self, queries: list, top: int, budget: Deadline) -> SearchResult:
         """Every query searched in batches of at most 40, merged; partial when time runs out."""
-        deadline = self.clock() + timeout
+        # NCBI's pacing is held on the wall clock across processes: the budget left, on it.
+        deadline = self.clock() + budget.left()
         queue = [queries[i:i + MAX_BATCH] for i in range(0, len(queries), MAX_BATCH)]
         inflight: list[_Job] = []
         hits: dict[str, list] = {}
@@ -325,17 +328,25 @@ class BlastClient:
             if not hits:
                 what = (f"RID {inflight[0].rid} still {inflight[0].status or 'not polled'} after "
                         f"{inflight[0].polls} polls") if inflight else "no search finished"
-                raise ToolFailure(f"NCBI BLAST did not finish within --timeout {timeout:.0f} s "
+                raise ToolFailure(f"NCBI BLAST did not finish within --timeout {budget.seconds:.0f} s "
                                   f"({what})") from None
-        done = [q for q, _ in queries if q in hits]
-        return {"hits": hits, "searched": done, "truncated": len(done) < len(queries),
-                "rids": rids, "halvings": halvings, "contacts": self.contacts,
-                "paced_by_egress": self.paced}
+        from biotool.provenance import used
+
+        done = tuple(q for q, _ in queries if q in hits)
+        server, database = urlsplit(self.settings.url).hostname, self.settings.database
+        return SearchResult(hits, done, len(done) < len(queries), where={
+            "server": server, "database": database, "rids": rids, "halvings": halvings,
+            "contacts": self.contacts,
+            "pacing": {"min_interval_s": self.settings.min_interval,
+                       "poll_interval_s": self.settings.poll_interval,
+                       "max_queries_per_submission": MAX_BATCH}},
+            used=used("service", f"NCBI BLAST {database}", None, server=server, rids=rids))
 
 
-def remote_search(queries: list, top: int, timeout: float, database: str, email: str,
+def remote_search(queries: list, top: int, deadline: Deadline, database: str, email: str,
                   clock: Callable[[], float] = time.time,
-                  sleep: Callable[[float], None] = time.sleep, log=lambda m: None) -> dict:
+                  sleep: Callable[[float], None] = time.sleep,
+                  log=lambda m: None) -> SearchResult:
     """Search `queries` [(id, seq)] at NCBI (or BIOTOOL_NCBI_URL) with pacing held on disk."""
     settings = Settings.from_env(hitlist_size=max(1, min(top, 10)), email=email,
                                  database=database)
@@ -345,9 +356,4 @@ def remote_search(queries: list, top: int, timeout: float, database: str, email:
     pacer = Pacer(pacing_dir(), settings.min_interval + margin,
                   settings.poll_interval + margin, clock, sleep)
     client = BlastClient(settings, pacer, clock=clock, log=log)
-    out = client.search(queries, top, timeout)
-    out.update(server=urlsplit(settings.url).hostname, database=database,
-               pacing={"min_interval_s": settings.min_interval,
-                       "poll_interval_s": settings.poll_interval,
-                       "max_queries_per_submission": MAX_BATCH})
-    return out
+    return client.search(queries, top, deadline)

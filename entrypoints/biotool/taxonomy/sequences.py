@@ -3,11 +3,13 @@ a file or stdin), upper-cased, refused when they read as protein, and sampled wi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from biotool import seqio
 from biotool.output import InputError
+from commandline.choice import exactly_one
 
 
 def _check_nucleotide(ident: str, seq: str, path: Path, lineno: int) -> str:
@@ -50,10 +52,31 @@ def _searchable(records: Iterator[tuple[str, str]], skipped: dict) -> Iterator[t
             yield ident, seq
 
 
-def load_queries(fasta: str | None, fastq: str | None, n: int, seed: int = 0) -> dict:
-    """The query set: {queries: [(id, seq)], total, sampled, source, format}."""
-    if (fasta is None) == (fastq is None):
-        raise InputError("taxonomy: give exactly one of --fasta or --fastq")
+@dataclass(frozen=True)
+class QuerySet:
+    """The queries taxonomy searches, read once: (id, sequence) each, ids made unique, drawn
+    from `total` searchable records of `source` (`format` "fasta" or "fastq"); `empty` and
+    `no_acgt` count the records skipped as having nothing to search."""
+
+    queries: tuple[tuple[str, str], ...]
+    total: int
+    empty: int
+    no_acgt: int
+    source: str
+    format: str
+
+    @property
+    def sampled(self) -> bool:
+        return self.total > len(self.queries)
+
+    @property
+    def skipped(self) -> dict[str, int]:
+        return {"empty": self.empty, "no_acgt": self.no_acgt}
+
+
+def load_queries(fasta: str | None, fastq: str | None, n: int, seed: int = 0) -> QuerySet:
+    """The query set, sampled with `seed` to at most `n` queries."""
+    exactly_one({"--fasta": fasta, "--fastq": fastq})
     fmt, path = ("fasta", fasta) if fasta else ("fastq", fastq)
     reader = read_fasta if fmt == "fasta" else read_fastq
     skipped = {"empty": 0, "no_acgt": 0}
@@ -71,8 +94,7 @@ def load_queries(fasta: str | None, fastq: str | None, n: int, seed: int = 0) ->
         k = seen.get(ident, 0)
         seen[ident] = k + 1
         unique.append((ident if k == 0 else f"{ident}.{k}", seq))
-    return {"queries": unique, "total": total, "sampled": total > len(unique),
-            "skipped": skipped, "source": str(path), "format": fmt}
+    return QuerySet(tuple(unique), total, skipped["empty"], skipped["no_acgt"], str(path), fmt)
 
 
 def to_fasta(queries: list[tuple[str, str]]) -> str:

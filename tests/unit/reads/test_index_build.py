@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from biotool.deadline import Deadline
 from biotool.output import InputError
 
 from biotool_testing.contract import error_line
@@ -156,7 +157,7 @@ def test_a_waiter_gives_up_at_its_own_deadline_while_another_run_builds(biotool_
     entry = entry_dir("reference", ref.sha256[:32])
     with FileLock(str(entry / "bwa.lock")):
         with pytest.raises(InputError, match="another run is still building it"):
-            ref.index("sr", time.monotonic() + 0.3)
+            ref.index("sr", Deadline.from_now(0.3))
     assert not (entry / "bwa").exists()
 
 

@@ -132,6 +132,7 @@ def test_an_aligner_past_its_grace_is_stopped_with_a_one_line_error(library, tmp
                                                                       monkeypatch):
     from biotool.output import InputError
     from biotool.alignment import aligners, indexes
+    from biotool.deadline import Deadline
     from biotool.reads import fastq, shortreads
 
     indexes.build("bwa", library["fasta"], tmp_path / "bwa")
@@ -145,7 +146,7 @@ def test_an_aligner_past_its_grace_is_stopped_with_a_one_line_error(library, tmp
                                          r"--timeout and 0 s \(bwa mem was stopped at the "
                                          r"deadline\); give a longer --timeout$"):
         shortreads.map_sample(tmp_path / "bwa" / indexes.PREFIX, recs, fastq.as_text,
-                              deadline=t0 + 0.3)
+                              deadline=Deadline.from_now(0.3))
     # The error says bwa was stopped at the deadline; the time is bounded only against a hang
     # (the whole library takes ~15 s here), wide enough for a host ten times slower.
     assert time.monotonic() - t0 < 120

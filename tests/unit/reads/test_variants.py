@@ -141,6 +141,7 @@ def test_zero_length_and_overlong_indels_are_no_calls(tmp_path):
     # A 0D walked the whole slice per place (30 s for 6,000 reads); a long D indexed past it.
     import pysam
 
+    from biotool.deadline import UNBOUNDED
     from biotool.reads.pileup import Pileup
 
     ref = "ACGT" * 50
@@ -156,5 +157,5 @@ def test_zero_length_and_overlong_indels_are_no_calls(tmp_path):
     pysam.index(str(path))
     pile = Pileup("c", 0, len(ref), ref, 0)
     with pysam.AlignmentFile(str(path)) as bam:
-        pile.add_bam(bam, 0, None)
-    assert pile.finish()["indels"] == {}
+        pile.add_bam(bam, 0, UNBOUNDED)
+    assert pile.finish().indels == {}

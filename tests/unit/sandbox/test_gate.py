@@ -450,6 +450,7 @@ def _first_poll_waits(mock) -> None:
 def test_biotool_client_waits_out_the_gates_429s(runs, mock, cas, monkeypatch, tmp_path):
     """biotool's own BLAST client through the real gate: a poll the gate refuses (one per RID
     per POLL seconds) comes back 429 + Retry-After, and the client waits it out."""
+    from biotool.deadline import Deadline
     from biotool.taxonomy.ncbi import BlastClient, Settings
     from biotool.taxonomy.pacing import Pacer
 
@@ -459,8 +460,8 @@ def test_biotool_client_waits_out_the_gates_429s(runs, mock, cas, monkeypatch, t
     monkeypatch.setenv("SSL_CERT_FILE", cas["run"]["ca"])
     client = BlastClient(Settings(min_interval=0.05, poll_interval=0.05),
                          Pacer(tmp_path / "pacing", 0.05, 0.05))
-    out = client.search([("q1", "ACGT" * 40)], top=3, timeout=60)
-    assert out["searched"] == ["q1"] and out["paced_by_egress"] >= 1, out
+    out = client.search([("q1", "ACGT" * 40)], top=3, budget=Deadline.from_now(60))
+    assert out.searched == ("q1",) and client.paced >= 1, out
     assert mock.violations == []  # the second poll reached the mock a poll interval later
     assert [r["what"] for r in mock.requests] == ["put", "poll", "poll", "get"]
 
@@ -745,6 +746,7 @@ def test_a_cut_off_report_reaches_the_client_as_cut_off_and_the_batch_is_halved(
         runs, mock, cas, monkeypatch, tmp_path):
     # NCBI cuts large JSON reports; the gate cannot filter what does not parse, so it passes
     # on a body that reads as cut off, and biotool's client halves the batch as it does.
+    from biotool.deadline import Deadline
     from biotool.taxonomy.ncbi import BlastClient, Settings
     from biotool.taxonomy.pacing import Pacer
 
@@ -757,8 +759,8 @@ def test_a_cut_off_report_reaches_the_client_as_cut_off_and_the_batch_is_halved(
     genome = "".join((REPO / "refs/demo/sarscov2/MN908947.3.reference.fasta").read_text()
                      .splitlines()[1:])
     queries = [(f"q{i}", genome[i * 2000:i * 2000 + 300]) for i in range(4)]
-    out = client.search(queries, top=3, timeout=120)
-    assert sorted(out["searched"]) == ["q0", "q1", "q2", "q3"], out
+    out = client.search(queries, top=3, budget=Deadline.from_now(120))
+    assert sorted(out.searched) == ["q0", "q1", "q2", "q3"], out
     puts = [r["queries"] for r in mock.requests if r["what"] == "put"]
     assert puts[0] == 4 and 2 in puts[1:], puts  # the cut-off report made the client halve
 

@@ -151,6 +151,7 @@ def egress(cas, tmp_path):
 @pytest.fixture(scope="module")
 def honest(cas, tmp_path_factory):
     """biotool's own BLAST client searching 10 of the staged reads through the gate."""
+    from biotool.deadline import Deadline
     from biotool.taxonomy.ncbi import BlastClient, Settings
     from biotool.taxonomy.pacing import Pacer
 
@@ -161,8 +162,8 @@ def honest(cas, tmp_path_factory):
     try:
         client = BlastClient(Settings(min_interval=INTERVAL, poll_interval=POLL),
                              Pacer(tmp / "pacing", INTERVAL, POLL))
-        out = client.search(_reads(10), top=3, timeout=60)
-        assert len(out["searched"]) == 10, out
+        out = client.search(_reads(10), top=3, budget=Deadline.from_now(60))
+        assert len(out.searched) == 10, out
         return e.text(requests=3)
     finally:
         for k, v in saved.items():

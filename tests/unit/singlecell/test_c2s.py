@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from biotool.deadline import UNBOUNDED, Deadline
 from biotool.singlecell import c2s
 from biotool_testing.arms import run_arms
 
@@ -66,13 +67,13 @@ def test_model_is_loaded_once_per_process(tiny_c2s, loaded):
 
 def test_budget_stops_between_batches_with_a_flag(loaded, prompts):
     # A spent budget answers no cell: the first cell is no longer free.
-    out = c2s.generate(loaded, prompts, batch_size=1, deadline=time.monotonic())
+    out = c2s.generate(loaded, prompts, batch_size=1, deadline=Deadline(0.0, time.monotonic()))
     assert out["truncated"] is True and out["done"] == 0 and out["requested"] == len(prompts)
-    full = c2s.generate(loaded, prompts, batch_size=2, deadline=time.monotonic() + 600)
+    full = c2s.generate(loaded, prompts, batch_size=2, deadline=Deadline.from_now(600))
     assert full["truncated"] is False and full["done"] == len(prompts)
     assert full["per_cell_s"] > 0
     # A measured cost per cell that does not fit what is left: not even the first cell runs.
-    none = c2s.generate(loaded, prompts, batch_size=1, deadline=time.monotonic() + 5,
+    none = c2s.generate(loaded, prompts, batch_size=1, deadline=Deadline.from_now(5),
                         per_cell_estimate=60.0)
     assert none["done"] == 0 and none["truncated"] is True
 
@@ -114,9 +115,9 @@ def test_command_budget_counts_the_load_and_says_what_it_covered(c2s_env, use_ho
     # A budget that was spent before the command began: nothing is answered, exit 4.
     with pytest.raises(BudgetRefusal, match="ran out while loading the matrix"):
         celltype_matrix(str(query_h5ad), model="c2s-celltype", n_cells=5, batch_size=1,
-                        budget_seconds=1, started=time.monotonic() - 2)
+                        deadline=Deadline(1, time.monotonic() - 2))
     out = celltype_matrix(str(query_h5ad), model="all", n_cells=5, batch_size=1,
-                          budget_seconds=600)
+                          deadline=Deadline.from_now(600))
     assert out["truncated"] is False
     assert out["timing"]["cells_covered"] == {"celltypist": out["matrix"]["cells"], "c2s": 5}
     assert 0 < out["timing"]["elapsed_s"] <= 600
@@ -134,13 +135,15 @@ def test_a_model_load_measured_too_long_is_refused_up_front(c2s_env, use_home, q
     monkeypatch.setattr(c2s, "_LOADED", {})  # load afresh, as a new process would
     spec = models.c2s_model("c2s-celltype")
     key = f"c2s-load:{spec['weights']}:cpu"
-    celltype_matrix(str(query_h5ad), model="c2s-celltype", n_cells=2, budget_seconds=600)
+    celltype_matrix(str(query_h5ad), model="c2s-celltype", n_cells=2,
+                    deadline=Deadline.from_now(600))
     assert 0 < budget.measured(key)["load_s"] < 600  # the real load, measured
     budget.record(key, load_s=500.0)                   # as a slow disk would have measured it
     monkeypatch.setattr(c2s, "_LOADED", {})  # a new process: the model is not held
     with pytest.raises(BudgetRefusal, match=r"took 500\.0 s on this machine .*give --timeout"):
-        celltype_matrix(str(query_h5ad), model="c2s-celltype", n_cells=2, budget_seconds=60)
-    both = celltype_matrix(str(query_h5ad), model="all", n_cells=2, budget_seconds=60)
+        celltype_matrix(str(query_h5ad), model="c2s-celltype", n_cells=2,
+                        deadline=Deadline.from_now(60))
+    both = celltype_matrix(str(query_h5ad), model="all", n_cells=2, deadline=Deadline.from_now(60))
     # Refused, not loaded and overrun: the process never held the model, and no new load was
     # measured over the slow one.
     assert c2s._LOADED == {} and budget.measured(key)["load_s"] == 500.0
@@ -185,14 +188,14 @@ def test_a_load_cut_by_the_budget_replaces_a_faster_stale_measurement(
 
     monkeypatch.setattr(c2s, "load", slow_disk)
     with pytest.raises(BudgetRefusal, match="ran out while loading the Cell2Sentence model"):
-        celltype_matrix(str(query_h5ad), model="c2s-celltype", n_cells=1, budget_seconds=600,
-                        started=time.monotonic() - 585)
+        celltype_matrix(str(query_h5ad), model="c2s-celltype", n_cells=1,
+                        deadline=Deadline(600, time.monotonic() - 585))
     kept = budget.measured(key)["load_s"]
     assert 1.0 < kept <= 15.5  # the cut (about 15 s less the matrix load), not 0.01
     # The next run with less left is refused up front, and its advice covers the cut load.
     with pytest.raises(BudgetRefusal, match="Cell2Sentence not started") as refused:
-        celltype_matrix(str(query_h5ad), model="c2s-celltype", n_cells=1, budget_seconds=600,
-                        started=time.monotonic() - 600 + kept / 2)
+        celltype_matrix(str(query_h5ad), model="c2s-celltype", n_cells=1,
+                        deadline=Deadline(600, time.monotonic() - 600 + kept / 2))
     advised = int(re.search(r"give --timeout (\d+) or more", str(refused.value)).group(1))
     assert advised >= (600 - kept / 2 + kept) * 1.25 + 2
 
@@ -298,7 +301,7 @@ def test_generate_runs_the_budgets_plan_and_stops_where_it_says(loaded, prompts,
 
     eight = (prompts * 8)[:8]
     monkeypatch.setattr(budget, "Batches", Planned)
-    out = c2s.generate(loaded, eight, batch_size=8, deadline=None)
+    out = c2s.generate(loaded, eight, batch_size=8, deadline=UNBOUNDED)
     monkeypatch.setattr(budget, "Batches", real)
     whole = c2s.generate(loaded, eight, batch_size=8)
     assert out["done"] == 3 and out["truncated"] is True and out["requested"] == 8

@@ -39,11 +39,14 @@ def test_an_unknown_builder_fails_the_item_naming_the_known_ones(tmp_path):
 def test_a_fetched_item_holds_its_manifest_entry_frozen(tmp_path):
     from biotool.cache import sha256_tree
     from biotool.stagebuild.build import fetch_item
+    from biotool.staging.manifest import ManifestEntry
 
     src = tmp_path / "x.fa"
     src.write_text(">x\nACGT\n")
-    entry = {"kind": "reference", "name": "x", "source": str(src), "sha256": sha256_tree(src)}
+    fields = {"name": "x", "source": str(src), "sha256": sha256_tree(src)}
+    entry = ManifestEntry("reference", "test.toml", fields)
     fetched = fetch_item(entry, tmp_path, tmp_path / "home")
     with pytest.raises(TypeError):
         fetched.entry["name"] = "y"  # type: ignore[index]
-    assert entry["name"] == "x" and fetched.entry == entry
+    fields["name"] = "y"  # the loader's table, changed after: the entry keeps its copy
+    assert fetched.entry is entry and entry["name"] == "x" and entry.key == "reference/x"

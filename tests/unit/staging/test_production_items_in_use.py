@@ -81,13 +81,15 @@ def test_variant_annotate_on_grch38_coordinates(overlay, world):
 
 
 def test_local_blast_names_real_viruses_from_taxdb(overlay, world):
+    from biotool.deadline import Deadline
     from biotool.taxonomy import local
 
     _, truth = world
     seq = truth["viruses"]["NC_045512.2"][200:700]
-    out = local.local_search([("q1", seq)], top=3, timeout=120, database=None)
-    assert out["database"] == "ref_viruses_rep_genomes"
-    best = out["hits"]["q1"][0]
+    out = local.local_search([("q1", seq)], top=3, deadline=Deadline.from_now(120),
+                             database=None)
+    assert out.database == "ref_viruses_rep_genomes"
+    best = out.hits["q1"][0]
     assert best["accession"] == "NC_045512.2" and best["taxid"] == 2697049
     assert best["sciname"] == "Severe acute respiratory syndrome coronavirus 2"
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from biotool.deadline import Deadline
 from biotool.output import ToolFailure
 from biotool.taxonomy import sequences
 from biotool.taxonomy.ncbi import BlastClient, Settings
@@ -24,6 +25,11 @@ def reads(n: int) -> list:
     return list(sequences.read_fastq(ARTIC))[:n]
 
 
+def within(seconds: float, clock) -> Deadline:
+    """A budget on the test's clock, which moves only when the client sleeps."""
+    return Deadline.from_now(seconds, clock.now)
+
+
 def client(url: str, clock, tmp_path) -> BlastClient:
     s = Settings(url=url, email="agent@example.org", hitlist_size=5)
     pacer = Pacer(tmp_path / "pacing", s.min_interval, s.poll_interval, clock.now, clock.sleep)
@@ -32,7 +38,7 @@ def client(url: str, clock, tmp_path) -> BlastClient:
 
 def test_protocol_and_pacing_follow_ncbi_rules(serve_mock, clock, tmp_path):
     mock, url, _ = serve_mock(clock=clock.now, rtoe=30, ready_after=150)
-    out = client(url, clock, tmp_path).search(reads(100), top=5, timeout=3600)
+    out = client(url, clock, tmp_path).search(reads(100), top=5, budget=within(3600, clock))
 
     reqs = mock.requests
     puts = [r for r in reqs if r["what"] == "put"]
@@ -53,11 +59,11 @@ def test_protocol_and_pacing_follow_ncbi_rules(serve_mock, clock, tmp_path):
         assert len(gets) == 1 and gets[0]["params"]["FORMAT_TYPE"] == "JSON2_S"
     assert mock.violations == []
 
-    assert len(out["searched"]) == 100 and out["truncated"] is False
-    best = [out["hits"][q][0]["sciname"] for q in out["searched"] if out["hits"][q]]
+    assert len(out.searched) == 100 and out.truncated is False
+    best = [out.hits[q][0]["sciname"] for q in out.searched if out.hits[q]]
     assert len(best) >= 90 and set(best) == {SARS2}
     # Only taxonomic and alignment fields come back (no sequences, no midlines).
-    assert all(set(h) == HIT_FIELDS for q in out["searched"] for h in out["hits"][q])
+    assert all(set(h) == HIT_FIELDS for q in out.searched for h in out.hits[q])
 
 
 def test_the_mock_flags_a_client_that_breaks_the_rules(serve_mock, clock, tmp_path):
@@ -65,24 +71,24 @@ def test_the_mock_flags_a_client_that_breaks_the_rules(serve_mock, clock, tmp_pa
     s = Settings(url=url)
     rude = BlastClient(s, Pacer(tmp_path / "p", 0.0, 0.0, clock.now, clock.sleep),
                        clock=clock.now)
-    rude.search(reads(2), top=1, timeout=60)
+    rude.search(reads(2), top=1, budget=within(60, clock))
     assert any("after the previous request" in v for v in mock.violations)
 
 
 def test_truncated_json_halves_the_batch_and_merges(serve_mock, clock, tmp_path):
     mock, url, _ = serve_mock(clock=clock.now, mode="truncate", truncate_above=10)
-    out = client(url, clock, tmp_path).search(reads(40), top=3, timeout=36000)
+    out = client(url, clock, tmp_path).search(reads(40), top=3, budget=within(36000, clock))
     sizes = Counter(r["queries"] for r in mock.requests if r["what"] == "put")
     assert sizes == Counter({40: 1, 20: 2, 10: 4})
-    assert out["halvings"] == 3
-    assert sorted(out["searched"]) == sorted(q for q, _ in reads(40))
+    assert out.where["halvings"] == 3
+    assert sorted(out.searched) == sorted(q for q, _ in reads(40))
     assert mock.violations == []
 
 
 def test_a_single_query_still_truncated_is_a_failure(serve_mock, clock, tmp_path):
     _, url, _ = serve_mock(clock=clock.now, mode="truncate", truncate_above=0)
     with pytest.raises(ToolFailure, match="alone still gives a truncated reply"):
-        client(url, clock, tmp_path).search(reads(2), top=3, timeout=36000)
+        client(url, clock, tmp_path).search(reads(2), top=3, budget=within(36000, clock))
 
 
 @pytest.mark.parametrize("mode,message", [
@@ -100,7 +106,7 @@ def test_a_single_query_still_truncated_is_a_failure(serve_mock, clock, tmp_path
 def test_each_failure_has_its_own_message(serve_mock, clock, tmp_path, mode, message):
     _, url, _ = serve_mock(clock=clock.now, mode=mode)
     with pytest.raises(ToolFailure, match=message) as err:
-        client(url, clock, tmp_path).search(reads(3), top=3, timeout=3600)
+        client(url, clock, tmp_path).search(reads(3), top=3, budget=within(3600, clock))
     assert err.value.exit_code == 4
 
 
@@ -109,7 +115,7 @@ def test_never_ready_stops_at_the_timeout(serve_mock, clock, tmp_path):
     start = clock.now()
     with pytest.raises(ToolFailure, match=r"did not finish within --timeout 600 s \(RID \w+ "
                                           r"still WAITING after 10 polls\)"):
-        client(url, clock, tmp_path).search(reads(3), top=3, timeout=600)
+        client(url, clock, tmp_path).search(reads(3), top=3, budget=within(600, clock))
     polls = [r["t"] for r in mock.requests if r["what"] == "poll"]
     assert len(polls) == 10 and polls[-1] - start <= 600  # 20 s RTOE, then once a minute
     assert mock.violations == []
@@ -117,9 +123,9 @@ def test_never_ready_stops_at_the_timeout(serve_mock, clock, tmp_path):
 
 def test_timeout_with_some_batches_done_is_partial(serve_mock, clock, tmp_path):
     _, url, _ = serve_mock(clock=clock.now, ready_after=100)
-    out = client(url, clock, tmp_path).search(reads(100), top=3, timeout=165)
-    assert out["truncated"] is True
-    assert 0 < len(out["searched"]) < 100
+    out = client(url, clock, tmp_path).search(reads(100), top=3, budget=within(165, clock))
+    assert out.truncated is True
+    assert 0 < len(out.searched) < 100
 
 
 def test_env_cannot_shorten_the_intervals_for_ncbi(monkeypatch):

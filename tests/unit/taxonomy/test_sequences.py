@@ -31,17 +31,17 @@ def test_sampling_is_seeded_and_bounded():
     a = sequences.load_queries(None, str(ARTIC), 30, seed=0)
     b = sequences.load_queries(None, str(ARTIC), 30, seed=0)
     c = sequences.load_queries(None, str(ARTIC), 30, seed=1)
-    assert a["queries"] == b["queries"] and len(a["queries"]) == 30
-    assert a["queries"] != c["queries"]
-    assert a["total"] == 200 and a["sampled"] is True
+    assert a.queries == b.queries and len(a.queries) == 30
+    assert a.queries != c.queries
+    assert a.total == 200 and a.sampled is True
     full = sequences.load_queries(None, str(ARTIC), 500)
-    assert len(full["queries"]) == 200 and full["sampled"] is False
+    assert len(full.queries) == 200 and full.sampled is False
 
 
 def test_duplicate_ids_are_made_unique(tmp_path):
     fa = tmp_path / "dup.fa"
     fa.write_text(">r\nACGT\n>r\nGGCC\n")
-    ids = [q for q, _ in sequences.load_queries(str(fa), None, 10)["queries"]]
+    ids = [q for q, _ in sequences.load_queries(str(fa), None, 10).queries]
     assert ids == ["r", "r.1"]
 
 
@@ -79,12 +79,12 @@ def test_empty_and_n_only_records_are_skipped_and_counted(tmp_path):
     fa = tmp_path / "mixed.fa"
     fa.write_text(">empty\n\n>ns\nNNNNnnnn\n>soft\nacgtNNacgu\n")
     got = sequences.load_queries(str(fa), None, 10)
-    assert got["queries"] == [("soft", "ACGTNNACGT")]  # lower case and U read as DNA
-    assert got["skipped"] == {"empty": 1, "no_acgt": 1} and got["total"] == 1
+    assert got.queries == (("soft", "ACGTNNACGT"),)  # lower case and U read as DNA
+    assert got.skipped == {"empty": 1, "no_acgt": 1} and got.total == 1
     fq = tmp_path / "trimmed.fastq"  # a trimmer's zero-length read, and an all-N read
     fq.write_text("@a\n\n+\n\n@b\nNNNN\n+\nIIII\n@c\nACGTT\n+\nIIIII\n")
     got = sequences.load_queries(None, str(fq), 10)
-    assert [q for q, _ in got["queries"]] == ["c"] and got["skipped"] == {"empty": 1, "no_acgt": 1}
+    assert [q for q, _ in got.queries] == ["c"] and got.skipped == {"empty": 1, "no_acgt": 1}
     (tmp_path / "none.fa").write_text(">a\n>b\nNNN\n")
     with pytest.raises(InputError, match=r"no searchable FASTA records \(1 empty, 1 with no"):
         sequences.load_queries(str(tmp_path / "none.fa"), None, 10)
@@ -109,7 +109,7 @@ def test_stdin_is_read_once_even_gzipped():
     for data in (ARTIC.read_bytes(), gzip.compress(ARTIC.read_bytes())):
         proc = subprocess.run([sys.executable, "-c", "from biotool.taxonomy import sequences; "
                                "q = sequences.load_queries(None, '-', 500); "
-                               "print(q['total'], q['queries'][0][0])"],
+                               "print(q.total, q.queries[0][0])"],
                               input=data, capture_output=True)
         first = "4dfb1b24-eed4-4bb6-b32c-839d0c758fa9"
         assert proc.stdout.decode().split() == ["200", first], proc.stderr
