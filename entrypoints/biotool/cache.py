@@ -21,6 +21,7 @@ from typing import Iterator
 
 from biotool.output import InputError
 from biotool.progress import log
+from biotool.settings import CACHE
 
 _CHUNK = 1 << 20
 # Litter younger than this is never swept, even when unlocked: a writer may be between
@@ -45,12 +46,10 @@ def cache_root() -> Path:
 
     Created when possible; a root that cannot be created is returned as is, so `biotool
     doctor` can report it (commands that write get an InputError from `ready`)."""
-    env = os.environ.get("BIOTOOL_CACHE")
-    if env:
-        root = Path(env)
-    elif os.environ.get("XDG_CACHE_HOME"):
+    root = CACHE.get()
+    if root is None and os.environ.get("XDG_CACHE_HOME"):
         root = Path(os.environ["XDG_CACHE_HOME"]) / "biotool"
-    else:
+    elif root is None:
         root = Path(tempfile.gettempdir()) / "biotool-cache"
     with contextlib.suppress(OSError):
         root.mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import settings
 from biotool import lockedstate, ncbirule
 
 STATE = "ncbi-schedule.json"
@@ -199,7 +200,7 @@ class Schedule:
                         f"declared BLAST, and it sustains {ncbirule.sustained(holds)} at a hold "
                         f"of {min(holds):g} s (one NCBI request every {ncbirule.SLOT_S:g} s, "
                         f"each run once a round): start this run when one of them ends, or "
-                        f"give the runs a longer hold ({ncbirule.HOLD_ENV}, at most "
+                        f"give the runs a longer hold ({settings.HOLD.name}, at most "
                         f"{ncbirule.MAX_HOLD_S:g} s)")
             places[run] = (hold_s, now)
             self._write(locked, state)

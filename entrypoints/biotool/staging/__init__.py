@@ -27,7 +27,6 @@ tables:
 from __future__ import annotations
 
 import json
-import os
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -35,11 +34,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from biotool import settings
 from biotool.cache import sha256_tree
 from biotool.output import InputError
 from biotool.staging.item import StagedItem
 
-IMAGE_HOME = Path("/opt/biotool")
 REPO_REFS = Path(__file__).resolve().parents[3] / "refs"
 KINDS = ("reference", "database", "model", "sample")
 INVENTORY = "staged.json"
@@ -54,22 +53,19 @@ class StagingError(RuntimeError):
 
 def home() -> Path:
     """Where staged items live: BIOTOOL_HOME, else /opt/biotool."""
-    return Path(os.environ.get("BIOTOOL_HOME", IMAGE_HOME))
+    return settings.HOME.get()
 
 
 def site_dir() -> Path | None:
     """The site overlay (BIOTOOL_SITE_DIR) when it holds a staged.json, else None."""
-    env = os.environ.get("BIOTOOL_SITE_DIR")
-    if env and (Path(env) / INVENTORY).is_file():
-        return Path(env)
-    return None
+    site = settings.SITE_DIR.get()
+    return site if site and (site / INVENTORY).is_file() else None
 
 
 def manifest_dir() -> Path:
     """The manifests: staged beside the items in the image, else the repository's refs/."""
-    env = os.environ.get("BIOTOOL_MANIFESTS")
-    if env:
-        return Path(env)
+    if settings.MANIFESTS.get():
+        return settings.MANIFESTS.get()
     staged_copy = home() / "manifests"
     return staged_copy if staged_copy.is_dir() else REPO_REFS
 
