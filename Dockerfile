@@ -232,7 +232,7 @@ COPY --from=wheels /opt/venv /opt/venv
 FROM tools AS data
 COPY entrypoints/biotool/__init__.py entrypoints/biotool/cache.py entrypoints/biotool/output.py \
      entrypoints/biotool/procs.py entrypoints/biotool/progress.py entrypoints/biotool/budget.py \
-     entrypoints/biotool/settings.py /opt/staging/biotool/
+     entrypoints/biotool/settings.py entrypoints/biotool/files.py /opt/staging/biotool/
 # output.py's errors and settings.py's declarations are the command-line layer's: its
 # standard-library modules that hold them, not the parser.
 COPY entrypoints/commandline/__init__.py entrypoints/commandline/errors.py \

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from biotool.files import published
 from biotool.output import InputError
 from biotool.progress import log
 from biotool.settings import CACHE
@@ -156,22 +157,12 @@ def _hold(fd: int) -> None:
 def atomic_path(final: str | Path, suffix: str = "") -> Iterator[Path]:
     """Yield a temp path beside `final`; on success rename it into place, else remove it.
 
-    The temp file stays flock-ed while it is written, which tells the sweeper it is live."""
+    The temp file stays flock-ed while it is written, which tells the sweeper it is live
+    (files.published, the one atomic publication)."""
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=suffix or ".part", dir=final.parent)
-    tmp_path = Path(tmp)
-    try:
-        _hold(fd)
-        try:
-            yield tmp_path
-            os.replace(tmp_path, final)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                tmp_path.unlink()
-            raise
-    finally:
-        os.close(fd)
+    with published(final, mode=None, suffix=suffix or ".part", hold=_hold) as tmp_path:
+        yield tmp_path
 
 
 @contextlib.contextmanager

@@ -54,6 +54,8 @@ def normalise_host(host: str) -> str:
 
 
 def is_ip_literal(host: str) -> bool:
+    """Whether `host` is an IP address however written: the one test the allowlist, biotool's
+    client (net.py) and doctor's probes use."""
     try:
         ipaddress.ip_address(normalise_host(host))
         return True

@@ -252,10 +252,15 @@ def status(entry: Mapping[str, Any]) -> Status:
                   reason=f"staged files missing: {', '.join(missing)}" if missing else None)
 
 
+def how_to_stage(set_name: str, source: str = "the sources in refs/*.toml") -> str:
+    """The one remedy for what a set this image did not stage holds (an item's, or a whole
+    set's in `biotool list`): build it in, or stage it on the host into a site overlay."""
+    return (f"build with --build-arg {settings.STAGE.name}={set_name} (make image "
+            f"{settings.STAGE.name}={set_name}) on a host that can reach {source}, or stage it "
+            f"into a site directory mounted at {settings.SITE_DIR.name}")
+
+
 def _remedy(entry: Mapping[str, Any]) -> str:
     """How to stage an item of a set this image did not stage."""
     src = entry.get("source") or entry.get("builder") or "?"
-    src = src[0] if isinstance(src, list) else src
-    set_name = entry.get("set", "production")
-    return (f"build with --build-arg BIOTOOL_STAGE={set_name} on a host that can reach {src}, "
-            "or stage it into a site directory mounted at BIOTOOL_SITE_DIR")
+    return how_to_stage(entry.get("set", "production"), src[0] if isinstance(src, list) else src)
