@@ -34,8 +34,8 @@ COPY entrypoints/biotool/rules.py entrypoints/biotool/ncbirule.py entrypoints/bi
 # How a program declares and reads its BIOTOOL_ variables (the rules reader's and the egress's
 # own settings.py): the command-line layer's two standard-library modules that hold it.
 COPY entrypoints/commandline/__init__.py entrypoints/commandline/kinds.py entrypoints/commandline/settings.py /usr/local/lib/egress/commandline/
-# The audit's wire format (what the gate writes, the launcher and the verifier read), as the namespace package `biotool_sandbox`.
-COPY entrypoints/biotool_sandbox/auditwire.py /usr/local/lib/egress/biotool_sandbox/
+# The audit's wire format (what the gate writes, the launcher and the verifier read), a neutral module.
+COPY entrypoints/auditwire.py /usr/local/lib/egress/auditwire.py
 COPY image/rules.toml /etc/biotool/rules.toml
 COPY entrypoints/biotool/filemanifest.py /usr/local/lib/egress/filemanifest.py
 # The file manifest last (biotool-sandbox verify-image checks the image against it).

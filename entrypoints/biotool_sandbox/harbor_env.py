@@ -36,7 +36,7 @@ from biotool import ncbirule
 from biotool import settings as biotool_settings
 
 from . import budget, settings
-from .auditwire import RUN_STATE, STORE
+from auditwire import RUN_STATE, STORE
 from .errors import LauncherError
 
 HEADER = ("# Rendered by `biotool-sandbox harbor` from compose.yaml; do not edit: re-render.\n")

@@ -22,7 +22,7 @@ from biotool import rules as rules_mod
 from biotool.settings import EGRESS_POLICY
 
 from . import budget, settings
-from .auditwire import RUN_STATE
+from auditwire import RUN_STATE
 from .errors import LauncherError
 
 HEADER = ("# Rendered by `biotool-sandbox k8s-values` from image/rules.toml and compose.yaml;\n"

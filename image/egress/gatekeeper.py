@@ -5,7 +5,8 @@ The gate is in parts, one job each, all beside this file in the egress image:
   tunnel.py       the CONNECTs Squid relays here, vetted before TLS, and the tunnel server
   clienthello.py  the TLS ClientHello's SNI, read before any handshake
   gate.py         one run's gate and the requests inside its tunnels: decide, pace, relay
-  blastapi.py     the BLAST request policy (canonical form; reports cut on the way back)
+  blastrequest.py the BLAST request policy (one canonical form of each request)
+  blastreply.py   the reply filter (each answer rebuilt from checked values, reports cut)
   rids.py         the run's RIDs and NCBI's one-poll-per-RID-per-minute rule
   schedule.py     NCBI's interval held host-wide, fair between runs
   upstream.py     the HTTPS client to NCBI or to the site's relay (relay.py)
@@ -40,7 +41,7 @@ import tunnel  # noqa: E402
 from biotool import ncbirule  # noqa: E402 - copied beside it in the image
 from biotool import rules as rules_mod  # noqa: E402 - copied beside it in the image
 from render import GATE_PORT, SQUID_LOG_PORT  # noqa: E402 - squid.conf names the same ports
-from biotool_sandbox import auditwire  # noqa: E402 - copied beside it in the image
+import auditwire  # noqa: E402
 
 
 RUN_ID_FILE = "run-id"  # in --run-state: the run's id, the same for every gate of the run

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from biotool import settings as biotool_settings
-from biotool_sandbox import auditwire, budget, settingsdoc
+import auditwire
+from biotool_sandbox import budget, settingsdoc
 from biotool_sandbox import settings as launcher
 from commandline import settings as layer
 from commandline.kinds import Size
