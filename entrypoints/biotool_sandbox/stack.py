@@ -15,8 +15,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from auditwire import GATE_REFUSED
+
 from . import budget, settings
-from .auditwire import GATE_REFUSED
 from .errors import EngineError, LauncherError
 from .runimages import run_images
 
