@@ -286,12 +286,18 @@ def test_every_known_exception_still_exists():
         assert cycles(g) or cycles(units(g)) or edge in upward(g), edge
 
 
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
 def test_the_walk_sees_what_it_must(tmp_path):
     """Imports at every depth and relative ones; a cycle, a cycle between packages, and each
     kind of upward import are found."""
     assert {"biotool.alignment.indexes", "biotool.staging"} \
         <= graph()["biotool.alignment.reference"]
-    for rel, text in {
+    _tree(tmp_path, {
         "biotool/__init__.py": "",
         "biotool/core.py": "def f():\n    from biotool.reads import bam\n",
         "biotool/reads/__init__.py": "",
@@ -301,9 +307,7 @@ def test_the_walk_sees_what_it_must(tmp_path):
         "biotool/taxonomy/x.py": "",
         "molperceive/__init__.py": "",
         "molperceive/a.py": "import biotool.taxonomy.x\n",
-    }.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
+    })
     g = graph(tmp_path, leave_out={})
     assert g["biotool.core"] == {"biotool.reads", "biotool.reads.bam"}
     assert g["biotool.reads.bam"] == {"biotool", "biotool.core", "biotool.reads",
@@ -324,16 +328,14 @@ def test_the_walk_sees_importlib_loads(tmp_path):
     assert {f"biotool.{f}.cli" for f in FAMILIES} <= graph(leave_out={})["biotool.family"]
     assert {"biotool.annotate.sequence_tools", "biotool.annotate.genes"} \
         <= graph()["biotool.annotate.calls"]
-    for rel, text in {
+    _tree(tmp_path, {
         "biotool/__init__.py": "",
         "biotool/core.py": "import importlib\ndef f(n):\n"
                            "    return importlib.import_module(f'biotool.{n}.x')\n",
         "biotool/other.py": "import importlib\nM = importlib.import_module('biotool.core')\n",
         "biotool/taxonomy/__init__.py": "",
         "biotool/taxonomy/x.py": "",
-    }.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
+    })
     g = graph(tmp_path, leave_out={})
     assert g["biotool.core"] == {"biotool.taxonomy.x"}
     assert g["biotool.other"] == {"biotool.core"}
