@@ -30,9 +30,12 @@ COPY image/egress/ /usr/local/lib/egress/
 # The modules both images read (the rules file's reader, NCBI's interval rule, the locked
 # state file both NCBI schedules use, the rule for what of a BLAST hit an agent sees), as the namespace package `biotool` beside the gate:
 # the egress imports them as the sandbox does, with no second copy in the repository.
-COPY entrypoints/biotool/rules.py entrypoints/biotool/ncbirule.py entrypoints/biotool/lockedstate.py entrypoints/biotool/hittext.py /usr/local/lib/egress/biotool/
-# The audit's wire format (what the gate writes, the launcher and the verifier read), as the namespace package `biotool_sandbox`.
-COPY entrypoints/biotool_sandbox/auditwire.py /usr/local/lib/egress/biotool_sandbox/
+COPY entrypoints/biotool/rules.py entrypoints/biotool/ncbirule.py entrypoints/biotool/lockedstate.py entrypoints/biotool/hittext.py entrypoints/biotool/settings.py /usr/local/lib/egress/biotool/
+# How a program declares and reads its BIOTOOL_ variables (the rules reader's and the egress's
+# own settings.py): the command-line layer's two standard-library modules that hold it.
+COPY entrypoints/commandline/__init__.py entrypoints/commandline/kinds.py entrypoints/commandline/settings.py /usr/local/lib/egress/commandline/
+# The audit's wire format (what the gate writes, the launcher and the verifier read), a neutral module.
+COPY entrypoints/auditwire.py /usr/local/lib/egress/auditwire.py
 COPY image/rules.toml /etc/biotool/rules.toml
 COPY entrypoints/biotool/filemanifest.py /usr/local/lib/egress/filemanifest.py
 # The file manifest last (biotool-sandbox verify-image checks the image against it).
@@ -229,10 +232,12 @@ COPY --from=wheels /opt/venv /opt/venv
 FROM tools AS data
 COPY entrypoints/biotool/__init__.py entrypoints/biotool/cache.py entrypoints/biotool/output.py \
      entrypoints/biotool/procs.py entrypoints/biotool/progress.py entrypoints/biotool/budget.py \
-     entrypoints/biotool/deadline.py \
+     entrypoints/biotool/deadline.py entrypoints/biotool/settings.py entrypoints/biotool/files.py \
      /opt/staging/biotool/
-# output.py's errors are the command-line layer's: its two import-free modules, not the parser.
+# output.py's errors and settings.py's declarations are the command-line layer's: its
+# standard-library modules that hold them, not the parser.
 COPY entrypoints/commandline/__init__.py entrypoints/commandline/errors.py \
+     entrypoints/commandline/kinds.py entrypoints/commandline/settings.py \
      /opt/staging/commandline/
 COPY entrypoints/biotool/alignment/__init__.py entrypoints/biotool/alignment/aligners.py \
      entrypoints/biotool/alignment/indexes.py entrypoints/biotool/alignment/vocabulary.py \

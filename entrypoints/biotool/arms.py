@@ -17,10 +17,11 @@ the tool drops the marks, the control drops what they mark. Nothing is filtered 
 from __future__ import annotations
 
 import copy
-import os
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from biotool import settings
 
 HEDGE_OPEN, HEDGE_CLOSE = "\u27e6", "\u27e7"  # ⟦ ⟧: never in a tool's own text
 _SPAN = re.compile(f"{HEDGE_OPEN}([^{HEDGE_OPEN}{HEDGE_CLOSE}]*){HEDGE_CLOSE}")
@@ -36,11 +37,11 @@ MARKED_KEY = "hedges_declared"
 
 def control() -> bool:
     """`BIOTOOL_CONFIDENT=1`: this process answers as the control arm."""
-    return os.environ.get("BIOTOOL_CONFIDENT", "").strip().lower() in {"1", "true", "yes"}
+    return settings.CONFIDENT.get()
 
 
 def marked() -> bool:
-    return os.environ.get("BIOTOOL_ARMS", "").strip().lower() == "marked"
+    return (settings.ARMS.get() or "").strip().lower() == "marked"
 
 
 def hedge(text: str) -> str:

@@ -18,6 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from biotool import settings
 from biotool.libcaches import CPU, CPU_VAR, SEEDED, home
 
 
@@ -71,7 +72,7 @@ def build(out: Path) -> dict:
     os.environ.setdefault(CPU_VAR, CPU)
     with tempfile.TemporaryDirectory(prefix="biotool-buildcache-") as tmp:
         work = Path(tmp)
-        os.environ["BIOTOOL_CACHE"] = str(work / "biotool-cache")
+        os.environ[settings.CACHE.name] = str(work / "biotool-cache")
         os.environ["CELLTYPIST_FOLDER"] = str(work / "celltypist")
         import warnings
 

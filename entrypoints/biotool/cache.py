@@ -19,8 +19,10 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from biotool.files import published
 from biotool.output import InputError
 from biotool.progress import log
+from biotool.settings import CACHE
 
 _CHUNK = 1 << 20
 # Litter younger than this is never swept, even when unlocked: a writer may be between
@@ -45,12 +47,10 @@ def cache_root() -> Path:
 
     Created when possible; a root that cannot be created is returned as is, so `biotool
     doctor` can report it (commands that write get an InputError from `ready`)."""
-    env = os.environ.get("BIOTOOL_CACHE")
-    if env:
-        root = Path(env)
-    elif os.environ.get("XDG_CACHE_HOME"):
+    root = CACHE.get()
+    if root is None and os.environ.get("XDG_CACHE_HOME"):
         root = Path(os.environ["XDG_CACHE_HOME"]) / "biotool"
-    else:
+    elif root is None:
         root = Path(tempfile.gettempdir()) / "biotool-cache"
     with contextlib.suppress(OSError):
         root.mkdir(parents=True, exist_ok=True)
@@ -157,22 +157,12 @@ def _hold(fd: int) -> None:
 def atomic_path(final: str | Path, suffix: str = "") -> Iterator[Path]:
     """Yield a temp path beside `final`; on success rename it into place, else remove it.
 
-    The temp file stays flock-ed while it is written, which tells the sweeper it is live."""
+    The temp file stays flock-ed while it is written, which tells the sweeper it is live
+    (files.published, the one atomic publication)."""
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=suffix or ".part", dir=final.parent)
-    tmp_path = Path(tmp)
-    try:
-        _hold(fd)
-        try:
-            yield tmp_path
-            os.replace(tmp_path, final)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                tmp_path.unlink()
-            raise
-    finally:
-        os.close(fd)
+    with published(final, mode=None, suffix=suffix or ".part", hold=_hold) as tmp_path:
+        yield tmp_path
 
 
 @contextlib.contextmanager

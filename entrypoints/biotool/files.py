@@ -13,7 +13,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from biotool.output import InputError
 
@@ -153,20 +153,37 @@ def output_file(path: str | os.PathLike, what: str) -> Path:
     return p
 
 
+def unreadable(what: str, path: str | os.PathLike, exc: Exception) -> InputError:
+    """The one refusal of a named file that failed to read (`what`: the option naming it)."""
+    return InputError(f"{what} {path}: cannot be read ({getattr(exc, 'strerror', None) or exc})")
+
+
 @contextlib.contextmanager
-def published(final: str | os.PathLike, mode: int = 0o666) -> Iterator[Path]:
+def published(final: str | os.PathLike, mode: int | None = 0o666, suffix: str = ".part",
+              hold: Callable[[int], None] | None = None) -> Iterator[Path]:
     """Yield a temp path beside `final`; on success give it `mode` less the umask (so a host
-    user or a grader under another UID can read it) and rename it into place; on failure
-    remove it. Nothing half-written is ever visible under the final name."""
+    user or a grader under another UID can read it; None: the temp file's 0600) and rename it
+    into place; on failure remove it. Nothing half-written is ever visible under the final
+    name. The one atomic publication, of outputs and of the cache's files; `hold`: called
+    with the temp file's descriptor, kept open until it is published (the cache's flock,
+    which tells its sweeper the file is live)."""
     final = Path(final)
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".part", dir=final.parent)
-    os.close(fd)
+    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=suffix, dir=final.parent)
     tmp_path = Path(tmp)
     try:
+        if hold:
+            hold(fd)
+        else:
+            os.close(fd)
+            fd = -1
         yield tmp_path
-        os.chmod(tmp_path, mode & ~umask())
+        if mode is not None:
+            os.chmod(tmp_path, mode & ~umask())
         os.replace(tmp_path, final)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
         raise
+    finally:
+        if fd >= 0:
+            os.close(fd)

@@ -15,7 +15,7 @@ after a "...virus" word ("Enterovirus A71", "coronavirus OC43"), a phage's name 
 type (a number is a number, a strand is Plus or Minus), else it is dropped.
 
 Used by biotool's own output (taxonomy/identify.public_hit) and by the egress gate's report
-filter (image/egress/blastapi.py). No imports outside the standard library: the Dockerfile
+filter (image/egress/blastreply.py). No imports outside the standard library: the Dockerfile
 copies this file into the egress image too (/usr/local/lib/egress/biotool/hittext.py).
 """
 

@@ -28,9 +28,8 @@ import os
 import shutil
 from pathlib import Path
 
-# Where the image keeps what `build` wrote: root-owned, read-only to the agent.
-HOME_VAR = "BIOTOOL_BUILD_CACHES"
-DEFAULT_HOME = "/opt/biotool-caches"
+from biotool.settings import BUILD_CACHES
+
 # (the library's cache variable, the folder under the image's copy, how a file is seeded)
 SEEDED = (("NUMBA_CACHE_DIR", "numba", "link"), ("MPLCONFIGDIR", "matplotlib", "copy"))
 CPU_VAR, CPU = "NUMBA_CPU_NAME", "generic"
@@ -39,7 +38,8 @@ _seeded = False
 
 
 def home() -> Path:
-    return Path(os.environ.get(HOME_VAR) or DEFAULT_HOME)
+    """Where the image keeps what `build` wrote: root-owned, read-only to the agent."""
+    return BUILD_CACHES.get()
 
 
 def _seed_tree(src: Path, dest: Path, how: str) -> int:

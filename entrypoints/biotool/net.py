@@ -26,14 +26,6 @@ MAX_BODY = 256 << 20  # a reply larger than this is a misbehaving server, not a 
 USER_AGENT = f"biotool/{__version__}"
 
 
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-        return True
-    except ValueError:
-        return False
-
-
 @dataclass
 class Response:
     status: int
@@ -157,7 +149,7 @@ def check_allowed(url: str) -> tuple[str, int, str]:
     except rules_mod.RulesError as exc:
         # A broken rules file is a broken environment (exit 4); nothing is contacted.
         raise ToolFailure(f"rules unavailable, nothing is contacted: {exc}") from None
-    plain = rules_mod.HOSTNAME.fullmatch(host) or _is_ip(host)
+    plain = rules_mod.HOSTNAME.fullmatch(host) or rules_mod.is_ip_literal(host)
     if not plain or not rules.egress_allows(host, port):
         allowed = ", ".join(f"{h}:{p}" for h, p in rules.egress_allow) or "nothing"
         raise RefusedError(f"host {host or '(none)'}:{port} is not on the egress allowlist in "

@@ -5,19 +5,19 @@ from __future__ import annotations
 import os
 import sys
 
-_QUIET_ENV = "BIOTOOL_QUIET"
+from biotool.settings import QUIET
 
 
 def set_quiet(quiet: bool) -> None:
     # An environment variable so that subprocesses and library callbacks see it too.
     if quiet:
-        os.environ[_QUIET_ENV] = "1"
+        os.environ[QUIET.name] = "1"
     else:
-        os.environ.pop(_QUIET_ENV, None)
+        os.environ.pop(QUIET.name, None)
 
 
 def quiet() -> bool:
-    return os.environ.get(_QUIET_ENV) == "1"
+    return QUIET.get()
 
 
 def log(message: str) -> None:

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 from functools import lru_cache
-from pathlib import Path
 
-from biotool import __version__
-
-BUILD_INFO = Path("/etc/biotool/build.json")
-
+from biotool import __version__, settings
 
 @lru_cache(maxsize=1)
 def build_identity() -> dict:
     """The image's build identity, written at build time; empty outside the image."""
-    path = Path(os.environ.get("BIOTOOL_BUILD_INFO", BUILD_INFO))
+    path = settings.BUILD_INFO.get()
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):

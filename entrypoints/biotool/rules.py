@@ -9,17 +9,15 @@ policies) takes `Rules.egress_allow` as proved plain DNS names and TCP ports, wi
 from __future__ import annotations
 
 import ipaddress
-import os
 import re
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from biotool.settings import RULES
+
 IMAGE_RULES = Path("/etc/biotool/rules.toml")
-# In a Kubernetes pod: the network policy the operator relies on, named by the launcher
-# (`biotool-sandbox k8s-values`) and read by doctor's cluster mode (biotool.system.clusterpolicy).
-POLICY_VAR = "BIOTOOL_EGRESS_POLICY"
 REPO_RULES = Path(__file__).resolve().parents[2] / "image" / "rules.toml"
 # A plain DNS host name: labels of letters, digits and inner hyphens, the last not all digits
 # (no name that reads as an address). Anything else (spaces, quotes, wildcards, a leading dot,
@@ -56,6 +54,8 @@ def normalise_host(host: str) -> str:
 
 
 def is_ip_literal(host: str) -> bool:
+    """Whether `host` is an IP address however written: the one test the allowlist, biotool's
+    client (net.py) and doctor's probes use."""
     try:
         ipaddress.ip_address(normalise_host(host))
         return True
@@ -64,10 +64,7 @@ def is_ip_literal(host: str) -> bool:
 
 
 def rules_path() -> Path:
-    env = os.environ.get("BIOTOOL_RULES")
-    if env:
-        return Path(env)
-    return IMAGE_RULES if IMAGE_RULES.exists() else REPO_RULES
+    return RULES.get() or (IMAGE_RULES if IMAGE_RULES.exists() else REPO_RULES)
 
 
 def _parse_allow(entries, path: Path) -> tuple[tuple[str, int], ...]:

@@ -16,7 +16,7 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator, TypeVar
 
-from biotool.files import input_file
+from biotool.files import input_file, unreadable
 from biotool.output import InputError
 
 Record = tuple[bytes, bytes, bytes]  # FASTQ: name line (without '@'), sequence, qualities
@@ -40,10 +40,6 @@ T = TypeVar("T")
 def shown(path: str | Path) -> str:
     """The path as error lines name it ("-" is stdin)."""
     return "stdin (-)" if str(path) == "-" else str(path)
-
-
-def unreadable(what: str, path: str | Path, exc: Exception) -> InputError:
-    return InputError(f"{what} {path}: cannot be read ({getattr(exc, 'strerror', None) or exc})")
 
 
 def open_path(path: str | Path, what: str) -> BinaryIO:

@@ -386,7 +386,7 @@ def read_store(run: str, egress, volume: str | None) -> str:
     """The gate's store as text: by exec in a running egress, else from the run's state
     volume through a throw-away container (read-only, no network, no capabilities) on the
     egress's own image; EngineError when neither way reads it."""
-    from .auditwire import RUN_STATE, STORE
+    from auditwire import RUN_STATE, STORE
 
     why = []
     state = (egress.attrs.get("State") or {}) if egress is not None else {}

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from . import settings
 from .errors import EngineError, LauncherError
 from .inspect_io import WORKDIR, with_timeout
 
@@ -35,8 +36,8 @@ ARGV_INLINE_MAX = 128 * 1024
 ARGV_READER = 'mapfile -d "" -t argv < "$1" && rm -f -- "$1" && exec "${argv[@]}"'
 START_TIMEOUT = 300  # a SIF on a shared filesystem can take minutes to mount on a cold node
 STOP_TIMEOUT = 60    # `instance stop` kills what TERM left after its own 10 s
-ENV = {"apptainer": "BIOTOOL_APPTAINER", "sif": "BIOTOOL_SIF", "site": "BIOTOOL_SITE",
-       "scratch": "BIOTOOL_SCRATCH"}
+ENV = {"apptainer": settings.APPTAINER.name, "sif": settings.SIF.name, "site": settings.SITE.name,
+       "scratch": settings.SCRATCH.name}
 # A site's own binds (often its shared filesystems) would reach into the offline sandbox.
 SITE_BIND_VARS = ("APPTAINER_BIND", "APPTAINER_BINDPATH", "SINGULARITY_BIND",
                   "SINGULARITY_BINDPATH")

@@ -15,7 +15,7 @@ import json
 import math
 import urllib.parse
 
-from .auditwire import (AUDIT_FULL, CLOSE, CONNECTION_CAP, DESTINATIONS, GATE_PREFIX,
+from auditwire import (AUDIT_FULL, CLOSE, CONNECTION_CAP, DESTINATIONS, GATE_PREFIX,
                         GATE_RESTART, OPEN, REQUEST, SQUID_FIELDS, SQUID_PREFIX, STORE,
                         STORE_HEADER, SUPPRESSED)
 

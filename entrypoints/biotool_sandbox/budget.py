@@ -15,19 +15,20 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import settings
 from .errors import LauncherError
 
-SHARE_ENV = "BIOTOOL_HOST_MEMORY_SHARE"
-DEFAULT_SHARE = 0.9
+SHARE_ENV = settings.HOST_MEMORY_SHARE.name
+DEFAULT_SHARE = settings.HOST_MEMORY_SHARE.default
 PROCESS_HEADROOM = 1 << 30   # memory a run keeps for processes with every tmpfs full
 DOCKER_SHM = 64 << 20        # Docker's default /dev/shm, a tmpfs in the same cgroup
-TMPFS_VARS = {"/work": "BIOTOOL_WORK_SIZE", "/tmp": "BIOTOOL_TMP_SIZE",
-              "/var/tmp": "BIOTOOL_VARTMP_SIZE"}
+TMPFS_VARS = {"/work": settings.WORK_SIZE.name, "/tmp": settings.TMP_SIZE.name,
+              "/var/tmp": settings.VARTMP_SIZE.name}
 RESERVATION = "memory-reserved"  # in a run's state dir, from its check until `down`
 UP_GRACE_S = 900.0               # a reservation whose run never got containers, then ignored
 
 # The options that set a compose variable, which a refusal names when they were given.
-OPTION_OF = {"BIOTOOL_MEM_LIMIT": "--memory", "BIOTOOL_WORK_SIZE": "--work-size"}
+OPTION_OF = {settings.MEM_LIMIT.name: "--memory", settings.WORK_SIZE.name: "--work-size"}
 
 
 def to_bytes(size: str, source: str = "") -> int:
@@ -77,14 +78,14 @@ def run_memory(compose: Path, env: dict, given: dict | None = None) -> dict:
         return to_bytes(env.get(var) or defaults.get(var, "0"),
                         size_source(var, env, given, compose))
 
-    memory = value("BIOTOOL_MEM_LIMIT")
+    memory = value(settings.MEM_LIMIT.name)
     tmpfs = {path: value(var) for path, var in TMPFS_VARS.items()}
     tmpfs["/dev/shm"] = DOCKER_SHM
     total = sum(tmpfs.values())
     if total + PROCESS_HEADROOM > memory:
         parts = ", ".join(f"{p} {shown(n)}" for p, n in tmpfs.items())
         work, mem = (size_source(v, env, given, compose)
-                     for v in ("BIOTOOL_WORK_SIZE", "BIOTOOL_MEM_LIMIT"))
+                     for v in (settings.WORK_SIZE.name, settings.MEM_LIMIT.name))
         raise LauncherError(
             f"{work.split(' (')[0]} {shown(tmpfs['/work'])} is too large for "
             f"{mem.split(' (')[0]} {shown(memory)}"

@@ -114,10 +114,10 @@ def harbor(out, image, egress_image, task, compose_file, sources, version, pin,
            network_mode) -> dict:
     from pathlib import Path
 
-    from . import harbor_env, harbor_tasks, k8s, stack
+    from . import harbor_env, harbor_tasks, k8s, settings, stack
 
     harbor_env.refuse_network_mode(network_mode, "--network-mode")
-    image = image or os.environ.get("BIOTOOL_IMAGE") or "biotool-sandbox:latest"
+    image = image or settings.IMAGE.get()
     egress_image = egress_image or stack.egress_image()
     if pin or "@" in image:
         image = k8s.pin(image)

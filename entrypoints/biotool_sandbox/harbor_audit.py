@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .auditwire import QUERY_SEQS_LISTED, query_seq_digest
+from auditwire import QUERY_SEQS_LISTED, query_seq_digest
 
 # Seconds a record's time may stray past the run's bounds: the egress and the verifier read
 # the same host's clock, and a record is stamped when written, a few ms after its event.

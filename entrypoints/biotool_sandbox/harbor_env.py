@@ -33,9 +33,10 @@ import re
 from pathlib import Path
 
 from biotool import ncbirule
+from biotool import settings as biotool_settings
 
-from . import budget
-from .auditwire import RUN_STATE, STORE
+from . import budget, settings
+from auditwire import RUN_STATE, STORE
 from .errors import LauncherError
 
 HEADER = ("# Rendered by `biotool-sandbox harbor` from compose.yaml; do not edit: re-render.\n")
@@ -50,7 +51,7 @@ TRUTH_DIR = "/var/lib/biotool-truth"
 TRUTH_ARTIFACT = f"{TRUTH_DIR}/truth.json"  # collected from the draw service, like the audit
 DRAW_LIMITS = {"cpus": 1.0, "mem_limit": "2g", "pids_limit": 256}
 VERIFIER_LIMITS = {"cpus": 1.0, "mem_limit": "2g", "pids_limit": 256}
-GUARD = "BIOTOOL_HARBOR_EGRESS_CONTROL"
+GUARD = settings.HARBOR_EGRESS_CONTROL.name
 # The size of Harbor's folders in `main`: the logs an installed agent writes (a long trajectory
 # is tens of MB) and the oracle's solution folder. A tmpfs counts in `main`'s memory limit.
 CAPS = {"logs": "512m", "solution": "64m"}
@@ -95,7 +96,7 @@ def load(compose: Path, image: str, egress_image: str) -> dict:
     import yaml
 
     text = _interpolate(compose.read_text(encoding="utf-8"),
-                        {"BIOTOOL_IMAGE": image, "BIOTOOL_EGRESS_IMAGE": egress_image})
+                        {settings.IMAGE.name: image, settings.EGRESS_IMAGE.name: egress_image})
     if "${" in text:
         raise LauncherError(f"{compose}: a variable without a default is left: "
                             f"{text[text.index('${'):][:40]}")
@@ -132,8 +133,8 @@ def agent_compose(compose: Path, image: str, egress_image: str,
                            GUARD: "${" + SIDECAR_VARIABLE + ":-}"}
     egress = dict(doc["services"]["egress"])
     # A task that searches declares it: its trial does not start past what the host sustains.
-    egress["environment"] = {**egress.get("environment", {}), ncbirule.HOLD_ENV: f"{hold_s:g}",
-                             ncbirule.BLAST_ENV: "1" if blast else ""}
+    egress["environment"] = {**egress.get("environment", {}), settings.EGRESS_HOLD_S.name: f"{hold_s:g}",
+                             settings.EGRESS_BLAST.name: "1" if blast else ""}
     egress["volumes"] = [*egress.get("volumes", []),
                          *(f"{name}:{KEPT_AT}/{name}:ro" for name in CAPS)]
     volumes = {**doc["volumes"], **{name: capped_volume(size) for name, size in CAPS.items()}}
@@ -162,7 +163,7 @@ def add_draw(environment: dict, image: str, draw: str) -> dict:
         "tmpfs": ["/tmp"],
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges:true"],
-        "environment": {"HOME": "/tmp", "BIOTOOL_CACHE": "/tmp/biotool-cache",
+        "environment": {"HOME": "/tmp", biotool_settings.CACHE.name: "/tmp/biotool-cache",
                         "MPLCONFIGDIR": "/tmp", "NUMBA_CACHE_DIR": "/tmp"},
         **DRAW_LIMITS,
         "volumes": [f"task:{TASK_INPUTS}", f"truth:{TRUTH_DIR}"],
@@ -205,8 +206,8 @@ def render(doc: dict) -> str:
 def limits(compose: Path) -> dict:
     """The sandbox's compose limits as task.toml states them (cpus, memory_mb)."""
     d = budget.compose_defaults(compose)
-    return {"cpus": float(d["BIOTOOL_CPUS"]),
-            "memory_mb": budget.to_bytes(d["BIOTOOL_MEM_LIMIT"]) >> 20}
+    return {"cpus": float(d[settings.CPUS.name]),
+            "memory_mb": budget.to_bytes(d[settings.MEM_LIMIT.name]) >> 20}
 
 
 __all__ = ["agent_compose", "add_draw", "verifier_compose", "render", "limits", "AUDIT_ARTIFACT",

@@ -30,7 +30,7 @@ from inspect_ai.util import (
     sandboxenv,
 )
 
-from . import agent, audit, budget, inspect_io, stack
+from . import agent, audit, budget, inspect_io, settings, stack
 from .errors import EngineError, LauncherError
 from .inspect_io import WORKDIR
 
@@ -61,9 +61,7 @@ def runtime_of(config: SandboxEnvironmentConfigType | None) -> str | None:
 
 
 def _image_for(mode: str) -> str:
-    if mode == "gpu":
-        return os.environ.get("BIOTOOL_CUDA_IMAGE", "biotool-sandbox:cuda")
-    return os.environ.get("BIOTOOL_IMAGE", "biotool-sandbox:latest")
+    return (settings.CUDA_IMAGE if mode == "gpu" else settings.IMAGE).get()
 
 
 def _record_images(run: str, images: dict) -> None:
@@ -157,7 +155,7 @@ class BiotoolSandboxEnvironment(_RunContainer):
     async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
         mode = mode_of(config)
         images = [_image_for(mode)] + ([] if mode == "offline" else
-                                       [os.environ.get("BIOTOOL_EGRESS_IMAGE", "biotool-egress:latest")])
+                                       [settings.EGRESS_IMAGE.get()])
 
         def check() -> None:
             import docker.errors

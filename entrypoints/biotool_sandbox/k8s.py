@@ -19,10 +19,10 @@ import re
 from pathlib import Path
 
 from biotool import rules as rules_mod
-from biotool.rules import POLICY_VAR
+from biotool.settings import EGRESS_POLICY
 
-from . import budget
-from .auditwire import RUN_STATE
+from . import budget, settings
+from auditwire import RUN_STATE
 from .errors import LauncherError
 
 HEADER = ("# Rendered by `biotool-sandbox k8s-values` from image/rules.toml and compose.yaml;\n"
@@ -79,8 +79,8 @@ def limits(compose: Path) -> dict:
     if not mem["egress"]:
         raise LauncherError(f"{compose}: the egress service has no mem_limit to carry over")
     return {
-        "image": d["BIOTOOL_IMAGE"], "egress_image": d["BIOTOOL_EGRESS_IMAGE"],
-        "cpu": millicpu(d["BIOTOOL_CPUS"]), "memory": quantity(d["BIOTOOL_MEM_LIMIT"]),
+        "image": d[settings.IMAGE.name], "egress_image": d[settings.EGRESS_IMAGE.name],
+        "cpu": millicpu(d[settings.CPUS.name]), "memory": quantity(d[settings.MEM_LIMIT.name]),
         "tmpfs": {path: quantity(d[var]) for path, var in budget.TMPFS_VARS.items()},
         "egress_cpu": millicpu(egress_cpus(compose)), "egress_memory": quantity(f"{mem['egress']}"),
     }
@@ -123,7 +123,7 @@ def sandbox_service(lim: dict) -> dict:
     env = {"HTTPS_PROXY": proxy, "https_proxy": proxy, "HTTP_PROXY": proxy, "http_proxy": proxy,
            "NO_PROXY": "", "no_proxy": "",
            "SSL_CERT_FILE": ca, "CURL_CA_BUNDLE": ca, "REQUESTS_CA_BUNDLE": ca,
-           POLICY_VAR: SANDBOX_POLICY}
+           EGRESS_POLICY.name: SANDBOX_POLICY}
     names = {"/work": "work", "/tmp": "tmp", "/var/tmp": "var-tmp"}
     return {
         "runtimeClassName": "gvisor",
@@ -162,8 +162,9 @@ def egress_service(lim: dict, relay: dict | None) -> dict:
               {"name": "ncbi-schedule", "mountPath": "/var/lib/biotool-egress"},
               {"name": "egress-tls", "mountPath": "/run/egress-tls", "readOnly": True}]
     if relay:
-        env += [{"name": "BIOTOOL_NCBI_RELAY", "value": f"https://{relay['host']}:{relay['port']}"},
-                {"name": "BIOTOOL_NCBI_RELAY_TLS", "value": "/run/biotool-relay-tls"}]
+        env += [{"name": settings.NCBI_RELAY.name,
+                 "value": f"https://{relay['host']}:{relay['port']}"},
+                {"name": settings.NCBI_RELAY_TLS.name, "value": "/run/biotool-relay-tls"}]
         volumes.append({"name": "relay-tls", "secret": {"secretName": RELAY_SECRET}})
         mounts.append({"name": "relay-tls", "mountPath": "/run/biotool-relay-tls",
                        "readOnly": True})

@@ -15,10 +15,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from biotool import ncbirule
+from auditwire import GATE_REFUSED
 
-from . import budget
-from .auditwire import GATE_REFUSED
+from . import budget, settings
 from .errors import EngineError, LauncherError
 from .runimages import run_images
 
@@ -32,7 +31,8 @@ EXTRA_CA_IN_EGRESS = "/etc/biotool/extra-ca.pem"
 RELAY_TLS_IN_EGRESS = "/etc/biotool/relay"  # the gate's client certificate for the site relay
 RELAY_TLS_FILES = ("site-ca.pem", "client.pem", "client.key")  # image/egress/upstream.py CLIENT_FILES
 # Per-run limits passed to compose.yaml (see there and docs/rules.md, the container layer, for the defaults).
-LIMIT_ENV = {"cpus": "BIOTOOL_CPUS", "memory": "BIOTOOL_MEM_LIMIT", "work_size": "BIOTOOL_WORK_SIZE"}
+LIMIT_ENV = {"cpus": settings.CPUS.name, "memory": settings.MEM_LIMIT.name,
+             "work_size": settings.WORK_SIZE.name}
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
 VOLUME_LABEL = "com.docker.compose.volume"
@@ -51,7 +51,7 @@ def client():
         raise EngineError(f"docker engine not reachable ({exc}); start dockerd") from None
 
 
-COMPOSE_ENV = "BIOTOOL_COMPOSE_FILE"
+COMPOSE_ENV = settings.COMPOSE_FILE.name
 
 
 def compose_file(explicit: str | None = None, option: str = "--compose-file") -> Path:
@@ -60,7 +60,7 @@ def compose_file(explicit: str | None = None, option: str = "--compose-file") ->
     replaced by the next one; it must be a compose file with the stack's services."""
     from commandline.kinds import path_problem
 
-    named = [(option, explicit), (COMPOSE_ENV, os.environ.get(COMPOSE_ENV))]
+    named = [(option, explicit), (COMPOSE_ENV, settings.COMPOSE_FILE.raw())]
     for source, value in named:
         if value is None or (source == COMPOSE_ENV and not value.strip()):
             continue
@@ -179,10 +179,10 @@ def _override(run_dir: Path, extra_ca: Path) -> Path:
     shutil.copyfile(extra_ca, ca)
     ca.chmod(0o644)
     return _write_override(run_dir / "override.yaml", "egress", {ca: EXTRA_CA_IN_EGRESS},
-                           {"BIOTOOL_EGRESS_EXTRA_CA": EXTRA_CA_IN_EGRESS})
+                           {settings.EGRESS_EXTRA_CA.name: EXTRA_CA_IN_EGRESS})
 
 
-RELAY_ENV, RELAY_TLS_ENV = "BIOTOOL_NCBI_RELAY", "BIOTOOL_NCBI_RELAY_TLS"
+RELAY_ENV, RELAY_TLS_ENV = settings.NCBI_RELAY.name, settings.NCBI_RELAY_TLS.name
 
 
 def check_extra_ca(path: str) -> None:
@@ -205,8 +205,7 @@ def check_extra_ca(path: str) -> None:
 def relay_settings(relay: str | None, relay_tls: str | None) -> tuple[str | None, str | None]:
     """The site relay to use: as given, else BIOTOOL_NCBI_RELAY(_TLS), so one setting on a host
     covers every way a run starts (the CLI, Inspect's provider, the demo)."""
-    return (relay or os.environ.get(RELAY_ENV) or None,
-            relay_tls or os.environ.get(RELAY_TLS_ENV) or None)
+    return relay or settings.NCBI_RELAY.raw(), relay_tls or settings.NCBI_RELAY_TLS.raw()
 
 
 def relay_sources(relay: str | None, relay_tls: str | None) -> tuple[str, str]:
@@ -251,7 +250,7 @@ def _relay_override(run_dir: Path, url: str, tls_dir: str | None,
         shutil.copyfile(Path(tls_dir) / name, tls / name)
         (tls / name).chmod(0o644)  # the egress runs as uid 13; the 0700 holder keeps others out
     return _write_override(run_dir / "relay.yaml", "egress", {tls: RELAY_TLS_IN_EGRESS},
-                           {"BIOTOOL_NCBI_RELAY": url, "BIOTOOL_NCBI_RELAY_TLS": RELAY_TLS_IN_EGRESS})
+                           {RELAY_ENV: url, RELAY_TLS_ENV: RELAY_TLS_IN_EGRESS})
 
 
 SITE_IN_SANDBOX = "/opt/biotool-site"  # the image's BIOTOOL_SITE_DIR
@@ -335,11 +334,11 @@ def check_host_limits(env: dict, defaults: dict, given: dict, ncpu: int, memtota
 def requested_images(mode: str, env: dict, defaults: dict, image: str | None,
                egress_image: str | None) -> dict[str, str]:
     """{the option or variable that chose it: image} for every image the run's containers use."""
-    var = "BIOTOOL_CUDA_IMAGE" if mode == "gpu" else "BIOTOOL_IMAGE"
+    var = (settings.CUDA_IMAGE if mode == "gpu" else settings.IMAGE).name
     out = {("--image" if image else var): env.get(var) or defaults.get(var, "")}
     if mode != "offline":
-        out["--egress-image" if egress_image else "BIOTOOL_EGRESS_IMAGE"] = \
-            env.get("BIOTOOL_EGRESS_IMAGE") or defaults.get("BIOTOOL_EGRESS_IMAGE", "")
+        evar = settings.EGRESS_IMAGE.name
+        out["--egress-image" if egress_image else evar] = env.get(evar) or defaults.get(evar, "")
     return out
 
 
@@ -412,8 +411,8 @@ def check_started(run: str, dc, services: tuple[str, ...], compose_stderr: str,
 def check_runtime(dc, name: str | None) -> str | None:
     """The sandbox's OCI runtime (--runtime, else BIOTOOL_RUNTIME; None: the engine's default),
     refused unless this engine has it registered (daemon.json "runtimes")."""
-    source = "--runtime" if (name or "").strip() else "BIOTOOL_RUNTIME"
-    name = (name or os.environ.get("BIOTOOL_RUNTIME") or "").strip() or None
+    source = "--runtime" if (name or "").strip() else settings.RUNTIME.name
+    name = (name or settings.RUNTIME.raw() or "").strip() or None
     if name is None:
         return None
     try:
@@ -460,10 +459,10 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
     base = compose_file(compose)
     env = {**os.environ, **limit_env}
     if image:  # gpu mode runs the CUDA image's own variable (compose.yaml sandbox-gpu)
-        env["BIOTOOL_CUDA_IMAGE" if mode == "gpu" else "BIOTOOL_IMAGE"] = image
+        env[(settings.CUDA_IMAGE if mode == "gpu" else settings.IMAGE).name] = image
     if egress_image:
-        env["BIOTOOL_EGRESS_IMAGE"] = egress_image
-    env[ncbirule.BLAST_ENV] = "1" if blast and mode != "offline" else ""
+        env[settings.EGRESS_IMAGE.name] = egress_image
+    env[settings.EGRESS_BLAST.name] = "1" if blast and mode != "offline" else ""
     relay_names = relay_sources(relay, relay_tls)
     relay, relay_tls = relay_settings(relay, relay_tls)
     if relay and mode != "offline":
@@ -474,7 +473,7 @@ def up(mode: str = "default", *, image: str | None = None, egress_image: str | N
     check_engine(dc)
     runtime = check_runtime(dc, runtime)
     if runtime:
-        env["BIOTOOL_RUNTIME"] = runtime
+        env[settings.RUNTIME.name] = runtime
     info = dc.info()
     check_host_limits(env, defaults, limit_env, int(info.get("NCPU") or 0),
                       int(info.get("MemTotal") or 0))
@@ -581,7 +580,7 @@ def state_volume(run: str, docker_client=None) -> str | None:
 
 def egress_image() -> str:
     """The egress image a run is started on by default (compose.yaml's BIOTOOL_EGRESS_IMAGE)."""
-    return os.environ.get("BIOTOOL_EGRESS_IMAGE") or "biotool-egress:latest"
+    return settings.EGRESS_IMAGE.get()
 
 
 def container_of(run: str, service: str, docker_client=None):

@@ -9,6 +9,7 @@ import threading
 from typing import Any, Callable, NoReturn
 
 from commandline.errors import EXIT_FAILED, EXIT_INPUT, EXIT_OK, ProgramError, one_line
+from commandline.settings import DEBUG
 
 
 def emit(result: Any) -> None:
@@ -62,7 +63,7 @@ def finish(prog: str, fn: Callable[[], Any], emit: Callable[[Any], None]) -> NoR
         if tried:  # a read-only root with no tmpfs: the caller's setup, as an unwritable cache
             fail_line(prog, f"no writable temporary folder: {tried} are read-only or missing; "
                       "mount a tmpfs at /tmp or set TMPDIR to a writable folder", EXIT_INPUT)
-        if os.environ.get("BIOTOOL_DEBUG"):
+        if DEBUG.get():
             raise
         fail_line(prog, f"internal error: {type(exc).__name__}: {exc}", EXIT_FAILED)
     emit(result)

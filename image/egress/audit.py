@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from biotool_sandbox import auditwire  # in the egress image: beside this file
+import auditwire
 
 GATE = auditwire.GATE_PREFIX    # a run's gate (gatekeeper.py): the run's audit
 RELAY = auditwire.RELAY_PREFIX  # the site's NCBI relay (relay.py)

@@ -47,7 +47,7 @@ import threading
 import time
 
 import audit
-from biotool_sandbox import auditwire  # in the egress image: beside this file
+import auditwire
 
 BURST = 20          # denied records kept per reason per window
 WINDOW = 60.0       # seconds

@@ -2,7 +2,7 @@
 schedule) and the HTTP requests inside its tunnels, each one decision and one record.
 
 Each request inside a tunnel (tunnel.py has vetted the CONNECT, the SNI and the handshake) is
-  - checked against the BLAST request policy (blastapi.py), with one Host header naming the
+  - checked against the BLAST request policy (blastrequest.py), with one Host header naming the
     tunnel's host, and bounded bodies (per request, and held at once per run);
   - a poll or fetch only of a RID this run created, one poll per RID per minute (rids.py);
   - recorded as decided once it holds this run's pending lock and its NCBI slot (so a request
@@ -16,7 +16,7 @@ Each request inside a tunnel (tunnel.py has vetted the CONNECT, the SNI and the 
     429 with Retry-After and X-Biotool-Egress: paced;
   - relayed from its canonical form alone (upstream.py), NCBI's contact counted from the
     request's write (schedule.stamp), and the answer rebuilt on the way back from checked
-    values only (blastapi.filter_reply: no identifier, fixed reason phrase and headers);
+    values only (blastreply.filter_reply: no identifier, fixed reason phrase and headers);
   - or, with a site relay configured (BIOTOOL_NCBI_RELAY), sent to that relay only (mutual
     TLS), which holds NCBI's interval for the whole site; the host-wide schedule is skipped
     then, and a relay that fails means 502, never NCBI directly.
@@ -36,21 +36,21 @@ import time
 from pathlib import Path
 
 import audit
-import blastapi
+import blastreply
+import blastrequest
 import rids as rids_mod
 import schedule as schedule_mod
 import serving
 import upstream
 from biotool import ncbirule
-from biotool_sandbox import auditwire  # in the egress image: beside this file
+import auditwire
 
 JITTER_S = ncbirule.JITTER_S
 MIN_INTERVAL_S = ncbirule.SLOT_S
 POLL_INTERVAL_S = ncbirule.POLL_INTERVAL_S + JITTER_S
 HOLD_S = ncbirule.DEFAULT_HOLD_S  # the longest a request waits for its fair turn before a 429
-BODY_BUDGET = 2 * blastapi.MAX_BODY  # request bodies held at once per run: the gate has 512m
+BODY_BUDGET = 2 * blastrequest.MAX_BODY  # request bodies held at once per run: the gate has 512m
 MAX_TUNNELS = 32              # open tunnels per run; more are answered 503
-_RID = re.compile(rb"RID\s*=\s*([A-Za-z0-9_-]{1,64})")
 _READY = re.compile(rb"Status\s*=\s*READY")
 _FULL = "this run's audit store is full: no further request of the run is relayed"
 
@@ -98,8 +98,8 @@ class Gate:
         return self.records.write(rec, how, echo)
 
 
-def refusal_code(exc: "blastapi.Refused") -> str:
-    """A refusal's fixed code: its own, or the place that raised it. blastapi raises one
+def refusal_code(exc: "blastrequest.Refused") -> str:
+    """A refusal's fixed code: its own, or the place that raised it. blastrequest raises one
     Refused per rule, so the raising line names the rule without any of the request's text."""
     code = getattr(exc, "code", None)
     if isinstance(code, str) and code:
@@ -107,10 +107,10 @@ def refusal_code(exc: "blastapi.Refused") -> str:
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
-    return f"blastapi.{tb.tb_frame.f_code.co_name}:{tb.tb_lineno}" if tb else "blastapi"
+    return f"blastrequest.{tb.tb_frame.f_code.co_name}:{tb.tb_lineno}" if tb else "blastrequest"
 
 
-def searched(request: "blastapi.Request") -> dict:
+def searched(request: "blastrequest.Request") -> dict:
     """What an allowed Put searched, for its records: the program, the database, how many
     records, and digests of the query, of its titles and of each record's sequence (the query
     itself is not kept). The per-record digests let a verifier tell a search of a staged
@@ -119,7 +119,7 @@ def searched(request: "blastapi.Request") -> dict:
     # NCBI's line rule (LF, CR LF or a lone CR), as the policy scanned it: a CR-only FASTA's
     # records are each counted and digested.
     titles, seqs = [], [[]]
-    for line in blastapi.query_lines(query):
+    for line in blastrequest.query_lines(query):
         if line.lstrip(" \t").startswith(">"):
             titles.append(line.strip(" \t"))
             seqs.append([])
@@ -183,7 +183,7 @@ class Requests(serving.Handler):
                                           self.wfile.n and 400, code="malformed-head")
             self.sent += len(str(self.headers).encode("latin-1", "replace"))
             self.gatekeep()
-        except blastapi.Refused as exc:
+        except blastrequest.Refused as exc:
             self.deny(exc.status, exc.reason, code=refusal_code(exc), close=exc.close)
         except (TimeoutError, socket.timeout) as exc:
             self.close_connection = True
@@ -269,31 +269,27 @@ class Requests(serving.Handler):
     def gatekeep(self) -> None:
         gate = self.gate
         method = self.command
-        parts = blastapi.request_path(method, self.path)
+        parts = blastrequest.request_path(method, self.path)
         hosts = self.headers.get_all("Host") or []
         named = hosts[0].strip().lower().rstrip(".") if len(hosts) == 1 else None
         if named not in (self.tunnel_host, f"{self.tunnel_host}:{self.tunnel_port}"):
             return self.deny(403, f"Host header {hosts!r} is not the tunnel's host "
                                   f"{self.tunnel_host}", code="host-header", close=True)
-        body = self.read_body(blastapi.body_length(self.headers))
+        body = self.read_body(blastrequest.body_length(self.headers))
         if body is None:
             return
-        raw = blastapi.raw_params(method, parts, self.headers.get("Content-Type"), body)
+        raw = blastrequest.raw_params(method, parts, self.headers.get("Content-Type"), body)
         if gate.records.full:  # checked once the body is read: a clean answer
             return self.deny(503, _FULL, code="store-full", close=True)
-        request = blastapi.parse(method, raw)
+        request = blastrequest.parse(method, raw)
         what, rid = request.kind, request.rid
         self.rec.update(what=what, rid=rid, **(searched(request) if what == "put" else {}))
         if what != "put":
             if gate.rids.get(rid) is None:
                 return self.deny(403, f"RID {rid} was not created by this run", code="rid-unknown")
-            wait = gate.rids.poll_wait(rid, what)
-            if wait > 0:
-                return self.deny(429, f"RID {rid} was asked about "
-                                      f"{gate.rids.poll_interval - wait:.1f} s ago; NCBI allows "
-                                      f"one poll per RID every {ncbirule.POLL_INTERVAL_S:.0f} s "
-                                      f"(a fetch before READY counts as one)",
-                                 code="rid-poll-early", retry_after=wait)
+            early = gate.rids.too_early(rid, what)
+            if early:
+                return self.deny(429, early.reason, code="rid-poll-early", retry_after=early.wait)
         form = request.encoded()
         url = f"https://{self.tunnel_host}{upstream.target(parts.path, method, form)}"
         if not gate.pending.acquire(blocking=False):
@@ -345,7 +341,7 @@ class Requests(serving.Handler):
                                        echo=False))
         return self.owed
 
-    def via_relay(self, path: str, form: str, request: "blastapi.Request") -> None:
+    def via_relay(self, path: str, form: str, request: "blastrequest.Request") -> None:
         """The decided request through the site's relay, the run's poll rule still kept here:
         a poll the relay paced did not reach NCBI, so its poll time is given back."""
         gate, rid = self.gate, request.rid
@@ -357,7 +353,7 @@ class Requests(serving.Handler):
         if self.relay(path, form, request) and counts:
             gate.rids.mark(rid, last_poll=before)
 
-    def relay(self, path: str, form: str, request: "blastapi.Request", written=None) -> bool:
+    def relay(self, path: str, form: str, request: "blastrequest.Request", written=None) -> bool:
         """Send the decided request upstream (its `decided` record is already written, so one
         the agent abandons mid-relay still has its record) and the reply back; True when the
         site's relay paced it (429)."""
@@ -388,25 +384,24 @@ class Requests(serving.Handler):
                 return False
             # A report too large to check goes back as cut off: biotool's client halves the
             # batch and asks again, and none of its bytes reach the agent.
-            reply = upstream.Reply(exc.status, "", [], blastapi.CUT_OFF)
+            reply = upstream.Reply(exc.status, "", [], blastreply.CUT_OFF)
             note = f"; the {exc}, passed on as a cut-off report"
         if via and reply.status == 429 and reply.header("X-Biotool-Egress") == "paced":
             return self.relay_paced(reply)  # the relay's own answer: not a report, no RID
         status = reply.status
-        data = blastapi.filter_reply(what, reply.data)  # rebuilt from checked values only
-        headers = blastapi.reply_headers(reply.headers, data)
+        data = blastreply.filter_reply(what, reply.data)  # rebuilt from checked values only
+        headers = blastreply.reply_headers(reply.headers, data)
         del reply  # the upstream's bytes are not held while the agent reads
         rid = None
         if what == "put":
-            m = _RID.search(data)
-            if m:
-                rid = m.group(1).decode()
+            rid = rids_mod.handed_out(data)
+            if rid:
                 gate.rids.remember(rid)
         elif what == "poll" and _READY.search(data):
             gate.rids.mark(request.rid, ready=True)
         extra = {"new_rid": rid} if rid else {}
         try:
-            self.reply(status, blastapi.reason(status), headers, data)
+            self.reply(status, blastreply.reason(status), headers, data)
         except OSError:  # the agent left before its reply: the request still went upstream
             self.close_connection = True
             self.finish_record("allowed", f"BLAST {what} relayed{note}; the client left "

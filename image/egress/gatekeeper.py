@@ -5,7 +5,8 @@ The gate is in parts, one job each, all beside this file in the egress image:
   tunnel.py       the CONNECTs Squid relays here, vetted before TLS, and the tunnel server
   clienthello.py  the TLS ClientHello's SNI, read before any handshake
   gate.py         one run's gate and the requests inside its tunnels: decide, pace, relay
-  blastapi.py     the BLAST request policy (canonical form; reports cut on the way back)
+  blastrequest.py the BLAST request policy (one canonical form of each request)
+  blastreply.py   the reply filter (each answer rebuilt from checked values, reports cut)
   rids.py         the run's RIDs and NCBI's one-poll-per-RID-per-minute rule
   schedule.py     NCBI's interval held host-wide, fair between runs
   upstream.py     the HTTPS client to NCBI or to the site's relay (relay.py)
@@ -34,12 +35,13 @@ import audit  # noqa: E402
 import auditstore  # noqa: E402
 import gate as gate_mod  # noqa: E402
 import schedule as schedule_mod  # noqa: E402
+import settings  # noqa: E402
 import squidlog  # noqa: E402
 import tunnel  # noqa: E402
 from biotool import ncbirule  # noqa: E402 - copied beside it in the image
 from biotool import rules as rules_mod  # noqa: E402 - copied beside it in the image
 from render import GATE_PORT, SQUID_LOG_PORT  # noqa: E402 - squid.conf names the same ports
-from biotool_sandbox import auditwire  # noqa: E402 - copied beside it in the image
+import auditwire  # noqa: E402
 
 
 RUN_ID_FILE = "run-id"  # in --run-state: the run's id, the same for every gate of the run
@@ -89,21 +91,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--squid-log", default=f"127.0.0.1:{SQUID_LOG_PORT}",
                     help="with --audit: where Squid's records come in to the store (squidlog.py)")
     ap.add_argument("--run-state", help="this run's own state dir (its RIDs), kept across restarts")
-    ap.add_argument("--relay", default=os.environ.get("BIOTOOL_NCBI_RELAY") or None,
-                    help="https://HOST:PORT of the site's NCBI relay (default BIOTOOL_NCBI_RELAY)")
-    ap.add_argument("--relay-tls", default=os.environ.get("BIOTOOL_NCBI_RELAY_TLS") or None,
+    ap.add_argument("--relay", default=settings.NCBI_RELAY.raw(),
+                    help=f"https://HOST:PORT of the site's NCBI relay (default "
+                         f"{settings.NCBI_RELAY.name})")
+    ap.add_argument("--relay-tls", default=settings.NCBI_RELAY_TLS.raw(),
                     help="directory with site-ca.pem, client.pem, client.key "
-                         "(default BIOTOOL_NCBI_RELAY_TLS)")
-    ap.add_argument("--hold", default=os.environ.get(ncbirule.HOLD_ENV),
+                         f"(default {settings.NCBI_RELAY_TLS.name})")
+    ap.add_argument("--hold", default=settings.HOLD.raw(),
                     help=f"seconds a request waits for its turn at NCBI's slot before a 429 "
-                         f"(default {ncbirule.HOLD_ENV}, else {ncbirule.DEFAULT_HOLD_S:.0f})")
-    ap.add_argument("--blast", action="store_true",
-                    default=os.environ.get(ncbirule.BLAST_ENV, "") not in ("", "0"),
+                         f"(default {settings.HOLD.name}, else {ncbirule.DEFAULT_HOLD_S:.0f})")
+    ap.add_argument("--blast", action="store_true", default=settings.BLAST.get(),
                     help=f"this run declares BLAST: counted at its start against what the host's "
-                         f"NCBI schedule sustains, refused past it (default {ncbirule.BLAST_ENV})")
+                         f"NCBI schedule sustains, refused past it (default {settings.BLAST.name})")
     args = ap.parse_args(argv)
     try:
-        hold_s = ncbirule.hold_from(args.hold)
+        hold_s = ncbirule.hold_from(args.hold, settings.HOLD.name)
     except ValueError as exc:
         print(f"egress gate: {exc}", file=sys.stderr)
         return 2

@@ -8,7 +8,7 @@ its decided requests here instead of to NCBI (upstream.py); this relay
 
   - accepts only gates: mutual TLS, the client's certificate signed by the site CA (no
     certificate, or one from another CA, ends the handshake before a byte of HTTP);
-  - checks every request again with the gate's own policy (blastapi.py, its memory bounded by
+  - checks every request again with the gate's own policy (blastrequest.py, its memory bounded by
     construction) and builds the upstream request from the canonical form alone, so a gate
     bug cannot widen what NCBI gets; request bytes are bounded per run, per gate and in all,
     and a waiting request keeps only its canonical form (MEMORY_LIMIT's sum);
@@ -42,14 +42,15 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).parent))  # its modules beside it (also in the repository)
 import audit  # noqa: E402
-import blastapi  # noqa: E402
+import blastreply  # noqa: E402
+import blastrequest  # noqa: E402
 import gate as gate_mod  # noqa: E402 - the gate's NCBI intervals and hold
 import rids as rids_mod  # noqa: E402
 import schedule as schedule_mod  # noqa: E402
 import serving  # noqa: E402
 import upstream  # noqa: E402
 from biotool import ncbirule  # noqa: E402
-from biotool_sandbox import auditwire  # noqa: E402 - copied beside it in the image
+import auditwire  # noqa: E402
 
 DEFAULT_UPSTREAM = f"https://{ncbirule.HOST}/Blast.cgi"
 MAX_CONNECTIONS = 256          # gates connected at once; more are closed at once
@@ -62,9 +63,9 @@ BODY_BUDGET = 64 << 20         # request bytes held at once, all gates together:
 #                                is read and parsed, then only its canonical form (never larger)
 #                                until it is sent; the decoded QUERY is never kept
 HOST_BODY_BUDGET = BODY_BUDGET // 2  # per gate certificate (one per host): half the site's
-RUN_BODY_BUDGET = blastapi.MAX_BODY  # per run (the gate's run id): its gate sends one at a time
+RUN_BODY_BUDGET = blastrequest.MAX_BODY  # per run (the gate's run id): its gate sends one at a time
 PARSES = 1                     # bodies parsed at once: the relay's pace is one request per 10 s
-PARSE_PEAK = 8 * blastapi.MAX_BODY   # one parse's transient beside its body (measured ~63 MB
+PARSE_PEAK = 8 * blastrequest.MAX_BODY   # one parse's transient beside its body (measured ~63 MB
 #                                for 8 MB of letters with one character above U+FFFF)
 REPLY_PEAK = upstream.MAX_REPLY      # a reply read from upstream (one at a time while each
 #                                send ends within NCBI's interval; slower sends overlap)
@@ -169,7 +170,7 @@ class Pending:
     form: bytes
 
     @classmethod
-    def of(cls, request: "blastapi.Request") -> "Pending":
+    def of(cls, request: "blastrequest.Request") -> "Pending":
         return cls(request.kind, request.rid, request.form.encode("ascii"))
 
 
@@ -246,9 +247,9 @@ class Handler(serving.Handler):
         run = (self.headers.get(upstream.RUN_HEADER) or "").strip()
         self.run = run if _RUN.fullmatch(run) else None
         try:
-            parts = blastapi.request_path(self.command, self.path)
-            length = blastapi.body_length(self.headers)
-        except blastapi.Refused as exc:
+            parts = blastrequest.request_path(self.command, self.path)
+            length = blastrequest.body_length(self.headers)
+        except blastrequest.Refused as exc:
             return self.answer(exc.status, exc.reason, close=True)
         run_key = self.run or "-"
         why = relay.admission.take(self.peer, run_key, length)
@@ -262,12 +263,12 @@ class Handler(serving.Handler):
             self.request_read(upstream.UPSTREAM_S)
             try:
                 with relay.parsing:  # one parse's peak at a time; its leftovers freed inside
-                    request = blastapi.parse(self.command, blastapi.raw_params(
+                    request = blastrequest.parse(self.command, blastrequest.raw_params(
                         self.command, parts, self.headers.get("Content-Type"), body))
                     body = None
                     pending = Pending.of(request)
                     del request
-            except blastapi.Refused as exc:
+            except blastrequest.Refused as exc:
                 return self.answer(exc.status, exc.reason, close=exc.close)
             self.forward(pending)
         finally:
@@ -282,13 +283,10 @@ class Handler(serving.Handler):
             if info is None or info.get("owner") != owner:
                 return self.answer(403, f"RID {rid} was not created by this gate's run",
                                    what=what, rid=rid)
-            wait = relay.rids.poll_wait(rid, what)
-            if wait > 0:
-                return self.answer(429, f"RID {rid} was asked about "
-                                        f"{relay.rids.poll_interval - wait:.1f} s ago; NCBI "
-                                        f"allows one poll per RID every "
-                                        f"{ncbirule.POLL_INTERVAL_S:.0f} s",
-                                   decision="paced", retry_after=wait, what=what, rid=rid)
+            early = relay.rids.too_early(rid, what)
+            if early:
+                return self.answer(429, early.reason, decision="paced", retry_after=early.wait,
+                                   what=what, rid=rid)
         try:  # fair between gates by the certificate the handshake proved, never a header
             slot = relay.schedule.acquire(self.peer, relay.hold_s)
         except schedule_mod.Busy as exc:
@@ -322,16 +320,15 @@ class Handler(serving.Handler):
             # Too large to pass on: a cut-off report (the gate passes it on as one, and
             # biotool's client halves the batch).
             reply = upstream.Reply(exc.status, "OK", [("Content-Type", "application/json")],
-                                   blastapi.CUT_OFF)
+                                   blastreply.CUT_OFF)
         new_rid = None
         if what == "put":
-            m = gate_mod._RID.search(reply.data)
-            if m:
-                new_rid = m.group(1).decode()
+            new_rid = rids_mod.handed_out(reply.data)
+            if new_rid:
                 relay.rids.remember(new_rid, owner)
         elif what == "poll" and gate_mod._READY.search(reply.data):
             relay.rids.mark(rid, ready=True)
-        self.reply(reply.status, blastapi.reason(reply.status),
+        self.reply(reply.status, blastreply.reason(reply.status),
                    [(k, v) for k, v in reply.headers if k.lower() in ("content-type", "retry-after")],
                    reply.data)
         self.record("allowed", f"BLAST {what} sent upstream", reply.status, what=what,

@@ -17,9 +17,7 @@ import time
 from pathlib import Path
 
 from biotool import rules as rules_mod  # in the egress image: biotool/ beside this file
-from biotool_sandbox import auditwire
-
-# One access-log line per attempt Squid ends itself (every denial); an allowed CONNECT is
+import auditwire
 # relayed to the gate (gatekeeper.py), which logs the tunnel and each request in it.
 # Fields are space separated, "-" when empty; free-text fields are URL-escaped (%#) and every
 # field is cut to a maximum width, so a line never nears Squid's 8,191-byte log-line limit

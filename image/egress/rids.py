@@ -4,7 +4,9 @@ A RID may be polled or fetched only by the run that created it: each run has its
 and its RIDs live in that gate (saved on the run's own state volume, so a restarted gate
 keeps them and their poll times). NCBI allows one poll per RID per minute
 (biotool/ncbirule.py); until a RID is seen READY, fetching its report asks what a poll asks,
-so it counts as one. Standard library only.
+so it counts as one. And what a RID is: NCBI's one grammar, which a request may name
+(blastrequest.py), a reply may hand out (blastreply.py) and the saved file may hold.
+Standard library only, and biotool/ncbirule.py beside it.
 """
 
 from __future__ import annotations
@@ -15,12 +17,22 @@ import re
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from biotool import ncbirule
+
 MAX_RIDS = 1000          # RIDs remembered per run (oldest first out)
 RIDS_FILE = "rids.json"  # in the run's state dir
-_RID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+RID = re.compile(r"[A-Z0-9]{6,32}")  # NCBI's RIDs, e.g. 7N3KZ0XP016
+RID_INFO = re.compile(rb"RID\s*=\s*(" + RID.pattern.encode() + rb")\s")  # a QBlastInfo line
+
+
+def handed_out(page: bytes) -> str | None:
+    """The RID a Put's answer (a QBlastInfo page) hands out, None when it names none."""
+    m = RID_INFO.search(page)
+    return m.group(1).decode() if m else None
 
 
 def load(path: Path | None, limit: int = MAX_RIDS) -> dict[str, dict]:
@@ -34,7 +46,7 @@ def load(path: Path | None, limit: int = MAX_RIDS) -> dict[str, dict]:
         return {}
     out = {}
     for rid, info in (raw.items() if isinstance(raw, dict) else ()):
-        if _RID.fullmatch(str(rid)) and isinstance(info, dict) \
+        if RID.fullmatch(str(rid)) and isinstance(info, dict) \
                 and isinstance(info.get("created"), (int, float)):
             last = info.get("last_poll")
             owner = info.get("owner")
@@ -56,6 +68,15 @@ def poll_wait(info: dict | None, what: str, now: float, poll_interval: float) ->
     if not counts_as_poll(info, what) or info["last_poll"] is None:
         return 0.0
     return max(0.0, info["last_poll"] + poll_interval - now)
+
+
+@dataclass(frozen=True)
+class TooEarly:
+    """A poll of a RID sooner than NCBI's rule allows: the one refusal the gate and the site
+    relay send (429, Retry-After: wait)."""
+
+    wait: float   # seconds until the RID may be asked again
+    reason: str
 
 
 class Rids:
@@ -82,6 +103,16 @@ class Rids:
     def poll_wait(self, rid: str, what: str) -> float:
         """Seconds until `rid` may be asked again by a request of kind `what` (0: now)."""
         return poll_wait(self.get(rid), what, self.clock(), self.poll_interval)
+
+    def too_early(self, rid: str, what: str) -> TooEarly | None:
+        """The refusal of this request of `rid` when NCBI's poll rule holds it back, else None."""
+        wait = self.poll_wait(rid, what)
+        if wait <= 0:
+            return None
+        return TooEarly(wait, f"RID {rid} was asked about {self.poll_interval - wait:.1f} s ago; "
+                              f"NCBI allows one poll per RID every "
+                              f"{ncbirule.POLL_INTERVAL_S:.0f} s (a fetch before READY counts as "
+                              f"one)")
 
     def remember(self, rid: str, owner: str | None = None) -> None:
         """A new RID; `owner`: who may ask about it (the site relay's gate and run)."""

@@ -18,7 +18,7 @@ Fairness: when the interval has passed, the slot goes to the waiting run served 
 recently, so a run that always asks cannot starve one that asks now and then. A waiter that
 stops renewing its entry (a crashed gate) drops out after STALE_S.
 
-Declared runs: a run whose egress declares BLAST (ncbirule.BLAST_ENV) takes a place in the
+Declared runs: a run whose egress declares BLAST (settings.BLAST) takes a place in the
 `blast` table at its start (`declare`), refused (Full) when one more would make a round of
 declared runs longer than the shortest hold among them (ncbirule.sustained); its gate renews
 the place every RENEW_S and gives it up at its stop, and a place not renewed for LEASE_S is
@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import settings
 from biotool import lockedstate, ncbirule
 
 STATE = "ncbi-schedule.json"
@@ -199,7 +200,7 @@ class Schedule:
                         f"declared BLAST, and it sustains {ncbirule.sustained(holds)} at a hold "
                         f"of {min(holds):g} s (one NCBI request every {ncbirule.SLOT_S:g} s, "
                         f"each run once a round): start this run when one of them ends, or "
-                        f"give the runs a longer hold ({ncbirule.HOLD_ENV}, at most "
+                        f"give the runs a longer hold ({settings.HOLD.name}, at most "
                         f"{ncbirule.MAX_HOLD_S:g} s)")
             places[run] = (hold_s, now)
             self._write(locked, state)

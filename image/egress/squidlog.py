@@ -30,7 +30,7 @@ import threading
 import time
 
 import render
-from biotool_sandbox import auditwire  # in the egress image: beside this file
+import auditwire
 
 LINE_MAX = 8192    # Squid's own log-line limit; render.py keeps every record well under it
 FIELDS = len(render.LOG_FIELDS) + 1

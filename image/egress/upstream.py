@@ -1,7 +1,7 @@
 """Where a decided BLAST request goes: NCBI (or a self-hosted BLAST URL API), or the site's
 NCBI relay (relay.py), which a gate reaches by mutual TLS.
 
-The upstream request is built from the canonical form alone (blastapi.Request.encoded) with a
+The upstream request is built from the canonical form alone (blastrequest.Request.encoded) with a
 fixed User-Agent and Accept, never the agent's bytes; the reply is read bounded and its
 hop-by-hop headers dropped. Standard library only.
 """
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import urlsplit
 
+from blastreply import MAX_REPLY  # the reply filter's bound, the one place it is written
 from schedule import CONNECT_BOUND_S
 
 UPSTREAM_S = 300.0
-MAX_REPLY = 32 << 20   # well under the egress's 512 MB (and the relay's 256 MB); read in chunks
 READ_CHUNK = 1 << 16
 HEADERS = {"User-Agent": "biotool-egress", "Accept": "*/*"}  # never the agent's bytes
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",

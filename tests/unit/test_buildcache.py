@@ -58,7 +58,7 @@ def test_numba_loads_what_was_compiled_into_the_image_copy(tmp_path):
         p.chmod(0o555 if p.is_dir() else 0o444)
     # A fresh run: an empty cache folder of its own, the image's copy read-only.
     run_env = {**base, "NUMBA_CACHE_DIR": str(tmp_path / "run" / "numba"),
-               libcaches.HOME_VAR: str(image)}
+               libcaches.BUILD_CACHES.name: str(image)}
     unseeded = _probe(tmp_path, {**run_env, "NUMBA_CACHE_DIR": str(tmp_path / "bare")}, "none")
     assert (unseeded["hits"], unseeded["misses"]) == (0, 1)  # what every fresh container did
     seeded = _probe(tmp_path, run_env, "seed")
@@ -77,7 +77,7 @@ def test_seed_links_numba_copies_matplotlib_and_leaves_what_is_there(tmp_path, m
     run = tmp_path / "run"
     (run / "numba" / "pkg_abc").mkdir(parents=True)
     (run / "numba" / "pkg_abc" / "f-1.py311.nbi").write_bytes(b"written at run time")
-    monkeypatch.setenv(libcaches.HOME_VAR, str(image))
+    monkeypatch.setenv(libcaches.BUILD_CACHES.name, str(image))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(run / "numba"))
     monkeypatch.setenv("MPLCONFIGDIR", str(run / "mpl"))
     monkeypatch.delenv("NUMBA_CPU_NAME", raising=False)
@@ -94,7 +94,7 @@ def test_seed_links_numba_copies_matplotlib_and_leaves_what_is_there(tmp_path, m
 
 
 def test_seed_without_an_image_copy_or_a_writable_folder_changes_nothing(tmp_path, monkeypatch):
-    monkeypatch.setenv(libcaches.HOME_VAR, str(tmp_path / "absent"))
+    monkeypatch.setenv(libcaches.BUILD_CACHES.name, str(tmp_path / "absent"))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "run"))
     monkeypatch.setattr(libcaches, "_seeded", False)
     assert libcaches.seed() == 0 and not (tmp_path / "run").exists()
@@ -102,7 +102,7 @@ def test_seed_without_an_image_copy_or_a_writable_folder_changes_nothing(tmp_pat
     (image / "numba").mkdir(parents=True)
     (image / "numba" / "x.nbi").write_bytes(b"i")
     (tmp_path / "file").write_text("in the way")
-    monkeypatch.setenv(libcaches.HOME_VAR, str(image))
+    monkeypatch.setenv(libcaches.BUILD_CACHES.name, str(image))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "file" / "numba"))
     monkeypatch.setattr(libcaches, "_seeded", False)
     assert libcaches.seed() == 0  # the library then compiles as it would without a seed

@@ -1,7 +1,8 @@
 """The import walk of the whole `entrypoints/` tree: no import cycle and no upward import,
 with the layers docs/architecture.md draws ("Layers").
 
-Bottom first: `commandline` (the command-line layer, on Typer); biotool's core
+Bottom first: `commandline` (the command-line layer, on Typer) and the neutral
+modules beside it (`auditwire`, the audit's wire format both images read); biotool's core
 (its top-level shared modules: output, files, cache, procs, family, ...); `biotool.staging` (the
 staged-item inventory every command reads); `biotool.alignment` (references, indexes,
 aligners); the families (`system`, `reads`, `taxonomy`, `singlecell`, `annotate`), each apart
@@ -17,8 +18,11 @@ Harbor tasks (`biotool_sandbox.draws`, run in the image by `python -m
 biotool_sandbox.harbor_draw`) are programs too, each module a unit: they read staged items.
 
 Every `import` and `from ... import` counts, at a module's top or inside a function, relative
-ones resolved. Imports by a name computed at run time (`importlib.import_module` of a family's
-`cli`) are not seen.
+ones resolved, and so does every `importlib.import_module` call: of a literal name, of an
+f-string (each placeholder one name segment: `f"biotool.{family}.cli"` is every family's
+`cli`), or of a name computed from data, which DYNAMIC must say how to read (annotate's
+built-in tools, by the "module:function" targets of annotate/registry.py); a load the walk
+cannot resolve fails it.
 
 KNOWN lists the import edges that still close a cycle or point upward, each with why it is
 not fixed here; the walk leaves them out, so any new cycle or upward import fails, and an
@@ -28,6 +32,7 @@ exception that no longer exists fails too (the list stays true).
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,8 +44,9 @@ ENTRYPOINTS = Path(__file__).resolve().parents[2] / "entrypoints"
 FAMILIES = {"system", "reads", "taxonomy", "singlecell", "annotate"}
 PROGRAMS = {"biotool.cli", "biotool.__main__", "biotool.buildcache", "biotool.staging.__main__"}
 BESIDE = {"molperceive", "biotool_sandbox"}   # import commandline and biotool's core only
+NEUTRAL = {"auditwire"}  # standard-library modules of no package, which both images read
 DRAWS = "biotool_sandbox.draws"               # programs: each draw module a unit of its own
-RANK = {"commandline": 0, "core": 1, "staging": 2, "alignment": 3, "family": 4, "stagebuild": 5,
+RANK = {"neutral": 0, "commandline": 0, "core": 1, "staging": 2, "alignment": 3, "family": 4, "stagebuild": 5,
         "program": 6}
 
 GRADER = ("the Harbor verifier scores a chemistry task by MolPerceive's own rule and labels "
@@ -48,7 +54,18 @@ GRADER = ("the Harbor verifier scores a chemistry task by MolPerceive's own rule
 # (importer, imported): an edge the walk leaves out, and why.
 DRAWN = ("a drawn chemistry task's truth is MolPerceive's labels of the drawn molecules, which "
          "the grader scores by the same rule: in the image that carries both")
+FAMILY_CLI = ("the registry of families (`FAMILIES`) loads each family's declaration, its "
+              "cli.describe(), by name for `list`, `doctor` and `version`, so no family imports "
+              "another and the registry imports none at its top; the families' own declarations "
+              "import the registry's types")
+DRAW_BY_NAME = ("a Harbor task names its draw as MODULE.FUNCTION; `python -m "
+                "biotool_sandbox.harbor_draw` loads it by that name in the image, and the "
+                "launcher checks a task's name through the same resolve")
 KNOWN = {
+    **{("biotool.family", f"biotool.{f}.cli"): FAMILY_CLI for f in FAMILIES},
+    **{("biotool_sandbox.harbor_draw", f"biotool_sandbox.draws.{p.stem}"): DRAW_BY_NAME
+       for p in sorted((ENTRYPOINTS / "biotool_sandbox" / "draws").glob("*.py"))
+       if p.stem != "__init__"},
     ("biotool_sandbox.draws.chemistry", "molperceive"): DRAWN,
     ("biotool_sandbox.draws.chemistry", "molperceive.label"): DRAWN,
     ("biotool_sandbox.harbor_grade", "molperceive"): GRADER,
@@ -67,14 +84,67 @@ def modules(root: Path = ENTRYPOINTS) -> dict[str, Path]:
     return out
 
 
+def _registry_targets(known: dict[str, Path]) -> set[str]:
+    """The modules annotate's built-in tools name ("module:function" in registry.py)."""
+    text = (ENTRYPOINTS / "biotool" / "annotate" / "registry.py").read_text()
+    return set(re.findall(r'target="([a-z_.]+):', text))
+
+
+# importlib loads of a name computed from data: how to read what each module can load.
+DYNAMIC = {"biotool.annotate.calls": _registry_targets}
+
+
+def _import_module_call(node: ast.AST) -> bool:
+    func = node.func if isinstance(node, ast.Call) else None
+    return (isinstance(func, ast.Attribute) and func.attr == "import_module"
+            and isinstance(func.value, ast.Name) and func.value.id == "importlib")
+
+
+def _constants(tree: ast.Module) -> dict[str, str]:
+    """The module's own string constants (`PACKAGE = "tooluniverse"`), which an f-string of a
+    load may name."""
+    return {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
+def _piece(part: ast.AST, consts: dict[str, str]) -> str:
+    if isinstance(part, ast.Constant):
+        return re.escape(part.value)
+    if isinstance(part.value, ast.Name) and part.value.id in consts:
+        return re.escape(consts[part.value.id])
+    if isinstance(part.value, ast.Name) and part.value.id == "family":
+        return "(?:" + "|".join(sorted(FAMILIES)) + ")"  # biotool.family.FAMILIES, by name
+    return r"[A-Za-z_]\w*"
+
+
+def loaded(name: str, node: ast.Call, known: dict[str, Path],
+           consts: dict[str, str]) -> list[str]:
+    """The modules an `importlib.import_module(...)` call in module `name` can load."""
+    arg = node.args[0] if node.args else None
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return [arg.value]
+    if isinstance(arg, ast.JoinedStr):
+        pattern = "".join(_piece(p, consts) for p in arg.values)
+        return sorted(m for m in known if re.fullmatch(pattern, m))
+    if name in DYNAMIC:
+        return sorted(DYNAMIC[name](known))
+    raise AssertionError(f"{name}:{node.lineno}: an importlib load the walk cannot resolve; "
+                         f"make it static or say in DYNAMIC what it loads")
+
+
 def imported(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     """The modules of `known` that module `name` (at `path`) imports: each imported name
     resolved to the longest known module it names (`from a import b` names a.b when b is a
-    module, else a)."""
+    module, else a), and what its `importlib.import_module` calls load."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
+    tree = ast.parse(path.read_text(), str(path))
+    consts = _constants(tree)
+    for node in ast.walk(tree):
+        if _import_module_call(node):
+            names = loaded(name, node, known, consts)
+        elif isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
@@ -160,6 +230,8 @@ def layer(module: str) -> str:
         return "program"
     if top in BESIDE:
         return top
+    if top in NEUTRAL:
+        return "neutral"
     if top == "commandline":
         return "commandline"
     sub = rest.split(".")[0]
@@ -179,7 +251,7 @@ def upward(g: dict[str, set[str]]) -> list[tuple[str, str]]:
         for t in sorted(targets):
             b = layer(t)
             if a in BESIDE:
-                ok = b in (a, "commandline", "core")
+                ok = b in (a, "neutral", "commandline", "core")
             elif b in BESIDE:
                 ok = False
             else:
@@ -214,12 +286,18 @@ def test_every_known_exception_still_exists():
         assert cycles(g) or cycles(units(g)) or edge in upward(g), edge
 
 
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
 def test_the_walk_sees_what_it_must(tmp_path):
     """Imports at every depth and relative ones; a cycle, a cycle between packages, and each
     kind of upward import are found."""
     assert {"biotool.alignment.indexes", "biotool.staging"} \
         <= graph()["biotool.alignment.reference"]
-    for rel, text in {
+    _tree(tmp_path, {
         "biotool/__init__.py": "",
         "biotool/core.py": "def f():\n    from biotool.reads import bam\n",
         "biotool/reads/__init__.py": "",
@@ -229,9 +307,7 @@ def test_the_walk_sees_what_it_must(tmp_path):
         "biotool/taxonomy/x.py": "",
         "molperceive/__init__.py": "",
         "molperceive/a.py": "import biotool.taxonomy.x\n",
-    }.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
+    })
     g = graph(tmp_path, leave_out={})
     assert g["biotool.core"] == {"biotool.reads", "biotool.reads.bam"}
     assert g["biotool.reads.bam"] == {"biotool", "biotool.core", "biotool.reads",
@@ -246,9 +322,39 @@ def test_the_walk_sees_what_it_must(tmp_path):
                               ("molperceive.a", "biotool.taxonomy.x")}
 
 
+def test_the_walk_sees_importlib_loads(tmp_path):
+    """A load by a literal name and by an f-string is an edge like an import; the core loading
+    every family's cli is the upward import it is; a load the walk cannot read fails."""
+    assert {f"biotool.{f}.cli" for f in FAMILIES} <= graph(leave_out={})["biotool.family"]
+    assert {"biotool.annotate.sequence_tools", "biotool.annotate.genes"} \
+        <= graph()["biotool.annotate.calls"]
+    _tree(tmp_path, {
+        "biotool/__init__.py": "",
+        "biotool/core.py": "import importlib\ndef f(n):\n"
+                           "    return importlib.import_module(f'biotool.{n}.x')\n",
+        "biotool/other.py": "import importlib\nM = importlib.import_module('biotool.core')\n",
+        "biotool/taxonomy/__init__.py": "",
+        "biotool/taxonomy/x.py": "",
+    })
+    g = graph(tmp_path, leave_out={})
+    assert g["biotool.core"] == {"biotool.taxonomy.x"}
+    assert g["biotool.other"] == {"biotool.core"}
+    assert ("biotool.core", "biotool.taxonomy.x") in upward(g)
+    (tmp_path / "biotool" / "other.py").write_text("import importlib\ndef f(n):\n"
+                                                   "    return importlib.import_module(n)\n")
+    with pytest.raises(AssertionError, match="biotool.other:3: an importlib load"):
+        graph(tmp_path, leave_out={})
+
+
 @pytest.mark.parametrize("name", sorted(m for m in modules() if m.startswith("biotool.alignment")))
 def test_each_alignment_module_imports_first_and_alone(name):
     # The layer below the families loads with nothing else imported before it.
     proc = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0, (name, proc.stderr[-500:])
+
+
+def test_the_walks_families_are_the_registrys():
+    from biotool import family
+
+    assert set(family.FAMILIES) == FAMILIES

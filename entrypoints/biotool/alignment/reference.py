@@ -22,7 +22,7 @@ from biotool.alignment import indexes
 from biotool.alignment.aligners import index_label
 from biotool.deadline import UNBOUNDED, Deadline
 from biotool.cache import atomic_path, entry_dir
-from biotool.files import input_file, magic
+from biotool.files import input_file, magic, unreadable
 from biotool.output import InputError, ToolFailure
 from biotool.provenance import used
 from biotool.staging.item import StagedItem
@@ -229,7 +229,7 @@ def _cached_fasta(path: Path) -> Reference:
     try:
         digest = check_fasta(path)
     except OSError as exc:
-        raise InputError(f"--reference {path}: cannot be read ({exc.strerror or exc})") from None
+        raise unreadable("--reference", path, exc) from None
     d = entry_dir("reference", digest[:32])
     fasta = d / "reference.fasta"
     fai = Path(str(fasta) + ".fai")

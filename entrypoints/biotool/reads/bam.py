@@ -21,7 +21,7 @@ from biotool.alignment.vocabulary import (ALIGNED, CONSUMES_QUERY, CONSUMES_REFE
                                           SKIP_FOR_DIVERGENCE)
 from biotool.cache import content_key, entry_dir, work_dir
 from biotool.deadline import UNBOUNDED, Deadline
-from biotool.files import input_file, magic
+from biotool.files import input_file, magic, unreadable
 from biotool.output import InputError, ToolFailure
 from biotool.procs import OutOfTime, run_pipeline
 from biotool.progress import log
@@ -213,7 +213,7 @@ def open_bam(path: str | Path, threads: int = 1):
     try:
         kind = magic(path)
     except OSError as exc:
-        raise InputError(f"--bam {path}: cannot be read ({exc.strerror or exc})") from None
+        raise unreadable("--bam", path, exc) from None
     if kind == "CRAM":
         raise InputError(f"--bam {path}: CRAM is not supported; convert it to BAM with "
                          f"`samtools view -b -T REFERENCE.fa -o x.bam {path}` and index it")
@@ -313,10 +313,10 @@ def check_sorted_and_indexed(bam, path: str) -> None:
                 raise InputError(f"--bam {path}: its index does not match the file (stale or "
                                  f"of another BAM); rebuild it with `samtools index {path}`")
     except (OSError, ValueError) as exc:
-        raise unreadable(path, exc) from None
+        raise unreadable_bam(path, exc) from None
 
 
-def unreadable(path: str, exc: Exception) -> InputError:
+def unreadable_bam(path: str, exc: Exception) -> InputError:
     """The error for a read htslib failed: a corrupt or cut-off record or block."""
     return InputError(f"--bam {path}: unreadable through its index or truncated "
                       f"({str(exc).strip()[:120]}); check the file and rebuild the index "
@@ -333,7 +333,7 @@ def fetch(bam, *region, **options):
         except StopIteration:
             return
         except (OSError, ValueError) as exc:
-            raise unreadable(os.fsdecode(bam.filename), exc) from None
+            raise unreadable_bam(os.fsdecode(bam.filename), exc) from None
         yield read
 
 

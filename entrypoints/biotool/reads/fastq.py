@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterator
 
 from biotool import seqio
-from biotool.files import input_file, magic
+from biotool.files import input_file, magic, unreadable
 from biotool.output import InputError
 from biotool.seqio import Record
 
@@ -32,7 +32,7 @@ def check_path(path: Path) -> None:
     try:
         kind = magic(path)
     except OSError as exc:
-        raise seqio.unreadable("--fastq", path, exc) from None
+        raise unreadable("--fastq", path, exc) from None
     if kind in ("bzip2", "xz", "zstd"):
         raise InputError(f"--fastq {path}: unsupported compression ({kind}); give FASTQ plain "
                          "or gzip-compressed")

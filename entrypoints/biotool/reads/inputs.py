@@ -11,7 +11,7 @@ from pathlib import Path
 
 from biotool.alignment.reference import Reference
 from biotool.arms import hedge
-from biotool.files import input_file
+from biotool.files import input_file, unreadable
 from biotool.output import InputError
 from biotool.reads.bam import (MISMATCH_MIN_BASES, MISMATCH_REFUSE, refuse_if_divergent,
                                sampled_divergence)
@@ -104,7 +104,7 @@ def _digest(path: str, flag: str, limit: int | None) -> str:
                 left = left - len(chunk) if left > 0 else left
     except (EOFError, zlib.error, OSError) as exc:
         if isinstance(exc, OSError) and not isinstance(exc, gzip.BadGzipFile) and not gz:
-            raise InputError(f"{flag} {path}: cannot be read ({exc.strerror or exc})") from None
+            raise unreadable(flag, path, exc) from None
         raise InputError(f"{flag} {path}: gzip stream is corrupt or truncated "
                          f"({type(exc).__name__})") from None
     return h.hexdigest()

@@ -24,7 +24,6 @@ reason and goes on).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -32,6 +31,7 @@ from pathlib import Path
 from biotool.staging import LOCK, REPO_REFS, StagingError, home
 from biotool.stagebuild import layers
 from biotool.stagebuild import pins as pinning
+from biotool.settings import TOFU
 from biotool.stagebuild.build import stage
 
 
@@ -48,10 +48,6 @@ def stage_layers(refs_dir: Path, out: Path, sets: list[str], lock: Path | None =
         return layers.split(scratch, out)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"{', '.join(layers.DATA_SETS)} is staged here; the rest is skipped)")
         ap.add_argument("--out", type=Path, required=True,
                         help=f"folder of the {layers.SLOTS} layer folders 1..{layers.SLOTS}")
-        ap.add_argument("--tofu", action="store_true", default=_truthy(os.environ.get("BIOTOOL_TOFU")),
+        ap.add_argument("--tofu", action="store_true", default=TOFU.get(),
                         help="trust on first use: stage unpinned items and print their lock lines")
         ap.add_argument("--only", action="append", default=[], metavar="NAME",
                         help="stage only this item (repeatable)")
@@ -79,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.add_argument("--dest", type=Path, default=None,
                         help="staging root (BIOTOOL_HOME; a site directory for BIOTOOL_SITE_DIR)")
         ap.add_argument("--sets", default="demo", help="comma-separated sets to stage")
-        ap.add_argument("--tofu", action="store_true", default=_truthy(os.environ.get("BIOTOOL_TOFU")),
+        ap.add_argument("--tofu", action="store_true", default=TOFU.get(),
                         help="trust on first use: stage unpinned items and print their lock lines")
         ap.add_argument("--only", action="append", default=[], metavar="NAME",
                         help="stage only this item (repeatable)")

@@ -22,9 +22,9 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from biotool.settings import FETCH_BACKOFF, SOURCE_MIRROR
 from biotool.staging import StagingError
 
-MIRROR_ENV = "BIOTOOL_SOURCE_MIRROR"
 ATTEMPTS = 4
 TIMEOUT = 120  # seconds without a byte before a read counts as a cut connection
 _CHUNK = 1 << 20
@@ -32,7 +32,7 @@ _CHUNK = 1 << 20
 
 def mirrored(url: str) -> str:
     """The URL actually requested: the real one, or its stand-in under BIOTOOL_SOURCE_MIRROR."""
-    mirror = os.environ.get(MIRROR_ENV, "").rstrip("/")
+    mirror = (SOURCE_MIRROR.get() or "").rstrip("/")
     if not mirror:
         return url
     parts = urllib.parse.urlsplit(url)
@@ -40,7 +40,7 @@ def mirrored(url: str) -> str:
 
 
 def _backoff(attempt: int) -> float:
-    return float(os.environ.get("BIOTOOL_FETCH_BACKOFF", "2")) * (2 ** attempt)
+    return FETCH_BACKOFF.get() * (2 ** attempt)
 
 
 def read_bytes(url: str, label: str, limit: int = 64 << 20) -> bytes:

@@ -27,7 +27,6 @@ tables:
 from __future__ import annotations
 
 import json
-import os
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -35,12 +34,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from biotool import settings
 from biotool.cache import sha256_tree
 from biotool.output import InputError
 from biotool.staging.item import StagedItem
 from biotool.staging.manifest import ManifestEntry, item_key
 
-IMAGE_HOME = Path("/opt/biotool")
 REPO_REFS = Path(__file__).resolve().parents[3] / "refs"
 KINDS = ("reference", "database", "model", "sample")
 INVENTORY = "staged.json"
@@ -55,22 +54,19 @@ class StagingError(RuntimeError):
 
 def home() -> Path:
     """Where staged items live: BIOTOOL_HOME, else /opt/biotool."""
-    return Path(os.environ.get("BIOTOOL_HOME", IMAGE_HOME))
+    return settings.HOME.get()
 
 
 def site_dir() -> Path | None:
     """The site overlay (BIOTOOL_SITE_DIR) when it holds a staged.json, else None."""
-    env = os.environ.get("BIOTOOL_SITE_DIR")
-    if env and (Path(env) / INVENTORY).is_file():
-        return Path(env)
-    return None
+    site = settings.SITE_DIR.get()
+    return site if site and (site / INVENTORY).is_file() else None
 
 
 def manifest_dir() -> Path:
     """The manifests: staged beside the items in the image, else the repository's refs/."""
-    env = os.environ.get("BIOTOOL_MANIFESTS")
-    if env:
-        return Path(env)
+    if settings.MANIFESTS.get():
+        return settings.MANIFESTS.get()
     staged_copy = home() / "manifests"
     return staged_copy if staged_copy.is_dir() else REPO_REFS
 
@@ -257,10 +253,15 @@ def status(entry: Mapping[str, Any]) -> Status:
                   reason=f"staged files missing: {', '.join(missing)}" if missing else None)
 
 
+def how_to_stage(set_name: str, source: str = "the sources in refs/*.toml") -> str:
+    """The one remedy for what a set this image did not stage holds (an item's, or a whole
+    set's in `biotool list`): build it in, or stage it on the host into a site overlay."""
+    return (f"build with --build-arg {settings.STAGE.name}={set_name} (make image "
+            f"{settings.STAGE.name}={set_name}) on a host that can reach {source}, or stage it "
+            f"into a site directory mounted at {settings.SITE_DIR.name}")
+
+
 def _remedy(entry: Mapping[str, Any]) -> str:
     """How to stage an item of a set this image did not stage."""
     src = entry.get("source") or entry.get("builder") or "?"
-    src = src[0] if isinstance(src, list) else src
-    set_name = entry.get("set", "production")
-    return (f"build with --build-arg BIOTOOL_STAGE={set_name} on a host that can reach {src}, "
-            "or stage it into a site directory mounted at BIOTOOL_SITE_DIR")
+    return how_to_stage(entry.get("set", "production"), src[0] if isinstance(src, list) else src)

@@ -34,8 +34,8 @@ import time
 from dataclasses import dataclass
 
 from biotool import rules as rules_mod
+from biotool.settings import EGRESS_POLICY
 
-POLICY_VAR = rules_mod.POLICY_VAR
 # A pod's own network links (the pod's end of its CNI's pair or slave device); a host's
 # network shows a plain device (a NIC), a bridge, a tunnel or a bond beside or instead.
 POD_LINK_KINDS = ("veth", "ipvlan", "macvlan", "netkit")
@@ -75,7 +75,7 @@ class Outcome:
 
 def declared(env: dict) -> str | None:
     """The policy the operator says confines this pod, or None (cluster mode is off)."""
-    return (env.get(POLICY_VAR) or "").strip() or None
+    return (EGRESS_POLICY.get(env) or "").strip() or None
 
 
 def targets(routes: list[tuple[str, str, str]], env: dict, allowed: list[tuple[str, list[str], int]],
@@ -143,7 +143,7 @@ def verdict(policy: str, proxy: str, proxy_outcomes: list[Outcome],
     def unenforced(reason: str) -> dict:
         return {"enforced": False, "mode": "unenforced", "reason": reason, **evidence}
 
-    where = f"the cluster policy declared by {POLICY_VAR} ({policy})"
+    where = f"the cluster policy declared by {EGRESS_POLICY.name} ({policy})"
     reached = [o for o in proxy_outcomes if o.result == "connected"]
     if not reached:
         tried = "; ".join(o.shown() for o in proxy_outcomes) or "it does not resolve"

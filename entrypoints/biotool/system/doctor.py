@@ -8,7 +8,7 @@ import socket
 import tempfile
 from pathlib import Path
 
-from biotool import family, staging
+from biotool import family, settings, staging
 from biotool import rules as rules_mod
 from biotool.cache import cache_root
 from biotool.output import ToolFailure
@@ -16,7 +16,7 @@ from biotool.staging.item import StagedItem
 
 # Every cache a library may write, pointed somewhere writable so an arbitrary UID with an
 # unwritable HOME works (Apptainer runs images that way).
-CACHE_VARS = ("BIOTOOL_CACHE", "XDG_CACHE_HOME", "MPLCONFIGDIR", "NUMBA_CACHE_DIR", "HF_HOME",
+CACHE_VARS = (settings.CACHE.name, "XDG_CACHE_HOME", "MPLCONFIGDIR", "NUMBA_CACHE_DIR", "HF_HOME",
               "CELLTYPIST_FOLDER")
 
 

@@ -34,6 +34,7 @@ import sys
 import time
 from pathlib import Path
 
+from biotool.settings import REQUIRE_ENFORCED
 from biotool.system import clusterpolicy
 
 # Kernel route flags (linux/route.h): usable, via a gateway, and a reject ("unreachable") route.
@@ -324,7 +325,7 @@ def status(proc_net: Path = Path("/proc/net"), env: dict | None = None, solicit=
         # things first, so that a host's network cannot pass for a pod's: its links must be
         # a pod's kind, and its default gateway must answer at the link layer (evidence that
         # must answer), so the silence of the direct probes is a policy's, not a dead link's.
-        where = f"the cluster policy declared by {clusterpolicy.POLICY_VAR} ({policy})"
+        where = f"the cluster policy declared by {clusterpolicy.EGRESS_POLICY.name} ({policy})"
         kinds = links()
         if kinds is None:
             return unenforced(f"{where} cannot be checked: this namespace's interfaces could not "
@@ -418,8 +419,7 @@ def proxy_address(proxy: str) -> tuple[str | None, int]:
 
 def required(env: dict | None = None) -> bool:
     """BIOTOOL_REQUIRE_ENFORCED=1 (set by a grader): refuse to run when unenforced."""
-    env = os.environ if env is None else env
-    return env.get("BIOTOOL_REQUIRE_ENFORCED", "").strip().lower() in {"1", "true", "yes"}
+    return REQUIRE_ENFORCED.get(env)
 
 
 def warning_line(st: dict) -> str:

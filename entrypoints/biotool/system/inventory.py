@@ -26,9 +26,6 @@ def family_status(name: str, fam: Family) -> dict:
 
 
 TITLE_CHARS = 60
-HOW_TO_STAGE = ("build with --build-arg BIOTOOL_STAGE={set} (make image BIOTOOL_STAGE=...) on a "
-                "host that reaches the sources in refs/*.toml, or stage the set into a site "
-                "directory mounted at BIOTOOL_SITE_DIR")
 
 
 def list_everything() -> dict:
@@ -55,7 +52,7 @@ def list_everything() -> dict:
     for st, i in unusable:
         # A whole set left out of the build is one reason, said once (the output stays small).
         if st.remedy:
-            how[i["set"]] = HOW_TO_STAGE.format(set=i["set"])
+            how[i["set"]] = staging.how_to_stage(i["set"])
             # staged: false and its set say it; how_to_stage says what to do; its title and
             # kind are the manifest's (refs/*.toml), of no use until the set is staged.
             del i["reason"]

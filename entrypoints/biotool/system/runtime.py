@@ -17,6 +17,8 @@ import ctypes.util
 import os
 from pathlib import Path
 
+from biotool.settings import REQUIRE_RUNTIME
+
 GVISOR = "gvisor"
 HOST_KERNEL = "host-kernel"
 RUNTIMES = (GVISOR,)
@@ -113,11 +115,10 @@ def status(**kw) -> dict:
 def required(env: dict | None = None) -> str | None:
     """The runtime BIOTOOL_REQUIRE_RUNTIME asks for (gvisor), None when unset; a ValueError for
     any other value."""
-    env = os.environ if env is None else env
-    want = env.get("BIOTOOL_REQUIRE_RUNTIME", "").strip().lower()
+    want = (REQUIRE_RUNTIME.get(env) or "").strip().lower()
     if not want:
         return None
     if want not in RUNTIMES:
-        raise ValueError(f"BIOTOOL_REQUIRE_RUNTIME={want[:40]!r} is not a runtime biotool can "
+        raise ValueError(f"{REQUIRE_RUNTIME.name}={want[:40]!r} is not a runtime biotool can "
                          f"check (choose from: {', '.join(RUNTIMES)})")
     return want

@@ -27,6 +27,8 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import quote
 
+from biotool import settings
+
 DPKG_STATUS = Path("/var/lib/dpkg/status")
 # The R library paths Debian's R searches (/etc/R/Renviron's R_LIBS_SITE, then the base library).
 R_LIBRARIES = (Path("/usr/local/lib/R/site-library"), Path("/usr/lib/R/site-library"),
@@ -34,7 +36,6 @@ R_LIBRARIES = (Path("/usr/local/lib/R/site-library"), Path("/usr/lib/R/site-libr
 # sha256sum lines of the wheels the venv was installed from (the Dockerfile's wheels stage).
 WHEELS = "biotool-wheels.sha256"
 PROJECT_WHEEL = Path("/etc/biotool/project-wheel.sha256")
-BUILD_INFO = Path("/etc/biotool/build.json")
 SBOM = "/etc/biotool/sbom.cdx.json"
 PROJECT = "biotool-sandbox"
 
@@ -236,7 +237,7 @@ def document(build: dict, home: Path) -> dict:
     }
 
 
-def write(out: str, build_info: Path = BUILD_INFO, home: Path | None = None) -> int:
+def write(out: str, build_info: Path = settings.BUILD_INFO.default, home: Path | None = None) -> int:
     try:
         build = json.loads(Path(build_info).read_text())
     except (OSError, ValueError):

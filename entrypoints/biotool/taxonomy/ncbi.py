@@ -15,14 +15,13 @@ batch, an empty report is a failed search, and an HTML page instead of JSON is n
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import urlencode, urlsplit
 
-from biotool import ncbirule
+from biotool import ncbirule, settings
 from biotool.deadline import Deadline
 from biotool.output import InputError, ToolFailure
 from biotool.taxonomy.pacing import Pacer, PastDeadline, pacing_dir
@@ -62,19 +61,19 @@ class Settings:
         a server that is not NCBI's, so an agent cannot talk itself out of the rules.
         """
         s = cls(**kw)
-        s.url = os.environ.get("BIOTOOL_NCBI_URL", s.url)
+        s.url = settings.NCBI_URL.get() or s.url
         is_ncbi = is_ncbi_url(s.url)
-        for attr, env in (("min_interval", "BIOTOOL_NCBI_MIN_INTERVAL"),
-                          ("poll_interval", "BIOTOOL_NCBI_POLL_INTERVAL")):
-            if os.environ.get(env):
-                try:
-                    value = float(os.environ[env])
-                except ValueError:
-                    raise InputError(f"{env}={os.environ[env]!r} is not a number") from None
+        for attr, setting in (("min_interval", settings.NCBI_MIN_INTERVAL),
+                              ("poll_interval", settings.NCBI_POLL_INTERVAL)):
+            try:
+                value = setting.get()
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
+            if value is not None:
                 floor = getattr(cls, attr) if is_ncbi else 0.0
                 setattr(s, attr, max(floor, value))
         if not s.email:
-            s.email = os.environ.get("BIOTOOL_NCBI_EMAIL", "")
+            s.email = settings.NCBI_EMAIL.get()
         return s
 
 

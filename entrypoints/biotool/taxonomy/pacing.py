@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Callable
 
 from biotool import lockedstate, ncbirule
 from biotool.output import ToolFailure
+from biotool.settings import NCBI_PACING_DIR
 
 STATE = "ncbi-pacing.json"
 POLL_MEMORY_S = 86400.0  # NCBI keeps RIDs about a day; older poll records are dropped
@@ -46,10 +46,7 @@ def pacing_dir() -> Path:
     """
     import tempfile
 
-    env = os.environ.get("BIOTOOL_NCBI_PACING_DIR")
-    if env:
-        return Path(env)
-    return Path(tempfile.gettempdir()) / "biotool-ncbi-pacing"
+    return NCBI_PACING_DIR.get() or Path(tempfile.gettempdir()) / "biotool-ncbi-pacing"
 
 
 @dataclass

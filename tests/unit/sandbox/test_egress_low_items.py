@@ -14,7 +14,8 @@ import pytest
 from biotool_testing import certificates, scripts
 
 EGRESS = Path(__file__).resolve().parents[3] / "image" / "egress"
-blastapi = scripts.module(EGRESS / "blastapi.py")
+blastrequest = scripts.module(EGRESS / "blastrequest.py")
+blastreply = scripts.module(EGRESS / "blastreply.py")
 gate_mod = scripts.module(EGRESS / "gate.py")
 serving = scripts.module(EGRESS / "serving.py")
 tunnel = scripts.module(EGRESS / "tunnel.py")
@@ -37,7 +38,7 @@ PAGES = {
 @pytest.mark.parametrize("page", sorted(PAGES))
 def test_a_page_that_is_no_answer_passes_its_fixed_phrase(kind, page):
     body, phrase = PAGES[page]
-    out = blastapi.filter_reply(kind, body).decode()
+    out = blastreply.filter_reply(kind, body).decode()
     assert phrase in out
     assert "ABCDEF123" not in out and "relay" not in out and "schedule" not in out
     assert "QBlastInfoBegin" not in out  # no RID, no Status: nothing to pass
@@ -48,14 +49,14 @@ def test_a_cr_only_fasta_counts_each_record():
         query = sep.join([">a", "ACGTACGT", ">b", "ACGTAAAA", ">c", "GGGGCCCC"]) + sep
         raw = b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=" + \
             query.replace("\r", "%0D").replace("\n", "%0A").replace(">", "%3E").encode()
-        request = blastapi.parse("POST", raw)
+        request = blastrequest.parse("POST", raw)
         found = gate_mod.searched(request)
         assert request.records == 3 and found["query_records"] == 3, repr(sep)
     # The titles' digest is the same whatever the line ends: the same three titles.
     digests = set()
     for sep in ("\r", "\n"):
         query = sep.join([">a", "ACGT", ">b", "ACGT"])
-        digests.add(gate_mod.searched(blastapi.Request("put", {"QUERY": query}, "", 2))
+        digests.add(gate_mod.searched(blastrequest.Request("put", {"QUERY": query}, "", 2))
                     ["titles_sha256"])
     assert len(digests) == 1
 

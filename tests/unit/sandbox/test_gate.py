@@ -394,11 +394,37 @@ def test_the_poll_rule_counts_polls_and_fetches_before_ready_from_their_write():
 def test_a_runs_rids_keep_time_on_their_own_clock(tmp_path):
     now = [5000.0]
     r = rids.Rids(str(tmp_path), 60.0, clock=lambda: now[0])
-    r.remember("R1")
-    r.mark("R1", last_poll=5000.0)
+    r.remember("R1X0001")
+    r.mark("R1X0001", last_poll=5000.0)
     now[0] = 5030.0
-    assert r.known["R1"]["created"] == 5000.0 and r.poll_wait("R1", "poll") == 30.0
-    assert rids.load(tmp_path / rids.RIDS_FILE)["R1"]["last_poll"] == 5000.0
+    assert r.known["R1X0001"]["created"] == 5000.0 and r.poll_wait("R1X0001", "poll") == 30.0
+    assert rids.load(tmp_path / rids.RIDS_FILE)["R1X0001"]["last_poll"] == 5000.0
+
+
+def test_a_poll_too_early_is_refused_in_one_wording_and_a_rid_has_one_grammar(tmp_path):
+    # The gate and the site relay both send rids.TooEarly's reason (a fetch before READY too).
+    now = [5000.0]
+    r = rids.Rids(None, 60.0, clock=lambda: now[0])
+    r.remember("R1X0001")
+    r.mark("R1X0001", last_poll=5000.0)
+    now[0] = 5020.0
+    assert r.too_early("R1X0001", "put") is None
+    for what in ("poll", "fetch"):
+        early = r.too_early("R1X0001", what)
+        assert early.wait == 40.0 and early.reason == (
+            "RID R1X0001 was asked about 20.0 s ago; NCBI allows one poll per RID every 60 s "
+            "(a fetch before READY counts as one)")
+    r.mark("R1X0001", ready=True)
+    assert r.too_early("R1X0001", "fetch") is None
+    # What a request may name, a reply may hand out and the saved file may hold: one grammar.
+    blastrequest = scripts.module(EGRESS / "blastrequest.py")
+    blastreply = scripts.module(EGRESS / "blastreply.py")
+    assert blastrequest.parse("GET", b"CMD=Get&FORMAT_OBJECT=SearchInfo&RID=R1X0001").rid == "R1X0001"
+    with pytest.raises(blastrequest.Refused, match="must be a RID"):
+        blastrequest.parse("GET", b"CMD=Get&FORMAT_OBJECT=SearchInfo&RID=r1x-0001")
+    page = blastreply.filter_put(b"<!--QBlastInfoBegin\n    RID = R1X0001\n    RTOE = 9\n-->")
+    assert rids.handed_out(page) == "R1X0001"
+    assert rids.handed_out(blastreply.filter_put(b"RID = r1x-0001\n")) is None
 
 
 def _returns_within(seconds: float, call: Callable[[], object]) -> tuple[bool, object]:
@@ -766,12 +792,13 @@ def test_a_cut_off_report_reaches_the_client_as_cut_off_and_the_batch_is_halved(
 
 
 def test_a_header_only_fasta_record_is_refused():
-    blastapi = scripts.module(EGRESS / "blastapi.py")
-    with pytest.raises(blastapi.Refused, match="holds none"):
-        blastapi.parse("POST", b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3ENM_000546.6%0A%3Ex%0AACGT")
-    assert blastapi.parse("POST", b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3Ex%0AACGTN%0A").kind == "put"
+    blastrequest = scripts.module(EGRESS / "blastrequest.py")
+    blastreply = scripts.module(EGRESS / "blastreply.py")
+    with pytest.raises(blastrequest.Refused, match="holds none"):
+        blastrequest.parse("POST", b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3ENM_000546.6%0A%3Ex%0AACGT")
+    assert blastrequest.parse("POST", b"CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3Ex%0AACGTN%0A").kind == "put"
     # A page that is not a report keeps its status words, never an accession or a GI.
-    page = blastapi.filter_report(b"<html><title>Error</title><!--QBlastInfoBegin Status=UNKNOWN "
+    page = blastreply.filter_report(b"<html><title>Error</title><!--QBlastInfoBegin Status=UNKNOWN "
                                   b"QBlastInfoEnd--><p>NC_045512.2 gi|1798174254|ref| not found</p>")
     assert b"Status=UNKNOWN" in page and b"NC_045512" not in page and b"gi|" not in page
 
@@ -897,8 +924,9 @@ def test_a_restarted_gate_keeps_the_runs_rids_and_their_poll_times(runs, mock, t
                                     "last_poll": polled, "ready": True}
     status, _, text = again.https("GET", f"/blast/Blast.cgi?CMD=Get&FORMAT_TYPE=JSON2_S&RID={rid}")
     assert status == 200 and json.loads(text)["BlastOutput2"]
-    (state / "rids.json").write_text('{"x y": {}, "AB12": {"created": "no"}, "OK1": {"created": 5}}')
-    assert list(rids.load(state / "rids.json")) == ["OK1"]  # damage is dropped
+    (state / "rids.json").write_text('{"x y": {}, "ok1": {"created": 5}, "AB12345": {"created": "no"}, '
+                                    '"OK10001": {"created": 5}}')
+    assert list(rids.load(state / "rids.json")) == ["OK10001"]  # damage (and no RID) is dropped
 
 
 def test_a_reopened_store_appends_and_a_full_one_stays_full(store, tmp_path):

@@ -210,7 +210,7 @@ def test_biotools_search_of_the_staged_reads_polled_and_fetched_scores_1(honest,
 
 
 def test_the_put_record_lists_each_records_digest_within_the_stores_room(honest):
-    from biotool_sandbox.auditwire import query_seq_digest
+    from auditwire import query_seq_digest
 
     puts = [json.loads(l.split(" ", 1)[1]) for l in honest.splitlines()
             if '"what":"put"' in l and '"event":"request"' in l]

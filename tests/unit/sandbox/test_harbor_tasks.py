@@ -136,11 +136,11 @@ def test_each_trials_egress_holds_a_request_as_long_as_its_agent_phase_can(tasks
         timeout = tomllib.loads((task / "task.toml").read_text())["agent"]["timeout_sec"]
         egress = yaml.safe_load((task / "environment" / "docker-compose.yaml").read_text())[
             "services"]["egress"]
-        assert float(egress["environment"][ncbirule.HOLD_ENV]) == \
+        assert float(egress["environment"]["BIOTOOL_EGRESS_HOLD_S"]) == \
             min(timeout, ncbirule.MAX_HOLD_S), name
         # Only a task that searches declares BLAST (counted at its trial's start).
         key = json.loads((harbor_tasks.sources()[name] / "key.json").read_text())
-        assert egress["environment"][ncbirule.BLAST_ENV] == ("1" if key.get("search") else ""), \
+        assert egress["environment"]["BIOTOOL_EGRESS_BLAST"] == ("1" if key.get("search") else ""), \
             name
     assert harbor_env.egress_hold(60) == 60.0 and harbor_env.egress_hold(0.2) == 1.0
     assert harbor_env.egress_hold(1800) == ncbirule.MAX_HOLD_S
@@ -149,11 +149,11 @@ def test_each_trials_egress_holds_a_request_as_long_as_its_agent_phase_can(tasks
 def test_the_hold_setting_is_read_within_its_bounds_or_named():
     from biotool import ncbirule
 
-    assert ncbirule.hold_from(None) == ncbirule.hold_from(" ") == 30.0
-    assert ncbirule.hold_from("240") == 240.0
+    assert ncbirule.hold_from(None, "H") == ncbirule.hold_from(" ", "H") == 30.0
+    assert ncbirule.hold_from("240", "H") == 240.0
     for bad in ("0.5", "241", "nan", "inf", "-5", "soon"):
         with pytest.raises(ValueError, match=f"BIOTOOL_EGRESS_HOLD_S='{bad}'"):
-            ncbirule.hold_from(bad)
+            ncbirule.hold_from(bad, "BIOTOOL_EGRESS_HOLD_S")
 
 
 @needs_compose

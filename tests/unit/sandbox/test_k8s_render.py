@@ -448,8 +448,9 @@ def test_the_egress_pods_state_emptydir_holds_the_audit_store_egress_audit_reads
 
 
 def test_the_sandbox_declares_the_policies_that_select_it_for_doctors_cluster_mode(rendered):
-    from biotool.rules import POLICY_VAR
+    from biotool.settings import EGRESS_POLICY
 
+    POLICY_VAR = EGRESS_POLICY.name
     env = {e["name"]: e.get("value") for e in container(rendered, "default")["env"]}
     selecting = {p["metadata"]["name"].removeprefix(f"{RELEASE}-")
                  for p in policies_for(rendered, "default")

@@ -154,7 +154,7 @@ def test_an_authenticated_gate_is_relayed_in_the_canonical_form(relay, mock, cer
     status, _, text = ask(relay, "POST", "/blast/Blast.cgi", body, tls_dir=certs["gate-a"])
     assert status == 200 and "RID = " in text
     got = mock.requests[-1]
-    assert list(got["params"]) == ["CMD", "PROGRAM", "DATABASE", "tool"]  # blastapi's order
+    assert list(got["params"]) == ["CMD", "PROGRAM", "DATABASE", "tool"]  # blastrequest's order
     assert got["headers"]["User-Agent"] == "biotool-egress"
     rec = [r for r in relay_records(capsys, requests()) if r["event"] == "request"][-1]
     assert (rec["client"], rec["run"], rec["what"], rec["decision"]) == \

@@ -25,7 +25,7 @@ from biotool_testing import certificates, mock_ncbi, scripts
 REPO = Path(__file__).resolve().parents[3]
 EGRESS = REPO / "image" / "egress"
 HOST = "blast.ncbi.nlm.nih.gov"
-blastapi = scripts.module(EGRESS / "blastapi.py")
+blastrequest = scripts.module(EGRESS / "blastrequest.py")
 upstream = scripts.module(EGRESS / "upstream.py")
 relay_mod = scripts.module(EGRESS / "relay.py")
 gatekeeper = scripts.module(EGRESS / "gatekeeper.py")
@@ -42,8 +42,8 @@ def put_of_size(size: int, title: str = ">q1") -> bytes:
     return body + b"A" * (size - len(body))
 
 
-SHAPES = {"letters": put_of_size(blastapi.MAX_BODY),
-          "above U+FFFF": put_of_size(blastapi.MAX_BODY, ">q1 \U0001F600")}
+SHAPES = {"letters": put_of_size(blastrequest.MAX_BODY),
+          "above U+FFFF": put_of_size(blastrequest.MAX_BODY, ">q1 \U0001F600")}
 
 
 def measured(body: bytes) -> tuple[int, int]:
@@ -53,7 +53,7 @@ def measured(body: bytes) -> tuple[int, int]:
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
-        request = blastapi.parse("POST", body)
+        request = blastrequest.parse("POST", body)
         pending = relay_mod.Pending.of(request)
         del request
         held, peak = tracemalloc.get_traced_memory()
@@ -72,7 +72,7 @@ def sizes():
 def test_a_waiting_put_holds_no_more_than_its_body(sizes, shape):
     """The decoded QUERY (4 bytes a character once one is above U+FFFF) is never kept."""
     peak, held = sizes[shape]
-    assert held <= blastapi.MAX_BODY + 64 * 1024, f"{shape}: {held / MB:.1f} MB held"
+    assert held <= blastrequest.MAX_BODY + 64 * 1024, f"{shape}: {held / MB:.1f} MB held"
     assert peak <= relay_mod.PARSE_PEAK, f"{shape}: the parse peaked at {peak / MB:.1f} MB"
 
 
@@ -83,7 +83,7 @@ def test_a_waiting_put_holds_no_more_than_its_body(sizes, shape):
 ])
 def test_the_canonical_form_is_never_longer_than_the_body(raw):
     """Why a request's reservation (its body's length) also covers its held form."""
-    assert len(relay_mod.Pending.of(blastapi.parse("POST", raw)).form) <= len(raw)
+    assert len(relay_mod.Pending.of(blastrequest.parse("POST", raw)).form) <= len(raw)
 
 
 def _limit(text: str) -> int:
@@ -103,7 +103,7 @@ def test_the_budget_fits_the_relays_memory_limit_with_margin(sizes):
     assert _limit(k8s.group(1)) == _limit(docs.group(1)) == relay_mod.MEMORY_LIMIT
     worst_peak = max(p for p, _ in sizes.values())
     worst_held = max(h for _, h in sizes.values())
-    waiting = relay_mod.BODY_BUDGET // blastapi.MAX_BODY  # Puts the budget lets wait at once
+    waiting = relay_mod.BODY_BUDGET // blastrequest.MAX_BODY  # Puts the budget lets wait at once
     assert waiting >= 8  # the red team's shape: 8 Puts of 8 MB from 4 hosts
     total = (relay_mod.BASELINE + waiting * worst_held + relay_mod.PARSES * worst_peak
              + relay_mod.REPLY_PEAK)
@@ -118,7 +118,7 @@ def tracemalloc_request_size(body: bytes) -> int:
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
-        request = blastapi.parse("POST", body)
+        request = blastrequest.parse("POST", body)
         held = tracemalloc.get_traced_memory()[0] - base
     finally:
         tracemalloc.stop()
@@ -138,7 +138,7 @@ def test_the_relay_at_rest_is_well_inside_its_baseline():
 
 def test_eight_puts_from_four_hosts_are_admitted_and_a_ninth_refused():
     adm = relay_mod.Admission()
-    n = blastapi.MAX_BODY
+    n = blastrequest.MAX_BODY
     for host in range(4):
         for run in range(2):
             assert adm.take(f"host-{host}", f"run-{run}", n) is None
@@ -150,7 +150,7 @@ def test_eight_puts_from_four_hosts_are_admitted_and_a_ninth_refused():
 
 def test_two_runs_holding_puts_do_not_block_a_third_run_of_their_host():
     adm = relay_mod.Admission()
-    n = blastapi.MAX_BODY
+    n = blastrequest.MAX_BODY
     assert adm.take("host-1", "run-a", n) is None
     assert adm.take("host-1", "run-b", n) is None
     assert adm.take("host-1", "run-c", n) is None  # was 503 (then 502) with a per-host cap only
@@ -197,7 +197,7 @@ def test_an_8_mb_put_reaches_upstream_from_its_held_form(site):
     every byte the relay reserved is given back."""
     certs, mock, relay, port = site
     body = SHAPES["above U+FFFF"]
-    query = blastapi.parse("POST", body).params["QUERY"]
+    query = blastrequest.parse("POST", body).params["QUERY"]
     ctx = upstream.relay_client_context(str(certs["gate-a"]))
     reply = upstream.send("localhost", port, ctx, "POST", "/Blast.cgi", body,
                           extra={upstream.RUN_HEADER: "run-a"}, connect_s=120.0)

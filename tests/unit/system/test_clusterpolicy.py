@@ -99,7 +99,7 @@ def status_in(ns: str, policy: str | None = POLICY, proxy: str = f"http://{PROXY
            "BIOTOOL_RULES": str(REPO_RULES),
            "KUBERNETES_SERVICE_HOST": API, "KUBERNETES_SERVICE_PORT": "443"}
     if policy is not None:
-        env[clusterpolicy.POLICY_VAR] = policy
+        env[clusterpolicy.EGRESS_POLICY.name] = policy
     # The bound is the test's too: a probe that hung would end this run, not wait forever.
     what = ["-c", code] if code else ["-m", "biotool.system.enforcement"]
     proc = subprocess.run(["ip", "netns", "exec", ns, sys.executable, *what],

@@ -1,8 +1,10 @@
 """The egress audit's wire format, written once: what Squid, a run's gate and the site's relay
 write (image/egress/) and what the store, the launcher's `audit` and Harbor's verifier read.
 
-No imports but the standard library's: the Dockerfile copies this file into the egress image
-too (/usr/local/lib/egress/biotool_sandbox/auditwire.py), so both sides read these very names.
+A neutral module of its own, neither the launcher's nor the egress's, standard library only:
+the project's wheel installs it for the launcher and the sandbox image (Harbor's verifier),
+and the Dockerfile copies it into the egress image (/usr/local/lib/egress/auditwire.py), so
+every side reads these very names.
 """
 
 import hashlib
