@@ -7,7 +7,6 @@ apart; heavy libraries are imported inside the domain functions, never here.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 
 from biotool import __version__, options
@@ -51,7 +50,9 @@ def _refuse_where_required(args: list[str]) -> None:
     if args in ([], ["--help"], ["-h"]):
         return
     # Neither set, nothing to check: the checks' modules cost every call ~10 ms to import.
-    if not any(os.environ.get(k) for k in ("BIOTOOL_REQUIRE_RUNTIME", "BIOTOOL_REQUIRE_ENFORCED")):
+    from biotool import settings
+
+    if not any(s.raw() for s in (settings.REQUIRE_RUNTIME, settings.REQUIRE_ENFORCED)):
         return
     from biotool.system import enforcement, runtime
 
