@@ -85,8 +85,10 @@ def main() -> int:
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="blast-concurrency-"))
     certs = certificates.server_ca(tmp / "ca", stack.ALLOWED_HOST)
-    env = {"BIOTOOL_EGRESS_HOLD_S": str(args.hold)}
-    small = ("--memory", "1g", "--work-size", "256m", "--extra-ca", certs["ca"])
+    # Small runs (2.5g each with the egress), their tmpfs leaving the 1g processes need.
+    env = {"BIOTOOL_EGRESS_HOLD_S": str(args.hold), "BIOTOOL_TMP_SIZE": "256m",
+           "BIOTOOL_VARTMP_SIZE": "64m"}
+    small = ("--memory", "2g", "--work-size", "256m", "--extra-ca", certs["ca"])
     runs, mock = [], None
     try:
         for i in range(args.honest + args.flooders):

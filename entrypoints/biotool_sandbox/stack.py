@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from auditwire import GATE_REFUSED
+from auditwire import GATE_REFUSED, RUN_STATE
 
 from . import budget, settings
 from .errors import EngineError, LauncherError
@@ -608,6 +608,25 @@ def _run_volumes(dc, label: dict, keep_audit: bool = False) -> list:
         keep_audit and (v.attrs.get("Labels") or {}).get(VOLUME_LABEL) == STATE_VOLUME)]
 
 
+def _free_blast_place(container) -> None:
+    """A running egress of a run that declared BLAST frees its place in the host's schedule
+    before it is killed (gatekeeper.py --release); one that cannot keeps it until its lease
+    runs out (60 s)."""
+    import docker.errors
+
+    attrs = container.attrs
+    declared = f"{settings.EGRESS_BLAST.name}=1" in ((attrs.get("Config") or {}).get("Env") or [])
+    if not declared or container.labels.get(SERVICE_LABEL) != "egress" \
+            or (attrs.get("State") or {}).get("Status") != "running":
+        return
+    try:
+        container.exec_run(["python3", "/usr/local/lib/egress/gatekeeper.py", "--release",
+                            "--state-dir", "/var/lib/biotool-egress",
+                            "--run-state", RUN_STATE], user="proxy")
+    except docker.errors.APIError:
+        pass  # gone or stopping meanwhile: its lease frees the place
+
+
 def down(run: str, *, quiet: bool = False, keep_audit: bool = False) -> dict:
     """Remove the run's containers, networks and volumes (never the host-wide schedule volume).
 
@@ -641,6 +660,8 @@ def down(run: str, *, quiet: bool = False, keep_audit: bool = False) -> dict:
             if not quiet:
                 raise EngineError(f"could not remove part of run {run}: {exc}") from None
 
+    for c in found:
+        _free_blast_place(c)
     with ThreadPoolExecutor(8) as pool:  # each step done before the next: networks need no endpoints
         list(pool.map(quietly, [partial(c.remove, force=True, v=True) for c in found]))
         list(pool.map(quietly, [n.remove for n in dc.networks.list(filters=label)]))

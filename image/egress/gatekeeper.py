@@ -78,12 +78,26 @@ def keep_place(gate, hold_s: float, every: float = schedule_mod.RENEW_S,
             pass  # lost for now (a stalled gate's place went to another run): asked again
 
 
+def release_place(state_dir: str, run_state: str) -> int:
+    """Free the run's place as a declared BLAST run (the launcher's `down`, before it kills the
+    egress: a killed gate cannot free it, and the place would hold for schedule.LEASE_S)."""
+    try:
+        run = (Path(run_state) / RUN_ID_FILE).read_text().strip()
+        if _RUN_ID.fullmatch(run):
+            schedule_mod.Schedule(Path(state_dir)).release(run)
+    except (OSError, schedule_mod.lockedstate.LockTimeout) as exc:
+        print(f"egress gate: the run's BLAST place was not freed ({exc}); it frees after "
+              f"{schedule_mod.LEASE_S:.0f} s", file=sys.stderr)
+        return 4
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rules", default="/etc/biotool/rules.toml")
     ap.add_argument("--listen", default=f"127.0.0.1:{GATE_PORT}")
-    ap.add_argument("--cert", required=True)
-    ap.add_argument("--key", required=True)
+    ap.add_argument("--cert")
+    ap.add_argument("--key")
     ap.add_argument("--state-dir", required=True)
     ap.add_argument("--extra-ca", help="an extra CA the gate trusts upstream (tests only)")
     ap.add_argument("--ready-file")
@@ -103,7 +117,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--blast", action="store_true", default=settings.BLAST.get(),
                     help=f"this run declares BLAST: counted at its start against what the host's "
                          f"NCBI schedule sustains, refused past it (default {settings.BLAST.name})")
+    ap.add_argument("--release", action="store_true",
+                    help="free the run's place as a declared BLAST run (--state-dir, "
+                         "--run-state) and exit")
     args = ap.parse_args(argv)
+    if args.release:
+        return release_place(args.state_dir, args.run_state or "")
+    if not (args.cert and args.key):
+        ap.error("--cert and --key are required")
     try:
         hold_s = ncbirule.hold_from(args.hold, settings.HOLD.name)
     except ValueError as exc:

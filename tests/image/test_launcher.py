@@ -134,23 +134,25 @@ def test_declared_blast_runs_past_what_the_host_sustains_are_refused_at_up(image
     from biotool_sandbox import stack as launcher_stack
 
     dc = docker.from_env()
-    small = ("--memory", "1g", "--work-size", "256m")
+    # Small runs (2.5g each with the egress), their tmpfs leaving the 1g processes need.
+    small = ("--memory", "2g", "--work-size", "256m")
+    env = {"BIOTOOL_TMP_SIZE": "256m", "BIOTOOL_VARTMP_SIZE": "64m"}
     assert ncbirule.sustained([ncbirule.DEFAULT_HOLD_S]) == 2
-    first = stack.launcher("up", "--blast", *small)
-    second = stack.launcher("up", "--blast", *small)
+    first = stack.launcher("up", "--blast", *small, env=env)
+    second = stack.launcher("up", "--blast", *small, env=env)
     try:
         runs_before = launcher_stack.runs(dc)
-        refused = stack.launcher("up", "--blast", *small, check=False)
+        refused = stack.launcher("up", "--blast", *small, check=False, env=env)
         lines = refused["_stderr"].strip().splitlines()
         assert refused["_code"] == 2 and len(lines) == 1, refused
         assert "already serves 2 run(s) that declared BLAST, and it sustains 2 at a hold of " \
                "30 s" in lines[0], lines
         assert launcher_stack.runs(dc) == runs_before  # the refused run left nothing
         # A run that did not declare starts beside them (served in the slots they leave).
-        plain = stack.launcher("up", *small)
+        plain = stack.launcher("up", *small, env=env)
         stack.launcher("down", plain["run"])
     finally:
         stack.launcher("down", second["run"])
-    again = stack.launcher("up", "--blast", *small)  # the place the second gave up at its stop
+    again = stack.launcher("up", "--blast", *small, env=env)  # the place the second freed
     stack.launcher("down", again["run"])
     stack.launcher("down", first["run"])

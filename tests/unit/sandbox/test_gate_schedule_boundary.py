@@ -250,3 +250,21 @@ def test_a_gate_that_declares_blast_past_what_the_host_sustains_does_not_start(t
 
     places = s.read((state / schedule.STATE).read_bytes(), time.time())["blast"]
     assert not ready.exists() and set(places) == {"a", "b"}
+
+
+def test_the_launchers_down_frees_a_declared_runs_place_before_the_kill(tmp_path):
+    # `down` kills the egress at once (no SIGTERM reaches the gate), so it first runs the
+    # gate's --release in it: the run's place is free for the next run without the lease.
+    gatekeeper = scripts.module(EGRESS / "gatekeeper.py")
+    state, run_state = tmp_path / "schedule", tmp_path / "run"
+    state.mkdir()
+    run_state.mkdir()
+    run = gatekeeper.stable_run_id(str(run_state))
+    s = schedule.Schedule(state, INTERVAL)
+    s.declare(run, 30.0)
+    s.declare("other", 30.0)
+    assert gatekeeper.main(["--release", "--state-dir", str(state),
+                            "--run-state", str(run_state)]) == 0
+    import time
+
+    assert set(s.read((state / schedule.STATE).read_bytes(), time.time())["blast"]) == {"other"}
