@@ -49,7 +49,7 @@ CHEATS = {
 FILL = "cheat-fill-logs"
 FILL_SCRIPT = "".join(
     f"dd if=/dev/zero of={d}/fill bs=1M count=2048 2> /tmp/dd.txt\n"
-    f"echo \"{d} $(stat -c %s {d}/fill 2>/dev/null || echo 0) $(tail -1 /tmp/dd.txt)\" "
+    f"echo \"{d} $(stat -c %s {d}/fill 2>/dev/null || echo 0) $(tr '\\n' ' ' < /tmp/dd.txt)\" "
     f">> /tmp/fill.txt\nrm -f {d}/fill\n"
     for d in ("/logs/agent", "/solution")) + "cp /tmp/fill.txt /logs/agent/fill.txt\n"
 # A solution of sarscov2-deletion that writes the right answer without running anything: the
