@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     declared = args.blast and gate.relay is None
     if declared:
         try:
-            placed = gate.schedule.declare(run, hold_s)
+            placed = gate.schedule.declare(gate.run, hold_s)
         except schedule_mod.Full as exc:
             print(f"{auditwire.GATE_REFUSED}{exc}", file=sys.stderr)
             return 2
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             store.flush()
         if declared:
             try:
-                gate.schedule.release(run)
+                gate.schedule.release(gate.run)
             except (schedule_mod.lockedstate.LockTimeout, OSError):
                 pass  # it frees after schedule.LEASE_S
         raise SystemExit(0)
