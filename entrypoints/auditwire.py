@@ -29,6 +29,8 @@ GATE_REFUSED = "egress gate: refused: "
 # The gate's bounded audit store on the egress-only state volume (compose's egress-state, the
 # egress pod's state emptyDir); entrypoint.sh names the same file.
 RUN_STATE = "/var/lib/biotool-egress-run"
+# The host-wide NCBI schedule's volume in every egress (compose's ncbi-schedule).
+SCHEDULE_DIR = "/var/lib/biotool-egress"
 STORE = f"{RUN_STATE}/audit.jsonl"
 
 # Gate records' events. The last three are not attempts: the launcher counts them apart.

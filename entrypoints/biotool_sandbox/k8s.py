@@ -22,7 +22,7 @@ from biotool import rules as rules_mod
 from biotool.settings import EGRESS_POLICY
 
 from . import budget, settings
-from auditwire import RUN_STATE
+from auditwire import RUN_STATE, SCHEDULE_DIR
 from .errors import LauncherError
 
 HEADER = ("# Rendered by `biotool-sandbox k8s-values` from image/rules.toml and compose.yaml;\n"
@@ -159,7 +159,7 @@ def egress_service(lim: dict, relay: dict | None) -> dict:
                {"name": "egress-tls", "secret": {"secretName": TLS_SECRET}}]
     mounts = [{"name": "run-egress", "mountPath": "/run/egress"},
               {"name": "egress-state", "mountPath": RUN_STATE},
-              {"name": "ncbi-schedule", "mountPath": "/var/lib/biotool-egress"},
+              {"name": "ncbi-schedule", "mountPath": SCHEDULE_DIR},
               {"name": "egress-tls", "mountPath": "/run/egress-tls", "readOnly": True}]
     if relay:
         env += [{"name": settings.NCBI_RELAY.name,

@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from auditwire import GATE_REFUSED, RUN_STATE
+from auditwire import GATE_REFUSED, RUN_STATE, SCHEDULE_DIR
 
 from . import budget, settings
 from .errors import EngineError, LauncherError
@@ -621,7 +621,7 @@ def _free_blast_place(container) -> None:
         return
     try:
         container.exec_run(["python3", "/usr/local/lib/egress/gatekeeper.py", "--release",
-                            "--state-dir", "/var/lib/biotool-egress",
+                            "--state-dir", SCHEDULE_DIR,
                             "--run-state", RUN_STATE], user="proxy")
     except docker.errors.APIError:
         pass  # gone or stopping meanwhile: its lease frees the place

@@ -28,6 +28,7 @@ import signal
 import ssl
 import sys
 import threading
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))  # its modules beside it (also in the repository)
@@ -67,11 +68,10 @@ def stable_run_id(run_state: str | None) -> str | None:
     return run
 
 
-def keep_place(gate, hold_s: float, every: float = schedule_mod.RENEW_S,
-               stop: threading.Event | None = None) -> None:
+def keep_place(gate, hold_s: float) -> None:
     """Renew the run's place as a declared BLAST run for as long as the gate runs."""
-    stop = stop or threading.Event()
-    while not stop.wait(every):
+    while True:
+        time.sleep(schedule_mod.RENEW_S)
         try:
             gate.schedule.declare(gate.run, hold_s)
         except (schedule_mod.Full, schedule_mod.lockedstate.LockTimeout, OSError):
