@@ -12,6 +12,10 @@
 # gate to relay). The gate is the egress image run from BIOTOOL_EGRESS_SIF as the job's user,
 # its state in that folder; its audit becomes $BIOTOOL_EPISODE_DIR/audit.json.
 
+# The gate's log (Squid's lines, the gate's start-up) is kept to its first 8 MB, as docker caps
+# a container's: the audit's records are in the gate's own bounded store.
+gate_log_max=8000000
+
 gate_fail() {  # one line naming the culprit; 2: bad input, 4: the gate or its audit failed
     echo "run-apptainer: $1" >&2
     exit "$2"
@@ -48,7 +52,8 @@ gate_up() {
         /usr/bin/env BIOTOOL_NCBI_RELAY="$relay" BIOTOOL_NCBI_RELAY_TLS=/etc/biotool/relay-client \
         bash -c "python3 $lib/socketpipe.py --listen tcp:127.0.0.1:$relay_port --connect unix:/run/biotool-relay/relay.sock &
                  python3 $lib/socketpipe.py --listen unix:/run/biotool-hpc/proxy.sock --connect tcp:127.0.0.1:3128 --source 127.0.0.2 &
-                 exec /usr/local/lib/egress/entrypoint.sh" > "$gate_dir/gate.log" 2>&1 &
+                 exec /usr/local/lib/egress/entrypoint.sh" \
+        > >({ head -c "$gate_log_max"; cat > /dev/null; } > "$gate_dir/gate.log") 2>&1 &
     gate_pid=$!
     # Ready once Squid's relay to the gate answers (the entrypoint's own ready file); 120 s
     # only stops a gate that hangs on a loaded node.
@@ -65,7 +70,7 @@ gate_up() {
                  SSL_CERT_FILE=$ca CURL_CA_BUNDLE=$ca REQUESTS_CA_BUNDLE=$ca)
     # Inside the episode, before the line: the pipe from the proxy's address to the socket.
     episode_pipe="python3 $lib/socketpipe.py --listen tcp:127.0.0.1:3128 --connect unix:/run/biotool-hpc/proxy.sock --ready-file /tmp/.biotool-proxy &
-        until [ -e /tmp/.biotool-proxy ]; do sleep 0.05; done"
+        for _ in \$(seq 200); do [ -e /tmp/.biotool-proxy ] && break; sleep 0.05; done"
 }
 
 # On every exit: the gate stopped (its store flushed), the audit kept, the folder removed;
