@@ -61,29 +61,28 @@ def relay(node, tmp_path_factory):
     tls = certificates.relay_site(node.results / "site-ca", RELAY_NAME, gates=("gate-hpc",))
     subprocess.run(["chown", "-R", f"{node.uid}:{node.uid}", str(node.results / "site-ca")], check=True)
     label = {"org.biotool.test": "ncbi-relay"}
-    made, nets = [], []
+    made, ncbi = [], None
+    # The site's network stays joined until the node goes (hpc_node.stop removes it): docker's
+    # disconnect would drop the node's own name from its /etc/hosts, which Slurm resolves.
+    site = dc.networks.create(f"{node.name}-site", driver="bridge", internal=True,
+                              labels={**label, hpc_node.LABEL: node.name})
+    site.connect(node.name)
     try:
-        nets.append(dc.networks.create(f"{node.name}-ncbi", driver="bridge", internal=True, labels=label))
-        nets.append(dc.networks.create(f"{node.name}-site", driver="bridge", internal=True, labels=label))
+        ncbi = dc.networks.create(f"{node.name}-ncbi", driver="bridge", internal=True, labels=label)
         made.append(stack.start_mock_ncbi([], certs, f"{node.name}-mock", "--rtoe", "1",
-                                          nets=[nets[0].name]))
+                                          nets=[ncbi.name]))
         made.append(start_relay(dc, f"{node.name}-relay", tls["relay"], certs["ca"],
-                                [nets[0].name, nets[1].name]))
-        nets[1].connect(node.name)
+                                [ncbi.name, site.name]))
         made[1].reload()
-        address = made[1].attrs["NetworkSettings"]["Networks"][nets[1].name]["IPAddress"]
+        address = made[1].attrs["NetworkSettings"]["Networks"][site.name]["IPAddress"]
         yield {"mock": made[0], "relay": made[1], "tls": tls["gate-hpc"], "address": address}
     finally:
         for c in made:
             c.remove(force=True)
         if len(made) > 1:
             dc.volumes.get(f"{node.name}-relay-state").remove()
-        for net in reversed(nets):
-            try:
-                net.disconnect(node.name, force=True)
-            except docker.errors.APIError:
-                pass  # the node never joined it
-            net.remove()
+        if ncbi is not None:
+            ncbi.remove()
 
 
 def episode(node, relay: dict, name: str, line: str, **env: str):

@@ -129,7 +129,13 @@ def start(results: Path, sif: Path = SIF, image: str = NODE_IMAGE, hostname: str
 
 
 def stop(node: Node) -> None:
+    """The node, then the networks a test joined it to (labelled with its name): docker's
+    disconnect would drop the node's own name from its /etc/hosts, which Slurm resolves."""
     subprocess.run(["docker", "rm", "-f", node.name], capture_output=True)
+    nets = subprocess.run(["docker", "network", "ls", "-q", "--filter", f"label={LABEL}={node.name}"],
+                          capture_output=True, text=True).stdout.split()
+    if nets:
+        subprocess.run(["docker", "network", "rm", *nets], capture_output=True)
 
 
 class SandboxOnNode:
