@@ -100,7 +100,8 @@ def episode(node, relay: dict, name: str, line: str, **env: str):
 
 
 def test_an_apptainer_episode_reaches_ncbi_only_through_its_own_gate_and_the_relay(node, relay):
-    line = (f"RELAY_IP={relay['address']}; export RELAY_IP; "
+    # Every command under BIOTOOL_REQUIRE_ENFORCED=1: the episode's shape must pass it.
+    line = (f"export RELAY_IP={relay['address']} BIOTOOL_REQUIRE_ENFORCED=1; "
             "biotool doctor --no-sha > /work/doctor.json; "
             f"biotool taxonomy --fastq {READS} --sample 3 --remote --timeout {TAXONOMY_TIMEOUT} "
             f"--email ci@example.org; rc=$?\n{AFTER}exit $rc\n")
