@@ -58,19 +58,20 @@ def listen(family: int, address) -> socket.socket:
 
 
 def connect(family: int, address, source: str | None) -> socket.socket:
-    """A connection to the target; from `source` when given (a TCP target on loopback:
-    Squid records every client but 127.0.0.1, its own warm-up)."""
-    conn = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        conn.settimeout(CONNECT_S)
-        if source and family == socket.AF_INET:
-            conn.bind((source, 0))
-        conn.connect(address)
-        conn.settimeout(None)
-        return conn
-    except OSError:
-        conn.close()
-        raise
+    """A connection to the target (a TCP name by any of its addresses); from `source` when
+    given (a TCP target on loopback: Squid records every client but 127.0.0.1, its warm-up)."""
+    if family == socket.AF_INET:
+        conn = socket.create_connection(address, CONNECT_S, (source, 0) if source else None)
+    else:
+        conn = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            conn.settimeout(CONNECT_S)
+            conn.connect(address)
+        except OSError:
+            conn.close()
+            raise
+    conn.settimeout(None)
+    return conn
 
 
 def copy(src: socket.socket, dst: socket.socket) -> None:
