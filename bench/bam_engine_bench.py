@@ -180,7 +180,7 @@ def libraries(d: Path, depths: list[int]):
     os.environ["BIOTOOL_CACHE"] = str(d / "cache")
     ref = resolve(str(REF))
     ref_seq = ref.fetch(CONTIG)
-    bams = {"demo": Path(library_bam([DEMO_FASTQ], ref, threads=2)["bam"])}
+    bams = {"demo": Path(library_bam([DEMO_FASTQ], ref, threads=2).bam)}
     for depth in depths:
         bams[f"cuts{depth}"] = cuts_library(sim, ref_seq, d, depth)[0]
     return ref, bams
