@@ -158,3 +158,28 @@ def test_a_damaged_blast_database_is_exit_4_naming_blastns_complaint(biotool, st
                 env={"BIOTOOL_HOME": str(home)})
     line = error_line(r, "blastn on demo-viral-panel failed (exit", code=4)
     assert "['" not in line
+
+
+# Two reads of HIV-1 (NC_001802.1) that megablast alone finds nothing for, found in 20,000
+# drawn reads: one with 6 substitutions leaving no 28 exact bases in a row (96% identical at
+# 1175-1324), one A- and G-rich, 1 substitution, half masked by DUST (99.3% at 4315-4464).
+SPREAD_ERRORS = ("CAGCATTCAGGACATAAGACAAGGACCAAAGGACCCCTTTAGAGACTATGTAGAACGGTTCTATAAAACTCTAAGAG"
+                 "CGGAGCAAGCTTCACAGGAGGTAAAGAATTGGATGACAGAAACCTTGCTGGTCCAAAATGCGAACCCAGATTG")
+LOW_COMPLEXITY = ("ATTCATCCACAATTTTAAAAGAAAAGGGGGGATTGGGGGGTACAGTGCAGGGGAAAGAATAGTAGAGATAATAGC"
+                  "AACAGACATACAAACTAAAGAATTACAAAAACAAATTACAAAAATTCAAAATTTTCGGGTTTATTACAGGGACAG")
+
+
+def test_reads_megablast_misses_are_found_again_as_their_own_source(biotool_env, tmp_path):
+    from biotool.taxonomy import local
+
+    reads = [("spread", SPREAD_ERRORS), ("masked", LOW_COMPLEXITY),
+             ("random", "".join(random.Random(5).choice("ACGT") for _ in range(150)))]
+    rec = local.staged_database(None)
+    first = local._blastn(rec.path("blastdb") / "db", reads, 3, 1, float("inf"), str(tmp_path),
+                          rec.taxa or {}, rec.name)
+    assert first == {}  # megablast alone: no hit for any of the three
+    out = local.local_search(reads, 3, Deadline.from_now(600.0), None)
+    found = {q: [(h["accession"], round(h["pident"], 1), h["hit_from"]) for h in out.hits[q]]
+             for q in out.searched}
+    assert found == {"spread": [("NC_001802.1", 96.0, 1175)],
+                     "masked": [("NC_001802.1", 99.3, 4315)], "random": []}
