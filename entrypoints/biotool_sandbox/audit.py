@@ -407,3 +407,10 @@ def report(run: str | None, log_text: str | None, store_text: str | None, egress
                       "full": any(r.get("event") == AUDIT_FULL for r in records),
                       "suppressed": sum(r.get("count") or 0 for r in records
                                         if r.get("event") == SUPPRESSED)}}
+
+
+def offline(run: str, note: str) -> dict:
+    """The audit of a run with no way out (an offline run, an Apptainer instance): no record, in
+    report's shape, and a note saying why."""
+    return {"run": run, "offline": True, "records": [], "counts": summarise([]),
+            "tunnels": [], "open_tunnels": [], "unparsed_lines": 0, "note": note}

@@ -20,9 +20,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from . import settings
-from .errors import EngineError, LauncherError
-from .inspect_io import WORKDIR, with_timeout
+from .. import settings
+from ..engine.execute import WORKDIR
+from ..errors import EngineError, LauncherError
+from ..timeouts import with_timeout
+from .capabilities import Capabilities
 
 SITE_MOUNT = "/opt/biotool-site"
 # Instances and their per-sample folders are named alike, so cleanup finds one from the other.
@@ -41,6 +43,12 @@ ENV = {"apptainer": settings.APPTAINER.name, "sif": settings.SIF.name, "site": s
 # A site's own binds (often its shared filesystems) would reach into the offline sandbox.
 SITE_BIND_VARS = ("APPTAINER_BIND", "APPTAINER_BINDPATH", "SINGULARITY_BIND",
                   "SINGULARITY_BINDPATH")
+# An instance runs offline, unconfined by cgroup limits (the batch system's allocation bounds
+# it), as the user who started it, on Apptainer's own runtime.
+CAPABILITIES = Capabilities(
+    backend="Apptainer", limits=False, network_rule=False, runtimes=(), user_switching=False,
+    why_not=(("user_switching", "Apptainer runs every command as the user who started the "
+                                "instance (no user switching in sandbox='biotool-apptainer')"),))
 
 
 class ApptainerConfig(BaseModel):
