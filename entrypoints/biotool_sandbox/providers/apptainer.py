@@ -171,9 +171,9 @@ class ApptainerSandboxEnvironment(BiotoolSandbox):
         code, out, err = await self._call(argv, data, deadline=host_deadline(timeout),
                                           keep=SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE)
         elapsed = time.monotonic() - start
-        refusal = _refusal(code, out, err, cmd)
-        if refusal:
-            raise PermissionError(errno.EACCES, f"cannot execute ({refusal})", cmd[0])
+        refused = _refusal(code, out, err, cmd)
+        if refused:
+            raise PermissionError(errno.EACCES, f"cannot execute ({refused})", cmd[0])
         if timed_out(code, elapsed, timeout):
             raise TimeoutError(f"command timed out after {timeout}s (killed in the sandbox)")
         return result(code, out, err)
