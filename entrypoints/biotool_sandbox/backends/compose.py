@@ -151,7 +151,7 @@ def wait_ready(run: str, dc, deadline: float) -> None:
 
 
 def check_started(run: str, dc, services: tuple[str, ...], compose_stderr: str,
-                  variables: Variables, wanted: dict[str, str]) -> None:
+                  variables: Variables, wanted: list[images.Wanted]) -> None:
     """Every container the run needs exists and runs: compose v2 on Docker 20.10 exits 0 when
     the daemon refuses to create a container, or leaves one created and never started."""
     by_service = {c.labels.get(SERVICE_LABEL): c for c in runs.containers(run, dc)}

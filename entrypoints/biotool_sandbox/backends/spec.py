@@ -42,5 +42,6 @@ class RunSpec:
         offline, and the runtime given (--runtime, else BIOTOOL_RUNTIME)."""
         given = (self.runtime or "").strip()
         runtime = given or (settings.RUNTIME.raw() or "").strip() or None
+        from_env = runtime is not None and not given
         return Asks(limits=True, network_rule=not self.offline, runtime=runtime,
-                    runtime_source="--runtime" if given else settings.RUNTIME.name)
+                    runtime_source=settings.RUNTIME.name if from_env else "--runtime")

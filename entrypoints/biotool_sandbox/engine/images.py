@@ -6,6 +6,8 @@ with), for the run record (`up`), the audit and Inspect's sample log."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import settings
 from ..errors import LauncherError
 from .variables import Variables
@@ -40,22 +42,36 @@ def sandbox_variable(mode: str) -> str:
     return (settings.CUDA_IMAGE if mode == "gpu" else settings.IMAGE).name
 
 
-def requested(mode: str, variables: Variables) -> dict[str, str]:
-    """{the option or variable that chose it: image} for every image the run's containers use."""
+@dataclass(frozen=True)
+class Wanted:
+    """An image a run's containers use: the option or variable that chose it, its name, and the
+    make target that builds it."""
+
+    source: str
+    name: str
+    target: str
+
+
+def requested(mode: str, variables: Variables) -> list[Wanted]:
+    """Every image the run's containers use, the sandbox's first."""
     wanted = [sandbox_variable(mode)] + ([] if mode == "offline" else [settings.EGRESS_IMAGE.name])
-    return {variables.set_by(var) or var: variables.value(var) for var in wanted}
+    return [Wanted(variables.set_by(var) or var, variables.value(var),
+                   "image-cuda" if var == settings.CUDA_IMAGE.name else "image")
+            for var in wanted]
 
 
-def check_present(dc, images: dict[str, str]) -> None:
+def check_present(dc, images: list[Wanted]) -> None:
     """Each image is on this engine: a run never pulls or builds, and compose does not always
     say that it created no container for want of one."""
     import docker.errors
 
-    for source, name in images.items():
+    for image in images:
         try:
-            dc.images.get(name)
+            dc.images.get(image.name)
         except docker.errors.ImageNotFound:
-            raise LauncherError(f"{source} {name}: no such image on this engine (up never pulls "
-                                f"or builds: `make image`, or docker pull/load it first)") from None
+            raise LauncherError(f"{image.source} {image.name}: no such image on this engine (up "
+                                f"never pulls or builds: `make {image.target}`, or docker "
+                                "pull/load it first)") from None
         except docker.errors.APIError as exc:
-            raise LauncherError(f"{source} {name!r} is not an image name ({exc.explanation or exc})") from None
+            raise LauncherError(f"{image.source} {image.name!r} is not an image name "
+                                f"({exc.explanation or exc})") from None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields
 from .. import settings
 from ..errors import EngineError, LauncherError
 from . import budget
+from .images import Wanted
 from .variables import Variables
 
 # Per-run limits passed to compose.yaml (see there and docs/rules.md, the container layer, for the defaults).
@@ -85,15 +86,16 @@ def check_host_limits(variables: Variables, ncpu: int, memtotal: int) -> None:
 REFUSAL_CULPRITS = (("cpu", "cpus"), ("nanocpus", "cpus"), ("memory", "memory"))
 
 
-def refusal_error(said: str, variables: Variables, images: dict[str, str]) -> LauncherError | EngineError:
+def refusal_error(said: str, variables: Variables,
+                  images: list[Wanted]) -> LauncherError | EngineError:
     """The daemon's one-line refusal, naming the option it came from: exit 2 when that is an
     option (or variable) the caller set, else the engine's failure (exit 4)."""
     line = " ".join(said.split())[:400] or "no message"
     low = line.lower()
-    for source, name in images.items():
-        if name and name.lower() in low and any(w in low for w in ("no such image", "not found",
-                                                                     "pull access denied")):
-            return LauncherError(f"{source} {name}: the engine refused it: {line}")
+    for image in images:
+        if image.name and image.name.lower() in low and any(
+                w in low for w in ("no such image", "not found", "pull access denied")):
+            return LauncherError(f"{image.source} {image.name}: the engine refused it: {line}")
     for word, limit in REFUSAL_CULPRITS:
         if word in low:
             var = LIMIT_ENV[limit]

@@ -30,7 +30,6 @@ from inspect_ai.util import (
 )
 from typing_extensions import override
 
-from .. import settings
 from ..backends import compose as stack
 from ..backends.spec import RunSpec
 from ..engine import budget, egress_audit, images, runs
@@ -126,9 +125,7 @@ class BiotoolSandboxEnvironment(_RunContainer):
     @override
     async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
         cfg = StackConfig.of(config)
-        wanted = {settings.CUDA_IMAGE.name if cfg.mode == "gpu" else settings.IMAGE.name: cfg.image}
-        if cfg.launcher_mode != "offline":
-            wanted[settings.EGRESS_IMAGE.name] = settings.EGRESS_IMAGE.get()
+        wanted = images.requested(cfg.launcher_mode, Variables.of(compose_file(None)))
         await asyncio.to_thread(lambda: images.check_present(client(), wanted))
 
     @classmethod

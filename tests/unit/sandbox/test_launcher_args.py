@@ -18,6 +18,7 @@ from biotool_sandbox.backends import compose as stack
 from biotool_sandbox.backends.spec import RunSpec
 from biotool_sandbox.engine import execute, runs
 from biotool_sandbox.engine.composefile import compose_file
+from biotool_sandbox.engine.images import Wanted
 from biotool_sandbox.engine.limits import Limits, check_host_limits, refusal_error
 from biotool_sandbox.engine.variables import Variables
 from biotool_sandbox.errors import LauncherError
@@ -247,7 +248,8 @@ def test_a_memory_limit_over_the_hosts_memory_is_refused_naming_memory():
 ])
 def test_the_daemons_refusal_names_the_option_it_came_from(said, culprit, code):
     err = refusal_error(said, _vars(given={"BIOTOOL_CPUS": "3", "BIOTOOL_MEM_LIMIT": "5m"}),
-                        {"--image": "nope:1", "BIOTOOL_EGRESS_IMAGE": "biotool-egress:latest"})
+                        [Wanted("--image", "nope:1", "image"),
+                         Wanted("BIOTOOL_EGRESS_IMAGE", "biotool-egress:latest", "image")])
     assert culprit in err.message and err.exit_code == code and "\n" not in err.message
 
 
