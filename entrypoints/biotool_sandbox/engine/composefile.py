@@ -14,23 +14,11 @@ from .. import settings
 from ..errors import EngineError, LauncherError
 
 MODES = {"default": "sandbox", "gpu": "sandbox-gpu", "offline": "sandbox-offline"}
-
-
 SANDBOX_SERVICES = tuple(MODES.values())
-
-
 PROJECT_LABEL = "com.docker.compose.project"
-
-
 SERVICE_LABEL = "com.docker.compose.service"
-
-
 VOLUME_LABEL = "com.docker.compose.volume"
-
-
 STATE_VOLUME = "egress-state"  # compose.yaml: the run's certificate, RIDs and audit store
-
-
 COMPOSE_ENV = settings.COMPOSE_FILE.name
 
 
@@ -82,7 +70,7 @@ def compose_cmd(run: str, files: list[Path], *args: str) -> list[str]:
 
 
 def run_compose(cmd: list[str], env: dict, timeout: float,
-                 check: bool = True) -> subprocess.CompletedProcess:
+                check: bool = True) -> subprocess.CompletedProcess:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -11,16 +11,12 @@ from .. import settings
 from ..errors import LauncherError
 
 EXTRA_CA_IN_EGRESS = "/etc/biotool/extra-ca.pem"
-
-
 RELAY_TLS_IN_EGRESS = "/etc/biotool/relay"  # the gate's client certificate for the site relay
-
-
 RELAY_TLS_FILES = ("site-ca.pem", "client.pem", "client.key")  # image/egress/upstream.py CLIENT_FILES
 
 
 def write_override(path: Path, service: str, binds: dict[Path, str] | None = None,
-                    environment: dict[str, str] | None = None) -> Path:
+                   environment: dict[str, str] | None = None) -> Path:
     """The one writer of the launcher's compose overrides: read-only long-form binds and
     environment for one service, written as JSON (which YAML reads), so no host path or value
     (a colon, a quote, a newline) can break the file."""
@@ -98,7 +94,7 @@ def check_relay(url: str, tls_dir: str | None,
 
 
 def relay_override(run_dir: Path, url: str, tls_dir: str | None,
-                    names: tuple[str, str] = ("--relay", "--relay-tls")) -> Path:
+                   names: tuple[str, str] = ("--relay", "--relay-tls")) -> Path:
     """A compose override sending the run's NCBI traffic through the site's relay: the URL and
     a copy of the gate's client certificate, readable by the egress's proxy user only through
     the run's own 0700 directory."""

@@ -10,8 +10,6 @@ from ..errors import EngineError
 from .composefile import SERVICE_LABEL
 
 SCHEDULE_VOLUME = "biotool-ncbi-schedule"
-
-
 # Host-wide, egress-only: a small tmpfs owned by the egress image's proxy user (uid 13).
 SCHEDULE_VOLUME_OPTS = {"type": "tmpfs", "device": "tmpfs", "o": "size=16m,uid=13,gid=13,mode=0700"}
 
