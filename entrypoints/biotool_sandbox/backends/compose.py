@@ -4,6 +4,7 @@ down by label."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
