@@ -36,7 +36,7 @@ def compose_file(explicit: str | None = None, option: str = "--compose-file") ->
         if why:
             raise LauncherError(f"{source} {why}" if why.startswith(value) else f"{source}: {why}")
         return check_compose(Path(value).resolve(), f"{source} {value}")
-    for cand in (Path(__file__).resolve().parents[2] / "compose.yaml", Path.cwd() / "compose.yaml"):
+    for cand in (Path(__file__).resolve().parents[3] / "compose.yaml", Path.cwd() / "compose.yaml"):
         if cand.is_file():
             return check_compose(cand.resolve(), str(cand))
     raise LauncherError(f"compose.yaml not found: pass {option} or set {COMPOSE_ENV}")

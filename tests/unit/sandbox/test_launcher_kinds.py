@@ -117,6 +117,7 @@ def test_a_named_compose_file_is_never_replaced(tmp_path, monkeypatch):
     # the option wins over the variable, and the checkout's file is the fallback of neither
     assert composefile.compose_file(str(REPO / "compose.yaml")) == (REPO / "compose.yaml").resolve()
     monkeypatch.delenv(composefile.COMPOSE_ENV)
+    monkeypatch.chdir(tmp_path)  # the checkout's own file, whatever the working folder
     assert composefile.compose_file(None) == (REPO / "compose.yaml").resolve()
 
 
