@@ -51,7 +51,7 @@ class Variables:
             return OPTION_OF[var]
         return var if self.environ.get(var) else None
 
-    def with_given(self, **given: str) -> Variables:
+    def with_given(self, given: Mapping[str, str]) -> Variables:
         """These variables with more set by the run (by variable name)."""
         return Variables(self.compose, {**self.given, **given}, self.environ, self.defaults)
 

@@ -307,3 +307,15 @@ def test_cp_in_refuses_fifos_devices_and_links_as_cp_out_does(tmp_path):
     # a link at the top is followed: the file it names is what is copied
     os.symlink(folder / "a.txt", tmp_path / "top")
     assert agent._copyable(tmp_path / "top") == (folder / "a.txt").resolve()
+
+
+def test_a_runs_variables_say_who_set_each_one(tmp_path):
+    compose = tmp_path / "compose.yaml"
+    compose.write_text("x: ${BIOTOOL_CPUS:-1.5} ${BIOTOOL_IMAGE:-biotool-sandbox:latest}\n")
+    v = Variables.of(compose, {"BIOTOOL_MEM_LIMIT": "4g"}, environ={"BIOTOOL_CPUS": "2"})
+    assert (v.value("BIOTOOL_MEM_LIMIT"), v.set_by("BIOTOOL_MEM_LIMIT")) == ("4g", "--memory")
+    assert (v.value("BIOTOOL_CPUS"), v.set_by("BIOTOOL_CPUS")) == ("2", "BIOTOOL_CPUS")
+    assert (v.value("BIOTOOL_IMAGE"), v.set_by("BIOTOOL_IMAGE")) == ("biotool-sandbox:latest", None)
+    more = v.with_given({"BIOTOOL_RUNTIME": "runsc"})
+    assert more.env() == {"BIOTOOL_CPUS": "2", "BIOTOOL_MEM_LIMIT": "4g", "BIOTOOL_RUNTIME": "runsc"}
+    assert "BIOTOOL_RUNTIME" not in v.env()  # frozen: the run's first variables are unchanged
