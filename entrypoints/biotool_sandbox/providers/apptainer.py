@@ -8,7 +8,8 @@ but for the sandbox name.
 
 There is no egress at all (`--net --network none`): `audit()` says so in the shape of
 `biotool`'s offline runs. Apptainer runs everything as the calling user, so exec's `user` is
-refused (SandboxUserUnsupportedError, by its backend's Capabilities). See docs/hpc.md, "Inspect on HPC".
+refused (SandboxUserUnsupportedError, by its backend's Capabilities). See docs/hpc.md,
+"Inspect on HPC".
 """
 
 from __future__ import annotations
