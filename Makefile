@@ -18,6 +18,7 @@
 #   make cuda-lock-check  proves image/requirements-cuda.lock resolves (no GPU, no download;
 #                         needs the package index, so not part of make test: .ci/run runs it)
 #   make sif              Apptainer image from the built docker image
+#   make egress-sif       the egress image's SIF: an HPC episode's own gate (docs/hpc.md)
 #   make repro-check      rebuilds HEAD from a clean clone (no layer cache) and compares files
 #   make lock             re-resolve both lock files from pyproject.toml
 #   make pins             fetch every production source once and write refs/pins.lock.toml
@@ -80,7 +81,7 @@ $(error TORCH_VARIANT must be cpu or cuda, not $(TORCH_VARIANT))
 endif
 
 .PHONY: base wheels lock-current project-wheel image image-cuda lock cuda-lock-check pins \
-        sif docker-archive test test-unit test-image test-gvisor test-podman test-cuda demo bench clean \
+        sif egress-sif docker-archive test test-unit test-image test-gvisor test-podman test-cuda demo bench clean \
         repro-check test-harbor harbor-runner hpc-node test-apptainer
 
 base:
@@ -199,6 +200,17 @@ else
 	    --mksquashfs-args "-comp zstd -Xcompression-level 3" $(OUT)/biotool-sandbox.sif image/apptainer.def
 endif
 
+# The egress image's SIF, an Apptainer episode's own gate when it reaches the site's relay
+# (hpc/episode-gate.sh); built as the sandbox's is, its record in out/biotool-egress.sif.json.
+egress-sif:
+ifeq ($(SIF_BUILDER),node)
+	image/hpc/build-sif.sh $(BIOTOOL_EGRESS_IMAGE) $(OUT)/biotool-egress.sif image/hpc/egress.def
+else
+	mkdir -p $(OUT)
+	apptainer build --force --build-arg FROM=$(BIOTOOL_EGRESS_IMAGE) \
+	    --mksquashfs-args "-comp zstd -Xcompression-level 3" $(OUT)/biotool-egress.sif image/hpc/egress.def
+endif
+
 # The HPC node image: Debian sid's Apptainer (pinned in image/hpc/APPTAINER_VERSION), Slurm, munge.
 hpc-node:
 	image/hpc/build-node.sh
@@ -226,7 +238,7 @@ test-harbor: image harbor-runner
 
 # HPC for real (docs/hpc.md): the SIF under real Apptainer and Slurm in the node image, as the
 # node's non-root user; minutes, its own target, run by .ci/run after make test.
-test-apptainer: image hpc-node sif
+test-apptainer: image hpc-node sif egress-sif
 	$(PYTHON) -m pytest -q --durations=15 tests/apptainer
 
 # The image tier's proof again with every sandbox container on gVisor (the launcher's and the

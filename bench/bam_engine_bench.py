@@ -127,10 +127,11 @@ def engine(scan):
         bamscan.scan = saved
 
 
-def _tally(bam: Path, ref_seq: str, threads: int) -> dict:
+def _tally(bam: Path, ref, threads: int) -> dict:
     from biotool.reads.breakpoints import tally
 
-    return tally(str(bam), 0, 0, len(ref_seq), ref_seq, 0, 20, UNBOUNDED, threads)
+    ref_seq = ref.fetch(CONTIG)
+    return tally(str(bam), 0, 0, len(ref_seq), ref_seq, 0, 20, UNBOUNDED, ref, CONTIG, threads)
 
 
 def _same(a: dict, b: dict) -> bool:
@@ -142,7 +143,7 @@ def _same(a: dict, b: dict) -> bool:
             and all(np.array_equal(np.sort(a[k]), np.sort(b[k])) for k in keys))
 
 
-def compare(bam: Path, ref_seq: str, runs: int, threads: int) -> dict:
+def compare(bam: Path, ref, runs: int, threads: int) -> dict:
     """Median seconds of the tally through each engine, alternated, and their ratio."""
     from biotool.reads import bamscan
 
@@ -153,7 +154,7 @@ def compare(bam: Path, ref_seq: str, runs: int, threads: int) -> dict:
     for i in range(runs + 1):  # the first round warms the page cache
         for name, scan in engines.items():
             with engine(scan):
-                seconds, outs[name] = timed(lambda: _tally(bam, ref_seq, threads))
+                seconds, outs[name] = timed(lambda: _tally(bam, ref, threads))
             if i:
                 times[name].append(seconds)
         seconds, _ = timed(lambda: _sh(peer))
@@ -170,8 +171,8 @@ def compare(bam: Path, ref_seq: str, runs: int, threads: int) -> dict:
             "ratio_pysam_over_samtools_awk": round(med["pysam"] / med["peer"], 2)}
 
 
-def libraries(d: Path, depths: list[int]) -> tuple[str, dict[str, Path]]:
-    """(the reference's bases, {name: BAM}): the demo reads aligned as `biotool breakpoints
+def libraries(d: Path, depths: list[int]):
+    """(the Reference, {name: BAM}): the demo reads aligned as `biotool breakpoints
     --fastq` aligns them (into a cache in d), and the Cas9 library of each depth."""
     from biotool.alignment.reference import resolve
     from biotool.reads.bam import library_bam
@@ -179,10 +180,10 @@ def libraries(d: Path, depths: list[int]) -> tuple[str, dict[str, Path]]:
     os.environ["BIOTOOL_CACHE"] = str(d / "cache")
     ref = resolve(str(REF))
     ref_seq = ref.fetch(CONTIG)
-    bams = {"demo": Path(library_bam([DEMO_FASTQ], ref, threads=2)["bam"])}
+    bams = {"demo": Path(library_bam([DEMO_FASTQ], ref, threads=2).bam)}
     for depth in depths:
         bams[f"cuts{depth}"] = cuts_library(sim, ref_seq, d, depth)[0]
-    return ref_seq, bams
+    return ref, bams
 
 
 def main(argv=None) -> int:
@@ -196,10 +197,10 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         if args.out:
             args.out.mkdir(parents=True, exist_ok=True)
-        ref_seq, bams = libraries(args.out or Path(tmp), args.bp_depth)
+        ref, bams = libraries(args.out or Path(tmp), args.bp_depth)
         result = {"machine": {"cpus": os.cpu_count(), "load_1min": round(os.getloadavg()[0], 2)},
                   "contig": CONTIG,
-                  **{name: [compare(bam, ref_seq, args.runs, t) for t in args.threads]
+                  **{name: [compare(bam, ref, args.runs, t) for t in args.threads]
                      for name, bam in bams.items()}}
     print(json.dumps(result, indent=1))
     return 0

@@ -3,10 +3,16 @@ layer before a change), each call a fresh process, the two interleaved call by c
 loaded host's drift falls on both alike.
 
     python bench/cli_startup_bench.py OTHER_CHECKOUT [--rounds 15] [--home STAGED_HOME]
+    python bench/cli_startup_bench.py OTHER_CHECKOUT --image biotool-sandbox:latest [--runtime runsc]
 
 CPU seconds (user + system of the child) are counted, not wall time: the host may be loaded.
 Prints one JSON object: per case, the median CPU seconds of each side, their ratio and their
-difference in ms. bench/firstcall_bench.py measures the same inside the image.
+difference in ms. With --image, every call runs inside one container of the image, in the
+sandbox's shape (uid 12345, read-only root, tmpfs /tmp, no network; on --runtime, e.g. gVisor),
+with the image's Python and staged home; both trees' `entrypoints/` are copied to the tmpfs and
+compiled there first, as the image's own modules are (PYTHONPYCACHEPREFIX would not do: it
+makes every site-package's bytecode be looked for there, tripling `import typer`).
+bench/firstcall_bench.py measures each command's first call against its warm call.
 """
 
 from __future__ import annotations
@@ -39,12 +45,36 @@ def cpu_of(tree: Path, args: list[str], env: dict) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def in_image(a: argparse.Namespace) -> None:
+    """This script run inside one container of a.image (this tree at /bench/this, the other at
+    /bench/other), its JSON printed with the image and runtime it ran on."""
+    docker = ["docker", "run", "--rm", "--network", "none", "--user", "12345:12345",
+              "--read-only", "--tmpfs", "/tmp:size=256m", "--entrypoint", "bash"]
+    if a.runtime:
+        docker += ["--runtime", a.runtime]
+    for tree, at in ((REPO, "/bench/this"), (a.other.resolve(), "/bench/other")):
+        docker += ["-v", f"{tree / 'entrypoints'}:{at}/entrypoints:ro"]
+    inside = ("cp -r /bench/this /bench/other /tmp/ && python3 -m compileall -q "
+              "/tmp/this/entrypoints /tmp/other/entrypoints >/dev/null && exec python3 "
+              f"/tmp/this/bench/cli_startup_bench.py /tmp/other --rounds {a.rounds}")
+    docker += ["-v", f"{REPO / 'bench'}:/bench/this/bench:ro", a.image, "-c", inside]
+    ran = subprocess.run(docker, capture_output=True, text=True)
+    if ran.returncode != 0:
+        sys.exit(f"cli_startup_bench: the run in {a.image} failed: {ran.stderr.strip()[-500:]}")
+    print(json.dumps({"image": a.image, "runtime": a.runtime or "default",
+                      "cases": json.loads(ran.stdout)}, indent=1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("other", type=Path, help="the checkout to compare with (the baseline)")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--home", default=os.environ.get("BIOTOOL_HOME", ""))
+    ap.add_argument("--image", default="", help="run inside one container of this image")
+    ap.add_argument("--runtime", default="", help="with --image: the engine runtime (runsc)")
     a = ap.parse_args()
+    if a.image:
+        return in_image(a)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BIOTOOL_CONFIDENT")}
     if a.home:
         env["BIOTOOL_HOME"] = a.home

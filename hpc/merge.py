@@ -4,7 +4,7 @@
     python3 hpc/merge.py RESULTS --tasks tasks.txt --per-task 10 [--out DIR]
 
 Writes DIR/episodes.jsonl (one line per episode, in tasks-file order: its command, exit code,
-times, parsed JSON stdout and, from hpc/run-enforced.sh, its egress audit) and DIR/summary.json
+times, parsed JSON stdout and, from a runtime with a gate, its egress audit) and DIR/summary.json
 (counts, exit codes, failed episodes, the most array tasks seen running at once). DIR defaults to RESULTS. Exit 1, writing nothing,
 when a shard is missing or disagrees with the tasks file, or an episode's stdout or audit is
 not JSON (an episode that failed with nothing on stdout, as biotool does on an error, is recorded
@@ -98,7 +98,7 @@ def merge(results: Path, commands: list[str], per_task: int) -> tuple[list[dict]
                 problems.append(f"episode {i} ({command!r}, exit {meta['exit_code']}): its stdout "
                                 f"is not JSON: {stdout[:200]!r}")
                 continue
-        if (out / "audit.json").is_file():  # hpc/run-enforced.sh: the run's egress audit
+        if (out / "audit.json").is_file():  # a runtime with a gate: the episode's audit
             try:
                 record["audit"] = json.loads((out / "audit.json").read_text(encoding="utf-8"))
             except ValueError:

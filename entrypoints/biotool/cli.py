@@ -19,7 +19,8 @@ HELP = f"""biotool {__version__}: structured biology tools for agents with a she
 
 Every command prints exactly one JSON object on stdout; progress and errors go to stderr.
 Exit codes: 0 success; 2 bad input or usage; 3 refused by the rules (forbidden tool, host
-not on the egress allowlist); 4 a tool, model or remote service failed or timed out.
+not on the egress allowlist); 4 a tool, model or remote service failed or timed out; 130
+interrupted (Ctrl-C).
 ⟦Every finding carries `competence` (applicable, confidence, margin, alternatives, ties,
 blind_spots, remedy): read blind_spots before trusting an answer.⟧ Every result carries
 `provenance` (the references, indexes and models used, with sha256).

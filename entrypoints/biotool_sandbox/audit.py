@@ -414,3 +414,36 @@ def offline(run: str, note: str) -> dict:
     report's shape, and a note saying why."""
     return {"run": run, "offline": True, "records": [], "counts": summarise([]),
             "tunnels": [], "open_tunnels": [], "unparsed_lines": 0, "note": note}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python3 -m biotool_sandbox.audit STATE_DIR [LOG]`: the audit of a gate that ran without
+    the engine (an Apptainer episode's own, hpc/episode-gate.sh), read from its run-state
+    folder and log in `biotool-sandbox audit`'s shape. Standard library only, so a node's
+    python3 runs it; exit 4 with one line when the store is missing or empty."""
+    import sys
+    from pathlib import Path
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) not in (1, 2):
+        print("usage: python3 -m biotool_sandbox.audit STATE_DIR [LOG]", file=sys.stderr)
+        return 2
+    state = Path(args[0])
+    try:
+        store = (state / Path(STORE).name).read_text(encoding="utf-8", errors="replace")
+        log = Path(args[1]).read_text(encoding="utf-8", errors="replace") if len(args) > 1 else None
+    except OSError as exc:
+        print(f"audit: the gate's store cannot be read ({exc})", file=sys.stderr)
+        return 4
+    if not store:  # the gate writes the store's header before it serves anything
+        print(f"audit: the gate's store in {state} is empty", file=sys.stderr)
+        return 4
+    run = (state / "run-id").read_text().strip() if (state / "run-id").is_file() else None
+    json.dump(report(run, log, store, {"running": False, "restarts": 0, "oom_killed": None}),
+              sys.stdout, indent=1)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

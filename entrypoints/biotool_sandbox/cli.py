@@ -1,7 +1,7 @@
 """`biotool-sandbox`: run agent episodes in the enforced stack; every command prints one JSON object.
 
 Exit codes follow biotool's: 0 success, 2 bad input or usage (unknown run, missing file),
-4 docker or compose failed. `exec` itself exits 0 when the command ran, whatever its own exit
+4 docker or compose failed, 130 interrupted (Ctrl-C). `exec` itself exits 0 when the command ran, whatever its own exit
 code (that is in the JSON as exit_code).
 """
 

@@ -10,6 +10,8 @@ EXIT_OK = 0
 EXIT_INPUT = 2
 EXIT_REFUSED = 3
 EXIT_FAILED = 4
+# Ctrl-C (SIGINT): the shell's 128 + signal number, so a caller can tell it from a failure.
+EXIT_INTERRUPTED = 130
 
 
 class ProgramError(Exception):

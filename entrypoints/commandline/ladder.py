@@ -8,7 +8,8 @@ import sys
 import threading
 from typing import Any, Callable, NoReturn
 
-from commandline.errors import EXIT_FAILED, EXIT_INPUT, EXIT_OK, ProgramError, one_line
+from commandline.errors import (EXIT_FAILED, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK,
+                                 ProgramError, one_line)
 from commandline.settings import DEBUG
 
 
@@ -55,7 +56,7 @@ def finish(prog: str, fn: Callable[[], Any], emit: Callable[[Any], None]) -> NoR
             emit(exc.result)
         fail_line(prog, exc.message, exc.exit_code)
     except KeyboardInterrupt:
-        fail_line(prog, "interrupted", EXIT_FAILED)
+        fail_line(prog, "interrupted", EXIT_INTERRUPTED)
     except (MemoryError, RecursionError) as exc:
         fail_line(prog, f"out of resources: {type(exc).__name__}", EXIT_FAILED)
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback

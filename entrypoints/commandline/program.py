@@ -7,7 +7,7 @@ from typing import Any, Callable, NoReturn, Sequence
 
 import typer
 
-from commandline.errors import EXIT_FAILED, EXIT_INPUT, UsageError
+from commandline.errors import EXIT_INPUT, EXIT_INTERRUPTED, UsageError
 from commandline.ladder import emit as emit_json, fail_line, finish
 from commandline.spec import Command, Option
 from commandline.typed import build_program, run_values
@@ -36,7 +36,7 @@ def main(prog: str, commands: Sequence[Command], *, help: str,
     except typer.TyperException as exc:
         fail_line(prog, exc.format_message(), EXIT_INPUT)
     if not isinstance(got, tuple):  # Typer's exit code: Ctrl-C while parsing
-        fail_line(prog, "interrupted", EXIT_FAILED)
+        fail_line(prog, "interrupted", EXIT_INTERRUPTED)
     name, given = got
     command = next(c for c in commands if c.name == name)
     seen.update(o.key for o in options if given.pop(o.key, False))

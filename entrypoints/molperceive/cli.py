@@ -25,7 +25,7 @@ Every command prints one JSON object on stdout. Errors are one line on stderr.
 Exit codes: 0 success; 2 bad input (unreadable file, malformed JSONL with line numbers, empty
 file, unknown field, a malformed corpus row) and a failing gate; 3 an excluded field was
 requested (inchikey, canonical_smiles, monoisotopic_mass, logp, tpsa, iupac_name, in any
-letter case); 4 an internal failure or a failing selftest.
+letter case); 4 an internal failure or a failing selftest; 130 interrupted (Ctrl-C).
 
 \b
 Typical use:

@@ -2,8 +2,9 @@
 # Build the SIF of the sandbox image with real Apptainer, as a non-root user, inside the HPC node
 # image (image/hpc/build-node.sh) when this host has no Apptainer of its own: the image goes in
 # as a `docker save` archive, the SIF comes out with a record of what it was built from.
-# Usage: image/hpc/build-sif.sh [IMAGE] [SIF]
-#   (defaults biotool-sandbox:latest, out/biotool-sandbox.sif; FORCE=1 rebuilds)
+# Usage: image/hpc/build-sif.sh [IMAGE] [SIF] [RECIPE]
+#   (defaults biotool-sandbox:latest, out/biotool-sandbox.sif, image/apptainer.def; FORCE=1
+#   rebuilds; `make egress-sif` passes the egress image and image/hpc/egress.def)
 # Writes SIF.json beside the SIF: the image's id, the SIF's sha256 and size, Apptainer's version,
 # the seconds taken. A SIF whose record names the image's current id is not built again.
 set -euo pipefail
@@ -12,6 +13,7 @@ repo="$(cd "$here/../.." && pwd)"
 image="${1:-biotool-sandbox:latest}"
 sif="$(realpath -m "${2:-$repo/out/biotool-sandbox.sif}")"
 record="$sif.json"
+recipe="$(realpath "${3:-$repo/image/apptainer.def}")"
 node="${HPC_NODE_IMAGE:-biotool-hpc-node:$(cat "$here/APPTAINER_VERSION")}"
 # zstd: the same size as mksquashfs's default gzip at about a twentieth of the time (measured in
 # bench/apptainer.md); every Apptainer and squashfuse of the last years reads it.
@@ -40,7 +42,7 @@ t0=$SECONDS
 docker save "$image" -o "$work/image.tar"
 saved=$SECONDS
 mkdir "$work/tmp"
-cp "$repo/image/apptainer.def" "$work/apptainer.def"
+cp "$recipe" "$work/apptainer.def"
 chown -R "$uid" "$work"
 # The node's user, no added capability: Apptainer builds in a user namespace, as a site's user would.
 docker run --rm --user hpcuser --security-opt seccomp=unconfined --security-opt apparmor=unconfined \

@@ -25,6 +25,9 @@ APPTAINER_VERSION = (REPO / "image" / "hpc" / "APPTAINER_VERSION").read_text().s
 NODE_IMAGE = os.environ.get("HPC_NODE_IMAGE", f"biotool-hpc-node:{APPTAINER_VERSION}")
 SIF = Path(os.environ.get("BIOTOOL_SIF", REPO / "out" / "biotool-sandbox.sif"))
 NODE_SIF = "/hpc/biotool-sandbox.sif"
+# The egress image's SIF (make egress-sif): an episode's own gate when it reaches the relay.
+EGRESS_SIF = Path(os.environ.get("BIOTOOL_EGRESS_SIF", REPO / "out" / "biotool-egress.sif"))
+NODE_EGRESS_SIF = "/hpc/biotool-egress.sif"
 NODE_USER = "hpcuser"
 LABEL = "biotool-hpc-node"
 # What Apptainer needs in a container here (docs/hpc.md): no capability for the user, who runs
@@ -44,16 +47,16 @@ def sif_record(sif: Path = SIF) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def sif_is_current(image: str, sif: Path = SIF) -> tuple[bool, str]:
+def sif_is_current(image: str, sif: Path = SIF, make: str = "sif") -> tuple[bool, str]:
     """Whether the SIF was built from the image's current id, and what is wrong when not."""
     if not sif.is_file():
-        return False, f"{sif} does not exist: run make sif"
+        return False, f"{sif} does not exist: run make {make}"
     record = sif_record(sif)
     image_id = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", image],
                               capture_output=True, text=True).stdout.strip()
     if record.get("image_id") != image_id:
         return False, (f"{sif} was built from {record.get('image_id', 'an unrecorded image')}, "
-                       f"not {image} ({image_id or 'absent'}): run make sif")
+                       f"not {image} ({image_id or 'absent'}): run make {make}")
     return True, ""
 
 
@@ -103,9 +106,10 @@ def start(results: Path, sif: Path = SIF, image: str = NODE_IMAGE, hostname: str
     results.mkdir(parents=True, exist_ok=True)
     os.chown(results, uid, uid)
     name = f"biotool-hpc-node-{uuid.uuid4().hex[:8]}"
+    egress = ["-v", f"{EGRESS_SIF}:{NODE_EGRESS_SIF}:ro"] if EGRESS_SIF.is_file() else []
     subprocess.run(["docker", "run", "-d", "--name", name, "--hostname", hostname,
                     "--label", LABEL, *SECURITY,
-                    "-v", f"{sif}:{NODE_SIF}:ro", "-v", f"{REPO}:{REPO}:ro",
+                    "-v", f"{sif}:{NODE_SIF}:ro", *egress, "-v", f"{REPO}:{REPO}:ro",
                     "-v", f"{results}:{results}", image],
                    capture_output=True, text=True, check=True)
     node = Node(name=name, results=results, uid=uid)
@@ -125,7 +129,13 @@ def start(results: Path, sif: Path = SIF, image: str = NODE_IMAGE, hostname: str
 
 
 def stop(node: Node) -> None:
+    """The node, then the networks a test joined it to (labelled with its name): docker's
+    disconnect would drop the node's own name from its /etc/hosts, which Slurm resolves."""
     subprocess.run(["docker", "rm", "-f", node.name], capture_output=True)
+    nets = subprocess.run(["docker", "network", "ls", "-q", "--filter", f"label={LABEL}={node.name}"],
+                          capture_output=True, text=True).stdout.split()
+    if nets:
+        subprocess.run(["docker", "network", "rm", *nets], capture_output=True)
 
 
 class SandboxOnNode:

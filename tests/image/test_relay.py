@@ -20,41 +20,16 @@ import threading
 import pytest
 
 from biotool_testing import certificates, polling, stack
+from biotool_testing.ncbi_relay import RELAY_NAME, RELAY_PORT, relay_records, start_relay
 from biotool_testing.images import EGRESS_IMAGE
 
 HOST = stack.ALLOWED_HOST
 URL = f"https://{HOST}/blast/Blast.cgi"
 READS = stack.REPO / "refs" / "demo" / "sarscov2" / "MT007544.fastq"
-RELAY_NAME, RELAY_PORT = "ncbi-relay", 8443
 # Wide: NCBI's intervals take about a minute; the rest is this host's, ten times slower or not.
 TAXONOMY_TIMEOUT = 600
 PUT = (f"curl -s -w ' HTTP=%{{http_code}}\\n' --max-time 90 -X POST --data "
        f"'CMD=Put&PROGRAM=blastn&DATABASE=nt&QUERY=%3Eq%0AACGTACGTACGTACGTACGTACGT' {URL}")
-
-
-def start_relay(dc, name: str, tls, extra_ca, nets: list[str]):
-    """The egress image in relay mode, hardened as compose runs an egress, on `nets`, its
-    state on a named volume (docs/relay.md: the schedule and RIDs survive a restart)."""
-    dc.volumes.create(f"{name}-state", labels={"org.biotool.test": "ncbi-relay"})
-    host_config = dc.api.create_host_config(
-        binds={str(tls): {"bind": "/etc/biotool/relay", "mode": "ro"},
-               str(extra_ca): {"bind": "/etc/biotool/extra-ca.pem", "mode": "ro"},
-               f"{name}-state": {"bind": "/var/lib/biotool-egress", "mode": "rw"}},
-        read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges:true"],
-        mem_limit="256m", pids_limit=256)
-    netcfg = dc.api.create_networking_config(
-        {nets[0]: dc.api.create_endpoint_config(aliases=[RELAY_NAME])})
-    created = dc.api.create_container(
-        EGRESS_IMAGE, command=["relay"], user="proxy", name=name, host_config=host_config,
-        networking_config=netcfg,
-        environment={"BIOTOOL_EGRESS_EXTRA_CA": "/etc/biotool/extra-ca.pem"},
-        labels={"org.biotool.test": "ncbi-relay"})
-    relay = dc.containers.get(created["Id"])
-    for net in nets[1:]:
-        dc.networks.get(net).connect(relay, aliases=[RELAY_NAME])
-    relay.start()
-    polling.until("the relay's ready line", relay.logs, lambda logs: b"egress relay: ready" in logs)
-    return relay
 
 
 @pytest.fixture(scope="module")
@@ -152,11 +127,6 @@ def test_two_runs_taxonomy_through_one_relay_keeps_ncbi_s_interval(site):
                          lambda recs: len(recs) >= len(seen["requests"]))
     assert len(sent) == len(seen["requests"]) and {r["client"] for r in sent} == \
         {"gate-a", "gate-b"}
-
-
-def relay_records(relay) -> list[dict]:
-    return [json.loads(line.split(" ", 1)[1]) for line in relay.logs(stderr=False).decode().splitlines()
-            if line.startswith("BIOTOOL_RELAY ")]
 
 
 def test_run_b_cannot_poll_run_a_s_rid(site):

@@ -175,12 +175,34 @@ def go():
                          ).start()
     if mode == "fails":
         raise ValueError("no")
+    if mode == "interrupt":  # waits for the test's Ctrl-C (SIGINT)
+        (marks / "ready").write_text("")
+        time.sleep(600)
     return {"rows": ["x" * 100] * 2000}
 
 
 run_process(lambda: program.main("prog", [Command("go", go)], help="P.",
                                  emit=lambda r: print(json.dumps(r)), argv=["go"]))
 """
+
+
+def test_ctrl_c_is_one_line_and_exit_130_after_the_atexit_work(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from biotool_testing.polling import until
+
+    proc = subprocess.Popen([sys.executable, "-c", LEAVE, "interrupt", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        until("the command waiting", lambda: (tmp_path / "ready").exists())
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert (proc.returncode, out, err) == (130, "", "prog: error: interrupted\n")
+    assert (tmp_path / "atexit").read_text() == "ran"
 
 
 @pytest.mark.parametrize("mode,code", [("ok", 0), ("fails", 4), ("thread", 0)])

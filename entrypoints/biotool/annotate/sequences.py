@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from biotool.nucleotides import reverse_complement
 from biotool.output import InputError
 
 if TYPE_CHECKING:
@@ -79,11 +80,3 @@ def resolve(args: dict, alphabet: str = "dna", field: str = "sequence") -> tuple
     if args.get("strand") == "-":
         out = reverse_complement(out)
     return out, [used("reference", ref.name, ref.sha256, seqid=seqid, region=f"{start}-{end}")]
-
-
-_COMP = str.maketrans("ACGTURYSWKMBDHVN", "TGCAAYRSWMKVHDBN")
-
-
-def reverse_complement(seq: str) -> str:
-    return seq.translate(_COMP)[::-1]
-

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from biotool.alignment import aligners
 from biotool.alignment.aligners import SHORT, aligner_command, aligner_of, finish_by, naming
+from biotool.alignment.cigar import match_blocks
 from biotool.alignment.reference import Reference
-from biotool.alignment.vocabulary import (ALIGNED, CONSUMES_QUERY, CONSUMES_REFERENCE,
-                                          SKIP_FOR_DIVERGENCE)
+from biotool.alignment.vocabulary import SKIP_FOR_DIVERGENCE
 from biotool.cache import content_key, entry_dir, work_dir
 from biotool.deadline import UNBOUNDED, Deadline
 from biotool.files import input_file, magic, unreadable
@@ -390,11 +390,4 @@ def sampled_divergence(bam, ref: Reference, contigs: dict[str, int], min_mapq: i
 
 def _match_blocks(read):
     """(query start, end, reference start, end) of each aligned (M/=/X) block of the CIGAR."""
-    qs, rs = 0, read.reference_start
-    for op, ln in read.cigartuples or ():
-        if op in ALIGNED:
-            yield qs, qs + ln, rs, rs + ln
-        if op in CONSUMES_QUERY:
-            qs += ln
-        if op in CONSUMES_REFERENCE:
-            rs += ln
+    return match_blocks(read.cigartuples or (), read.reference_start)

@@ -512,11 +512,28 @@ MAX_AUX_FIELDS = 64
 
 
 def tagged(batch: Batch, rows: np.ndarray, tag: bytes) -> np.ndarray:
-    """Per given row, whether its aux fields hold `tag` (two letters, as b"SA"): every row's
-    fields are walked at once, one field a step; a malformed field ends that row's walk."""
+    """Per given row, whether its aux fields hold `tag` (two letters, as b"SA")."""
+    return _tag_offsets(batch, rows, tag) >= 0
+
+
+def tag_texts(batch: Batch, rows: np.ndarray, tag: bytes) -> list[str | None]:
+    """Per given row, the text of its `tag` when that is a Z (string) field, else None."""
+    at = _tag_offsets(batch, rows, tag).tolist()
+    stop = batch.rec_end[rows].tolist()
+    out = []
+    for a, end in zip(at, stop):
+        nul = batch.buf.find(b"\0", a + 3, end) if a >= 0 and batch.buf[a + 2] == ord("Z") else -1
+        out.append(batch.buf[a + 3:nul].decode("ascii", "replace") if nul >= 0 else None)
+    return out
+
+
+def _tag_offsets(batch: Batch, rows: np.ndarray, tag: bytes) -> np.ndarray:
+    """Per given row, the byte offset in batch.buf of its `tag` field (its two letters), or -1:
+    every row's fields are walked at once, one field a step; a malformed field ends that row's
+    walk."""
     u8 = np.frombuffer(batch.buf, np.uint8)
     at, stop = batch.aux_at[rows].copy(), batch.rec_end[rows]
-    found = np.zeros(len(rows), dtype=bool)
+    found = np.full(len(rows), -1, dtype=np.int64)
     live = np.flatnonzero(at + 3 <= stop)
     if not len(live):
         return found
@@ -528,7 +545,7 @@ def tagged(batch: Batch, rows: np.ndarray, tag: bytes) -> np.ndarray:
     for _ in range(MAX_AUX_FIELDS):
         a, end = at[live], stop[live]
         name = u8[a].astype(np.int64) | u8[a + 1].astype(np.int64) << 8
-        found[live[name == want]] = True
+        found[live[name == want]] = a[name == want]
         step = _AUX_STEP[u8[a + 2]]
         nxt = a + 3 + step
         text = step == _ZSTRING

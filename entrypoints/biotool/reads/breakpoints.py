@@ -12,14 +12,15 @@ import math
 import os
 from collections import Counter
 
-from biotool.alignment.vocabulary import (DELETION, INSERTION, SKIP_FOR_JUNCTIONS,
+from biotool.alignment.reference import Reference
+from biotool.alignment.vocabulary import (DELETION, INSERTION, REVERSE, SKIP_FOR_JUNCTIONS,
                                           SOFT_CLIP, SUPPLEMENTARY)
 from biotool.arms import Hedges, declared
 from biotool.competence import bounded, not_applicable
 from biotool.deadline import UNBOUNDED, Deadline
 from biotool.output import InputError
 from biotool.provenance import provenance
-from biotool.reads import bamscan
+from biotool.reads import bamscan, splitreads
 from biotool.reads.bam import open_bam
 from biotool.reads.indel import deletion_span, insertion_left, insertion_right
 from biotool.reads.inputs import region_not_in_bam
@@ -59,14 +60,16 @@ def _span_insertion(seq: str, off: int, r: int, ins: str) -> tuple[int, int]:
 
 
 def tally(path: str, tid: int, start: int, end: int, refseq: str, off: int, min_mapq: int,
-          deadline: Deadline, threads: int = 1) -> dict:
-    """Per-read extents and indel spans for one region of one BAM (0-based half-open region).
+          deadline: Deadline, reference: Reference, contig: str, threads: int = 1) -> dict:
+    """Per-read extents and indel spans for one region of one BAM (0-based half-open region
+    of `contig`, reference number `tid`).
 
     The command's hot path: the region's alignments come from bamscan as numpy arrays a
     batch at a time, so no Python runs per read; only each distinct indel is widened in
     Python. Unmapped, secondary, QC-failed and duplicate alignments are skipped;
     supplementary ones are kept, since they carry the hard clips that mark the far side of a
-    junction."""
+    junction. Where a split read's pieces overlap on the read, their edges are refined
+    against the `reference` first (see splitreads)."""
     import numpy as np
 
     spans = Counter()
@@ -78,17 +81,19 @@ def tally(path: str, tid: int, start: int, end: int, refseq: str, off: int, min_
         n += len(batch.pos)
         use = ((batch.flag & SKIP_FOR_JUNCTIONS) == 0) & (batch.mapq >= min_mapq) & (batch.n_ops > 0)
         kept += int(use.sum())
-        parts["read_lo"].append(batch.pos[use])
-        parts["read_hi"].append(batch.end[use])
         lclip, rclip = bamscan.clip_lengths(batch)
         several = use & (batch.n_ops > 1)  # a one-operation CIGAR clips nothing
         lcut, rcut = several & (lclip >= MIN_CLIP), several & (rclip >= MIN_CLIP)
-        parts["lclipped"].append(batch.pos[lcut])
-        parts["rclipped"].append(batch.end[rcut])
         split = _split(batch, lcut | rcut)
-        parts["lsplit"].append(batch.pos[lcut & split])
-        parts["rsplit"].append(batch.end[rcut & split])
-        _soft_clips(batch, lcut, rcut, split, lclip, rclip, soft)
+        lo, hi, lgrow, rgrow = _refined_edges(batch, split, reference, contig)
+        parts["read_lo"].append(lo[use])
+        parts["read_hi"].append(hi[use])
+        parts["lclipped"].append(lo[lcut])
+        parts["rclipped"].append(hi[rcut])
+        parts["lsplit"].append(lo[lcut & split])
+        parts["rsplit"].append(hi[rcut & split])
+        _soft_clips(batch, lcut, rcut, split, (lo, hi), (lclip + lgrow, rclip + rgrow),
+                    (lgrow, rgrow), soft)
         _count_indels(batch, np.flatnonzero(several), refseq, off, start, end, spans)
         if deadline.passed():
             truncated = True
@@ -116,16 +121,47 @@ def _split(batch, clipped):
     return split & clipped
 
 
-def _soft_clips(batch, lcut, rcut, split, lclip, rclip, soft: dict) -> None:
-    """Append (edge, split, clipped bases) of each row's soft clip of MIN_CLIP or more bases
-    (a hard clip keeps no bases) to soft["l"] / soft["r"]; a left clip's bases are read so
-    that their first is the one next to the junction (reversed), a right clip's as stored."""
+def _refined_edges(batch, split, reference: Reference, contig: str):
+    """(left edge, right edge, read bases the left clip grew by, the right one) per row: the
+    alignment's own, but for split rows whose pieces overlap on the read, where the overlap
+    goes to the other piece (splitreads.refined). Only split rows pay: their SA tags are read
+    (a supplementary row's first entry is its primary) and the overlap's few bases compared."""
     import numpy as np
 
-    for side, cut, edge, clip in (("l", lcut, batch.pos, lclip), ("r", rcut, batch.end, rclip)):
+    lo, hi = batch.pos.copy(), batch.end.copy()
+    lgrow, rgrow = np.zeros_like(lo), np.zeros_like(lo)
+    rows = np.flatnonzero(split)
+    if not len(rows):
+        return lo, hi, lgrow, rgrow
+    contigs = reference.contigs()
+    stored = bamscan.query_bases(batch, rows, np.zeros(len(rows), dtype=np.int64),
+                                 batch.l_seq[rows].astype(np.int64))
+    tags = bamscan.tag_texts(batch, rows, b"SA")
+    for row, bases, tag in zip(rows.tolist(), stored, tags):
+        first, n = int(batch.first_op[row]), int(batch.n_ops[row])
+        own = splitreads.Piece(contig, int(batch.pos[row]), bool(batch.flag[row] & REVERSE),
+                               tuple(zip(batch.ops[first:first + n].tolist(),
+                                         batch.lens[first:first + n].tolist())))
+        others = [p for p in splitreads.sa_pieces(tag) if p.contig in contigs]
+        shift = splitreads.refined(own, bases, others, reference.fetch)
+        lo[row] += shift.left_ref
+        hi[row] -= shift.right_ref
+        lgrow[row], rgrow[row] = shift.left_query, shift.right_query
+    return lo, hi, lgrow, rgrow
+
+
+def _soft_clips(batch, lcut, rcut, split, edges, clips, grown, soft: dict) -> None:
+    """Append (edge, split, clipped bases) of each row's soft clip of MIN_CLIP or more bases
+    (a hard clip keeps no bases) to soft["l"] / soft["r"]; a left clip's bases are read so
+    that their first is the one next to the junction (reversed), a right clip's as stored.
+    `edges` and `clips` are (left, right) per row as refined: a clip `grown` by the read
+    bases its row gave to another piece of the read (see splitreads)."""
+    import numpy as np
+
+    for side, cut, edge, clip, grow in zip("lr", (lcut, rcut), edges, clips, grown):
         rows = np.flatnonzero(cut & (batch.l_seq > 0))
         op = batch.first_op[rows] + (0 if side == "l" else batch.n_ops[rows] - 1)
-        rows = rows[(batch.ops[op] == SOFT_CLIP) & (batch.lens[op] == clip[rows])]
+        rows = rows[(batch.ops[op] == SOFT_CLIP) & (batch.lens[op] + grow[rows] == clip[rows])]
         if not len(rows):
             continue
         start = np.zeros(len(rows), dtype=np.int64) if side == "l" \
@@ -318,8 +354,8 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
         if contig not in tids:
             continue
         seq, off = job.window(contig, s, e)
-        parts.append(tally(lib.bam, tids[contig], s, e, seq, off, min_mapq, job.deadline,
-                           workers))
+        parts.append(tally(lib.bam, tids[contig], s, e, seq, off, min_mapq, job.deadline, ref,
+                           contig, workers))
         parts[-1]["contig"] = contig
         if parts[-1]["truncated"]:
             break
@@ -374,7 +410,9 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
                  "primers (a position where most reads covering it start, or end, and none "
                  "break on the other side), are not breaks and are not counted: `discounted` "
                  "lists them with why; a split read's edge (its clipped part aligned elsewhere: "
-                 "supplementary or SA-tagged) is a junction and never counts towards a primer"),
+                 "supplementary or SA-tagged) is a junction and never counts towards a primer; "
+                 "read bases two pieces of a split read both align go to the piece matching "
+                 "the reference there with fewer mismatches (a tie leaves them as aligned)"),
     }
     if truncated:
         result["note"] += "; the time budget ran out, so counts cover only part of the reads"

@@ -62,7 +62,10 @@ def breakpoints_cmd(reference, fastq, bam, region, top, min_mapq, threads, timeo
     >= 5 bases) there, and indel junctions there. Convention, for every signature: pos
     is the 1-based LAST reference base covered BEFORE the break (an alignment starting at
     1-based base b counts at pos b-1; one ending at base b counts at pos b; both strands
-    alike). Supplementary alignments count, so hard clips mark junctions too. An indel is
+    alike). Supplementary alignments count, so hard clips mark junctions too. Where a split
+    read's pieces overlap on the read (the aligner ran one past the junction through a near
+    match), the overlap goes to the piece matching the reference there with fewer
+    mismatches and the other's clip counts where the overlap begins. An indel is
     consistent with a break anywhere in its span (a deletion of bases s..e spans s-1..e,
     widened across repeats), so it counts at every pos of its span. Output: consensus
     [{contig, pos, starts, ends, clips, indels, support, agreeing, intact, depth,

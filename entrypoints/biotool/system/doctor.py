@@ -105,7 +105,7 @@ def check_network(timeout: float = 3.0) -> dict:
     st = enforcement.status()
     if not st["enforced"]:
         return _check("egress", False, f"network not enforced: {st['reason']}; {enforcement.HOW}")
-    if st["mode"] == "offline":
+    if st["mode"] == "offline" and not enforcement.proxy_setting():
         return _check("egress", True, "offline mode: only lo, no way out; remote BLAST "
                       "unavailable, local tools and the staged BLAST database work")
     # The client's own parser: doctor never calls usable a proxy the client would refuse.
@@ -124,6 +124,11 @@ def check_network(timeout: float = 3.0) -> dict:
     except OSError as exc:
         return _check("egress", False, f"no way out, but the egress proxy {proxy} is "
                       f"unreachable ({exc})")
+    if st["mode"] == "offline":
+        # Only lo, yet a proxy answers on it: an HPC episode's forwarder to its own gate,
+        # through a socket the runtime bound in (hpc/run-apptainer.sh with a relay).
+        return _check("egress", True, f"enforced: only lo, and the egress proxy {proxy} on it "
+                      f"answers (an episode's way to its own gate)")
     if st["mode"] == "cluster-policy":  # the reason names the policy and the probes' results
         return _check("egress", True, f"enforced (cluster mode): {st['reason']}")
     return _check("egress", True, f"enforced: no way out but the egress proxy {proxy}, "

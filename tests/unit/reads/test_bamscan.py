@@ -241,6 +241,14 @@ def test_the_tag_walk_stops_after_max_aux_fields():
     assert bamscan.tagged(batch, np.arange(2), b"SA").tolist() == [True, False]
 
 
+def test_a_tags_text_is_read_where_the_walk_finds_it():
+    # A string's text; none where the tag is missing, not a string, or runs past its row.
+    batch = _aux_rows(b"NMi" + struct.pack("<i", 3) + SA, b"XAZx\0", b"SAi" + struct.pack("<i", 1),
+                      b"SAZno NUL")
+    assert bamscan.tag_texts(batch, np.arange(4), b"SA") == ["chrB,101,+,30S20M,60,0;", None,
+                                                            None, None]
+
+
 def test_a_cigar_kept_in_a_cg_tag_is_the_one_read(bams):
     (rows, _) = _scanned(bams["bai"], 0, 1000, 1001, 1)
     long = [r for r in rows if r[4] == 70_000]
