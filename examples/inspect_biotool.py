@@ -22,7 +22,7 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, score
 from inspect_ai.solver import TaskState, generate, use_tools
 from inspect_ai.tool import bash, python
 
-from biotool_sandbox.inspect_sandbox import egress_audit
+from biotool_sandbox.providers.audit import egress_audit
 from biotool_sandbox.scripted import scripted_model
 
 READS = "/opt/biotool/samples/demo-sarscov2-artic-reads/MT007544.fastq"

@@ -409,6 +409,13 @@ def report(run: str | None, log_text: str | None, store_text: str | None, egress
                                         if r.get("event") == SUPPRESSED)}}
 
 
+def offline(run: str, note: str) -> dict:
+    """The audit of a run with no way out (an offline run, an Apptainer instance): no record, in
+    report's shape, and a note saying why."""
+    return {"run": run, "offline": True, "records": [], "counts": summarise([]),
+            "tunnels": [], "open_tunnels": [], "unparsed_lines": 0, "note": note}
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python3 -m biotool_sandbox.audit STATE_DIR [LOG]`: the audit of a gate that ran without
     the engine (an Apptainer episode's own, hpc/episode-gate.sh), read from its run-state

@@ -15,11 +15,12 @@ from commandline.kinds import (Size, count, existing_file, existing_folder, outp
 from commandline.spec import Argument, Command, Option
 
 from .errors import EngineError, LauncherError
+from .settings import CUDA_IMAGE, EGRESS_IMAGE, IMAGE
 from .timeouts import SECONDS
 
 PROG = "biotool-sandbox"
 
-EPILOG = """\
+EPILOG = f"""\
 \b
 examples:
   run=$(biotool-sandbox up | python3 -c 'import json,sys; print(json.load(sys.stdin)["run"])')
@@ -29,9 +30,9 @@ examples:
   biotool-sandbox audit $run
   biotool-sandbox down $run
 
-images: BIOTOOL_IMAGE (default biotool-sandbox:latest), BIOTOOL_EGRESS_IMAGE
-(default biotool-egress:latest), BIOTOOL_CUDA_IMAGE for --mode gpu (default
-biotool-sandbox:cuda, built by make image-cuda), or --image/--egress-image on up.
+images: {IMAGE.name} (default {IMAGE.default}), {EGRESS_IMAGE.name}
+(default {EGRESS_IMAGE.default}), {CUDA_IMAGE.name} for --mode gpu (default
+{CUDA_IMAGE.default}, built by make image-cuda), or --image/--egress-image on up.
 """
 
 
@@ -47,18 +48,21 @@ def _env_pairs(pairs: list[str]) -> dict:
 
 def up(mode, image, egress_image, extra_ca, cpus, memory, work_size, compose_file, site,
        relay, relay_tls, runtime, blast) -> dict:
-    from . import stack
+    from .backends import compose
+    from .backends.spec import RunSpec
+    from .engine.limits import Limits
 
-    return stack.up(mode, image=image, egress_image=egress_image, extra_ca=extra_ca,
-                    compose=compose_file, site=site,
-                    limits={"cpus": cpus, "memory": memory, "work_size": work_size},
-                    relay=relay, relay_tls=relay_tls, runtime=runtime, blast=blast)
+    return compose.up(RunSpec(mode=mode, image=image, egress_image=egress_image,
+                              extra_ca=extra_ca, compose=compose_file, site=site,
+                              limits=Limits(cpus=cpus, memory=memory, work_size=work_size),
+                              relay=relay, relay_tls=relay_tls, runtime=runtime, blast=blast))
 
 
 def exec_(run, timeout, workdir, env, cmd) -> dict:
-    from . import agent, stack
+    from . import agent
+    from .engine import runs
 
-    stack.check_run_name(run)
+    runs.check_run_name(run)
     return agent.exec_(run, cmd, workdir=workdir, env=_env_pairs(env), timeout=timeout)
 
 
@@ -69,22 +73,22 @@ def cp(src, dest) -> dict:
 
 
 def audit(run) -> dict:
-    from . import agent, stack
+    from .engine import egress_audit, runs
 
-    stack.check_run_name(run)
-    return agent.audit(run)
+    runs.check_run_name(run)
+    return egress_audit.audit(run)
 
 
 def down(run, keep_audit) -> dict:
-    from . import stack
+    from .backends import compose
 
-    return stack.down(run, keep_audit=keep_audit)
+    return compose.down(run, keep_audit=keep_audit)
 
 
 def ps() -> dict:
-    from . import stack
+    from .engine import runs
 
-    return {"runs": stack.runs()}
+    return {"runs": runs.runs()}
 
 
 def k8s_values(rules, compose_file, image, egress_image, relay, pin, out) -> dict | str:
@@ -92,10 +96,11 @@ def k8s_values(rules, compose_file, image, egress_image, relay, pin, out) -> dic
 
     from biotool.rules import REPO_RULES
 
-    from . import k8s, stack
+    from .backends import k8s
+    from .engine.composefile import compose_file as find_compose
 
     text = k8s.render(k8s.values(Path(rules) if rules else REPO_RULES,
-                                 stack.compose_file(compose_file), image=image,
+                                 find_compose(compose_file), image=image,
                                  egress_image=egress_image, relay=relay, pin_digests=pin))
     if not out:
         return text
@@ -114,22 +119,27 @@ def harbor(out, image, egress_image, task, compose_file, sources, version, pin,
            network_mode) -> dict:
     from pathlib import Path
 
-    from . import harbor_env, harbor_tasks, k8s, settings, stack
+    from . import harbor_tasks
+    from .backends import k8s
+    from .backends.harbor import refuse_network_mode
+    from .engine.client import client
+    from .engine.composefile import compose_file as find_compose
+    from .engine.schedule import ensure_schedule_volume
 
-    harbor_env.refuse_network_mode(network_mode, "--network-mode")
-    image = image or settings.IMAGE.get()
-    egress_image = egress_image or stack.egress_image()
+    refuse_network_mode(network_mode, "--network-mode")
+    image = image or IMAGE.get()
+    egress_image = egress_image or EGRESS_IMAGE.get()
     if pin or "@" in image:
         image = k8s.pin(image)
     if pin or "@" in egress_image:
         egress_image = k8s.pin(egress_image)
-    written = harbor_tasks.write(Path(out), stack.compose_file(compose_file), image,
+    written = harbor_tasks.write(Path(out), find_compose(compose_file), image,
                                  egress_image, only=list(task) or None, version=version,
                                  root=Path(sources) if sources else None)
     # The tasks' egress mounts the host-wide NCBI schedule volume (external): made here when
     # this engine is the one that will run them.
     try:
-        volume = stack.ensure_schedule_volume(stack.client())
+        volume = ensure_schedule_volume(client())
     except EngineError:
         volume = None
     return {"tasks": written, "image": image, "egress_image": egress_image,
@@ -194,7 +204,8 @@ def verify_sif(sif, manifest, limit) -> dict:
 def demo(image, egress_image, compose_file, keep) -> dict:
     from .demo import demo as run_demo
 
-    result = run_demo(image=image, egress_image=egress_image, compose=compose_file, keep=keep)
+    result = run_demo(image=image, egress_image=egress_image, compose_file=compose_file,
+                      keep=keep)
     # The demo is what `make demo` runs: a step that failed must fail the target.
     if not result.get("ok"):
         raise EngineError(f"demo failed: steps {result.get('failed_steps')}, forbidden egress "
@@ -297,9 +308,9 @@ def commands() -> list[Command]:
                 options=(Option(("--out",), "the folder to write the tasks in (made when "
                                 "missing)", required=True, kind=output_folder()),
                          Option(("--image",), "sandbox image the tasks run (default "
-                                "BIOTOOL_IMAGE, else biotool-sandbox:latest)"),
+                                f"{IMAGE.name}, else {IMAGE.default})"),
                          Option(("--egress-image",), "egress image (default "
-                                "BIOTOOL_EGRESS_IMAGE, else biotool-egress:latest)"),
+                                f"{EGRESS_IMAGE.name}, else {EGRESS_IMAGE.default})"),
                          Option(("--task",), "only this task (repeatable; default all)",
                                 multiple=True, default=(), metavar="NAME"),
                          Option(("--compose-file",), "compose.yaml to render from",

@@ -13,7 +13,10 @@ from __future__ import annotations
 import json
 import sys
 
-from . import agent, stack
+from . import agent
+from .backends import compose
+from .backends.spec import RunSpec
+from .engine import egress_audit
 
 READS = "demo-sarscov2-artic-reads"  # refs/samples.toml: 200 ARTIC nanopore reads
 PBMC = "demo-pbmc68k-heldout"  # refs/samples.toml: held-out PBMCs, Matrix Market folder
@@ -87,11 +90,11 @@ def plan(help_stdout: str, list_stdout: str) -> tuple[list[tuple[str, list[str]]
     return todo, skipped
 
 
-def demo(*, image: str | None = None, egress_image: str | None = None, compose: str | None = None,
-         keep: bool = False) -> dict:
+def demo(*, image: str | None = None, egress_image: str | None = None,
+         compose_file: str | None = None, keep: bool = False) -> dict:
     steps: list[dict] = []
     _say("== biotool-sandbox demo: up")
-    up = stack.up("default", image=image, egress_image=egress_image, compose=compose)
+    up = compose.up(RunSpec(image=image, egress_image=egress_image, compose=compose_file))
     run = up["run"]
     _say(f"run {run}: containers {up['containers']}, networks {up['networks']}")
 
@@ -118,7 +121,7 @@ def demo(*, image: str | None = None, egress_image: str | None = None, compose: 
         if "call" in _commands(help_res["stdout"]):
             step("forbidden tool", FORBIDDEN_TOOL, expect=3)
         blocked = step("forbidden egress", ["python3", "-c", PROBE], timeout=60)
-        audit = agent.audit(run)
+        audit = egress_audit.audit(run)
         _say(f"\n== egress audit of {run}: {audit['counts']}")
         for rec in audit["records"]:
             _say(f"  {rec['decision']:7} {rec['method'] or '-'} {rec['url'] or '-'} "
@@ -126,7 +129,7 @@ def demo(*, image: str | None = None, egress_image: str | None = None, compose: 
     finally:
         if not keep:
             _say(f"\n== down {run}")
-            down = stack.down(run, quiet=True)
+            down = compose.down(run, quiet=True)
     failed = [s["step"] for s in steps if s["exit_code"] != s["expected"]]
     failed += [f"{s['family']} (sample {s['missing_sample']} missing)" for s in skipped
                if s.get("missing_sample")]

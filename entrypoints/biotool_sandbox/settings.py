@@ -2,10 +2,10 @@
 declared once (commandline/settings.py); docs/settings.md is generated from this list.
 
 A variable compose.yaml interpolates (`${VAR:-default}`) keeps its default there, the one
-declaration compose and the launcher's checks both read (budget.compose_defaults): those are
-listed in COMPOSE, and only the images, which also start what compose does not (Harbor tasks,
-the Inspect providers' image check), declare one here too, held equal to compose.yaml's by
-tests/unit/test_settings.py.
+declaration compose and the launcher's checks both read (engine.variables.compose_defaults):
+those are listed in COMPOSE, and only the images, which also start what compose does not
+(Harbor tasks, the Inspect providers' image check), declare one here too, held equal to
+compose.yaml's by tests/unit/test_settings.py.
 """
 
 from __future__ import annotations

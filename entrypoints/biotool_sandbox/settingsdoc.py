@@ -52,10 +52,10 @@ def programs() -> list[tuple[str, str, list[Setting]]]:
 
 def markdown(compose: Path = REPO / "compose.yaml") -> str:
     """The page: one table per program, compose.yaml's defaults shown where they live."""
-    from biotool_sandbox import budget
     from biotool_sandbox import settings as launcher
+    from biotool_sandbox.engine.variables import compose_defaults
 
-    defaults = budget.compose_defaults(compose)
+    defaults = compose_defaults(compose)
     shown = {s.name: f"{defaults[s.name]} (compose.yaml)" for s in launcher.COMPOSE
              if s.name in defaults}
     lines = ["# Settings", "",

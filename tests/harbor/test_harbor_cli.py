@@ -14,7 +14,8 @@ from datetime import datetime
 from biotool_testing.harbor_jobs import (CHEATS, DRAWN, FILL, REMEMBERED, TASK_COMPONENTS,
                                          TASKS, TRUTH_HUNT, UNRUN, cli, harbor, harbor_project,
                                          read_json)
-from biotool_sandbox import budget, harbor_env
+from biotool_sandbox.backends import harbor as harbor_env
+from biotool_sandbox.engine import budget
 
 COMPONENTS = {"reward", "answer", "answer_fields", "egress_ok", "egress_allowed",
               "egress_denied", "egress_paced", "egress_errors", "egress_unrecorded",

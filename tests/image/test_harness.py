@@ -155,7 +155,7 @@ def image_env(images, monkeypatch):
 def test_inspect_provider_exec_files_timeout_and_teardown(image_env):
     from inspect_ai.util import ExecResult
 
-    from biotool_sandbox.inspect_sandbox import BiotoolSandboxEnvironment as Box
+    from biotool_sandbox.providers.compose import BiotoolSandboxEnvironment as Box
 
     async def session() -> tuple[str, dict]:
         await Box.task_init("t", None)
@@ -265,11 +265,15 @@ def test_compose_file_for_inspects_docker_provider(images, docker_client):
 
 
 def test_inspect_provider_names_a_missing_image_and_its_make_target(images, monkeypatch):
-    from biotool_sandbox.inspect_sandbox import BiotoolSandboxEnvironment as Box
+    from biotool_sandbox.providers.compose import BiotoolSandboxEnvironment as Box
 
     monkeypatch.setenv("BIOTOOL_CUDA_IMAGE", "biotool-sandbox:no-such-tag")
     monkeypatch.setenv("BIOTOOL_EGRESS_IMAGE", images["egress"])
-    with pytest.raises(RuntimeError, match=r"biotool-sandbox:no-such-tag .*`make image-cuda`"):
+    from biotool_sandbox.errors import LauncherError
+
+    # The launcher's one wording of a missing image, naming the variable and its make target.
+    with pytest.raises(LauncherError, match=r"^BIOTOOL_CUDA_IMAGE biotool-sandbox:no-such-tag: "
+                                            r"no such image on this engine .*`make image-cuda`"):
         asyncio.run(Box.task_init("t", "gpu"))
     with pytest.raises(ValueError, match="enforced, offline, gpu"):
         asyncio.run(Box.task_init("t", "compose.yaml"))
@@ -289,7 +293,7 @@ globals().update(inspect_checks.suite(KNOWN_FAILURES))
 
 @pytest.fixture(scope="module")
 async def provider_sample(images):
-    from biotool_sandbox.inspect_sandbox import BiotoolSandboxEnvironment as Box
+    from biotool_sandbox.providers.compose import BiotoolSandboxEnvironment as Box
 
     environ = {"BIOTOOL_IMAGE": images["sandbox"], "BIOTOOL_EGRESS_IMAGE": images["egress"]}
     async with inspect_checks.one_sample(Box, environ) as env:

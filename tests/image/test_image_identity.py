@@ -159,7 +159,7 @@ def test_pin_refuses_an_image_with_no_registry_digest(docker_client):
     import io
     import tarfile
 
-    from biotool_sandbox import k8s
+    from biotool_sandbox.backends import k8s
     from biotool_sandbox.errors import LauncherError
 
     layer = io.BytesIO()

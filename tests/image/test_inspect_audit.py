@@ -28,7 +28,7 @@ def _task():
     from inspect_ai.tool import bash
     from inspect_ai.util import sandbox
 
-    from biotool_sandbox.inspect_sandbox import egress_audit, sandbox_audit
+    from biotool_sandbox.providers.audit import egress_audit, sandbox_audit
     from biotool_sandbox.scripted import scripted_model
 
     agent = scripted_model([("bash", {"command": c}) for c in ATTEMPTS], lambda messages: "done")

@@ -98,25 +98,26 @@ def test_offline_mode_has_no_network_and_no_proxy(images):
 def test_the_host_memory_budget_refuses_a_run_with_the_figures_and_leaves_nothing(images):
     import docker
 
-    from biotool_sandbox import budget
-    from biotool_sandbox import stack as launcher_stack
+    from biotool_sandbox.engine import budget
+    from biotool_sandbox.engine import runs as launcher_runs
+    from biotool_sandbox.engine.composefile import PROJECT_LABEL
 
     dc = docker.from_env()
     host = dc.info()["MemTotal"]
     need = (8 << 30) + (512 << 20)  # compose.yaml's sandbox and egress limits
-    used = budget.in_use(dc, launcher_stack.state_root(), launcher_stack.PROJECT_LABEL)
+    used = budget.in_use(dc, launcher_runs.state_root(), PROJECT_LABEL)
     env = {budget.SHARE_ENV: f"{(used + need * 1.5) / host:.6f}"}  # one more run fits, not two
     first = stack.launcher("up", env=env)
     try:
         assert first["memory"]["run"] == need and first["memory"]["in_use"] >= used
-        runs_before = launcher_stack.runs(dc)
-        states_before = sorted(p.name for p in launcher_stack.state_root().iterdir())
+        runs_before = launcher_runs.runs(dc)
+        states_before = sorted(p.name for p in launcher_runs.state_root().iterdir())
         refused = stack.launcher("up", env=env, check=False)
         assert refused["_code"] == 2 and len(refused["_stderr"].strip().splitlines()) == 1
         err = refused["_stderr"]
         assert budget.SHARE_ENV in err and budget.shown(host) in err and "8.5g" in err, err
-        assert launcher_stack.runs(dc) == runs_before
-        assert sorted(p.name for p in launcher_stack.state_root().iterdir()) == states_before
+        assert launcher_runs.runs(dc) == runs_before
+        assert sorted(p.name for p in launcher_runs.state_root().iterdir()) == states_before
     finally:
         stack.launcher("down", first["run"])
     # With the first run down, the same budget holds a run again.
@@ -131,7 +132,7 @@ def test_declared_blast_runs_past_what_the_host_sustains_are_refused_at_up(image
     import docker
 
     from biotool import ncbirule
-    from biotool_sandbox import stack as launcher_stack
+    from biotool_sandbox.engine import runs as launcher_runs
 
     dc = docker.from_env()
     # Small runs (2.5g each with the egress), their tmpfs leaving the 1g processes need.
@@ -141,13 +142,13 @@ def test_declared_blast_runs_past_what_the_host_sustains_are_refused_at_up(image
     first = stack.launcher("up", "--blast", *small, env=env)
     second = stack.launcher("up", "--blast", *small, env=env)
     try:
-        runs_before = launcher_stack.runs(dc)
+        runs_before = launcher_runs.runs(dc)
         refused = stack.launcher("up", "--blast", *small, check=False, env=env)
         lines = refused["_stderr"].strip().splitlines()
         assert refused["_code"] == 2 and len(lines) == 1, refused
         assert "already serves 2 run(s) that declared BLAST, and it sustains 2 at a hold of " \
                "30 s" in lines[0], lines
-        assert launcher_stack.runs(dc) == runs_before  # the refused run left nothing
+        assert launcher_runs.runs(dc) == runs_before  # the refused run left nothing
         # A run that did not declare starts beside them (served in the slots they leave).
         plain = stack.launcher("up", *small, env=env)
         stack.launcher("down", plain["run"])

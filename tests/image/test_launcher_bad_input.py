@@ -39,10 +39,10 @@ def _engine_runs(dc) -> set[tuple[str, str]]:
 def _starting_elsewhere(name: str) -> bool:
     """A resource of a run another session is starting on this engine meanwhile: its state
     folder (and reservation) is in the engine's usual state root, never in this test's own."""
-    from biotool_sandbox import stack as launcher_stack
+    from biotool_sandbox.engine import runs as launcher_runs
 
     run = name.split("_", 1)[0]
-    return (launcher_stack.state_root() / run).is_dir()
+    return (launcher_runs.state_root() / run).is_dir()
 
 
 @pytest.fixture

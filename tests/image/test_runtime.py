@@ -94,18 +94,18 @@ def test_under_gvisor_the_default_bridge_with_a_proxy_set_is_not_enforced(sandbo
 
 
 def test_launcher_refuses_a_runtime_the_engine_lacks_and_leaves_nothing(images):
-    from biotool_sandbox import stack as launcher_stack
+    from biotool_sandbox.engine import runs as launcher_runs
 
-    before = sorted(p.name for p in launcher_stack.state_root().iterdir()) \
-        if launcher_stack.state_root().exists() else []
-    runs_before = launcher_stack.runs()
+    before = sorted(p.name for p in launcher_runs.state_root().iterdir()) \
+        if launcher_runs.state_root().exists() else []
+    runs_before = launcher_runs.runs()
     ran = stack.launcher("up", "--runtime", "no-such-runtime", check=False)
     assert ran["_code"] == 2, ran
     line = ran["_stderr"].strip()
     assert "\n" not in line and "--runtime 'no-such-runtime'" in line and "runc" in line, line
-    assert launcher_stack.runs() == runs_before
-    after = sorted(p.name for p in launcher_stack.state_root().iterdir()) \
-        if launcher_stack.state_root().exists() else []
+    assert launcher_runs.runs() == runs_before
+    after = sorted(p.name for p in launcher_runs.state_root().iterdir()) \
+        if launcher_runs.state_root().exists() else []
     assert after == before
 
 

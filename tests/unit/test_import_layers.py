@@ -16,6 +16,12 @@ never imports the build. `molperceive` and the launcher `biotool_sandbox` stand 
 biotool: they import the command-line layer and biotool's core, never a family. The draws of
 Harbor tasks (`biotool_sandbox.draws`, run in the image by `python -m
 biotool_sandbox.harbor_draw`) are programs too, each module a unit: they read staged items.
+Inside the launcher, bottom first: its shared top-level modules (errors, settings, timeouts,
+the audit's parser, the Harbor verifier's modules that run in the image), `engine` (the docker
+engine, compose files, runs, limits, images), `backends` (the compose stack, Apptainer,
+Kubernetes values, Harbor environment, each declaring its Capabilities), `providers` (the
+Inspect sandbox providers), and its programs on top (LAUNCHER_PROGRAMS: the CLI and what only
+it runs).
 
 Every `import` and `from ... import` counts, at a module's top or inside a function, relative
 ones resolved, and so does every `importlib.import_module` call: of a literal name, of an
@@ -46,6 +52,10 @@ PROGRAMS = {"biotool.cli", "biotool.__main__", "biotool.buildcache", "biotool.st
 BESIDE = {"molperceive", "biotool_sandbox"}   # import commandline and biotool's core only
 NEUTRAL = {"auditwire"}  # standard-library modules of no package, which both images read
 DRAWS = "biotool_sandbox.draws"               # programs: each draw module a unit of its own
+LAUNCHER = "biotool_sandbox"
+LAUNCHER_RANK = {"shared": 0, "engine": 1, "backends": 2, "providers": 3, "program": 4}
+LAUNCHER_PROGRAMS = {f"{LAUNCHER}.{m}" for m in ("cli", "__main__", "demo", "agent",
+                                                 "settingsdoc", "harbor_tasks")}
 RANK = {"neutral": 0, "commandline": 0, "core": 1, "staging": 2, "alignment": 3, "family": 4, "stagebuild": 5,
         "program": 6}
 
@@ -242,15 +252,26 @@ def layer(module: str) -> str:
     return "family" if sub in FAMILIES else "core"
 
 
+def launcher_layer(module: str) -> str:
+    """A launcher module's layer: its sub-package (engine, backends, providers), a program, or
+    shared (the package's other top-level modules)."""
+    sub = module.split(".")[1] if module.count(".") else ""
+    if sub in LAUNCHER_RANK and sub not in ("shared", "program"):
+        return sub
+    return "program" if module in LAUNCHER_PROGRAMS else "shared"
+
+
 def upward(g: dict[str, set[str]]) -> list[tuple[str, str]]:
-    """Edges against the layers: to a higher layer, to another family, or from a program
-    beside biotool to anything of biotool above its core."""
+    """Edges against the layers: to a higher layer, to another family, from a program
+    beside biotool to anything of biotool above its core, or up the launcher's own layers."""
     bad = []
     for m, targets in g.items():
         a = layer(m)
         for t in sorted(targets):
             b = layer(t)
-            if a in BESIDE:
+            if a == b == LAUNCHER:
+                ok = LAUNCHER_RANK[launcher_layer(t)] <= LAUNCHER_RANK[launcher_layer(m)]
+            elif a in BESIDE:
                 ok = b in (a, "neutral", "commandline", "core")
             elif b in BESIDE:
                 ok = False
@@ -307,6 +328,16 @@ def test_the_walk_sees_what_it_must(tmp_path):
         "biotool/taxonomy/x.py": "",
         "molperceive/__init__.py": "",
         "molperceive/a.py": "import biotool.taxonomy.x\n",
+        "biotool_sandbox/__init__.py": "",
+        "biotool_sandbox/errors.py": "",
+        "biotool_sandbox/cli.py": "from .backends import compose\n",
+        "biotool_sandbox/engine/__init__.py": "",
+        "biotool_sandbox/engine/runs.py": "from ..errors import x\nfrom ..backends import spec\n",
+        "biotool_sandbox/backends/__init__.py": "",
+        "biotool_sandbox/backends/compose.py": "from ..engine import runs\n",
+        "biotool_sandbox/backends/spec.py": "from ..providers import config\n",
+        "biotool_sandbox/providers/__init__.py": "",
+        "biotool_sandbox/providers/config.py": "",
     })
     g = graph(tmp_path, leave_out={})
     assert g["biotool.core"] == {"biotool.reads", "biotool.reads.bam"}
@@ -319,7 +350,13 @@ def test_the_walk_sees_what_it_must(tmp_path):
                               ("biotool.core", "biotool.reads.bam"),
                               ("biotool.reads.sibling", "biotool.taxonomy"),
                               ("biotool.reads.sibling", "biotool.taxonomy.x"),
-                              ("molperceive.a", "biotool.taxonomy.x")}
+                              ("molperceive.a", "biotool.taxonomy.x"),
+                              # the launcher's engine under its backends under its providers
+                              ("biotool_sandbox.engine.runs", "biotool_sandbox.backends"),
+                              ("biotool_sandbox.engine.runs", "biotool_sandbox.backends.spec"),
+                              ("biotool_sandbox.backends.spec", "biotool_sandbox.providers"),
+                              ("biotool_sandbox.backends.spec",
+                               "biotool_sandbox.providers.config")}
 
 
 def test_the_walk_sees_importlib_loads(tmp_path):

@@ -18,7 +18,8 @@ import pytest
 
 from biotool import settings as biotool_settings
 import auditwire
-from biotool_sandbox import budget, settingsdoc
+from biotool_sandbox import settingsdoc
+from biotool_sandbox.engine.variables import compose_defaults
 from biotool_sandbox import settings as launcher
 from commandline import settings as layer
 from commandline.kinds import Size
@@ -107,7 +108,7 @@ def test_docs_settings_md_is_generated_from_the_settings_modules():
 
 def test_compose_variables_are_the_launchers_with_compose_yamls_defaults():
     for compose in (REPO / "compose.yaml", REPO / "compose.inspect.yaml"):
-        defaults = budget.compose_defaults(compose)
+        defaults = compose_defaults(compose)
         assert set(defaults) <= {s.name for s in launcher.COMPOSE}, compose
         for s in launcher.COMPOSE:
             if s.default is not None and s.name in defaults:

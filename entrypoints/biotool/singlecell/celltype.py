@@ -203,22 +203,22 @@ def _spent(deadline: Deadline, stage: str) -> BudgetRefusal:
         f"the model load and one cell)")
 
 
-def _c2s(cells: list[dict], organism: str, spec: dict, deadline: Deadline,
+def _c2s(cells: list[dict], organism: str, spec: mdl.C2SModel, deadline: Deadline,
          batch_size: int) -> tuple[dict, list]:
     from biotool import budget
     from biotool.singlecell import c2s
 
     # What an earlier run on this machine measured: a load that cannot finish in what is left
     # is refused before it starts, naming the measured time.
-    key = f"c2s-load:{spec['weights']}:{c2s.pick_device(None)}"
+    key = f"c2s-load:{spec.weights}:{c2s.pick_device(None)}"
     seen = budget.measured(key)
     left = deadline.left()
-    fresh = not c2s.loaded_already(spec["weights"], spec["tokenizer"])
+    fresh = not c2s.loaded_already(spec.weights, spec.tokenizer)
     if fresh and seen.get("load_s") is not None and \
             seen["load_s"] + seen.get("per_cell_s", 0.0) > left:
         need = deadline.elapsed() + seen["load_s"] + seen.get("per_cell_s", 0.0)
         raise BudgetRefusal(
-            f"Cell2Sentence not started: loading {spec['provenance'][0]['name']} took "
+            f"Cell2Sentence not started: loading {spec.name} took "
             f"{seen['load_s']:.1f} s on this machine (measured by an earlier run"
             + (f"; one cell {seen['per_cell_s']:.1f} s" if seen.get("per_cell_s") else "")
             + f") and {max(0.0, left):.1f} s of --timeout {deadline.seconds:g} s are left; give "
@@ -226,7 +226,7 @@ def _c2s(cells: list[dict], organism: str, spec: dict, deadline: Deadline,
     t0 = time.monotonic()
     try:
         with budget.alarm(deadline):
-            loaded = c2s.load(spec["weights"], spec["tokenizer"])
+            loaded = c2s.load(spec.weights, spec.tokenizer)
     except budget.BudgetSpent:
         cut = time.monotonic() - t0
         if fresh:  # the load takes longer than this: a faster figure kept from before is stale
@@ -257,11 +257,11 @@ def _c2s(cells: list[dict], organism: str, spec: dict, deadline: Deadline,
     comp = bounded(share, share - second, alternatives=max(0, len(top) - 1), blind_spots=spots,
                    remedy="raise --sample or --timeout for a finer composition"
                           if gen["truncated"] or gen["done"] < 32 else "")
-    return ({"model": spec["provenance"][0]["name"], "device": loaded.device,
+    return ({"model": spec.name, "device": loaded.device,
              "dtype": loaded.dtype, "organism": sp.ORGANISM_NAMES[organism],
              "cells_requested": gen["requested"], "cells_answered": gen["done"],
              "truncated": gen["truncated"], **_bounded_composition(top), "cells": per_cell,
-             "competence": comp.explain()}, spec["provenance"])
+             "competence": comp.explain()}, list(spec.provenance))
 
 
 def _c2s_organism(species: dict) -> str:
@@ -427,7 +427,7 @@ def celltype_genes(genes: str, organism: str = "auto", c2s_model: str = mdl.DEFA
 
         try:
             with budget.alarm(deadline):
-                loaded = c2s.load(spec["weights"], spec["tokenizer"])  # held: costs nothing
+                loaded = c2s.load(spec.weights, spec.tokenizer)  # held: costs nothing
                 certainty = c2s.answer_probability(
                     loaded, c2s.prompt(ranked, sp.ORGANISM_NAMES[org]), answer)
             spots.append(f"confidence is the model's probability of this answer "

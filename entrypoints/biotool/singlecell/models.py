@@ -9,6 +9,7 @@ folder itself, and its absence fails at load time, never deep inside generation.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from biotool import staging
@@ -61,8 +62,22 @@ def _has_tokenizer(folder: Path) -> bool:
     return folder.is_dir() and any((folder / f).is_file() for f in TOKENIZER_FILES)
 
 
-def c2s_model(name_or_path: str = DEFAULT_C2S) -> dict:
-    """{"weights", "tokenizer", "provenance": [...]} for a staged C2S model or a local folder.
+@dataclass(frozen=True)
+class C2SModel:
+    """A Cell2Sentence model ready to load: its weights' folder, its tokenizer's folder, and the
+    provenance items it adds to an answer (the model first, then a staged tokenizer)."""
+
+    weights: Path
+    tokenizer: Path
+    provenance: tuple[dict, ...]
+
+    @property
+    def name(self) -> str:
+        return self.provenance[0]["name"]
+
+
+def c2s_model(name_or_path: str = DEFAULT_C2S) -> C2SModel:
+    """The C2SModel of a staged C2S model or a local folder.
 
     A staged model that lacks weights or tokenizer is a broken image (exit 4); a folder the
     user named that lacks them is bad input (exit 2).
@@ -97,5 +112,5 @@ def c2s_model(name_or_path: str = DEFAULT_C2S) -> dict:
         raise err(f"{tok}: no tokenizer ({', '.join(TOKENIZER_FILES[:2])}) for the weights in "
                   f"{weights}; stage the tokenizer beside the weights or name it in the "
                   "manifest's `tokenizer` field")
-    return {"weights": weights, "tokenizer": tok, "provenance": items}
+    return C2SModel(weights=weights, tokenizer=tok, provenance=tuple(items))
 

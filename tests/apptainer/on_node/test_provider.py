@@ -53,7 +53,7 @@ def hpc_env(tmp_path, monkeypatch):
 def test_a_sample_is_offline_as_the_nodes_user_and_leaves_nothing(hpc_env):
     from inspect_ai.util import SandboxUnavailableError, SandboxUserUnsupportedError
 
-    from biotool_sandbox.apptainer_sandbox import ApptainerSandboxEnvironment as Box
+    from biotool_sandbox.providers.apptainer import ApptainerSandboxEnvironment as Box
 
     async def session() -> tuple[str, Path, dict]:
         await Box.task_init("t", None)
@@ -109,7 +109,7 @@ def test_a_sample_is_offline_as_the_nodes_user_and_leaves_nothing(hpc_env):
 
 
 def test_a_failed_start_leaves_nothing_behind(hpc_env, tmp_path, monkeypatch):
-    from biotool_sandbox.apptainer_sandbox import ApptainerSandboxEnvironment as Box
+    from biotool_sandbox.providers.apptainer import ApptainerSandboxEnvironment as Box
     from biotool_sandbox.errors import EngineError
 
     # A file that is no SIF: Apptainer cannot start an instance of it.
@@ -123,7 +123,7 @@ def test_a_failed_start_leaves_nothing_behind(hpc_env, tmp_path, monkeypatch):
 
 
 def test_cli_cleanup_stops_what_a_killed_eval_left(hpc_env):
-    from biotool_sandbox.apptainer_sandbox import ApptainerSandboxEnvironment as Box
+    from biotool_sandbox.providers.apptainer import ApptainerSandboxEnvironment as Box
 
     async def leave_two() -> list[str]:
         envs = [await Box.sample_init("t", None, {}) for _ in range(2)]
@@ -146,8 +146,8 @@ def _registered(root: Path) -> Path:
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: biotool-sandbox\nVersion: 0\n")
     (info / "entry_points.txt").write_text(
-        "[inspect_ai]\nbiotool_sandbox = biotool_sandbox.inspect_sandbox\n"
-        "biotool_apptainer = biotool_sandbox.apptainer_sandbox\n")
+        "[inspect_ai]\nbiotool_sandbox = biotool_sandbox.providers.compose\n"
+        "biotool_apptainer = biotool_sandbox.providers.apptainer\n")
     return root
 
 
@@ -197,7 +197,7 @@ globals().update(inspect_checks.suite(KNOWN_FAILURES))
 
 @pytest.fixture(scope="module")
 async def provider_sample(tmp_path_factory):
-    from biotool_sandbox.apptainer_sandbox import ApptainerSandboxEnvironment as Box
+    from biotool_sandbox.providers.apptainer import ApptainerSandboxEnvironment as Box
 
     environ = _setup(tmp_path_factory.mktemp("self-check"))
     async with inspect_checks.one_sample(Box, environ) as env:

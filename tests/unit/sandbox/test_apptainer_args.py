@@ -15,8 +15,8 @@ import pytest
 pytest.importorskip("inspect_ai")
 from inspect_ai.util import SandboxUserUnsupportedError  # noqa: E402
 
-from biotool_sandbox import apptainer  # noqa: E402
-from biotool_sandbox import apptainer_sandbox as box  # noqa: E402
+from biotool_sandbox.backends import apptainer  # noqa: E402
+from biotool_sandbox.providers import apptainer as box  # noqa: E402
 from biotool_sandbox.errors import LauncherError  # noqa: E402
 
 

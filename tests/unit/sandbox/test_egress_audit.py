@@ -19,7 +19,7 @@ def _errors(tmp_path) -> dict:
     from inspect_ai.solver import generate
 
     from biotool_sandbox.audit import STORE
-    from biotool_sandbox.inspect_sandbox import egress_audit
+    from biotool_sandbox.providers.audit import egress_audit
 
     assert not os.path.exists(STORE)  # this host runs no egress gate
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from biotool_sandbox import harbor_draw, harbor_env, harbor_grade, harbor_tasks
+from biotool_sandbox import harbor_draw, harbor_grade, harbor_tasks
+from biotool_sandbox.backends import harbor as harbor_env
 from biotool_sandbox.errors import LauncherError
 
 REPO = Path(__file__).resolve().parents[3]

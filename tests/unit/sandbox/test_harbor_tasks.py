@@ -16,7 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from biotool_sandbox import budget, harbor_env, harbor_tasks
+from biotool_sandbox import harbor_tasks
+from biotool_sandbox.backends import harbor as harbor_env
+from biotool_sandbox.engine import budget
+from biotool_sandbox.engine.variables import compose_defaults
 
 REPO = Path(__file__).resolve().parents[3]
 COMPOSE = REPO / "compose.yaml"
@@ -77,7 +80,7 @@ def test_every_task_is_harbors_folder_layout(tasks):
 
 
 def test_task_limits_are_compose_yamls(tasks):
-    defaults = budget.compose_defaults(COMPOSE)
+    defaults = compose_defaults(COMPOSE)
     env = tomllib.loads((tasks / "spike-d614g" / "task.toml").read_text())["environment"]
     assert env["cpus"] == float(defaults["BIOTOOL_CPUS"])
     assert env["memory_mb"] * 2**20 == budget.to_bytes(defaults["BIOTOOL_MEM_LIMIT"])

@@ -18,39 +18,47 @@ def test_inspect_finds_the_biotool_provider_through_its_entry_point():
     pytest.importorskip("inspect_ai")
     from inspect_ai.util._sandbox.registry import registry_find_sandboxenv
 
-    from biotool_sandbox.inspect_sandbox import BiotoolSandboxEnvironment
+    from biotool_sandbox.providers.compose import BiotoolSandboxEnvironment
 
     assert registry_find_sandboxenv("biotool") is BiotoolSandboxEnvironment
 
 
 def test_provider_modes_map_to_the_launcher(monkeypatch):
     pytest.importorskip("inspect_ai")
-    from biotool_sandbox import inspect_sandbox as box
-    from biotool_sandbox.stack import MODES
+    from biotool_sandbox.engine.composefile import MODES
+    from biotool_sandbox.providers import config
 
-    assert [box.mode_of(c) for c in (None, "enforced", "offline", "gpu")] == \
+    of = config.StackConfig.of
+    assert [of(c).launcher_mode for c in (None, "enforced", "offline", "gpu")] == \
         ["default", "default", "offline", "gpu"]
-    assert set(box.MODES.values()) == set(MODES)
+    assert set(config.MODES.values()) == set(MODES)
     with pytest.raises(ValueError, match="enforced, offline, gpu"):
-        box.mode_of("compose.yaml")
+        of("compose.yaml")
     monkeypatch.delenv("BIOTOOL_CUDA_IMAGE", raising=False)
     monkeypatch.setenv("BIOTOOL_IMAGE", "biotool-sandbox:mine")
-    assert box._image_for("gpu") == "biotool-sandbox:cuda"
-    assert box._image_for("default") == box._image_for("offline") == "biotool-sandbox:mine"
-    from biotool_sandbox.inspect_io import resolve
+    assert of("gpu").image == "biotool-sandbox:cuda"
+    assert of("enforced").image == of("offline").image == "biotool-sandbox:mine"
+    from biotool_sandbox.providers.files import resolve
     assert resolve("a/b") == "/work/a/b" and resolve("/tmp/x") == "/tmp/x"
 
 
 def test_provider_config_may_name_the_sandbox_runtime():
     pytest.importorskip("inspect_ai")
-    from biotool_sandbox import inspect_sandbox as box
+    from biotool_sandbox.providers.compose import BiotoolSandboxEnvironment
+    from biotool_sandbox.providers.config import StackConfig
 
-    assert box.mode_of("enforced:runsc") == "default" and box.runtime_of("enforced:runsc") == "runsc"
-    assert box.runtime_of("offline:runsc") == "runsc" and box.runtime_of("offline") is None
-    assert box.runtime_of(None) is None
+    of = StackConfig.of
+    assert of("enforced:runsc") == StackConfig(mode="enforced", runtime="runsc")
+    assert of("offline:runsc").runtime == "runsc" and of("offline").runtime is None
+    assert of(None) == StackConfig() and of(StackConfig(mode="gpu")).mode == "gpu"
     for bad in ("enforced:", "compose.yaml:runsc", ":runsc"):
         with pytest.raises(ValueError, match="enforced:runsc"):
-            box.mode_of(bad)
+            of(bad)
+    # The typed config, as Inspect deserializes a logged one; an unknown field is refused.
+    assert BiotoolSandboxEnvironment.config_deserialize({"mode": "offline"}) == \
+        StackConfig(mode="offline")
+    with pytest.raises(ValueError):
+        BiotoolSandboxEnvironment.config_deserialize({"mdoe": "offline"})
 
 
 COUNTERPART = {"default": "sandbox", "egress": "egress"}  # compose.inspect.yaml -> compose.yaml

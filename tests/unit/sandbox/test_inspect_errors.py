@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from biotool_sandbox import agent  # the one exec, the CLI's and the provider's (agent.run_in)
+from biotool_sandbox.engine import execute  # the one exec, the CLI's and the provider's (run_in)
 
 pytest.importorskip("inspect_ai")
-from biotool_sandbox import inspect_io  # noqa: E402
+from biotool_sandbox.providers import files  # noqa: E402
 
 RUNC = (b'OCI runtime exec failed: exec failed: unable to start container process: '
         b'exec: "/etc/passwd": permission denied: unknown\r\n')
@@ -23,7 +23,7 @@ WRAPPER = "/usr/bin/timeout: failed to run command \u2018/etc/passwd\u2019: Perm
      ["/etc/passwd"], True, True),
 ], ids=["engine", "wrapper", "wrapper-C-locale"])
 def test_a_command_that_cannot_be_executed_is_a_refusal(out, err, cmd, wrapped, started):
-    assert agent._exec_refusal(126, out, err, cmd, wrapped, started=started) == \
+    assert execute._exec_refusal(126, out, err, cmd, wrapped, started=started) == \
         (out or err).decode().strip()
 
 
@@ -49,10 +49,10 @@ def test_a_command_that_cannot_be_executed_is_a_refusal(out, err, cmd, wrapped, 
 ], ids=["own-shell", "own-timeout", "own-timeout-abs", "engine-when-wrapped", "missing",
         "other-code", "engine-words-from-a-started-command", "both-streams"])
 def test_the_commands_own_output_is_not_a_refusal(code, out, err, cmd, wrapped, started):
-    assert agent._exec_refusal(code, out, err, cmd, wrapped, started=started) is None
+    assert execute._exec_refusal(code, out, err, cmd, wrapped, started=started) is None
 
 
 def test_a_directory_read_names_the_path_and_says_directory():
     with pytest.raises(IsADirectoryError) as info:
-        inspect_io.raise_file_error("/etc", "cat: /etc: Is a directory\n")
+        files.raise_file_error("/etc", "cat: /etc: Is a directory\n")
     assert info.value.filename == "/etc" and "directory" in str(info.value)

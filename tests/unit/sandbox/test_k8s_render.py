@@ -25,7 +25,9 @@ import pytest
 import yaml
 
 from biotool.rules import REPO_RULES
-from biotool_sandbox import budget, k8s
+from biotool_sandbox.backends import k8s
+from biotool_sandbox.engine import budget
+from biotool_sandbox.engine.variables import compose_defaults
 from biotool_sandbox.errors import LauncherError
 from biotool_testing import scripts
 
@@ -197,7 +199,7 @@ def test_limits_and_allowlist_come_from_compose_and_the_rules(tmp_path):
 
 
 def test_the_defaults_are_compose_yamls_own():
-    d = budget.compose_defaults(COMPOSE)
+    d = compose_defaults(COMPOSE)
     v = k8s.values(REPO_RULES, COMPOSE)
     box, egress = v["services"]["default"], v["services"]["egress"]
     sizes = {m["mountPath"]: m["name"] for m in box["volumeMounts"]}
@@ -304,7 +306,7 @@ def test_allow_domains_would_hand_the_sandbox_a_way_around_the_gate(helm, chart,
 
 
 def test_security_contexts_and_limits_are_composes(rendered):
-    d = budget.compose_defaults(COMPOSE)
+    d = compose_defaults(COMPOSE)
     for service, uid in (("default", 1000), ("egress", 13)):
         spec, c = pod(rendered, service)["spec"], container(rendered, service)
         sc = c["securityContext"]

@@ -13,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from biotool_sandbox import agent, cli, demo, stack
+from biotool_sandbox import agent, cli, demo
+from biotool_sandbox.backends import compose as stack
+from biotool_sandbox.backends.spec import RunSpec
+from biotool_sandbox.engine import execute, runs
+from biotool_sandbox.engine.composefile import compose_file
+from biotool_sandbox.engine.images import Wanted
+from biotool_sandbox.engine.limits import Limits, check_host_limits, refusal_error
+from biotool_sandbox.engine.variables import Variables
 from biotool_sandbox.errors import LauncherError
 
 
@@ -51,20 +58,20 @@ def test_split_spec_tells_run_paths_from_host_paths():
 def test_run_ids_are_validated_before_docker_is_touched():
     for bad in ("biotool", "bts-", "BTS-1A2B", "bts-1a2b;rm"):
         with pytest.raises(LauncherError, match="not a run id"):
-            stack.check_run_name(bad)
-    assert stack.check_run_name(stack.new_run_id()).startswith("bts-")
+            runs.check_run_name(bad)
+    assert runs.check_run_name(runs.new_run_id()).startswith("bts-")
 
 
 def test_a_harbor_trials_compose_project_is_a_run_id():
     # Harbor (docs/harbor.md) names a trial's agent environment TRIAL__env, lower-cased.
-    assert stack.check_run_name("spike-d614g__bzzeekw__env") == "spike-d614g__bzzeekw__env"
+    assert runs.check_run_name("spike-d614g__bzzeekw__env") == "spike-d614g__bzzeekw__env"
     for bad in ("spike-d614g__env;rm", "Spike__X__env", "__env", "spike-d614g__verifier"):
         with pytest.raises(LauncherError, match="not a run id"):
-            stack.check_run_name(bad)
+            runs.check_run_name(bad)
 
 
 def test_new_run_ids_are_unique():
-    assert len({stack.new_run_id() for _ in range(200)}) == 200
+    assert len({runs.new_run_id() for _ in range(200)}) == 200
 
 
 def test_bad_run_id_exits_2_with_one_line():
@@ -100,7 +107,7 @@ def test_unknown_mode_is_a_usage_error():
 
 def test_missing_extra_ca_is_named():
     with pytest.raises(LauncherError, match="/nonexistent/ca.pem"):
-        stack.up(extra_ca="/nonexistent/ca.pem")
+        stack.up(RunSpec(extra_ca="/nonexistent/ca.pem"))
 
 
 def test_engine_unreachable_is_exit_4_naming_docker():
@@ -141,9 +148,9 @@ def test_demo_finds_commands_in_the_help_listing_not_in_prose():
 
 
 def test_limits_become_compose_variables():
-    assert stack.check_limits({"cpus": "1.5", "memory": "8g", "work_size": "512m"}) == {
+    assert Limits(cpus="1.5", memory="8g", work_size="512m").variables() == {
         "BIOTOOL_CPUS": "1.5", "BIOTOOL_MEM_LIMIT": "8g", "BIOTOOL_WORK_SIZE": "512m"}
-    assert stack.check_limits({"cpus": None, "work_size": None}) == {}
+    assert Limits(cpus=None, work_size=None).variables() == {}
 
 
 @pytest.mark.parametrize("limits,culprit", [
@@ -151,13 +158,13 @@ def test_limits_become_compose_variables():
     ({"memory": "8g; rm -rf /"}, "--memory"), ({"work_size": "4 g"}, "--work-size")])
 def test_bad_limits_are_refused_naming_the_option(limits, culprit):
     with pytest.raises(LauncherError, match=culprit):
-        stack.check_limits(limits)
+        Limits(**limits).variables()
 
 
 def test_bad_limit_on_the_command_line_exits_2_before_docker():
     from pathlib import Path
 
-    here = str(Path(stack.__file__).resolve().parents[1])  # this checkout's entrypoints
+    here = str(Path(stack.__file__).resolve().parents[2])  # this checkout's entrypoints
     proc = subprocess.run([sys.executable, "-m", "biotool_sandbox", "up", "--work-size", "huge"],
                           capture_output=True, text=True, timeout=60,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": here,
@@ -167,28 +174,33 @@ def test_bad_limit_on_the_command_line_exits_2_before_docker():
 
 
 def test_tmpfs_sizes_are_checked_against_the_memory_limit_from_compose_yamls_defaults():
-    from biotool_sandbox import budget
+    from biotool_sandbox.engine import budget
 
-    compose = stack.compose_file(None)
-    sizes = budget.run_memory(compose, {})
+    compose = compose_file(None)
+    sizes = budget.run_memory(Variables.of(compose, environ={}))
     # compose.yaml's own defaults: 8g memory, /work 4g + /tmp 2g + /var/tmp 512m + /dev/shm.
     assert sizes == {"sandbox": 8 << 30, "egress": 512 << 20,
                      "tmpfs": (4 << 30) + (2 << 30) + (512 << 20) + (64 << 20)}
     # Set in the environment, the variables are named (an option would be: `given`).
     with pytest.raises(LauncherError, match=r"BIOTOOL_WORK_SIZE 4\.0g is too large for "
                                             r"BIOTOOL_MEM_LIMIT 6\.0g.* leave 0m for processes"):
-        budget.run_memory(compose, {"BIOTOOL_MEM_LIMIT": "6g", "BIOTOOL_TMP_SIZE": "2g"} |
-                          {"BIOTOOL_VARTMP_SIZE": "2g"})
+        budget.run_memory(Variables.of(compose, environ={
+            "BIOTOOL_MEM_LIMIT": "6g", "BIOTOOL_TMP_SIZE": "2g", "BIOTOOL_VARTMP_SIZE": "2g"}))
     with pytest.raises(LauncherError, match="/work 8.0g, /tmp 2.0g, /var/tmp 512m, /dev/shm 64m"):
-        budget.run_memory(compose, {"BIOTOOL_WORK_SIZE": "8g"})
-    assert budget.run_memory(compose, {"BIOTOOL_MEM_LIMIT": "2g", "BIOTOOL_WORK_SIZE": "256m",
-                                       "BIOTOOL_TMP_SIZE": "256m",
-                                       "BIOTOOL_VARTMP_SIZE": "128m"})["sandbox"] == 2 << 30
+        budget.run_memory(Variables.of(compose, environ={"BIOTOOL_WORK_SIZE": "8g"}))
+    assert budget.run_memory(Variables.of(compose, environ={
+        "BIOTOOL_MEM_LIMIT": "2g", "BIOTOOL_WORK_SIZE": "256m", "BIOTOOL_TMP_SIZE": "256m",
+        "BIOTOOL_VARTMP_SIZE": "128m"}))["sandbox"] == 2 << 30
+
+
+def _vars(given=None, defaults=None) -> Variables:
+    """A run's variables with nothing from this process's environment."""
+    return Variables(Path("compose.yaml"), given or {}, {}, defaults or {})
 
 
 @pytest.mark.parametrize("raw", ["0", "-1", "lots", "5"])
 def test_a_bad_host_share_is_refused_naming_the_variable(raw):
-    from biotool_sandbox import budget
+    from biotool_sandbox.engine import budget
 
     with pytest.raises(LauncherError, match=budget.SHARE_ENV):
         budget.host_share({budget.SHARE_ENV: raw})
@@ -198,7 +210,7 @@ def test_a_bad_host_share_is_refused_naming_the_variable(raw):
 def test_work_larger_than_memory_exits_2_before_docker_in_one_line():
     from pathlib import Path
 
-    here = str(Path(stack.__file__).resolve().parents[1])
+    here = str(Path(stack.__file__).resolve().parents[2])
     proc = subprocess.run([sys.executable, "-m", "biotool_sandbox", "up", "--memory", "2g",
                            "--work-size", "4g"], capture_output=True, text=True, timeout=60,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": here,
@@ -212,19 +224,19 @@ def test_work_larger_than_memory_exits_2_before_docker_in_one_line():
 def test_cpu_limits_are_held_to_the_hosts_cpus_and_the_engines_floor():
     given = {"BIOTOOL_CPUS": "3"}
     with pytest.raises(LauncherError, match=r"^--cpus 3: this engine allows 0.01 to 2 CPUs"):
-        stack.check_host_limits(given, {}, given, ncpu=2, memtotal=8 << 30)
+        check_host_limits(_vars(given=given), ncpu=2, memtotal=8 << 30)
     with pytest.raises(LauncherError, match=r"^--cpus 0.001"):
-        stack.check_host_limits({"BIOTOOL_CPUS": "0.001"}, {}, {"BIOTOOL_CPUS": "0.001"}, 2, 8 << 30)
+        check_host_limits(_vars(given={"BIOTOOL_CPUS": "0.001"}), 2, 8 << 30)
     # compose.yaml's own default is held to the same host
     with pytest.raises(LauncherError, match="BIOTOOL_CPUS .the compose file's value. 1.5"):
-        stack.check_host_limits({}, {"BIOTOOL_CPUS": "1.5"}, {}, ncpu=1, memtotal=8 << 30)
-    stack.check_host_limits({}, {"BIOTOOL_CPUS": "1.5", "BIOTOOL_MEM_LIMIT": "8g"}, {}, 2, 16 << 30)
+        check_host_limits(_vars(defaults={"BIOTOOL_CPUS": "1.5"}), ncpu=1, memtotal=8 << 30)
+    check_host_limits(_vars(defaults={"BIOTOOL_CPUS": "1.5", "BIOTOOL_MEM_LIMIT": "8g"}), 2, 16 << 30)
 
 
 def test_a_memory_limit_over_the_hosts_memory_is_refused_naming_memory():
     given = {"BIOTOOL_MEM_LIMIT": "64g"}
     with pytest.raises(LauncherError, match=r"^--memory 64g is more than this host's 16.0g"):
-        stack.check_host_limits(given, {}, given, ncpu=2, memtotal=16 << 30)
+        check_host_limits(_vars(given=given), ncpu=2, memtotal=16 << 30)
 
 
 @pytest.mark.parametrize("said,culprit,code", [
@@ -235,8 +247,9 @@ def test_a_memory_limit_over_the_hosts_memory_is_refused_naming_memory():
     ("Error response from daemon: driver failed programming external connectivity", "the engine", 4),
 ])
 def test_the_daemons_refusal_names_the_option_it_came_from(said, culprit, code):
-    err = stack.refusal_error(said, {"BIOTOOL_CPUS": "3", "BIOTOOL_MEM_LIMIT": "5m"},
-                              {"--image": "nope:1", "BIOTOOL_EGRESS_IMAGE": "biotool-egress:latest"})
+    err = refusal_error(said, _vars(given={"BIOTOOL_CPUS": "3", "BIOTOOL_MEM_LIMIT": "5m"}),
+                        [Wanted("--image", "nope:1", "image"),
+                         Wanted("BIOTOOL_EGRESS_IMAGE", "biotool-egress:latest", "image")])
     assert culprit in err.message and err.exit_code == code and "\n" not in err.message
 
 
@@ -266,7 +279,7 @@ RUNC_MISSING = (b'OCI runtime exec failed: exec failed: container_linux.go:380: 
         "own-exit", "engine-words-stdout", "engine-words-stderr", "engine-words-wrapped"])
 def test_a_command_that_never_started_is_told_from_its_own_exit_code(
         code, out, err, cmd, wrapped, engine_started, refused):
-    why = agent.not_started(code, out, err, cmd, wrapped, started=engine_started)
+    why = execute.not_started(code, out, err, cmd, wrapped, started=engine_started)
     assert (why is not None) is refused and (why is None or "\n" not in why)
 
 
@@ -294,3 +307,15 @@ def test_cp_in_refuses_fifos_devices_and_links_as_cp_out_does(tmp_path):
     # a link at the top is followed: the file it names is what is copied
     os.symlink(folder / "a.txt", tmp_path / "top")
     assert agent._copyable(tmp_path / "top") == (folder / "a.txt").resolve()
+
+
+def test_a_runs_variables_say_who_set_each_one(tmp_path):
+    compose = tmp_path / "compose.yaml"
+    compose.write_text("x: ${BIOTOOL_CPUS:-1.5} ${BIOTOOL_IMAGE:-biotool-sandbox:latest}\n")
+    v = Variables.of(compose, {"BIOTOOL_MEM_LIMIT": "4g"}, environ={"BIOTOOL_CPUS": "2"})
+    assert (v.value("BIOTOOL_MEM_LIMIT"), v.set_by("BIOTOOL_MEM_LIMIT")) == ("4g", "--memory")
+    assert (v.value("BIOTOOL_CPUS"), v.set_by("BIOTOOL_CPUS")) == ("2", "BIOTOOL_CPUS")
+    assert (v.value("BIOTOOL_IMAGE"), v.set_by("BIOTOOL_IMAGE")) == ("biotool-sandbox:latest", None)
+    more = v.with_given({"BIOTOOL_RUNTIME": "runsc"})
+    assert more.env() == {"BIOTOOL_CPUS": "2", "BIOTOOL_MEM_LIMIT": "4g", "BIOTOOL_RUNTIME": "runsc"}
+    assert "BIOTOOL_RUNTIME" not in v.env()  # frozen: the run's first variables are unchanged

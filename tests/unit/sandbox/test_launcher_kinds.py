@@ -7,6 +7,7 @@ corpus (tests/badinput, family `launcher`) runs the same refusals as whole comma
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import socket
@@ -16,7 +17,12 @@ import pytest
 
 from commandline.kinds import (PathKind, Size, existing_file, existing_folder, output_file,
                                output_folder, path_problem, size_bytes)
-from biotool_sandbox import budget, harbor_tasks, imagefiles, stack, timeouts
+from biotool_sandbox import harbor_tasks, imagefiles, timeouts
+from biotool_sandbox.backends import compose as stack
+from biotool_sandbox.backends.capabilities import refusal
+from biotool_sandbox.backends.spec import RunSpec
+from biotool_sandbox.engine import budget, composefile, overrides
+from biotool_sandbox.engine.variables import Variables
 from biotool_sandbox.errors import LauncherError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -98,20 +104,21 @@ def test_the_limit_survives_the_hosts_own_wait():
 
 
 def test_a_named_compose_file_is_never_replaced(tmp_path, monkeypatch):
-    monkeypatch.delenv(stack.COMPOSE_ENV, raising=False)
+    monkeypatch.delenv(composefile.COMPOSE_ENV, raising=False)
     with pytest.raises(LauncherError, match=r"^--compose-file .*missing.yaml does not exist"):
-        stack.compose_file(str(tmp_path / "missing.yaml"))
-    monkeypatch.setenv(stack.COMPOSE_ENV, str(tmp_path / "missing.yaml"))
+        composefile.compose_file(str(tmp_path / "missing.yaml"))
+    monkeypatch.setenv(composefile.COMPOSE_ENV, str(tmp_path / "missing.yaml"))
     with pytest.raises(LauncherError, match=r"^BIOTOOL_COMPOSE_FILE .*missing.yaml"):
-        stack.compose_file(None)
+        composefile.compose_file(None)
     (tmp_path / "empty.yaml").write_text("")
-    monkeypatch.setenv(stack.COMPOSE_ENV, str(tmp_path / "empty.yaml"))
+    monkeypatch.setenv(composefile.COMPOSE_ENV, str(tmp_path / "empty.yaml"))
     with pytest.raises(LauncherError, match=r"^BIOTOOL_COMPOSE_FILE .*empty.yaml: not the stack"):
-        stack.compose_file(None)
+        composefile.compose_file(None)
     # the option wins over the variable, and the checkout's file is the fallback of neither
-    assert stack.compose_file(str(REPO / "compose.yaml")) == (REPO / "compose.yaml").resolve()
-    monkeypatch.delenv(stack.COMPOSE_ENV)
-    assert stack.compose_file(None) == (REPO / "compose.yaml").resolve()
+    assert composefile.compose_file(str(REPO / "compose.yaml")) == (REPO / "compose.yaml").resolve()
+    monkeypatch.delenv(composefile.COMPOSE_ENV)
+    monkeypatch.chdir(tmp_path)  # the checkout's own file, whatever the working folder
+    assert composefile.compose_file(None) == (REPO / "compose.yaml").resolve()
 
 
 def _sources(tmp_path: Path, key_text: str) -> Path:
@@ -129,7 +136,7 @@ def _sources(tmp_path: Path, key_text: str) -> Path:
 def test_harbor_reads_every_key_before_writing_anything(tmp_path, key_text, says):
     out = tmp_path / "out"
     with pytest.raises(LauncherError, match=says) as refused:
-        harbor_tasks.write(out, stack.compose_file(str(REPO / "compose.yaml")), "i:1", "e:1",
+        harbor_tasks.write(out, composefile.compose_file(str(REPO / "compose.yaml")), "i:1", "e:1",
                            root=_sources(tmp_path, key_text))
     assert "key.json" in refused.value.message
     assert not out.exists()
@@ -141,7 +148,7 @@ def test_harbor_leaves_nothing_when_writing_fails_half_way(tmp_path):
     made."""
     out = tmp_path / "made" / "out"
     (tmp_path / "made").mkdir()
-    compose = stack.compose_file(str(REPO / "compose.yaml"))
+    compose = composefile.compose_file(str(REPO / "compose.yaml"))
     root = _sources(tmp_path, json.dumps({"task": "spike-d614g", "agent_timeout_sec": "soon"}))
     with pytest.raises(ValueError):
         harbor_tasks.write(out, compose, "i:1", "e:1", root=root)
@@ -170,21 +177,22 @@ class _Engine:
 
 def test_a_runtime_from_the_environment_is_named_as_the_variable(monkeypatch):
     monkeypatch.setenv("BIOTOOL_RUNTIME", "nope")
-    with pytest.raises(LauncherError, match=r"^BIOTOOL_RUNTIME 'nope' is not registered"):
-        stack.check_runtime(_Engine(), None)
-    with pytest.raises(LauncherError, match=r"^--runtime 'other' is not registered"):
-        stack.check_runtime(_Engine(), "other")
-    assert stack.check_runtime(_Engine(), "runsc") == "runsc"
+    caps = stack.capabilities(_Engine())
+    assert re.match(r"^BIOTOOL_RUNTIME 'nope' is not registered with this engine \(it has: runc, "
+                    r"runsc\); register it in /etc/docker/daemon.json", refusal(caps, RunSpec().asks()))
+    assert refusal(caps, RunSpec(runtime="other").asks()).startswith(
+        "--runtime 'other' is not registered")
+    assert refusal(caps, RunSpec(runtime="runsc").asks()) is None
 
 
 def test_sizes_and_the_relay_from_the_environment_are_named_as_their_variables(tmp_path):
-    compose = stack.compose_file(str(REPO / "compose.yaml"))
+    compose = composefile.compose_file(str(REPO / "compose.yaml"))
     with pytest.raises(LauncherError, match=r"^BIOTOOL_WORK_SIZE: '1t' is not a size"):
-        budget.run_memory(compose, {"BIOTOOL_WORK_SIZE": "1t"})
+        budget.run_memory(Variables.of(compose, environ={"BIOTOOL_WORK_SIZE": "1t"}))
     with pytest.raises(LauncherError, match=r"^--work-size: '1t' is not a size"):
-        budget.run_memory(compose, {"BIOTOOL_WORK_SIZE": "1t"}, {"BIOTOOL_WORK_SIZE": "1t"})
-    names = stack.relay_sources(None, None)
+        budget.run_memory(Variables.of(compose, {"BIOTOOL_WORK_SIZE": "1t"}, environ={}))
+    names = overrides.relay_sources(None, None)
     with pytest.raises(LauncherError, match=r"^BIOTOOL_NCBI_RELAY 'http://x' is not https"):
-        stack.check_relay("http://x", None, names)
+        overrides.check_relay("http://x", None, names)
     with pytest.raises(LauncherError, match=r"^BIOTOOL_NCBI_RELAY needs BIOTOOL_NCBI_RELAY_TLS"):
-        stack.check_relay("https://relay.invalid:443", str(tmp_path), names)
+        overrides.check_relay("https://relay.invalid:443", str(tmp_path), names)

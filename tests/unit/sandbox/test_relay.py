@@ -324,19 +324,19 @@ def test_a_gate_refuses_to_start_with_a_relay_but_no_client_certificate(certs, t
 # ---- the launcher's side: `biotool-sandbox up --relay URL --relay-tls DIR`
 
 def test_the_launcher_mounts_the_gates_certificates_and_names_the_relay(certs, tmp_path):
-    from biotool_sandbox import stack
+    from biotool_sandbox.engine import overrides
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    path = stack._relay_override(run_dir, "https://ncbi-relay:8443", str(certs["gate-a"]))
+    path = overrides.relay_override(run_dir, "https://ncbi-relay:8443", str(certs["gate-a"]))
     copied = run_dir / "relay" / "tls"
     # Only the egress gets the certificates, read-only, with the relay's URL.
     assert yaml.safe_load(path.read_text()) == {"services": {"egress": {
-        "volumes": [{"type": "bind", "source": str(copied), "target": stack.RELAY_TLS_IN_EGRESS,
+        "volumes": [{"type": "bind", "source": str(copied), "target": overrides.RELAY_TLS_IN_EGRESS,
                      "read_only": True}],
         "environment": {"BIOTOOL_NCBI_RELAY": "https://ncbi-relay:8443",
-                        "BIOTOOL_NCBI_RELAY_TLS": stack.RELAY_TLS_IN_EGRESS}}}}
-    assert sorted(p.name for p in copied.iterdir()) == sorted(stack.RELAY_TLS_FILES)
+                        "BIOTOOL_NCBI_RELAY_TLS": overrides.RELAY_TLS_IN_EGRESS}}}}
+    assert sorted(p.name for p in copied.iterdir()) == sorted(overrides.RELAY_TLS_FILES)
     assert (run_dir / "relay").stat().st_mode & 0o777 == 0o700  # the host's other users: out
 
 
@@ -346,23 +346,23 @@ def test_the_launcher_mounts_the_gates_certificates_and_names_the_relay(certs, t
     ("https://ncbi-relay:8443", None, "missing: site-ca.pem, client.pem, client.key"),
 ])
 def test_the_launcher_refuses_a_bad_relay_before_docker(certs, tmp_path, url, tls, why):
-    from biotool_sandbox import stack
+    from biotool_sandbox.engine import overrides
     from biotool_sandbox.errors import LauncherError
 
     with pytest.raises(LauncherError, match=re.escape(why)):
-        stack._relay_override(tmp_path, url, str(certs[tls]) if tls else None)
+        overrides.relay_override(tmp_path, url, str(certs[tls]) if tls else None)
 
 
 def test_the_sites_relay_setting_reaches_every_way_a_run_starts(monkeypatch):
-    from biotool_sandbox import stack
+    from biotool_sandbox.engine import overrides
 
     monkeypatch.delenv("BIOTOOL_NCBI_RELAY", raising=False)
     monkeypatch.delenv("BIOTOOL_NCBI_RELAY_TLS", raising=False)
-    assert stack.relay_settings(None, None) == (None, None)  # one host: nothing changes
+    assert overrides.relay_settings(None, None) == (None, None)  # one host: nothing changes
     monkeypatch.setenv("BIOTOOL_NCBI_RELAY", "https://relay.site:8443")
     monkeypatch.setenv("BIOTOOL_NCBI_RELAY_TLS", "/etc/biotool-gate")
-    assert stack.relay_settings(None, None) == ("https://relay.site:8443", "/etc/biotool-gate")
-    assert stack.relay_settings("https://other:1", "/d") == ("https://other:1", "/d")
+    assert overrides.relay_settings(None, None) == ("https://relay.site:8443", "/etc/biotool-gate")
+    assert overrides.relay_settings("https://other:1", "/d") == ("https://other:1", "/d")
 
 
 def _start_relay(certs, mock, state: Path):

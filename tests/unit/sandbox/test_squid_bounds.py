@@ -16,7 +16,7 @@ import pytest
 
 from biotool import rules
 from biotool_sandbox import audit as host_audit
-from biotool_sandbox import budget
+from biotool_sandbox.engine import budget
 from biotool_testing import scripts
 
 REPO = Path(__file__).resolve().parents[3]

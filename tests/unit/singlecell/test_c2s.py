@@ -134,7 +134,7 @@ def test_a_model_load_measured_too_long_is_refused_up_front(c2s_env, use_home, q
     monkeypatch.setenv("BIOTOOL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(c2s, "_LOADED", {})  # load afresh, as a new process would
     spec = models.c2s_model("c2s-celltype")
-    key = f"c2s-load:{spec['weights']}:cpu"
+    key = f"c2s-load:{spec.weights}:cpu"
     celltype_matrix(str(query_h5ad), model="c2s-celltype", n_cells=2,
                     deadline=Deadline.from_now(600))
     assert 0 < budget.measured(key)["load_s"] < 600  # the real load, measured
@@ -178,7 +178,7 @@ def test_a_load_cut_by_the_budget_replaces_a_faster_stale_measurement(
     monkeypatch.setenv("BIOTOOL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(c2s, "_LOADED", {})
     spec = models.c2s_model("c2s-celltype")
-    key = f"c2s-load:{spec['weights']}:{c2s.pick_device(None)}"
+    key = f"c2s-load:{spec.weights}:{c2s.pick_device(None)}"
     budget.record(key, load_s=0.01)
     real_load = c2s.load
 
@@ -212,7 +212,7 @@ def test_the_advised_timeout_followed_as_given_succeeds(biotool, c2s_env, use_ho
 
     use_home(c2s_env)  # BIOTOOL_CACHE is the one the biotool runs below use
     spec = models.c2s_model("c2s-celltype")
-    key = f"c2s-load:{spec['weights']}:{c2s.pick_device(None)}"
+    key = f"c2s-load:{spec.weights}:{c2s.pick_device(None)}"
     budget.record(key, load_s=60.0, per_cell_s=1.0)
     args = ("celltype", "--matrix", str(query_h5ad), "--model", "c2s-celltype", "--n-cells", "1")
     refused = biotool(*args, "--timeout", "60", env=c2s_env)
@@ -248,7 +248,7 @@ def test_genes_mode_confidence_is_the_models_probability_of_its_answer(biotool, 
     assert r.code == 0, r.stderr
     use_home(c2s_env)
     spec = models.c2s_model("c2s-celltype")
-    loaded = c2s.load(spec["weights"], spec["tokenizer"], cache=False)
+    loaded = c2s.load(spec.weights, spec.tokenizer, cache=False)
     want = c2s.answer_probability(loaded, c2s.prompt(genes.split(","), "Homo sapiens"),
                                   r.json["cell_type"])
     comp = r.json["competence"]
@@ -273,8 +273,8 @@ def test_a_folder_with_weights_and_tokenizer_loads(tiny_c2s):
     from biotool.singlecell.models import c2s_model
 
     spec = c2s_model(str(tiny_c2s["both"]))
-    assert spec["tokenizer"] == spec["weights"] == tiny_c2s["both"]
-    loaded = c2s.load(spec["weights"], spec["tokenizer"], device="cpu")
+    assert spec.tokenizer == spec.weights == tiny_c2s["both"]
+    loaded = c2s.load(spec.weights, spec.tokenizer, device="cpu")
     assert c2s.generate(loaded, [c2s.prompt(["CD3E", "LYZ"], "Homo sapiens")])["done"] == 1
 
 

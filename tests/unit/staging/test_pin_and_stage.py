@@ -81,7 +81,7 @@ def test_the_c2s_model_stages_with_a_tokenizer_that_encodes(prod_home, use_home)
 
     use_home(prod_home)
     found = models.c2s_model()
-    assert (found["weights"] / "model.safetensors").is_file()
+    assert (found.weights / "model.safetensors").is_file()
     rec = models.staging.find("model", "c2s-celltype")
     assert rec.extra["tokenizer_probe_ids"] > 20 and rec.extra["pin"]["revision"]
 

@@ -21,12 +21,12 @@ def test_a_site_without_staged_json_is_refused_in_one_line(tmp_path):
 
 
 def test_the_override_binds_the_site_read_only_at_the_fixed_path(tmp_path):
-    from biotool_sandbox import stack
+    from biotool_sandbox.engine import overrides
 
     site = tmp_path / "a site:with colon"
     site.mkdir()
     (site / "staged.json").write_text('{"items": {}}')
-    path = stack._site_override(tmp_path, "sandbox", stack.check_site(str(site)))
+    path = overrides.site_override(tmp_path, "sandbox", overrides.check_site(str(site)))
     # The long bind syntax (a colon in the host path cannot split it), read-only.
     assert yaml.safe_load(path.read_text()) == {"services": {"sandbox": {"volumes": [
         {"type": "bind", "source": str(site), "target": "/opt/biotool-site", "read_only": True}]}}}
@@ -35,13 +35,13 @@ def test_the_override_binds_the_site_read_only_at_the_fixed_path(tmp_path):
 def test_the_extra_ca_override_survives_a_colon_in_the_run_folder(tmp_path):
     """The CA override once wrote the short `SRC:DST:ro` form, which a colon in the state
     folder's path split in the wrong place."""
-    from biotool_sandbox import stack
+    from biotool_sandbox.engine import overrides
 
     run_dir = tmp_path / "state:with colon"
     run_dir.mkdir()
     ca = tmp_path / "ca.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\n")
-    egress = yaml.safe_load(stack._override(run_dir, ca).read_text())["services"]["egress"]
+    egress = yaml.safe_load(overrides.extra_ca_override(run_dir, ca).read_text())["services"]["egress"]
     assert egress["volumes"] == [{"type": "bind", "source": str(run_dir / "extra-ca.pem"),
-                                  "target": stack.EXTRA_CA_IN_EGRESS, "read_only": True}]
-    assert egress["environment"] == {"BIOTOOL_EGRESS_EXTRA_CA": stack.EXTRA_CA_IN_EGRESS}
+                                  "target": overrides.EXTRA_CA_IN_EGRESS, "read_only": True}]
+    assert egress["environment"] == {"BIOTOOL_EGRESS_EXTRA_CA": overrides.EXTRA_CA_IN_EGRESS}

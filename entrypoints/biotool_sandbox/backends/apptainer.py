@@ -20,9 +20,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from . import settings
-from .errors import EngineError, LauncherError
-from .inspect_io import WORKDIR, with_timeout
+from .. import settings
+from ..engine.execute import WORKDIR
+from ..errors import EngineError, LauncherError
+from ..timeouts import with_timeout
+from .capabilities import Capabilities
 
 SITE_MOUNT = "/opt/biotool-site"
 # Instances and their per-sample folders are named alike, so cleanup finds one from the other.
@@ -36,16 +38,24 @@ ARGV_INLINE_MAX = 128 * 1024
 ARGV_READER = 'mapfile -d "" -t argv < "$1" && rm -f -- "$1" && exec "${argv[@]}"'
 START_TIMEOUT = 300  # a SIF on a shared filesystem can take minutes to mount on a cold node
 STOP_TIMEOUT = 60    # `instance stop` kills what TERM left after its own 10 s
-ENV = {"apptainer": settings.APPTAINER.name, "sif": settings.SIF.name, "site": settings.SITE.name,
-       "scratch": settings.SCRATCH.name}
+# Each ApptainerConfig field's variable, read where the config leaves the field out.
+SETTING_OF = {"apptainer": settings.APPTAINER, "sif": settings.SIF, "site": settings.SITE,
+              "scratch": settings.SCRATCH}
 # A site's own binds (often its shared filesystems) would reach into the offline sandbox.
 SITE_BIND_VARS = ("APPTAINER_BIND", "APPTAINER_BINDPATH", "SINGULARITY_BIND",
                   "SINGULARITY_BINDPATH")
+# An instance runs offline, unconfined by cgroup limits (the batch system's allocation bounds
+# it), as the user who started it, on Apptainer's own runtime.
+CAPABILITIES = Capabilities(
+    backend="Apptainer", limits=False, network_rule=False, runtimes=(), user_switching=False,
+    why_not=(("user_switching", "Apptainer runs every command as the user who started the "
+                                "instance (no user switching in sandbox='biotool-apptainer')"),))
 
 
 class ApptainerConfig(BaseModel):
     """sandbox=SandboxEnvironmentSpec("biotool-apptainer", ApptainerConfig(...)); any field left
-    out is read from its environment variable in ENV (scratch then from TMPDIR, then /tmp)."""
+    out is read from its environment variable in SETTING_OF (scratch then from TMPDIR, then
+    /tmp)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     sif: str | None = None
@@ -87,8 +97,8 @@ def _bindable(what: str, path: Path) -> Path:
     return path
 
 
-def _given(config: ApptainerConfig | str | None, environ: dict[str, str]) -> dict[str, str | None]:
-    """Each setting from the config, else from its variable in ENV."""
+def resolved(config: ApptainerConfig | str | None, environ: dict[str, str]) -> ApptainerConfig:
+    """The config with each field it leaves out read from its variable (SETTING_OF)."""
     if isinstance(config, str):
         config = ApptainerConfig(sif=config)
     elif config is None:
@@ -96,14 +106,15 @@ def _given(config: ApptainerConfig | str | None, environ: dict[str, str]) -> dic
     elif not isinstance(config, ApptainerConfig):
         raise LauncherError(f"sandbox=('biotool-apptainer', {config!r}): the config is a SIF path "
                             "or an ApptainerConfig")
-    return {field: getattr(config, field) or environ.get(var) or None for field, var in ENV.items()}
+    return ApptainerConfig(**{field: getattr(config, field) or setting.raw(environ)
+                              for field, setting in SETTING_OF.items()})
 
 
 def locate(config: ApptainerConfig | str | None, environ: dict[str, str]) -> tuple[str, Path]:
     """The apptainer binary and the scratch folder (all cleanup needs), checked."""
-    given = _given(config, environ)
-    if given["apptainer"]:
-        tool = given["apptainer"]
+    given = resolved(config, environ)
+    if given.apptainer:
+        tool = given.apptainer
         if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
             raise LauncherError(f"apptainer {tool} (BIOTOOL_APPTAINER) is not an executable file")
     else:
@@ -111,7 +122,7 @@ def locate(config: ApptainerConfig | str | None, environ: dict[str, str]) -> tup
         if tool is None:
             raise LauncherError("apptainer is not on PATH: install Apptainer, or set "
                                 "BIOTOOL_APPTAINER to its path")
-    scratch = _bindable("scratch", Path(given["scratch"] or environ.get("TMPDIR")
+    scratch = _bindable("scratch", Path(given.scratch or environ.get("TMPDIR")
                                          or tempfile.gettempdir()).absolute())
     if not (scratch.is_dir() and os.access(scratch, os.W_OK | os.X_OK)):
         raise LauncherError(f"scratch {scratch} (BIOTOOL_SCRATCH) is not a writable directory")
@@ -121,17 +132,17 @@ def locate(config: ApptainerConfig | str | None, environ: dict[str, str]) -> tup
 def settings(config: ApptainerConfig | str | None, environ: dict[str, str]) -> Settings:
     """The checked settings, or LauncherError naming what is missing (and the variable to set)."""
     tool, scratch = locate(config, environ)
-    given = _given(config, environ)
-    if not given["sif"]:
+    given = resolved(config, environ)
+    if not given.sif:
         raise LauncherError("no SIF given: set BIOTOOL_SIF, or pass sandbox=('biotool-apptainer', "
                             "'PATH.sif') (`make sif` writes out/biotool-sandbox.sif)")
-    sif = Path(given["sif"]).absolute()
+    sif = Path(given.sif).absolute()
     if not sif.is_file():
         raise LauncherError(f"SIF {sif} (BIOTOOL_SIF) does not exist: build it with `make sif` "
                             "or copy one in")
     site = None
-    if given["site"]:
-        site = _bindable("site overlay", Path(given["site"]).absolute())
+    if given.site:
+        site = _bindable("site overlay", Path(given.site).absolute())
         if not site.is_dir():
             raise LauncherError(f"site overlay {site} (BIOTOOL_SITE) is not a directory")
     return Settings(apptainer=tool, sif=sif, site=site, scratch=scratch)

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from .budget import shown
-from .stack import state_root
+from .runs import state_root
 
 _COUNTERS = "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null"
 

@@ -35,10 +35,18 @@ from pathlib import Path
 from biotool import ncbirule
 from biotool import settings as biotool_settings
 
-from . import budget, settings
 from auditwire import RUN_STATE, STORE
-from .errors import LauncherError
 
+from .. import settings
+from ..engine import budget
+from ..engine.variables import compose_defaults
+from ..errors import LauncherError
+from .capabilities import Capabilities
+
+# `main` keeps compose.yaml's limits and its internal network behind the stack's egress, on the
+# engine's default runtime (the task carries no host setting); Harbor execs as any user.
+CAPABILITIES = Capabilities(backend="Harbor (docker environment)", limits=True,
+                            network_rule=True, runtimes=(), user_switching=True)
 HEADER = ("# Rendered by `biotool-sandbox harbor` from compose.yaml; do not edit: re-render.\n")
 MAIN = "main"                 # Harbor's agent service (harbor.constants.MAIN_SERVICE_NAME)
 SOLUTION = "/solution"        # where Harbor's oracle agent uploads solution/
@@ -205,7 +213,7 @@ def render(doc: dict) -> str:
 
 def limits(compose: Path) -> dict:
     """The sandbox's compose limits as task.toml states them (cpus, memory_mb)."""
-    d = budget.compose_defaults(compose)
+    d = compose_defaults(compose)
     return {"cpus": float(d[settings.CPUS.name]),
             "memory_mb": budget.to_bytes(d[settings.MEM_LIMIT.name]) >> 20}
 

@@ -1,49 +1,22 @@
-"""What biotool's Inspect providers do alike over their exec channel: paths, timeouts, output
-limits, and files read and written as small /bin/sh scripts, with the errors Inspect expects.
-
-`biotool` (inspect_sandbox.py, docker SDK) and `biotool-apptainer` (apptainer_sandbox.py,
-`apptainer exec instance://`) differ only in how a command reaches the container.
-"""
+"""Files read and written in a sample's sandbox as small /bin/sh scripts over its exec channel,
+with the errors Inspect expects, and paths as the sample sees them."""
 
 from __future__ import annotations
 
 import errno
 import shlex
 
-from inspect_ai.util import (ExecResult, OutputLimitExceededError, SandboxEnvironment,
-                             SandboxEnvironmentLimits)
+from inspect_ai.util import OutputLimitExceededError, SandboxEnvironmentLimits
 
-# The providers' exec bounds, defined once for them and the launcher's exec.
-from .timeouts import host_deadline, timed_out, with_timeout, wrapper_refused  # noqa: F401
-
-WORKDIR = "/work"
+from ..engine.execute import WORKDIR
 SHELL = "/bin/sh"  # run by absolute path, as the timeout wrapper is (timeouts.py)
 # read_file's exit status for "larger than Inspect's limit" (no tool exits 27 in the script).
 TOO_LARGE = 27
 
 
-class AuditedSandbox(SandboxEnvironment):
-    """A sandbox of this project's providers, which knows its own egress audit (biotool's from
-    the engine, biotool-apptainer's offline answer), so egress_audit needs no egress sandbox."""
-
-    async def audit(self) -> dict:
-        raise NotImplementedError
-
-
 def resolve(path: str, workdir: str = WORKDIR) -> str:
     """A path as the sample sees it: relative ones are under workdir (the agent's /work)."""
     return path if path.startswith("/") else f"{workdir.rstrip('/')}/{path}"
-
-
-def result(code: int, out: bytes, err: bytes) -> ExecResult[str]:
-    """Inspect's ExecResult, refusing a stream past its exec output limit."""
-    limit = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
-    for stream in (out, err):
-        if len(stream) > limit:
-            raise OutputLimitExceededError(SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE_STR,
-                                           stream[-limit:].decode("utf-8", "replace"))
-    return ExecResult(success=code == 0, returncode=code,
-                      stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"))
 
 
 def write_argv(path: str) -> list[str]:

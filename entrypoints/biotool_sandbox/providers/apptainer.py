@@ -8,7 +8,8 @@ but for the sandbox name.
 
 There is no egress at all (`--net --network none`): `audit()` says so in the shape of
 `biotool`'s offline runs. Apptainer runs everything as the calling user, so exec's `user` is
-refused (SandboxUserUnsupportedError). See docs/hpc.md, "Inspect on HPC".
+refused (SandboxUserUnsupportedError, by its backend's Capabilities). See docs/hpc.md,
+"Inspect on HPC".
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import secrets
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Literal, Union, overload
+from typing import Any
 
 from inspect_ai.util import (
     ExecResult,
@@ -32,11 +33,16 @@ from inspect_ai.util import (
     SandboxUserUnsupportedError,
     sandboxenv,
 )
+from typing_extensions import override
 
-from . import apptainer, inspect_io
-from .apptainer import ApptainerConfig, Sample
-from .errors import EngineError, LauncherError
-from .inspect_io import WORKDIR
+from ..audit import offline
+from ..backends import apptainer
+from ..backends.apptainer import ApptainerConfig, Sample
+from ..backends.capabilities import Asks, refusal
+from ..errors import EngineError, LauncherError
+from ..timeouts import host_deadline, timed_out, wrapper_refused
+from .files import WORKDIR, resolve
+from .sandbox import BiotoolSandbox, result
 
 
 def _refusal(code: int, out: bytes, err: bytes, cmd: list[str]) -> str | None:
@@ -44,12 +50,11 @@ def _refusal(code: int, out: bytes, err: bytes, cmd: list[str]) -> str | None:
     if code != 126 or out:
         return None
     line = err.decode("utf-8", "replace").strip()
-    return line if "\n" not in line and inspect_io.wrapper_refused(line, apptainer.ENV_BIN,
-                                                                     cmd[0]) else None
+    return line if "\n" not in line and wrapper_refused(line, apptainer.ENV_BIN, cmd[0]) else None
 
 
 @sandboxenv(name="biotool-apptainer")
-class ApptainerSandboxEnvironment(inspect_io.AuditedSandbox):
+class ApptainerSandboxEnvironment(BiotoolSandbox):
     """One sample's Apptainer instance, its /work and its scratch, all node-local."""
 
     # Instances this process started and has not stopped: task_cleanup's last resort.
@@ -64,16 +69,19 @@ class ApptainerSandboxEnvironment(inspect_io.AuditedSandbox):
         return self.sample.name
 
     @classmethod
+    @override
     def config_deserialize(cls, config: dict[str, Any]) -> ApptainerConfig:
         return ApptainerConfig(**config)
 
     @classmethod
+    @override
     def default_concurrency(cls) -> int | None:
         # One instance per sample, no per-sample proxy: about one sample per core this process
         # may use (under Slurm, the job's allocation).
         return max(1, len(os.sched_getaffinity(0)))
 
     @classmethod
+    @override
     async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
         s = apptainer.settings(config, dict(os.environ))
         code, _, err = await apptainer.run(apptainer.version_argv(s), deadline=60)
@@ -82,6 +90,7 @@ class ApptainerSandboxEnvironment(inspect_io.AuditedSandbox):
                               f"{apptainer.message(err)}")
 
     @classmethod
+    @override
     async def sample_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None,
                           metadata: dict[str, str]) -> dict[str, SandboxEnvironment]:
         s = apptainer.settings(config, dict(os.environ))
@@ -101,6 +110,7 @@ class ApptainerSandboxEnvironment(inspect_io.AuditedSandbox):
         return {"default": cls(s.apptainer, sample)}
 
     @classmethod
+    @override
     async def sample_cleanup(cls, task_name: str, config: SandboxEnvironmentConfigType | None,
                              environments: dict[str, SandboxEnvironment], interrupted: bool) -> None:
         for env in environments.values():
@@ -109,6 +119,7 @@ class ApptainerSandboxEnvironment(inspect_io.AuditedSandbox):
                 await _stop(env.apptainer, env.sample)
 
     @classmethod
+    @override
     async def task_cleanup(cls, task_name: str, config: SandboxEnvironmentConfigType | None,
                            cleanup: bool) -> None:
         if cleanup:
@@ -116,6 +127,7 @@ class ApptainerSandboxEnvironment(inspect_io.AuditedSandbox):
                 await _stop(*cls._live.pop(name))
 
     @classmethod
+    @override
     async def cli_cleanup(cls, id: str | None) -> None:
         """`inspect sandbox cleanup biotool-apptainer [NAME]`: stop that instance (all of this
         user's bta- instances without NAME) and remove its folder under the scratch."""
@@ -135,14 +147,14 @@ class ApptainerSandboxEnvironment(inspect_io.AuditedSandbox):
         for name in names:
             await _stop(tool, Sample(name=name, root=scratch / name))
 
+    @override
     async def exec(self, cmd: list[str], input: str | bytes | None = None, cwd: str | None = None,
                    env: dict[str, str] | None = None, user: str | None = None,
                    timeout: int | None = None, timeout_retry: bool = True,
                    concurrency: bool = True) -> ExecResult[str]:
-        if user is not None:
-            raise SandboxUserUnsupportedError(
-                f"exec as user {user!r}: Apptainer runs every command as the user who started "
-                "the instance (no user switching in sandbox='biotool-apptainer')")
+        why = refusal(apptainer.CAPABILITIES, Asks(user=user))
+        if why:
+            raise SandboxUserUnsupportedError(why)
         payload = apptainer.argv_payload(cmd, env)
         argv_file = None
         if payload is not None:  # too long for Apptainer to carry: staged in the instance first
@@ -153,38 +165,23 @@ class ApptainerSandboxEnvironment(inspect_io.AuditedSandbox):
                 raise EngineError(f"instance {self.name}: a {len(payload)}-byte command could not "
                                   f"be staged in /tmp (exit {code}): {apptainer.message(err)}")
         argv = apptainer.exec_argv(self.apptainer, self.name, cmd, env=env, timeout=timeout,
-                                   pwd=inspect_io.resolve(cwd) if cwd else WORKDIR,
+                                   pwd=resolve(cwd) if cwd else WORKDIR,
                                    argv_file=argv_file)
         data = input.encode("utf-8") if isinstance(input, str) else input
         start = time.monotonic()
-        code, out, err = await self._call(argv, data, deadline=inspect_io.host_deadline(timeout),
+        code, out, err = await self._call(argv, data, deadline=host_deadline(timeout),
                                           keep=SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE)
         elapsed = time.monotonic() - start
-        refusal = _refusal(code, out, err, cmd)
-        if refusal:
-            raise PermissionError(errno.EACCES, f"cannot execute ({refusal})", cmd[0])
-        if inspect_io.timed_out(code, elapsed, timeout):
+        refused = _refusal(code, out, err, cmd)
+        if refused:
+            raise PermissionError(errno.EACCES, f"cannot execute ({refused})", cmd[0])
+        if timed_out(code, elapsed, timeout):
             raise TimeoutError(f"command timed out after {timeout}s (killed in the sandbox)")
-        return inspect_io.result(code, out, err)
+        return result(code, out, err)
 
-    async def write_file(self, file: str, contents: str | bytes) -> None:
-        path = inspect_io.resolve(file)
-        data = contents.encode("utf-8") if isinstance(contents, str) else contents
-        argv = apptainer.exec_argv(self.apptainer, self.name, inspect_io.write_argv(path))
-        code, _, err = await self._call(argv, data)
-        inspect_io.check_write(path, code, err)
-
-    @overload
-    async def read_file(self, file: str, text: Literal[True] = True) -> str: ...
-
-    @overload
-    async def read_file(self, file: str, text: Literal[False]) -> bytes: ...
-
-    async def read_file(self, file: str, text: bool = True) -> Union[str | bytes]:
-        path = inspect_io.resolve(file)
-        argv = apptainer.exec_argv(self.apptainer, self.name, inspect_io.read_argv(path))
-        code, out, err = await self._call(argv, None)
-        return inspect_io.read_result(path, code, out, err, text)
+    @override
+    async def transfer(self, argv: list[str], stdin: bytes | None) -> tuple[int, bytes, bytes]:
+        return await self._call(apptainer.exec_argv(self.apptainer, self.name, argv), stdin)
 
     async def _call(self, argv: list[str], stdin: bytes | None, **bounds) -> tuple[int, bytes, bytes]:
         """One `apptainer exec` into the instance; SandboxUnavailableError once it is gone."""
@@ -197,14 +194,11 @@ class ApptainerSandboxEnvironment(inspect_io.AuditedSandbox):
         # command's status is then a shell's 128 + N, as under docker exec.
         return (128 - code if code < 0 else code), out, err
 
+    @override
     async def audit(self) -> dict:
         """There is no egress to audit: `biotool`'s offline answer, for the same scorer code."""
-        from .audit import summarise
-
-        return {"run": self.name, "offline": True, "records": [], "counts": summarise([]),
-                "tunnels": [], "open_tunnels": [], "unparsed_lines": 0,
-                "note": f"instance {self.name} runs with --net --network none: there is no way "
-                        "out to log"}
+        return offline(self.name, f"instance {self.name} runs with --net --network none: there "
+                                  "is no way out to log")
 
 
 async def _stop(tool: str, sample: Sample) -> None:

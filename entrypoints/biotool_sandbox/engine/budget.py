@@ -12,11 +12,13 @@ from __future__ import annotations
 import fcntl
 import re
 import time
+from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import settings
-from .errors import LauncherError
+from .. import settings
+from ..errors import LauncherError
+from .variables import Variables
 
 SHARE_ENV = settings.HOST_MEMORY_SHARE.name
 DEFAULT_SHARE = settings.HOST_MEMORY_SHARE.default
@@ -26,9 +28,6 @@ TMPFS_VARS = {"/work": settings.WORK_SIZE.name, "/tmp": settings.TMP_SIZE.name,
               "/var/tmp": settings.VARTMP_SIZE.name}
 RESERVATION = "memory-reserved"  # in a run's state dir, from its check until `down`
 UP_GRACE_S = 900.0               # a reservation whose run never got containers, then ignored
-
-# The options that set a compose variable, which a refusal names when they were given.
-OPTION_OF = {settings.MEM_LIMIT.name: "--memory", settings.WORK_SIZE.name: "--work-size"}
 
 
 def to_bytes(size: str, source: str = "") -> int:
@@ -42,23 +41,13 @@ def to_bytes(size: str, source: str = "") -> int:
         raise LauncherError(f"{source}: {exc}" if source else str(exc)) from None
 
 
-def size_source(var: str, env: dict, given: dict, compose: Path) -> str:
+def size_source(var: str, variables: Variables) -> str:
     """Who set compose variable var: its option, the caller's environment, or the file."""
-    if var in given and var in OPTION_OF:
-        return OPTION_OF[var]
-    if env.get(var):
-        return var
-    return f"{var} (the default in {compose})"
+    return variables.set_by(var) or f"{var} (the default in {variables.compose})"
 
 
 def shown(n: int) -> str:
     return f"{n / (1 << 30):.1f}g" if n >= 1 << 30 else f"{n >> 20}m"
-
-
-def compose_defaults(compose: Path) -> dict[str, str]:
-    """{VAR: default} for every `${VAR:-default}` in the compose file."""
-    text = compose.read_text(encoding="utf-8")
-    return dict(re.findall(r"\$\{(BIOTOOL_[A-Z0-9_]+):-([^}]+)\}", text))
 
 
 def egress_limit(compose: Path) -> int:
@@ -67,16 +56,14 @@ def egress_limit(compose: Path) -> int:
     return to_bytes(m.group(1)) if m else 0
 
 
-def run_memory(compose: Path, env: dict, given: dict | None = None) -> dict:
-    """The run's sizes in bytes as compose will apply them (env over compose.yaml's defaults),
-    checked so that full tmpfs still leave PROCESS_HEADROOM of the memory limit. given: the
-    variables set from options (their refusals name the option, the others the variable)."""
-    defaults = compose_defaults(compose)
-    given = given or {}
+def run_memory(variables: Variables) -> dict:
+    """The run's sizes in bytes as compose will apply them, checked so that full tmpfs still
+    leave PROCESS_HEADROOM of the memory limit; a refusal names the option or variable that
+    set each size."""
+    compose = variables.compose
 
     def value(var: str) -> int:
-        return to_bytes(env.get(var) or defaults.get(var, "0"),
-                        size_source(var, env, given, compose))
+        return to_bytes(variables.value(var) or "0", size_source(var, variables))
 
     memory = value(settings.MEM_LIMIT.name)
     tmpfs = {path: value(var) for path, var in TMPFS_VARS.items()}
@@ -84,7 +71,7 @@ def run_memory(compose: Path, env: dict, given: dict | None = None) -> dict:
     total = sum(tmpfs.values())
     if total + PROCESS_HEADROOM > memory:
         parts = ", ".join(f"{p} {shown(n)}" for p, n in tmpfs.items())
-        work, mem = (size_source(v, env, given, compose)
+        work, mem = (size_source(v, variables)
                      for v in (settings.WORK_SIZE.name, settings.MEM_LIMIT.name))
         raise LauncherError(
             f"{work.split(' (')[0]} {shown(tmpfs['/work'])} is too large for "
@@ -97,8 +84,9 @@ def run_memory(compose: Path, env: dict, given: dict | None = None) -> dict:
     return {"sandbox": memory, "egress": egress_limit(compose), "tmpfs": total}
 
 
-def host_share(env: dict) -> float:
-    raw = env.get(SHARE_ENV, "").strip()
+def host_share(environ: Mapping[str, str]) -> float:
+    """The share of host memory all runs may reserve, from the caller's environment."""
+    raw = environ.get(SHARE_ENV, "").strip()
     if not raw:
         return DEFAULT_SHARE
     try:
@@ -153,9 +141,10 @@ def host_lock(state_root: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def reserve(dc, run_dir: Path, need: int, env: dict, project_label: str) -> dict:
+def reserve(dc, run_dir: Path, need: int, environ: Mapping[str, str],
+            project_label: str) -> dict:
     """Reserve `need` bytes for the run in run_dir, or LauncherError with the figures."""
-    share = host_share(env)
+    share = host_share(environ)
     host = int(dc.info().get("MemTotal") or 0)
     state_root = run_dir.parent
     with host_lock(state_root):
@@ -173,8 +162,8 @@ def reserve(dc, run_dir: Path, need: int, env: dict, project_label: str) -> dict
     return {"host": host, "share": share, "in_use": used, "run": need}
 
 
-def concurrency(dc, compose: Path, env: dict) -> int:
+def concurrency(dc, variables: Variables) -> int:
     """How many default runs fit this host's budget now (Inspect's sample concurrency)."""
-    need = sum(v for k, v in run_memory(compose, env).items() if k != "tmpfs")
+    need = sum(v for k, v in run_memory(variables).items() if k != "tmpfs")
     host = int(dc.info().get("MemTotal") or 0)
-    return max(1, int(host * host_share(env)) // need) if host and need else 1
+    return max(1, int(host * host_share(variables.environ)) // need) if host and need else 1

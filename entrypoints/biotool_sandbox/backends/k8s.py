@@ -1,7 +1,7 @@
 """The values file for Inspect's k8s sandbox (`inspect_k8s_sandbox`'s `agent-env` chart).
 
 Rendered, not written by hand: the egress allowlist comes from the rules file and every limit
-from compose.yaml's own `${VAR:-default}` declarations (budget.compose_defaults), so the
+from compose.yaml's own `${VAR:-default}` declarations (engine.variables.compose_defaults), so the
 compose stack and a Kubernetes release cannot drift. `biotool-sandbox k8s-values` prints it;
 k8s/values.yaml is its output for the defaults (tests/unit/sandbox/test_k8s_render.py).
 
@@ -21,9 +21,13 @@ from pathlib import Path
 from biotool import rules as rules_mod
 from biotool.settings import EGRESS_POLICY
 
-from . import budget, settings
 from auditwire import RUN_STATE, SCHEDULE_DIR
-from .errors import LauncherError
+
+from .. import settings
+from ..engine import budget
+from ..engine.variables import Variables, compose_defaults
+from ..errors import LauncherError
+from .capabilities import Capabilities
 
 HEADER = ("# Rendered by `biotool-sandbox k8s-values` from image/rules.toml and compose.yaml;\n"
           "# do not edit: re-render (a unit test keeps this file equal to the output).\n")
@@ -41,6 +45,10 @@ NO_WORLD = "biotool-sandbox-no-world"      # the sandbox's policy (after the rel
 # does not template env values, so the policies are named without their release prefix.
 SANDBOX_POLICY = (f"CiliumNetworkPolicy {NO_WORLD} (the world denied) and agent-env's "
                   "sandbox-egress (its release's pods and namespace DNS only), k8s/values.yaml")
+# Each pod is Guaranteed at compose.yaml's limits, the sandbox's one way out is the egress pod
+# (Cilium), on the cluster's gVisor runtime class; Inspect's k8s sandbox execs as any user.
+CAPABILITIES = Capabilities(backend="Kubernetes (agent-env)", limits=True, network_rule=True,
+                            runtimes=("gvisor",), user_switching=True)
 KUBE_DNS = [{"matchLabels": {"io.kubernetes.pod.namespace": "kube-system", "k8s-app": app}}
             for app in ("kube-dns", "node-local-dns")]
 
@@ -74,8 +82,8 @@ def egress_cpus(compose: Path) -> str:
 
 def limits(compose: Path) -> dict:
     """compose.yaml's defaults, checked as `up` checks them (full tmpfs leave room to run)."""
-    d = budget.compose_defaults(compose)
-    mem = budget.run_memory(compose, {})          # raises when the tmpfs caps are too large
+    d = compose_defaults(compose)
+    mem = budget.run_memory(Variables.of(compose, environ={}))  # refused: tmpfs caps too large
     if not mem["egress"]:
         raise LauncherError(f"{compose}: the egress service has no mem_limit to carry over")
     return {
@@ -126,7 +134,7 @@ def sandbox_service(lim: dict) -> dict:
            EGRESS_POLICY.name: SANDBOX_POLICY}
     names = {"/work": "work", "/tmp": "tmp", "/var/tmp": "var-tmp"}
     return {
-        "runtimeClassName": "gvisor",
+        "runtimeClassName": CAPABILITIES.runtimes[0],
         "image": lim["image"],
         # The image's ENTRYPOINT (tini) stays PID 1, as compose's `init: true` gives it.
         "command": [],
@@ -169,7 +177,7 @@ def egress_service(lim: dict, relay: dict | None) -> dict:
         mounts.append({"name": "relay-tls", "mountPath": "/run/biotool-relay-tls",
                        "readOnly": True})
     return {
-        "runtimeClassName": "gvisor",
+        "runtimeClassName": CAPABILITIES.runtimes[0],
         "image": lim["egress_image"],
         # The sandbox's HTTPS_PROXY=http://egress:3128 resolves through this record.
         "dnsRecord": True,
@@ -246,9 +254,9 @@ def pin(ref: str, docker_client=None) -> str:
         return ref
     import docker.errors
 
-    from . import stack
+    from ..engine.client import client
 
-    dc = docker_client or stack.client()
+    dc = docker_client or client()
     try:
         digests = dc.images.get(ref).attrs.get("RepoDigests") or []
     except docker.errors.ImageNotFound:
