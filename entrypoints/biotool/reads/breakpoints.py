@@ -410,9 +410,7 @@ def breakpoints(reference: str, fastq: list[str] | None = None, bam: list[str] |
                  "primers (a position where most reads covering it start, or end, and none "
                  "break on the other side), are not breaks and are not counted: `discounted` "
                  "lists them with why; a split read's edge (its clipped part aligned elsewhere: "
-                 "supplementary or SA-tagged) is a junction and never counts towards a primer; "
-                 "read bases two pieces of a split read both align go to the piece matching "
-                 "the reference there with fewer mismatches (a tie leaves them as aligned)"),
+                 "supplementary or SA-tagged) is a junction and never counts towards a primer"),
     }
     if truncated:
         result["note"] += "; the time budget ran out, so counts cover only part of the reads"

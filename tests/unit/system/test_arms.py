@@ -130,7 +130,8 @@ def test_the_named_restatements_are_gone_from_the_control(outputs):
 
 @pytest.mark.parametrize("name", [c[0] for c in COMMANDS])
 def test_every_default_output_on_the_demo_data_is_under_8_kb(outputs, name):
-    assert len(outputs[name, "tool"].stdout.encode()) < OUTPUT_BOUND
+    size = len(outputs[name, "tool"].stdout.encode())
+    assert size < OUTPUT_BOUND, size
 
 
 def _pages(program: str, env: dict) -> dict[str, str]:
